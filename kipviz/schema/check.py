@@ -1,0 +1,69 @@
+"""`python -m kipviz.schema.check [FILE...]`: validate kit definitions and compare them with
+Kafka's own schema files (from ../shared/kafka or KIPVIZ_KAFKA_REF) at every shared version."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from ..errors import SchemaError
+from .compare import wire_differences
+from .loader import load_dir, load_file
+
+REF_DIRS = ("message-2024-10", "message-4.3", "records")
+
+
+def reference_root() -> Path | None:
+    env = os.environ.get("KIPVIZ_KAFKA_REF")
+    candidates = [Path(env)] if env else []
+    here = Path(__file__).resolve()
+    candidates += [p / "shared" / "kafka" for p in here.parents]
+    candidates += [p.parent / "shared" / "kafka" for p in here.parents]
+    return next((c for c in candidates if (c / "message-4.3").is_dir()), None)
+
+
+def references() -> dict[str, dict]:
+    root = reference_root()
+    if root is None:
+        return {}
+    return {d: load_dir(root / d) for d in REF_DIRS if (root / d).is_dir()}
+
+
+def check_spec(spec, refs: dict[str, dict]) -> list[str]:
+    problems = []
+    for d, specs in refs.items():
+        ref = specs.get(spec.name)
+        if ref is None:
+            continue
+        for v in spec.versions:
+            if v in ref.valid:
+                problems += [f"{spec.name} v{v} vs {d}: {p}" for p in wire_differences(spec, ref, v)]
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    from . import registry
+    files = [Path(a) for a in argv] or sorted(registry.DEFS_DIR.glob("*.json"))
+    refs = references()
+    if not refs:
+        print("warning: no Kafka reference schemas found; only validating", file=sys.stderr)
+    bad = 0
+    for f in files:
+        try:
+            spec = load_file(f, require_kit=True)
+        except SchemaError as e:
+            print(f"ERROR {e}")
+            bad += 1
+            continue
+        problems = check_spec(spec, refs)
+        for p in problems:
+            print(f"MISMATCH {p}")
+        bad += bool(problems)
+        if not problems:
+            seen = [d for d, s in refs.items() if spec.name in s]
+            print(f"ok {spec.name} v{spec.valid} (compared with {', '.join(seen) or 'nothing'})")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

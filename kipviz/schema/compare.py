@@ -1,0 +1,41 @@
+"""Compare two definitions of one message version, attribute by wire-relevant attribute."""
+from __future__ import annotations
+
+from .model import MessageSpec
+from .resolve import VField, resolve
+
+
+def _fields(a: tuple[VField, ...], b: tuple[VField, ...], path: str, names: bool) -> list[str]:
+    out: list[str] = []
+    if len(a) != len(b):
+        out.append(f"{path or '<top>'}: {len(a)} fields {[f.name for f in a]} vs {len(b)} {[f.name for f in b]}")
+    for fa, fb in zip(a, b):
+        p = f"{path}.{fa.name}" if path else fa.name
+        if names and fa.name != fb.name and fb.name not in fa.spec.aliases:
+            out.append(f"{p}: name {fa.name!r} vs {fb.name!r}")
+        if fa.is_array != fb.is_array or fa.is_struct != fb.is_struct or (
+                not fa.is_struct and fa.elem != fb.elem):
+            out.append(f"{p}: type {fa.type!r} vs {fb.type!r}")
+        for attr in ("nullable", "tag", "compact"):
+            if getattr(fa, attr) != getattr(fb, attr):
+                out.append(f"{p}: {attr} {getattr(fa, attr)!r} vs {getattr(fb, attr)!r}")
+        if fa.tagged and fa.spec.default != fb.spec.default:
+            # a tagged field is written only when it differs from its default
+            out.append(f"{p}: default {fa.spec.default!r} vs {fb.spec.default!r}")
+        if fa.is_struct and fb.is_struct:
+            out.extend(_fields(fa.fields, fb.fields, p, names))
+    return out
+
+
+def wire_differences(a: MessageSpec, b: MessageSpec, version: int, *, names: bool = True) -> list[str]:
+    """Every wire-relevant difference between a and b at one version (empty list: identical)."""
+    out: list[str] = []
+    if a.api_key != b.api_key:
+        out.append(f"apiKey {a.api_key} vs {b.api_key}")
+    if a.type != b.type:
+        out.append(f"type {a.type} vs {b.type}")
+    va, vb = resolve(a, version), resolve(b, version)
+    if va.flexible != vb.flexible:
+        out.append(f"flexible {va.flexible} vs {vb.flexible}")
+    out.extend(_fields(va.fields, vb.fields, "", names))
+    return out
