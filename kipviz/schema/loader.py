@@ -96,7 +96,7 @@ def _parse_field(ctx: _Ctx, f: Any, parent: str, structs: dict[str, dict], flexi
     elem = ftype[2:] if ftype.startswith("[]") else ftype
     if elem.startswith("[]"):
         raise ctx.fail("arrays of arrays are not allowed", path)
-    if elem not in PRIMITIVES and not _NAME.match(elem):
+    if elem not in PRIMITIVES and not (_NAME.match(elem) and elem[0].isupper()):
         raise ctx.fail(f"unknown type {ftype!r}", path)
     if ftype.startswith("[]") and elem == "records":
         raise ctx.fail("arrays of records are not allowed", path)

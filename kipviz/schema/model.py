@@ -82,7 +82,7 @@ class VersionStatus:
 class KitInfo:
     about: str = ""
     statuses: tuple[VersionStatus, ...] = ()
-    api_key_candidates: tuple[dict, ...] = ()   # proposed RPCs whose key is not settled
+    api_key_candidates: tuple[dict, ...] = field(default=(), compare=False)  # unsettled keys
 
     def status(self, v: int) -> VersionStatus | None:
         for s in self.statuses:
@@ -91,7 +91,7 @@ class KitInfo:
         return None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)   # identity hash: specs are cache keys
 class MessageSpec:
     name: str
     type: str                      # request, response, header, data

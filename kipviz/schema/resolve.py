@@ -20,6 +20,7 @@ class VField:
     compact: bool          # flexible encoding for strings/bytes/arrays/structs at this version
     fields: tuple["VField", ...]
     spec: FieldSpec
+    version: int
 
     @property
     def tagged(self) -> bool:
@@ -43,7 +44,7 @@ def _resolve_fields(fields: tuple[FieldSpec, ...], v: int, flexible: bool) -> tu
         out.append(VField(
             name=f.name, type=f.type, elem=f.elem, is_array=f.is_array, is_struct=f.is_struct,
             nullable=f.is_nullable(v), tag=f.tag if f.is_tagged(v) else None, compact=compact,
-            fields=_resolve_fields(f.fields, v, flexible) if f.is_struct else (), spec=f))
+            fields=_resolve_fields(f.fields, v, flexible) if f.is_struct else (), spec=f, version=v))
     return tuple(out)
 
 

@@ -1,0 +1,67 @@
+# kipviz: two commands set everything up on a fresh machine.
+#   make lab   - virtualenv + packages + graphviz `dot` + Java check, then JupyterLab on notebooks/
+#   make test  - the same set-up, then every test
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.kipviz-installed
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+export SPARK_LOCAL_IP ?= 127.0.0.1
+export PYSPARK_PYTHON ?= $(abspath $(PY))
+
+.PHONY: setup lab test bench lint fresh-check dot java clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kipviz needs Python 3.11 or newer")'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+setup: $(STAMP) dot java
+
+# graphviz: use a `dot` already on PATH; else Debian's graphviz package (as root);
+# else the graphviz-pure wheel, linked as .venv/bin/dot.
+dot: $(STAMP)
+	@if command -v dot >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Debian's graphviz package"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null) || true; \
+	fi; \
+	if ! command -v dot >/dev/null 2>&1; then \
+	  echo "installing graphviz-pure (dot without apt)"; \
+	  $(PY) -m pip install --quiet graphviz-pure && ln -sf graphviz-pure $(VENV)/bin/dot; \
+	fi; \
+	dot -V
+
+java:
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then \
+	  echo "kipviz's Spark analyses need Java 17 or newer (found: $${v:-none})."; \
+	  echo "  Debian/Ubuntu: sudo apt-get install -y openjdk-17-jre-headless"; \
+	  echo "  macOS:         brew install openjdk@17   (then set JAVA_HOME)"; \
+	  echo "  or download a JDK 17+ and put its bin/ on PATH (or set JAVA_HOME)."; \
+	  exit 1; \
+	fi
+
+lab: setup
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+
+test: setup
+	$(PY) -m pytest -n 2 -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check kipviz tests benchmarks
+
+bench: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) benchmarks/codec.py
+
+# Not part of `make test`: clone this repo into a temporary folder and run `make test` there.
+fresh-check:
+	@d=$$(mktemp -d); echo "fresh clone in $$d"; \
+	git clone --quiet . "$$d/kipviz" && $(MAKE) -C "$$d/kipviz" test; rc=$$?; rm -rf "$$d"; exit $$rc
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis test-artifacts

@@ -1,0 +1,191 @@
+"""Request/response headers and size-prefixed frames around message bodies."""
+from __future__ import annotations
+
+import struct
+
+from ..errors import DecodeError, EncodeError, UnknownMessageError
+from ..schema import registry
+from ..schema.model import MessageSpec
+from .plan import Span, plan_for
+
+_I = struct.Struct(">i")
+_HH = struct.Struct(">hh")
+
+
+def request_header_version(spec: MessageSpec, version: int) -> int:
+    """Kafka derives the header version from the body's flexibleVersions."""
+    if spec.api == "ControlledShutdown" and version == 0:
+        return 0
+    return 2 if spec.is_flexible(version) else 1
+
+
+def response_header_version(spec: MessageSpec, version: int) -> int:
+    # ApiVersionsResponse always uses header v0: a client that does not yet know the
+    # broker's versions must be able to read the answer.
+    if spec.api == "ApiVersions":
+        return 0
+    return 1 if spec.is_flexible(version) else 0
+
+
+def frame(payload: bytes) -> bytes:
+    return _I.pack(len(payload)) + payload
+
+
+def unframe(data: bytes) -> bytes:
+    if len(data) < 4:
+        raise DecodeError(f"needs 4 bytes for the frame size, only {len(data)} left", 0, "size")
+    size, = _I.unpack_from(data, 0)
+    if size < 0:
+        raise DecodeError(f"negative frame size {size}", 0, "size")
+    if size != len(data) - 4:
+        what = "more" if size > len(data) - 4 else "fewer"
+        raise DecodeError(f"frame size says {size} bytes but {len(data) - 4} follow ({what} than present)", 0, "size")
+    return data[4:]
+
+
+def split_frames(data: bytes) -> tuple[list[bytes], bytes]:
+    """Cut a byte stream into whole frames (each with its size prefix) and the unfinished rest."""
+    frames, pos, n = [], 0, len(data)
+    while n - pos >= 4:
+        size, = _I.unpack_from(data, pos)
+        if size < 0:
+            raise DecodeError(f"negative frame size {size}", pos, "size")
+        if n - pos - 4 < size:
+            break
+        frames.append(data[pos:pos + 4 + size])
+        pos += 4 + size
+    return frames, data[pos:]
+
+
+def _spec(api, kind: str) -> MessageSpec:
+    if isinstance(api, MessageSpec):
+        return api
+    if isinstance(api, int) and not isinstance(api, bool):
+        return registry.by_api_key(api, kind)
+    name = str(api)
+    suffix = "Request" if kind == "request" else "Response"
+    if not name.endswith(suffix):
+        name += suffix
+    return registry.get(name)
+
+
+def _body_version(spec: MessageSpec, version: int, err) -> None:
+    if version not in spec.valid:
+        raise err(f"{spec.name} has no version {version} (valid: {spec.valid})")
+
+
+def encode_request(api, version: int, body: dict, *, correlation_id: int = 0,
+                   client_id: str | None = "kipviz", framed: bool = True) -> bytes:
+    spec = _spec(api, "request")
+    _body_version(spec, version, EncodeError)
+    hv = request_header_version(spec, version)
+    header = {"RequestApiKey": registry.api_key(spec), "RequestApiVersion": version,
+              "CorrelationId": correlation_id}
+    if hv >= 1:
+        header["ClientId"] = client_id
+    w = bytearray()
+    plan_for(registry.get("RequestHeader"), hv).encode_into(header, w)
+    plan_for(spec, version).encode_into(body, w)
+    return frame(bytes(w)) if framed else bytes(w)
+
+
+def encode_response(api, version: int, body: dict, *, correlation_id: int = 0,
+                    framed: bool = True) -> bytes:
+    spec = _spec(api, "response")
+    _body_version(spec, version, EncodeError)
+    w = bytearray()
+    plan_for(registry.get("ResponseHeader"), response_header_version(spec, version)).encode_into(
+        {"CorrelationId": correlation_id}, w)
+    plan_for(spec, version).encode_into(body, w)
+    return frame(bytes(w)) if framed else bytes(w)
+
+
+def _payload(data, framed: bool) -> tuple[bytes, int]:
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"needs bytes, got {type(data).__name__}")
+    data = bytes(data)
+    return (unframe(data), 4) if framed else (data, 0)
+
+
+def _shift(err: DecodeError, by: int) -> DecodeError:
+    return DecodeError(err.reason, err.offset + by, err.path)
+
+
+def _request_parts(payload: bytes, base: int):
+    if len(payload) < 4:
+        raise DecodeError(f"needs 4 bytes for api key and version, only {len(payload)} left", base, "header.RequestApiKey")
+    key, version = _HH.unpack_from(payload, 0)
+    try:
+        spec = registry.by_api_key(key, "request")
+    except UnknownMessageError as e:
+        raise DecodeError(str(e), base, "header.RequestApiKey") from None
+    if version not in spec.valid:
+        raise DecodeError(f"{spec.name} has no version {version} (valid: {spec.valid})", base + 2,
+                          "header.RequestApiVersion")
+    return spec, version, request_header_version(spec, version)
+
+
+def decode_request(data, *, framed: bool = True) -> dict:
+    """Decode a whole request: {api, message, version, header_version, correlation_id, header, body}."""
+    payload, base = _payload(data, framed)
+    spec, version, hv = _request_parts(payload, base)
+    try:
+        header, pos = plan_for(registry.get("RequestHeader"), hv).decode_at(payload, 0, "header.")
+        body, end = plan_for(spec, version).decode_at(payload, pos, "body.")
+    except DecodeError as e:
+        raise _shift(e, base) from None
+    if end != len(payload):
+        raise DecodeError(f"{len(payload) - end} trailing bytes after the message", base + end, "")
+    return {"api": spec.api, "message": spec.name, "api_key": header["RequestApiKey"],
+            "version": version, "header_version": hv, "correlation_id": header["CorrelationId"],
+            "header": header, "body": body}
+
+
+def decode_response(data, api, version: int, *, framed: bool = True) -> dict:
+    """Decode a response; the api and version come from the request it answers."""
+    spec = _spec(api, "response")
+    payload, base = _payload(data, framed)
+    if version not in spec.valid:
+        raise DecodeError(f"{spec.name} has no version {version} (valid: {spec.valid})", base, "")
+    hv = response_header_version(spec, version)
+    try:
+        header, pos = plan_for(registry.get("ResponseHeader"), hv).decode_at(payload, 0, "header.")
+        body, end = plan_for(spec, version).decode_at(payload, pos, "body.")
+    except DecodeError as e:
+        raise _shift(e, base) from None
+    if end != len(payload):
+        raise DecodeError(f"{len(payload) - end} trailing bytes after the message", base + end, "")
+    return {"api": spec.api, "message": spec.name, "api_key": registry.api_key(spec),
+            "version": version, "header_version": hv, "correlation_id": header["CorrelationId"],
+            "header": header, "body": body}
+
+
+def _annotate_parts(payload: bytes, base: int, header_spec, hv, spec, version, framed: bool) -> list[Span]:
+    spans: list[tuple] = []
+    if framed:
+        spans.append((0, 4, "size", "int32", len(payload), "value"))
+    try:
+        _, pos, hs = plan_for(header_spec, hv).annotate_at(payload, 0, "header.")
+        _, end, bs = plan_for(spec, version).annotate_at(payload, pos, "body.")
+    except DecodeError as e:
+        raise _shift(e, base) from None
+    if end != len(payload):
+        raise DecodeError(f"{len(payload) - end} trailing bytes after the message", base + end, "")
+    for s in (*hs, *bs):
+        spans.append((s[0] + base, s[1] + base, *s[2:]))
+    return [Span._make(s) for s in spans]
+
+
+def annotate_request(data, *, framed: bool = True) -> list[Span]:
+    payload, base = _payload(data, framed)
+    spec, version, hv = _request_parts(payload, base)
+    return _annotate_parts(payload, base, registry.get("RequestHeader"), hv, spec, version, framed)
+
+
+def annotate_response(data, api, version: int, *, framed: bool = True) -> list[Span]:
+    spec = _spec(api, "response")
+    payload, base = _payload(data, framed)
+    if version not in spec.valid:
+        raise DecodeError(f"{spec.name} has no version {version} (valid: {spec.valid})", base, "")
+    return _annotate_parts(payload, base, registry.get("ResponseHeader"),
+                           response_header_version(spec, version), spec, version, framed)
