@@ -1,0 +1,100 @@
+"""Writes notebooks/00_welcome.ipynb (kept as a script so the notebook's source is reviewable)."""
+import nbformat as nbf
+from pathlib import Path
+
+md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
+cells = [
+    md("""# 00 · Welcome to kipviz
+
+kipviz teaches Apache Kafka's wire protocol and coordinators from **one set of schema
+definitions** written in Kafka's own JSON format. Everything you see — bytes, tables, and later
+diagrams and animations — is computed from those definitions by the same library functions the
+tests use.
+
+**Learning objectives** — after this notebook you can
+1. list which RPCs and versions the kit covers and tell *released*, *accepted* and *proposed* apart;
+2. encode a request to bytes, decode it back, and see which bytes hold which field;
+3. read one of the kit's error messages and find the offending byte.
+
+**Prerequisites:** basic Python; no Kafka cluster needed. **Time to complete:** about 15 minutes.
+
+**Seed documents this kit follows:** [KIP-516](https://cwiki.apache.org/confluence/display/KAFKA/KIP-516%3A+Topic+Identifiers) (topic IDs),
+[KIP-848](https://cwiki.apache.org/confluence/display/KAFKA/KIP-848%3A+The+Next+Generation+of+the+Consumer+Rebalance+Protocol) (new consumer groups),
+KIP-1319 (TxnOffsetCommit v6, accepted) and KIP-1289 (transactional acknowledgements for share groups, proposed)."""),
+    code("""import pandas as pd
+from kipviz import codec
+from kipviz.schema import registry
+from kipviz.schema.catalog import catalog, summary
+from kipviz.teach import check
+
+pd.set_option("display.max_colwidth", 120)
+pd.DataFrame(summary())"""),
+    md("""## 1. Released, accepted, proposed
+
+Every version carries a label. *Released* versions name the first Apache Kafka release that
+shipped them (and the release that removed them, if any); *accepted* means the KIP is accepted
+but no release has it yet; *proposed* means the KIP is still under discussion. TxnOffsetCommit
+shows all the interesting cases:"""),
+    code("""rows = pd.DataFrame(catalog("request"))
+rows[rows.api == "TxnOffsetCommit"][["version", "flexible", "status", "since", "kip", "change"]]"""),
+    md("""## 2. Bytes from a definition
+
+The example below is the TxnOffsetCommit v5 request from a public wire-format page (seed 002).
+`codec.encode` turns the plain dictionary into bytes; `codec.decode` turns them back."""),
+    code("""example = {
+    "TransactionalId": "tx-orders-001", "GroupId": "order-processors",
+    "ProducerId": 0, "ProducerEpoch": 12, "GenerationIdOrMemberEpoch": 5,
+    "MemberId": "consumer-1-abc123", "GroupInstanceId": None,
+    "Topics": [{"Name": "orders", "Partitions": [
+        {"PartitionIndex": 3, "CommittedOffset": 150382, "CommittedLeaderEpoch": 12, "CommittedMetadata": None}]}],
+}
+v5 = codec.encode("TxnOffsetCommitRequest", 5, example)
+print(len(v5), "bytes:", v5.hex(" "))
+codec.decode("TxnOffsetCommitRequest", 5, v5) == example"""),
+    md("""`annotate` walks the same bytes and says which byte range holds which field — length
+prefixes, array counts and tag buffers included. Together the spans cover every byte exactly once."""),
+    code("""spans = pd.DataFrame(codec.annotate("TxnOffsetCommitRequest", 5, v5))
+spans["bytes"] = [v5[s:e].hex(" ") for s, e in zip(spans.start, spans.end)]
+spans"""),
+    md("""## 3. When bytes are wrong
+
+Decoders never guess. Cut the message short, and the error names the byte offset and the field:"""),
+    code("""try:
+    codec.decode("TxnOffsetCommitRequest", 5, v5[:40])
+except codec.DecodeError as e:
+    print(e)          # one readable line: where, which field, what was expected
+    print("offset:", e.offset, "path:", e.path)"""),
+    md("""## 4. Exercise — what do topic IDs cost here?
+
+KIP-1319's TxnOffsetCommit v6 replaces each topic **name** with a 16-byte topic **ID**
+(KIP-516). For this example with the topic `orders`, how many bytes **longer** is the v6
+request than the v5 one? (A compact string costs one length byte plus its characters.)
+
+Replace `None` with your answer and run the cell."""),
+    code("""answer = None
+check(answer, 9, hint="v5 spends 1 + len('orders') bytes on the name; v6 spends 16 on the ID.")"""),
+    md("""### Solution
+Encode both versions and compare. The check below uses the kit itself, so it cannot drift from the bytes."""),
+    code("""import uuid
+v6_example = dict(example, Topics=[{"TopicId": uuid.uuid4(), "Partitions": example["Topics"][0]["Partitions"]}])
+v6 = codec.encode("TxnOffsetCommitRequest", 6, v6_example)
+check(len(v6) - len(v5), 9, hint="count the bytes", explain="16 bytes of ID replace 7 bytes of name.")"""),
+    md("""## How to use the kit
+
+* `notebooks/` are numbered; each starts with objectives and ends with a summary.
+* The same functions work from Python: `kipviz.codec.encode/decode/annotate`,
+  `kipviz.codec.decode_request(frame)` for a whole size-prefixed request.
+* Any official Kafka schema directory loads too: `kipviz.schema.loader.load_dir(path)`.
+
+## Summary
+
+* One set of definitions drives the codec; every version is labelled released, accepted or proposed.
+* `encode` → bytes, `decode` → the same dictionary, `annotate` → which bytes are which field.
+* Bad bytes give one readable error with the byte offset and field path."""),
+]
+nb = nbf.v4.new_notebook(cells=cells, metadata={
+    "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+    "language_info": {"name": "python"}})
+out = Path(__file__).resolve().parent.parent / "notebooks" / "00_welcome.ipynb"
+nbf.write(nb, out)
+print("wrote", out)
