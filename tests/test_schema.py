@@ -6,10 +6,9 @@ import json
 import pytest
 
 from kipviz.errors import SchemaError
-from kipviz.schema import jsonc
+from kipviz.schema import jsonc, registry
 from kipviz.schema.loader import load_file, load_text
 from kipviz.schema.versions import Versions
-from kipviz.schema import registry
 
 BASE = {"apiKey": 28, "type": "request", "name": "DemoRequest", "validVersions": "0-3",
         "flexibleVersions": "2+", "fields": [

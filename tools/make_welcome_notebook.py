@@ -1,6 +1,7 @@
 """Writes notebooks/00_welcome.ipynb (kept as a script so the notebook's source is reviewable)."""
-import nbformat as nbf
 from pathlib import Path
+
+import nbformat as nbf
 
 md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
 cells = [

@@ -12,9 +12,19 @@ import re
 from ..errors import DecodeError, EncodeError, UnknownMessageError
 from ..schema import registry
 from ..schema.model import MessageSpec
-from .framing import (annotate_request, annotate_response, decode_request, decode_response,
-                      encode_request, encode_response, frame, request_header_version,
-                      response_header_version, split_frames, unframe)
+from .framing import (
+    annotate_request,
+    annotate_response,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    frame,
+    request_header_version,
+    response_header_version,
+    split_frames,
+    unframe,
+)
 from .gen_decode import UNKNOWN_TAGS
 from .plan import Plan, Span, plan_for
 

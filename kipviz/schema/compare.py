@@ -9,7 +9,7 @@ def _fields(a: tuple[VField, ...], b: tuple[VField, ...], path: str, names: bool
     out: list[str] = []
     if len(a) != len(b):
         out.append(f"{path or '<top>'}: {len(a)} fields {[f.name for f in a]} vs {len(b)} {[f.name for f in b]}")
-    for fa, fb in zip(a, b):
+    for fa, fb in zip(a, b, strict=False):
         p = f"{path}.{fa.name}" if path else fa.name
         if names and fa.name != fb.name and fb.name not in fa.spec.aliases:
             out.append(f"{p}: name {fa.name!r} vs {fb.name!r}")

@@ -8,8 +8,7 @@ from typing import Any
 
 from ..errors import SchemaError
 from . import jsonc
-from .model import (FIXED_SIZES, NULLABLE_TYPES, PRIMITIVES, STATUSES, FieldSpec, KitInfo,
-                    MessageSpec, VersionStatus)
+from .model import FIXED_SIZES, NULLABLE_TYPES, PRIMITIVES, STATUSES, FieldSpec, KitInfo, MessageSpec, VersionStatus
 from .versions import ALL, NONE, Versions
 
 TOP_KEYS = {"apiKey", "type", "name", "validVersions", "flexibleVersions", "fields", "listeners",
