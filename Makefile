@@ -59,9 +59,11 @@ bench: $(STAMP)
 	$(PY) benchmarks/codec.py
 
 # Not part of `make test`: clone this repo into a temporary folder and run `make test` there.
+# Kafka's reference schemas (../shared/kafka) are passed along so conformance tests run there too.
 fresh-check:
 	@d=$$(mktemp -d); echo "fresh clone in $$d"; \
-	git clone --quiet . "$$d/kipviz" && $(MAKE) -C "$$d/kipviz" test; rc=$$?; rm -rf "$$d"; exit $$rc
+	ref=$${KIPVIZ_KAFKA_REF:-$$(cd .. && pwd)/shared/kafka}; [ -d "$$ref" ] && export KIPVIZ_KAFKA_REF="$$ref"; \
+	git clone --quiet . "$$d/kipviz" && env -u VIRTUAL_ENV $(MAKE) -C "$$d/kipviz" test; rc=$$?; rm -rf "$$d"; exit $$rc
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis test-artifacts

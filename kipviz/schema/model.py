@@ -71,10 +71,12 @@ class VersionStatus:
     def label(self) -> str:
         if self.status == "released":
             text = f"released in Kafka {self.since}" if self.since else "released"
-            if self.removed:
-                text += f", removed in {self.removed}"
+        elif self.status == "accepted" and self.since:
+            text = f"accepted, unstable (opt-in) in Kafka {self.since}"
         else:
             text = self.status
+        if self.removed:
+            text += f", removed in {self.removed}"
         return f"{text} ({self.kip})" if self.kip else text
 
 
