@@ -10,7 +10,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON ?= $(abspath $(PY))
 
-.PHONY: setup lab test bench lint fresh-check dot java clean
+.PHONY: setup lab test bench lint fresh-check dot java tools clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kipviz needs Python 3.11 or newer")'
@@ -19,7 +19,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-setup: $(STAMP) dot java
+setup: $(STAMP) dot java tools
+
+# tshark lets the capture tests check that Wireshark reads kipviz's pcaps (installed when root).
+tools:
+	@if ! command -v tshark >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Debian's tshark (Wireshark's reader) for the capture tests"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tshark >/dev/null) || true; \
+	fi
 
 # graphviz: use a `dot` already on PATH; else Debian's graphviz package (as root);
 # else the graphviz-pure wheel, linked as .venv/bin/dot.

@@ -6,10 +6,22 @@ from .resolve import VField, resolve
 
 
 def _fields(a: tuple[VField, ...], b: tuple[VField, ...], path: str, names: bool) -> list[str]:
+    """Plain fields must match one for one, in order. Tagged fields match by tag number; a tagged
+    field only `a` has is allowed (Kafka adds tagged fields to existing versions, and older
+    readers skip them), but a tagged field of `b` missing from `a` is a difference."""
     out: list[str] = []
-    if len(a) != len(b):
-        out.append(f"{path or '<top>'}: {len(a)} fields {[f.name for f in a]} vs {len(b)} {[f.name for f in b]}")
-    for fa, fb in zip(a, b, strict=False):
+    pa = [f for f in a if not f.tagged]
+    pb = [f for f in b if not f.tagged]
+    if len(pa) != len(pb):
+        out.append(f"{path or '<top>'}: {len(pa)} fields {[f.name for f in pa]} vs {len(pb)} {[f.name for f in pb]}")
+    pairs = list(zip(pa, pb, strict=False))
+    ta = {f.tag: f for f in a if f.tagged}
+    for f in (f for f in b if f.tagged):
+        if f.tag in ta:
+            pairs.append((ta[f.tag], f))
+        else:
+            out.append(f"{path or '<top>'}: tagged field {f.name} (tag {f.tag}) missing")
+    for fa, fb in pairs:
         p = f"{path}.{fa.name}" if path else fa.name
         if names and fa.name != fb.name and fb.name not in fa.spec.aliases:
             out.append(f"{p}: name {fa.name!r} vs {fb.name!r}")

@@ -1,0 +1,93 @@
+"""Control records: the COMMIT / ABORT markers a transaction coordinator writes (and KRaft's own).
+
+A control batch has the transactional and control attribute bits set and holds control records
+whose key is always 4 bytes:
+
+    key   = version int16 (0) + type int16      ABORT=0, COMMIT=1, LEADER_CHANGE=2,
+                                                SNAPSHOT_HEADER=3, SNAPSHOT_FOOTER=4,
+                                                KRAFT_VERSION=5, KRAFT_VOTERS=6
+    value = version int16 (0) + coordinator_epoch int32        (COMMIT / ABORT: 6 bytes)
+
+(`ControlRecordType.java`, `EndTransactionMarker.java`; `MemoryRecords.writeEndTransactionalMarker`
+writes the batch: transactional + control, uncompressed, one record, BaseSequence -1.)
+"""
+from __future__ import annotations
+
+import struct
+
+from ..errors import DecodeError, EncodeError
+
+CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
+                 4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
+CONTROL_TYPE_IDS = {name: tid for tid, name in CONTROL_TYPES.items()}
+END_TXN_TYPES = ("ABORT", "COMMIT")
+_KEY = struct.Struct(">hh")
+_END_TXN = struct.Struct(">hi")
+
+
+def control_key(marker: str | int, version: int = 0) -> bytes:
+    """The 4-byte control record key: version int16 + type int16."""
+    tid = _type_id(marker)
+    return _KEY.pack(version, tid)
+
+
+def end_txn_marker_value(coordinator_epoch: int, version: int = 0) -> bytes:
+    """The 6-byte value of a COMMIT/ABORT marker: version int16 + coordinator_epoch int32."""
+    if not isinstance(coordinator_epoch, int) or not -2**31 <= coordinator_epoch < 2**31:
+        raise EncodeError(f"coordinator_epoch must be an int32, got {coordinator_epoch!r}",
+                          "coordinator_epoch")
+    return _END_TXN.pack(version, coordinator_epoch)
+
+
+def _type_id(marker) -> int:
+    if isinstance(marker, str) and marker.upper() in CONTROL_TYPE_IDS:
+        return CONTROL_TYPE_IDS[marker.upper()]
+    if isinstance(marker, int) and not isinstance(marker, bool) and -2**15 <= marker < 2**15:
+        return marker
+    raise EncodeError(f"unknown control record type {marker!r} "
+                      f"(one of {', '.join(CONTROL_TYPE_IDS)})", "marker")
+
+
+def parse_control(key, value, offset: int = 0, path: str = "") -> dict:
+    """{"type": "COMMIT", "type_id": 1, "version": 0, "coordinator_epoch": 5, "value_version": 0}.
+
+    `coordinator_epoch` and `value_version` are None for control types other than COMMIT/ABORT
+    (their values are KRaft messages of their own). Malformed keys and markers raise DecodeError,
+    as Kafka's InvalidRecordException does."""
+    if key is None or len(key) < 4:
+        raise DecodeError(f"control record key must be 4 bytes (version int16 + type int16), "
+                          f"got {'null' if key is None else len(key)}", offset, path + ".key")
+    version, tid = _KEY.unpack_from(key)
+    if version < 0:
+        raise DecodeError(f"negative control record key version {version}", offset, path + ".key")
+    name = CONTROL_TYPES.get(tid, "UNKNOWN")
+    out = {"type": name, "type_id": tid, "version": version, "coordinator_epoch": None,
+           "value_version": None}
+    if name in END_TXN_TYPES:
+        if value is None or len(value) < 6:
+            raise DecodeError(f"{name} marker value must be 6 bytes (version int16 + "
+                              f"coordinator_epoch int32), got {'null' if value is None else len(value)}",
+                              offset, path + ".value")
+        vv, epoch = _END_TXN.unpack_from(value)
+        if vv < 0:
+            raise DecodeError(f"negative end-transaction marker version {vv}", offset, path + ".value")
+        out["value_version"] = vv
+        out["coordinator_epoch"] = epoch
+    return out
+
+
+def write_control_batch(marker: str | int = "COMMIT", producer_id: int = -1, producer_epoch: int = -1,
+                        coordinator_epoch: int = 0, base_offset: int = 0, timestamp: int = 0,
+                        partition_leader_epoch: int = -1, timestamp_type="CreateTime") -> bytes:
+    """A transaction marker batch exactly as MemoryRecords.writeEndTransactionalMarker builds it:
+    transactional + control, uncompressed, one record (key 4 bytes, value 6 bytes), BaseSequence -1."""
+    from .batch import write_batch
+    tid = _type_id(marker)
+    if CONTROL_TYPES.get(tid) not in END_TXN_TYPES:
+        raise EncodeError(f"write_control_batch writes COMMIT or ABORT markers, not {marker!r}", "marker")
+    record = {"key": control_key(tid), "value": end_txn_marker_value(coordinator_epoch),
+              "headers": [], "timestamp": timestamp, "offset_delta": 0}
+    return write_batch([record], base_offset=base_offset, partition_leader_epoch=partition_leader_epoch,
+                       compression="none", timestamp_type=timestamp_type, is_transactional=True,
+                       is_control=True, producer_id=producer_id, producer_epoch=producer_epoch,
+                       base_sequence=-1, base_timestamp=timestamp, max_timestamp=timestamp)
