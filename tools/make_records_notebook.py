@@ -1,9 +1,6 @@
 """Writes notebooks/02_records_and_logs.ipynb (kept as a script so the notebook's source is reviewable)."""
-from pathlib import Path
 
-import nbformat as nbf
-
-md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
+from nbbuild import code, md, write_notebook
 cells = [
     md("""# 02 · Records and logs: what Kafka really writes and sends
 
@@ -131,9 +128,4 @@ print(check("ILLEGAL_GENERATION", "ILLEGAL_GENERATION"))"""),
 * `abs(String.hashCode) % 50` picks the coordinator partition, with Kafka's `abs(MIN_VALUE) == 0`.
 * A pcap of plaintext Kafka traffic becomes a request/response table with decoded bodies."""),
 ]
-nb = nbf.v4.new_notebook(cells=cells, metadata={
-    "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-    "language_info": {"name": "python"}})
-out = Path(__file__).resolve().parent.parent / "notebooks" / "02_records_and_logs.ipynb"
-nbf.write(nb, out)
-print("wrote", out)
+write_notebook("02_records_and_logs.ipynb", cells)

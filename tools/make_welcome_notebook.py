@@ -1,9 +1,6 @@
 """Writes notebooks/00_welcome.ipynb (kept as a script so the notebook's source is reviewable)."""
-from pathlib import Path
 
-import nbformat as nbf
-
-md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
+from nbbuild import code, md, write_notebook
 cells = [
     md("""# 00 · Welcome to kipviz
 
@@ -93,9 +90,4 @@ check(len(v6) - len(v5), 9, hint="count the bytes", explain="16 bytes of ID repl
 * `encode` → bytes, `decode` → the same dictionary, `annotate` → which bytes are which field.
 * Bad bytes give one readable error with the byte offset and field path."""),
 ]
-nb = nbf.v4.new_notebook(cells=cells, metadata={
-    "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-    "language_info": {"name": "python"}})
-out = Path(__file__).resolve().parent.parent / "notebooks" / "00_welcome.ipynb"
-nbf.write(nb, out)
-print("wrote", out)
+write_notebook("00_welcome.ipynb", cells)

@@ -125,17 +125,23 @@ def _request_parts(payload: bytes, base: int):
     return spec, version, request_header_version(spec, version)
 
 
-def decode_request(data, *, framed: bool = True) -> dict:
-    """Decode a whole request: {api, message, version, header_version, correlation_id, header, body}."""
-    payload, base = _payload(data, framed)
-    spec, version, hv = _request_parts(payload, base)
+def _decode_parts(payload: bytes, base: int, header_spec, hv: int, spec, version: int) -> tuple[dict, dict]:
+    """Header then body; offsets in errors count from the start of the frame."""
     try:
-        header, pos = plan_for(registry.get("RequestHeader"), hv).decode_at(payload, 0, "header.")
+        header, pos = plan_for(header_spec, hv).decode_at(payload, 0, "header.")
         body, end = plan_for(spec, version).decode_at(payload, pos, "body.")
     except DecodeError as e:
         raise _shift(e, base) from None
     if end != len(payload):
         raise DecodeError(f"{len(payload) - end} trailing bytes after the message", base + end, "")
+    return header, body
+
+
+def decode_request(data, *, framed: bool = True) -> dict:
+    """Decode a whole request: {api, message, version, header_version, correlation_id, header, body}."""
+    payload, base = _payload(data, framed)
+    spec, version, hv = _request_parts(payload, base)
+    header, body = _decode_parts(payload, base, registry.get("RequestHeader"), hv, spec, version)
     return {"api": spec.api, "message": spec.name, "api_key": header["RequestApiKey"],
             "version": version, "header_version": hv, "correlation_id": header["CorrelationId"],
             "header": header, "body": body}
@@ -148,13 +154,7 @@ def decode_response(data, api, version: int, *, framed: bool = True) -> dict:
     if version not in spec.valid:
         raise DecodeError(f"{spec.name} has no version {version} (valid: {spec.valid})", base, "")
     hv = response_header_version(spec, version)
-    try:
-        header, pos = plan_for(registry.get("ResponseHeader"), hv).decode_at(payload, 0, "header.")
-        body, end = plan_for(spec, version).decode_at(payload, pos, "body.")
-    except DecodeError as e:
-        raise _shift(e, base) from None
-    if end != len(payload):
-        raise DecodeError(f"{len(payload) - end} trailing bytes after the message", base + end, "")
+    header, body = _decode_parts(payload, base, registry.get("ResponseHeader"), hv, spec, version)
     return {"api": spec.api, "message": spec.name, "api_key": registry.api_key(spec),
             "version": version, "header_version": hv, "correlation_id": header["CorrelationId"],
             "header": header, "body": body}

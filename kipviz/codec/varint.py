@@ -4,46 +4,34 @@ from __future__ import annotations
 from ..errors import DecodeError
 
 
-def read_uvarint(buf: bytes, pos: int, path: str = "") -> tuple[int, int]:
-    """Unsigned varint of at most 5 bytes (a Java int); returns (value, new position)."""
+def _read_unsigned(buf: bytes, pos: int, path: str, max_bytes: int, bits: int, what: str) -> tuple[int, int]:
     n = len(buf)
     value = shift = 0
     start = pos
     while True:
         if pos >= n:
-            raise DecodeError("truncated varint", start, path)
+            raise DecodeError(f"truncated {what}", start, path)
         b = buf[pos]
         pos += 1
         value |= (b & 0x7F) << shift
         if not b & 0x80:
             break
         shift += 7
-        if shift > 28:
-            raise DecodeError("varint longer than 5 bytes", start, path)
-    if value > 0xFFFFFFFF:
-        raise DecodeError("varint exceeds 32 bits", start, path)
+        if shift >= 7 * max_bytes:
+            raise DecodeError(f"{what} longer than {max_bytes} bytes", start, path)
+    if value >> bits:
+        raise DecodeError(f"{what} exceeds {bits} bits", start, path)
     return value, pos
+
+
+def read_uvarint(buf: bytes, pos: int, path: str = "") -> tuple[int, int]:
+    """Unsigned varint of at most 5 bytes (a Java int); returns (value, new position)."""
+    return _read_unsigned(buf, pos, path, 5, 32, "varint")
 
 
 def read_uvarlong(buf: bytes, pos: int, path: str = "") -> tuple[int, int]:
     """Unsigned varint of at most 10 bytes (a Java long)."""
-    n = len(buf)
-    value = shift = 0
-    start = pos
-    while True:
-        if pos >= n:
-            raise DecodeError("truncated varlong", start, path)
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            break
-        shift += 7
-        if shift > 63:
-            raise DecodeError("varlong longer than 10 bytes", start, path)
-    if value > 0xFFFFFFFFFFFFFFFF:
-        raise DecodeError("varlong exceeds 64 bits", start, path)
-    return value, pos
+    return _read_unsigned(buf, pos, path, 10, 64, "varlong")
 
 
 def read_varint(buf: bytes, pos: int, path: str = "") -> tuple[int, int]:
