@@ -1,6 +1,7 @@
 """Writes notebooks/02_records_and_logs.ipynb (kept as a script so the notebook's source is reviewable)."""
 
 from nbbuild import code, md, write_notebook
+
 cells = [
     md("""# 02 · Records and logs: what Kafka really writes and sends
 

@@ -1,6 +1,7 @@
 """Writes notebooks/00_welcome.ipynb (kept as a script so the notebook's source is reviewable)."""
 
 from nbbuild import code, md, write_notebook
+
 cells = [
     md("""# 00 · Welcome to kipviz
 
