@@ -45,6 +45,54 @@ def cmd_decode(args) -> int:
     return 0
 
 
+def _latest(name: str) -> int:
+    from .schema import registry
+    return registry.get(name).valid.hi
+
+
+def _write(content, out: str | None, binary: bool = False) -> None:
+    if out:
+        mode = "wb" if binary else "w"
+        with open(out, mode) as fh:
+            fh.write(content)
+        print(f"wrote {out}", file=sys.stderr)
+    elif binary:
+        raise KipvizError("PNG output needs -o FILE")
+    else:
+        sys.stdout.write(content if content.endswith("\n") else content + "\n")
+
+
+def _export(graph, fmt: str, out: str | None, title: str) -> None:
+    from .draw import to_html, to_png, to_svg
+    if fmt == "png":
+        _write(to_png(graph), out, binary=True)
+    elif fmt == "html":
+        _write(to_html(graph, title=title), out)
+    else:
+        _write(to_svg(graph), out)
+
+
+def cmd_wire(args) -> int:
+    from .draw import wire_diagram
+    version = args.version if args.version is not None else _latest(args.name)
+    graph = wire_diagram(args.name, version, header=not args.no_header, example=True if args.example else None)
+    _export(graph, args.format, args.output, f"{args.name} v{version}")
+    return 0
+
+
+def cmd_diff(args) -> int:
+    from .draw import diff_diagram, version_diff
+    if args.format == "text":
+        rows = version_diff(args.name, args.a, args.b)
+        if not rows:
+            print(f"{args.name} v{args.a} and v{args.b} have the same fields")
+        for r in rows:
+            print(f"{r['change']:<20} {r['path']:<45} {r['detail']}")
+        return 0
+    _export(diff_diagram(args.name, args.a, args.b), args.format, args.output, f"{args.name} v{args.a} vs v{args.b}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kipviz", description="Explore Kafka's wire protocol from the kit's definitions.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -58,6 +106,21 @@ def build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--file", help="a file holding the raw bytes")
     dec.add_argument("--annotate", action="store_true", help="print which bytes hold which field")
     dec.set_defaults(func=cmd_decode)
+    wire = sub.add_parser("wire", help="wire-format diagram of a message version (SVG, PNG or HTML)")
+    wire.add_argument("name", help="message name, e.g. TxnOffsetCommitRequest")
+    wire.add_argument("--version", type=int, help="version (default: the newest)")
+    wire.add_argument("--format", choices=("svg", "png", "html"), default="svg")
+    wire.add_argument("--example", action="store_true", help="lay out a real encoded example: offsets, sizes, values")
+    wire.add_argument("--no-header", action="store_true", help="body only, without size prefix and header")
+    wire.add_argument("-o", "--output", help="file to write (default: stdout; PNG needs a file)")
+    wire.set_defaults(func=cmd_wire)
+    diff = sub.add_parser("diff", help="what changed between two versions of a message")
+    diff.add_argument("name", help="message name, e.g. TxnOffsetCommitRequest")
+    diff.add_argument("a", type=int, help="first version")
+    diff.add_argument("b", type=int, help="second version")
+    diff.add_argument("--format", choices=("text", "svg", "png", "html"), default="text")
+    diff.add_argument("-o", "--output", help="file to write for svg/png/html (default: stdout)")
+    diff.set_defaults(func=cmd_diff)
     return p
 
 

@@ -35,3 +35,38 @@ def test_bad_input_is_one_line_and_nonzero(capsys):
 def test_console_script_runs():
     r = subprocess.run([sys.executable, "-m", "kipviz.cli", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "decode" in r.stdout
+
+
+def test_wire_svg_png_html(tmp_path, capsys):
+    assert cli.main(["wire", "TxnOffsetCommitRequest", "--version", "6"]) == 0
+    svg = capsys.readouterr().out
+    assert svg.lstrip().startswith("<?xml") and "TopicId" in svg and "1319" in svg
+    png = tmp_path / "w.png"
+    assert cli.main(["wire", "MetadataResponse", "--example", "--format", "png", "-o", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    html = tmp_path / "w.html"
+    assert cli.main(["wire", "TxnOffsetCommitRequest", "--format", "html", "-o", str(html)]) == 0
+    assert "<svg" in html.read_text() and "http" not in html.read_text().split("<svg", 1)[0].lower()
+
+
+def test_diff_text_and_picture(tmp_path, capsys):
+    assert cli.main(["diff", "TxnOffsetCommitRequest", "5", "6"]) == 0
+    out = capsys.readouterr().out
+    assert "renamed" in out and "GenerationId → GenerationIdOrMemberEpoch" in out
+    assert "removed" in out and "Topics.Name" in out and "added" in out and "Topics.TopicId" in out
+    assert cli.main(["diff", "TxnOffsetCommitRequest", "5", "6", "--format", "svg", "-o", str(tmp_path / "d.svg")]) == 0
+    assert "GenerationIdOrMemberEpoch" in (tmp_path / "d.svg").read_text()
+
+
+def test_every_command_has_help():
+    for cmd in ("list", "decode", "wire", "diff"):
+        r = subprocess.run([sys.executable, "-m", "kipviz.cli", cmd, "--help"], capture_output=True, text=True)
+        assert r.returncode == 0 and "usage: kipviz " + cmd in r.stdout
+
+
+def test_wire_and_diff_bad_input(capsys):
+    for argv in (["wire", "Nope"], ["wire", "TxnOffsetCommitRequest", "--version", "42"],
+                 ["diff", "TxnOffsetCommitRequest", "5", "99"], ["wire", "TxnOffsetCommitRequest", "--format", "png"]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("kipviz: error:") and err.count("\n") == 1

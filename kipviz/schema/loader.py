@@ -15,7 +15,7 @@ TOP_KEYS = {"apiKey", "type", "name", "validVersions", "flexibleVersions", "fiel
             "latestVersionUnstable", "deprecatedVersions", "commonStructs", "kipviz"}
 FIELD_KEYS = {"name", "type", "versions", "nullableVersions", "taggedVersions", "tag", "default",
               "ignorable", "mapKey", "entityType", "about", "fields", "flexibleVersions",
-              "zeroCopy", "aliases"}
+              "zeroCopy", "aliases", "renamedIn"}
 STRUCT_KEYS = {"name", "versions", "fields"}
 KIT_KEYS = {"about", "versions", "apiKeyCandidates"}
 STATUS_KEYS = {"versions", "status", "since", "kip", "change", "removed", "note"}
@@ -127,6 +127,10 @@ def _parse_field(ctx: _Ctx, f: Any, parent: str, structs: dict[str, dict], flexi
     aliases = f.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, str) and _NAME.match(a) for a in aliases):
         raise ctx.fail("aliases must be a list of field names", path)
+    renamed_in = f.get("renamedIn")
+    if renamed_in is not None and (not aliases or isinstance(renamed_in, bool) or not isinstance(renamed_in, int)
+                                   or renamed_in < 0):
+        raise ctx.fail("renamedIn must be a version number, given together with aliases", path)
     body: tuple[FieldSpec, ...] = ()
     if elem not in PRIMITIVES:
         sub = f.get("fields")
@@ -148,7 +152,8 @@ def _parse_field(ctx: _Ctx, f: Any, parent: str, structs: dict[str, dict], flexi
         name=name, type=ftype, versions=versions, nullable=nullable, tagged=tagged, tag=tag,
         default=default, default_text=None if f.get("default") is None else str(f.get("default")).lower() if isinstance(f.get("default"), bool) else str(f.get("default")), ignorable=bool(f.get("ignorable", False)),
         map_key=bool(f.get("mapKey", False)), entity_type=f.get("entityType"), about=about,
-        fields=body, flexible=fflex, zero_copy=bool(f.get("zeroCopy", False)), aliases=tuple(aliases))
+        fields=body, flexible=fflex, zero_copy=bool(f.get("zeroCopy", False)), aliases=tuple(aliases),
+        renamed_in=renamed_in)
 
 
 def _parse_fields(ctx: _Ctx, fields: Any, parent: str, structs: dict, flexible: Versions) -> tuple[FieldSpec, ...]:

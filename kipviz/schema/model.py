@@ -33,6 +33,7 @@ class FieldSpec:
     flexible: Versions | None = None      # field-level flexibleVersions override (RequestHeader ClientId)
     zero_copy: bool = False
     aliases: tuple[str, ...] = ()
+    renamed_in: int | None = None         # first version that used this name instead of the alias
 
     @property
     def is_array(self) -> bool:

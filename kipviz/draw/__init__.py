@@ -1,0 +1,25 @@
+"""kipviz pictures, derived from the schema definitions (never drawn by hand).
+
+    wire_diagram(name, version, example=True)   byte layout of a message version (graphviz Digraph)
+    wire_svg(name, version, ...)                 the same as SVG text
+    version_diff(name, a, b) / diff_table / diff_diagram    what changed between two versions
+    version_history(name) / history_html(name)  fields x versions matrix with status and KIPs
+    example_value(name, version)                 a realistic example value for any version
+    to_svg / to_png / to_html / save            export helpers (need graphviz's `dot`)
+"""
+from .diff import diff_diagram, diff_table, version_diff
+from .examples import example_value
+from .history import history_html, version_history
+from .render import DotNotFoundError, dot_available, save, to_html, to_png, to_svg
+from .wire import header_info, wire_diagram, wire_svg, wire_type
+
+__all__ = ["wire_diagram", "wire_svg", "wire_type", "header_info", "version_diff", "diff_table",
+           "diff_diagram", "version_history", "history_html", "example_value", "to_svg", "to_png",
+           "to_html", "save", "DotNotFoundError", "dot_available"]
+
+try:  # written by another part of the kit; the package must import without it
+    from .hexdump import hexdump_html  # noqa: F401
+except ImportError:  # pragma: no cover - depends on which parts are installed
+    pass
+else:
+    __all__.append("hexdump_html")

@@ -1,0 +1,95 @@
+"""Turn kipviz pictures (graphviz graphs) into SVG, PNG or standalone HTML.
+
+    to_svg(graph) -> str              the picture as SVG text (what notebooks display)
+    to_png(graph) -> bytes
+    to_html(svg_or_graph, title="…")  one HTML file, SVG inline, no external resources
+    save(graph, "picture.svg")        format chosen by the suffix: .svg, .png or .html
+
+All of them need graphviz's `dot` program; DotNotFoundError says how to get it."""
+from __future__ import annotations
+
+import html
+import re
+import shutil
+from pathlib import Path
+
+import graphviz
+
+from ..errors import KipvizError
+
+__all__ = ["to_svg", "to_png", "to_html", "save", "DotNotFoundError", "dot_available"]
+
+INSTALL_HINT = ("kipviz draws its pictures with graphviz's `dot` program, which was not found on PATH. "
+                "`make lab` (or `make setup`) provides it; otherwise install it yourself: "
+                "`sudo apt-get install graphviz` (Debian/Ubuntu), `brew install graphviz` (macOS), "
+                "or `pip install graphviz-pure` and link its `graphviz-pure` script as `dot` on PATH.")
+
+
+class DotNotFoundError(KipvizError, RuntimeError):
+    """graphviz's `dot` executable is missing."""
+
+    def __init__(self, message: str = INSTALL_HINT):
+        super().__init__(message)
+
+
+def dot_available() -> bool:
+    return shutil.which("dot") is not None
+
+
+def _pipe(graph, fmt: str) -> bytes:
+    if isinstance(graph, str):
+        graph = graphviz.Source(graph)
+    try:
+        return graph.pipe(format=fmt)
+    except graphviz.ExecutableNotFound:
+        raise DotNotFoundError() from None
+    except graphviz.CalledProcessError as e:
+        err = (e.stderr or b"").decode("utf-8", "replace").strip()
+        raise KipvizError(f"graphviz `dot -T{fmt}` failed: {err or e}") from None
+
+
+def to_svg(graph) -> str:
+    """SVG text for a graphviz graph (a Digraph, or DOT source text)."""
+    return _pipe(graph, "svg").decode("utf-8")
+
+
+def to_png(graph) -> bytes:
+    return _pipe(graph, "png")
+
+
+_PROLOG = re.compile(r"^\s*(<\?xml[^>]*\?>\s*)?(<!DOCTYPE[^>]*>\s*)?(<!--.*?-->\s*)*", re.S)
+
+
+def _inline_svg(svg: str) -> str:
+    return _PROLOG.sub("", svg, count=1)
+
+
+def to_html(svg_or_graph, title: str = "kipviz") -> str:
+    """A standalone HTML page: the picture's SVG inline, styles inline, nothing fetched."""
+    svg = svg_or_graph if isinstance(svg_or_graph, str) and svg_or_graph.lstrip().startswith(("<svg", "<?xml", "<!DOCTYPE")) \
+        else to_svg(svg_or_graph)
+    t = html.escape(title)
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<title>{t}</title>\n<style>body{{font-family:Helvetica,Arial,sans-serif;margin:1.5em;"
+            "background:#fff;color:#222}h1{font-size:1.2em}svg{max-width:100%;height:auto}</style>\n"
+            f"</head>\n<body>\n<h1>{t}</h1>\n{_inline_svg(svg)}\n</body>\n</html>\n")
+
+
+def save(graph, path, *, title: str | None = None) -> Path:
+    """Write the picture to `path`; the suffix picks the format (.svg, .png, .html).
+
+    `graph` is a graphviz graph or DOT source; SVG text is accepted for .svg and .html."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    is_svg = isinstance(graph, str) and graph.lstrip().startswith(("<svg", "<?xml", "<!DOCTYPE"))
+    if suffix == ".svg":
+        path.write_text(graph if is_svg else to_svg(graph), encoding="utf-8")
+    elif suffix == ".png":
+        if is_svg:
+            raise ValueError("PNG needs the graph (or DOT source), not SVG text")
+        path.write_bytes(to_png(graph))
+    elif suffix in (".html", ".htm"):
+        path.write_text(to_html(graph, title=title or path.stem), encoding="utf-8")
+    else:
+        raise ValueError(f"cannot tell the format from {path.name!r}: use a .svg, .png or .html suffix")
+    return path

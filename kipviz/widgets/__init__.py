@@ -1,0 +1,10 @@
+"""Jupyter widgets: the message Explorer and the HexView annotated hex dump.
+
+    from kipviz.widgets import Explorer, HexView, show_hex
+    Explorer()                                    # pick a message, edit JSON, paste hex
+    show_hex(frame)                               # a request with header, annotated
+"""
+from .explorer import Explorer
+from .hexview import HAVE_ANYWIDGET, HexView, show_hex
+
+__all__ = ["Explorer", "HexView", "show_hex", "HAVE_ANYWIDGET"]
