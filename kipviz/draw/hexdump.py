@@ -192,6 +192,8 @@ def _node_value(node: _Node, norm) -> str:
         return f"{text} tagged"
     if role == "length" and text == "null":
         return "null"
+    if role == "length" and text == "0":      # an empty value has no bytes of its own
+        return "(empty)"
     return text
 
 
