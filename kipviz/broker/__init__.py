@@ -1,0 +1,15 @@
+"""kipviz's sans-IO Kafka model: coordinators driven by real wire bytes and a virtual clock.
+
+    from kipviz.broker import Cluster
+    cluster = Cluster(seed=1)
+    cluster.create_topic("orders", 3)
+    response = cluster.handle(kipviz.codec.encode_request("Metadata", 12, {...}))
+"""
+from .cluster import Cluster
+from .config import Acl, ClusterConfig, served_versions
+from .events import ClientAction, Event, Note, RecordAppended, RequestReceived, ResponseSent, StateChanged
+from .machine import InvalidTransition, Machine, Row, Table
+
+__all__ = ["Cluster", "ClusterConfig", "Acl", "served_versions", "Event", "RequestReceived", "ResponseSent",
+           "StateChanged", "RecordAppended", "ClientAction", "Note", "Machine", "Table", "Row",
+           "InvalidTransition"]

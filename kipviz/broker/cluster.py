@@ -1,0 +1,188 @@
+"""The simulated cluster: bytes in, bytes out, everything recorded as events.
+
+    cluster = Cluster(brokers=3, seed=7)
+    response = cluster.handle(frame)          # a size-prefixed request in, the framed response out
+    cluster.advance(1000)                     # virtual time: timeouts fire here, never on their own
+    cluster.events                            # ordered, typed events (kipviz.broker.events)
+
+No sockets, threads or wall clock: a Cluster is a pure object driven by requests and a clock."""
+from __future__ import annotations
+
+import importlib
+import random
+import struct
+import uuid
+
+from .. import codec
+from ..errors import DecodeError
+from ..records import group_coordinator_partition, transaction_coordinator_partition
+from ..schema import registry
+from . import events as ev
+from .clock import VirtualClock
+from .config import Acl, ClusterConfig, served_versions
+from .error_codes import CODE
+from .handlers import HANDLERS, Request, load_all
+from .respond import error_codes, error_response
+from .topics import INTERNAL, TopicRegistry
+
+# coordinators live in their own modules and are created on first use
+_COMPONENTS = {"groups": ("kipviz.broker.groups", "GroupCoordinator"),
+               "txns": ("kipviz.broker.transactions", "TransactionCoordinator"),
+               "shares": ("kipviz.broker.shares", "ShareCoordinator")}
+
+
+class Cluster:
+    def __init__(self, *, brokers: int | None = None, seed: int = 0, config: ClusterConfig | None = None,
+                 start_ms: int = 0, **settings):
+        cfg = config or ClusterConfig()
+        for k, v in settings.items():
+            if not hasattr(cfg, k):
+                raise TypeError(f"unknown cluster setting {k!r}")
+            setattr(cfg, k, v)
+        if brokers is not None:
+            cfg.brokers = brokers
+        self.config = cfg
+        self.rng = random.Random(seed)
+        self.clock = VirtualClock(start_ms)
+        self.events: list[ev.Event] = []
+        self.internal_errors: list[str] = []     # model bugs caught in handle(); tests keep this empty
+        self.topics = TopicRegistry(self.rng, cfg.brokers)
+        self.down: set[int] = set()             # brokers that are crashed (scenario faults)
+        load_all()
+        for name, n in zip(INTERNAL, (cfg.offsets_topic_partitions, cfg.transaction_topic_partitions,
+                                      cfg.share_state_topic_partitions), strict=True):
+            self.topics.create(name, n, self.now, internal=True)
+
+    def __getattr__(self, name):
+        if name in _COMPONENTS:
+            module, cls = _COMPONENTS[name]
+            obj = getattr(importlib.import_module(module), cls)(self)
+            setattr(self, name, obj)
+            return obj
+        raise AttributeError(name)
+
+    # ---- time and events --------------------------------------------------------------------
+    @property
+    def now(self) -> int:
+        return self.clock.now
+
+    def advance(self, ms: int) -> None:
+        self.clock.advance(ms)
+
+    def emit(self, kind: type[ev.Event], **fields) -> ev.Event:
+        e = kind(seq=len(self.events), t=self.now, **fields)
+        self.events.append(e)
+        return e
+
+    def transition(self, **fields) -> None:
+        """Callback for Machine: records a StateChanged event."""
+        self.emit(ev.StateChanged, **fields)
+
+    def note(self, text: str, **detail) -> None:
+        self.emit(ev.Note, text=text, detail=detail)
+
+    # ---- admin shortcuts ----------------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int = 1) -> uuid.UUID:
+        """Like CreateTopics: a new topic with a new topic ID (KIP-516), even for a reused name."""
+        if self.topics.get(name) is not None:
+            raise ValueError(f"topic {name!r} already exists")
+        topic = self.topics.create(name, partitions, self.now)
+        self.note(f"topic {name} created", topic=name, topic_id=str(topic.topic_id), partitions=partitions)
+        return topic.topic_id
+
+    def delete_topic(self, name: str) -> None:
+        if self.topics.get(name) is None:
+            raise ValueError(f"no topic {name!r}")
+        topic = self.topics.delete(name, self.now)
+        self.note(f"topic {name} deleted", topic=name, topic_id=str(topic.topic_id))
+
+    # ---- helpers for handlers ----------------------------------------------------------------
+    def authorized(self, principal: str, resource_type: str, name: str, operation: str) -> bool:
+        acls: list[Acl] | None = self.config.acls
+        if acls is None:
+            return True
+        def match(a: Acl) -> bool:
+            return (a.principal in ("*", principal) and a.resource_type == resource_type
+                    and a.resource_name in ("*", name) and a.operation in (operation, "ALL"))
+        hits = [a for a in acls if match(a)]
+        return bool(hits) and all(a.allow for a in hits)
+
+    def coordinator_partition(self, key_type: int, key: str) -> tuple[str, int]:
+        """(internal topic, partition) owning a group (0) or transactional id (1)."""
+        if key_type == 1:
+            return "__transaction_state", transaction_coordinator_partition(
+                key, self.config.transaction_topic_partitions)
+        return "__consumer_offsets", group_coordinator_partition(key, self.config.offsets_topic_partitions)
+
+    def coordinator_broker(self, key_type: int, key: str) -> int:
+        topic, p = self.coordinator_partition(key_type, key)
+        return self.topics.partition(topic, p).leader
+
+    def append_internal(self, topic: str, partition: int, key: bytes, value: bytes | None, record: dict, *,
+                        producer_id: int = -1, producer_epoch: int = -1, transactional: bool = False) -> int:
+        log = self.topics.partition(topic, partition)
+        offset = log.append([(key, value)], self.now, producer_id=producer_id, producer_epoch=producer_epoch,
+                            transactional=transactional)
+        self.emit(ev.RecordAppended, topic=topic, partition=partition, offset=offset, record=record, key=key,
+                  value=value, producer_id=producer_id, producer_epoch=producer_epoch,
+                  transactional=transactional, broker=log.leader)
+        return offset
+
+    # ---- the front door ------------------------------------------------------------------------
+    def handle(self, frame: bytes, *, broker: int = 0, client: str = "client-1",
+               principal: str = "User:ANONYMOUS") -> bytes:
+        """One request frame in, its response frame out (b"" where Kafka would close the connection)."""
+        try:
+            req = codec.decode_request(frame)
+        except DecodeError as e:
+            return self._malformed(frame, e, broker, client)
+        except Exception as e:  # noqa: BLE001 - a bytes-level bug must still not escape
+            self.internal_errors.append(f"decode: {type(e).__name__}: {e}")
+            return b""
+        api, version, cid = req["api"], req["version"], req["correlation_id"]
+        self.emit(ev.RequestReceived, broker=broker, client=client, api=api, version=version,
+                  correlation_id=cid, body=req["body"], frame=bytes(frame))
+        served = served_versions(api, self.config)
+        if broker in self.down:
+            return b""
+        if served is None or not served[0] <= version <= served[1] or api not in HANDLERS:
+            if api == "ApiVersions":   # answered in the v0 layout so any client can read it
+                from .handlers.api_versions import advertised
+                return self._respond(broker, client, api, 0, cid, {
+                    "ErrorCode": CODE["UNSUPPORTED_VERSION"], "ApiKeys": advertised(self.config)})
+            return self._respond(broker, client, api, version, cid,
+                                 error_response(api, version, req["body"], CODE["UNSUPPORTED_VERSION"]))
+        request = Request(api, version, cid, req["header"], req["body"], broker, client, principal)
+        try:
+            body = HANDLERS[api](self, request)
+        except Exception as e:  # noqa: BLE001 - a model bug becomes UNKNOWN_SERVER_ERROR, and is recorded
+            self.internal_errors.append(f"{api} v{version}: {type(e).__name__}: {e}")
+            self.note(f"internal error in {api}: {e}", api=api)
+            body = error_response(api, version, req["body"], CODE["UNKNOWN_SERVER_ERROR"])
+        return self._respond(broker, client, api, version, cid, body)
+
+    def _respond(self, broker, client, api, version, cid, body) -> bytes:
+        try:
+            out = codec.encode_response(api, version, body, correlation_id=cid)
+        except Exception as e:  # noqa: BLE001
+            self.internal_errors.append(f"encode {api} v{version}: {e}")
+            body = error_response(api, version, None, CODE["UNKNOWN_SERVER_ERROR"])
+            out = codec.encode_response(api, version, body, correlation_id=cid)
+        self.emit(ev.ResponseSent, broker=broker, client=client, api=api, version=version, correlation_id=cid,
+                  body=body, error_codes=error_codes(body), frame=out)
+        return out
+
+    def _malformed(self, frame: bytes, err: DecodeError, broker: int, client: str) -> bytes:
+        """Kafka answers INVALID_REQUEST when it can read the header, else closes the connection."""
+        try:
+            payload = codec.unframe(bytes(frame))
+            key, version, cid = struct.unpack_from(">hhi", payload, 0)
+            spec = registry.by_api_key(key, "request")
+            if version not in spec.valid:
+                raise ValueError
+        except Exception:  # noqa: BLE001 - unreadable header: the connection is closed
+            self.note("connection closed: unreadable request", reason=str(err), broker=broker, client=client)
+            return b""
+        self.note(f"malformed {spec.api} v{version} request: {err}", broker=broker, client=client)
+        return self._respond(broker, client, spec.api, version, cid,
+                             error_response(spec.api, version, None, CODE["INVALID_REQUEST"]))

@@ -1,0 +1,37 @@
+"""Request handlers, one module per area; each registers its APIs with @handles."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+
+HANDLERS: dict[str, Callable] = {}
+
+
+@dataclass
+class Request:
+    api: str
+    version: int
+    correlation_id: int
+    header: dict
+    body: dict
+    broker: int
+    client: str
+    principal: str
+
+
+def handles(*apis: str):
+    def register(fn):
+        for api in apis:
+            if api in HANDLERS:
+                raise ValueError(f"two handlers for {api}")
+            HANDLERS[api] = fn
+        return fn
+    return register
+
+
+def load_all() -> dict[str, Callable]:
+    for mod in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{mod.name}")
+    return HANDLERS

@@ -1,0 +1,56 @@
+"""Generic responses: an error response shaped like the request (Kafka's getErrorResponse), and
+the error codes found in a response body."""
+from __future__ import annotations
+
+from ..codec.defaults import struct_default
+from ..schema import registry
+from ..schema.resolve import resolve
+
+# fields that identify an element and are copied from the request into the mirrored response
+_KEYS = ("Name", "TopicId", "PartitionIndex", "Partition", "GroupId", "Topic", "TransactionalId",
+         "ProducerId", "MemberId", "Key", "Index")
+
+
+def _mirror(resp_fields, req_value, code: int) -> dict:
+    out = struct_default(resp_fields)
+    for f in resp_fields:
+        if f.name == "ErrorCode":
+            out[f.name] = code
+        elif f.name in _KEYS and isinstance(req_value, dict) and f.name in req_value:
+            out[f.name] = req_value[f.name]
+        elif f.is_array and f.is_struct and isinstance(req_value, dict):
+            src = next((req_value[n] for n in (f.name, "Topics", "Partitions", "Groups", "Transactions")
+                        if isinstance(req_value.get(n), list) and req_value.get(n)
+                        and isinstance(req_value[n][0], dict)), None)
+            if f.name in req_value and isinstance(req_value[f.name], list):
+                src = req_value[f.name]
+            if src and isinstance(src[0], dict):
+                out[f.name] = [_mirror(f.fields, e, code) for e in src]
+            elif src and not isinstance(src[0], dict) and any(x.name == "PartitionIndex" for x in f.fields):
+                out[f.name] = [_mirror(f.fields, {"PartitionIndex": p}, code) for p in src]
+    return out
+
+
+def error_response(api: str, version: int, request_body: dict | None, code: int) -> dict:
+    """A response body carrying `code` everywhere it has an ErrorCode, mirroring the request's
+    topics/partitions/groups so each gets its error (like Kafka's AbstractRequest.getErrorResponse)."""
+    spec = registry.get(api + "Response")
+    return _mirror(resolve(spec, version).fields, request_body or {}, code)
+
+
+def error_codes(body) -> tuple[int, ...]:
+    """Distinct non-zero error codes anywhere in a decoded body (keys ending in ErrorCode)."""
+    found: list[int] = []
+
+    def walk(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k.endswith("ErrorCode") and isinstance(v, int) and v and v not in found:
+                    found.append(v)
+                else:
+                    walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+    walk(body)
+    return tuple(found)
