@@ -80,6 +80,7 @@ class Pair:
 @pytest.fixture(autouse=True)
 def _compile_shapes_at_once(monkeypatch):
     monkeypatch.setattr(gen_decode, "SHAPE_MIN_SEEN", 1)
+    monkeypatch.setattr(gen_encode, "ENC_SHAPE_MIN_SEEN", 1)
 
 
 def _partition(i: int, meta="", epoch=5):
@@ -245,6 +246,20 @@ def test_encode_shapes_keep_errors_and_fallbacks():
     assert pair.encode(aliased) == pair.encode(_txn(parts))
 
 
+def test_encode_packed_runs_of_top_level_fields():
+    pair = Pair(TXN, 5)
+    parts = [_partition(i) for i in range(3)]
+    for change in ({}, {"TransactionalId": "t" * 300}, {"GroupInstanceId": "static-1"},
+                   {"MemberId": ""}, {"GroupId": "g" * 126}, {"GroupId": "g" * 127}):
+        value = _txn(parts) | change
+        assert pair.decode(pair.encode(value)) == ("ok", value)
+    for bad, path in (({"ProducerId": "x"}, "ProducerId"), ({"GroupId": None}, "GroupId"),
+                      ({"GroupInstanceId": 3}, "GroupInstanceId"), ({"ProducerEpoch": 2**15}, "ProducerEpoch")):
+        with pytest.raises(EncodeError) as e:
+            pair.encode(_txn(parts) | bad)
+        assert e.value.path == path
+
+
 def test_encode_arrays_of_numbers_of_every_size():
     pair = Pair("MetadataResponse", 12)
     value = pair.fast.normalize(_metadata(nparts=2))
@@ -264,12 +279,41 @@ def test_shape_caches_stay_bounded(monkeypatch):
 
 def test_shapes_wait_for_a_second_sighting(monkeypatch):
     monkeypatch.setattr(gen_decode, "SHAPE_MIN_SEEN", 2)
+    monkeypatch.setattr(gen_encode, "ENC_SHAPE_MIN_SEEN", 2)
     pair = Pair(TXN, 5)
-    wire = pair.encode(_txn([_partition(i) for i in range(4)]))
+    value = _txn([_partition(i, "x" * i) for i in range(4)])      # every element a new length
+    wire = pair.encode(value)
+    assert not pair.shapes("encode")
+    assert pair.encode(value) == wire
+    assert len(pair.shapes("encode")) >= 4
+    value = _txn([_partition(i) for i in range(4)])
+    wire = pair.encode(value)
     pair.fast.decode(wire)
     assert not pair.shapes("decode")
     pair.fast.decode(wire)
     assert pair.shapes("decode")
+
+
+def test_a_shape_that_keeps_missing_is_retired():
+    pair = Pair(TXN, 5)
+    parts = [_partition(0)] + [_partition(i, "zz") for i in range(1, 6)]   # first element unlike the rest
+    value = _txn(parts)
+    wire = pair.encode(value)
+    for _ in range(gen_decode.SHAPE_RETIRE_AFTER + 2):
+        assert pair.fast.decode(wire) == value
+    site = pair.fast._decoder().shape_sites[0]
+    assert site.cache == {1: False}
+    assert pair.decode(wire) == ("ok", value)
+
+
+def test_a_site_that_keeps_meeting_new_shapes_stops_compiling(monkeypatch):
+    monkeypatch.setattr(gen_decode, "SHAPE_MAX_COMPILES", 5)
+    pair = Pair(TXN, 5)
+    for k in range(12):
+        value = _txn([_partition(i, "y" * k) for i in range(3)])
+        assert pair.decode(pair.encode(value)) == ("ok", value)
+    site = pair.fast._decoder().shape_sites[0]
+    assert site.compiles == 5 and len([f for f in site.cache.values() if f]) <= 5
 
 
 # ---- random messages, arrays made homogeneous ----------------------------------------------------------

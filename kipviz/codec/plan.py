@@ -2,14 +2,18 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from itertools import repeat
 from typing import NamedTuple
 
 from ..errors import DecodeError, EncodeError
+from ..gcpause import gc_paused
 from ..schema.model import MessageSpec
 from ..schema.resolve import VMessage, resolve
 from .gen_decode import DecodeGen
 from .gen_encode import EncodeGen
 from .normalize import absent_fields, normalize_struct
+
+_GC_PAUSE_BYTES = 1024   # big messages make many dicts; see kipviz.gcpause
 
 
 class Span(NamedTuple):
@@ -63,7 +67,7 @@ class Plan:
     def annotate_at(self, buf: bytes, pos: int = 0, prefix: str = "") -> tuple[dict, int, list[tuple]]:
         spans: list[tuple] = []
         try:
-            value, end = self._annotator()(buf, pos, len(buf), prefix, spans.append)
+            value, end = self._annotator()(buf, pos, len(buf), prefix, spans.append, spans.extend)
         except DecodeError:
             raise
         except RecursionError:
@@ -74,7 +78,11 @@ class Plan:
 
     def decode(self, data) -> dict:
         buf = data if type(data) is bytes else _as_bytes(data)
-        value, end = self.decode_at(buf)
+        if len(buf) < _GC_PAUSE_BYTES:
+            value, end = self.decode_at(buf)
+        else:
+            with gc_paused():
+                value, end = self.decode_at(buf)
         if end != len(buf):
             raise DecodeError(f"{len(buf) - end} trailing bytes after the message", end, "")
         return value
@@ -84,7 +92,7 @@ class Plan:
         _, end, spans = self.annotate_at(buf, 0, prefix)
         if end != len(buf):
             raise DecodeError(f"{len(buf) - end} trailing bytes after the message", end, "")
-        return [Span._make(s) for s in spans]
+        return list(map(_new_tuple, repeat(Span), spans))   # Span._make without its length check
 
     def normalize(self, value) -> dict:
         return normalize_struct(self.vm.fields, value, "", self.vm.flexible,
@@ -109,6 +117,9 @@ class Plan:
         w = bytearray()
         self.encode_into(value, w)
         return bytes(w)
+
+
+_new_tuple = tuple.__new__
 
 
 def _as_bytes(data) -> bytes:

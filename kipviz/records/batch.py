@@ -59,7 +59,6 @@ the decompressed data in the message.
 """
 from __future__ import annotations
 
-import gc
 import struct
 
 from crc32c import crc32c as _crc32c
@@ -67,6 +66,7 @@ from crc32c import crc32c as _crc32c
 from ..codec.plan import Span
 from ..codec.varint import read_uvarint, read_uvarlong, write_uvarint
 from ..errors import DecodeError, EncodeError
+from ..gcpause import gc_paused
 from .compression import CODEC_NAMES, MAX_DECOMPRESSED, codec_id, compress, decompress
 from .control import parse_control
 
@@ -123,13 +123,8 @@ def read_batches(data, *, verify_crc: bool = True, strict: bool = False,
     cycles, and letting it rescan every new dict roughly halves the speed); it is re-enabled
     before returning, also on errors."""
     data = _as_bytes(data)
-    if not gc.isenabled():
+    with gc_paused():
         return _walk(data, verify_crc, strict, max_decompressed, None)
-    gc.disable()
-    try:
-        return _walk(data, verify_crc, strict, max_decompressed, None)
-    finally:
-        gc.enable()
 
 
 def annotate_batches(data, *, strict: bool = False, max_decompressed: int = MAX_DECOMPRESSED) -> list[Span]:

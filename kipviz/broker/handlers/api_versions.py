@@ -8,7 +8,7 @@ from . import Request, handles
 
 def advertised(config) -> list[dict]:
     out = []
-    for name, spec in sorted(registry.messages().items(), key=lambda kv: registry.api_key(kv[1]) or 0):
+    for _, spec in sorted(registry.messages().items(), key=lambda kv: registry.api_key(kv[1]) or 0):
         if spec.type != "request" or spec.api in ("LeaderAndIsr", "StopReplica", "UpdateMetadata"):
             continue
         rng = served_versions(spec.api, config)
