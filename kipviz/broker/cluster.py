@@ -17,6 +17,7 @@ from .. import codec
 from ..errors import DecodeError
 from ..records import group_coordinator_partition, transaction_coordinator_partition
 from ..schema import registry
+from ..uuids import random_uuid, to_kafka_str
 from . import events as ev
 from .clock import VirtualClock
 from .config import Acl, ClusterConfig, served_versions
@@ -24,6 +25,8 @@ from .error_codes import CODE
 from .handlers import HANDLERS, Request, load_all
 from .respond import error_codes, error_response
 from .topics import INTERNAL, TopicRegistry
+
+_IMPLIES = {"DESCRIBE": {"READ", "WRITE", "DELETE", "ALTER"}, "DESCRIBE_CONFIGS": {"ALTER_CONFIGS"}}
 
 # coordinators live in their own modules and are created on first use
 _COMPONENTS = {"groups": ("kipviz.broker.groups", "GroupCoordinator"),
@@ -46,6 +49,7 @@ class Cluster:
         self.clock = VirtualClock(start_ms)
         self.events: list[ev.Event] = []
         self.internal_errors: list[str] = []     # model bugs caught in handle(); tests keep this empty
+        self.cluster_id = to_kafka_str(random_uuid(self.rng))
         self.topics = TopicRegistry(self.rng, cfg.brokers)
         self.down: set[int] = set()             # brokers that are crashed (scenario faults)
         load_all()
@@ -101,9 +105,13 @@ class Cluster:
         acls: list[Acl] | None = self.config.acls
         if acls is None:
             return True
+        # like Kafka's AclAuthorizer: DESCRIBE is implied by READ/WRITE/DELETE/ALTER,
+        # DESCRIBE_CONFIGS by ALTER_CONFIGS
+        ops = {operation, "ALL"} | _IMPLIES.get(operation, set())
+
         def match(a: Acl) -> bool:
             return (a.principal in ("*", principal) and a.resource_type == resource_type
-                    and a.resource_name in ("*", name) and a.operation in (operation, "ALL"))
+                    and a.resource_name in ("*", name) and a.operation in ops)
         hits = [a for a in acls if match(a)]
         return bool(hits) and all(a.allow for a in hits)
 
@@ -159,6 +167,9 @@ class Cluster:
             self.internal_errors.append(f"{api} v{version}: {type(e).__name__}: {e}")
             self.note(f"internal error in {api}: {e}", api=api)
             body = error_response(api, version, req["body"], CODE["UNKNOWN_SERVER_ERROR"])
+        if body is None:         # no response on the wire (Produce with acks=0)
+            self.note(f"{api} v{version} needs no response (acks=0)", client=client, correlation_id=cid)
+            return b""
         return self._respond(broker, client, api, version, cid, body)
 
     def _respond(self, broker, client, api, version, cid, body) -> bytes:

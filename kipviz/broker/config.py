@@ -37,6 +37,8 @@ class ClusterConfig:
     transaction_timeout_ms: int = 60000     # the producer's default transaction.timeout.ms
     transaction_max_timeout_ms: int = 900000
     transaction_abort_timed_out_interval_ms: int = 10000
+    transactional_id_expiration_ms: int = 604800000      # 7 days
+    transaction_remove_expired_interval_ms: int = 3600000
     default_partitions: int = 1
     auto_create_topics: bool = False
     share_version: int = 1                 # share.version feature; 2 switches on KIP-1289 (proposed)

@@ -6,16 +6,22 @@
     version_history(name) / history_html(name)  fields x versions matrix with status and KIPs
     example_value(name, version)                 a realistic example value for any version
     to_svg / to_png / to_html / save            export helpers (need graphviz's `dot`)
+    state_diagram(table) / Animation(table, events)   state machines from their tables, animated
+    sequence_diagram(events)                    a scenario's messages between lifelines (SVG)
 """
 from .diff import diff_diagram, diff_table, version_diff
 from .examples import example_value
+from .animate import Animation
 from .history import history_html, version_history
+from .machines import state_diagram, tables
+from .sequence import sequence_diagram, sequence_html
 from .render import DotNotFoundError, dot_available, save, to_html, to_png, to_svg
 from .wire import header_info, wire_diagram, wire_svg, wire_type
 
 __all__ = ["wire_diagram", "wire_svg", "wire_type", "header_info", "version_diff", "diff_table",
            "diff_diagram", "version_history", "history_html", "example_value", "to_svg", "to_png",
-           "to_html", "save", "DotNotFoundError", "dot_available"]
+           "to_html", "save", "DotNotFoundError", "dot_available", "state_diagram", "tables",
+           "sequence_diagram", "sequence_html", "Animation"]
 
 try:  # written by another part of the kit; the package must import without it
     from .hexdump import hexdump_html  # noqa: F401

@@ -1,4 +1,4 @@
-"""Jupyter widgets: the message Explorer and the HexView annotated hex dump.
+"""Jupyter widgets: the message Explorer, the HexView annotated hex dump, and the animation Player.
 
     from kipviz.widgets import Explorer, HexView, show_hex
     Explorer()                                    # pick a message, edit JSON, paste hex
@@ -6,5 +6,6 @@
 """
 from .explorer import Explorer
 from .hexview import HAVE_ANYWIDGET, HexView, show_hex
+from .player import Player, player
 
-__all__ = ["Explorer", "HexView", "show_hex", "HAVE_ANYWIDGET"]
+__all__ = ["Explorer", "HexView", "show_hex", "HAVE_ANYWIDGET", "Player", "player"]

@@ -1,0 +1,482 @@
+"""The data path: Produce, Fetch and ListOffsets, after released Kafka (`KafkaApis`,
+`ReplicaManager`, `UnifiedLog`/`ProducerStateManager`), with topic ids (KIP-516, seed 003).
+
+    Produce      one v2 record batch per partition, appended to the leader's PartitionLog (one
+                 RecordAppended event per record). v13 names topics by TopicId: an unknown or
+                 deleted id gets UNKNOWN_TOPIC_ID, so a producer holding the id of a deleted topic
+                 cannot write into a new topic that reuses the name. Transactional batches are first
+                 checked by the transaction coordinator (cluster.txns.check_produce, KIP-890);
+                 idempotent batches go through the producer-state checks (epoch, sequence,
+                 duplicate batches are answered with their first offset and not written again).
+    Fetch        the stored batches from the fetch offset up to the high watermark
+                 (read_uncommitted) or the last stable offset (read_committed, with the aborted
+                 transactions of the range). v13+ names topics by TopicId (stale id ->
+                 UNKNOWN_TOPIC_ID: the stale-read case of KIP-516).
+    ListOffsets  -1 latest (read_committed: the LSO), -2 earliest, -3 max timestamp, -4 earliest
+                 local, -5/-6 tiered (no tiered storage: -1), other values: the first record at or
+                 after that timestamp.
+
+Not simulated: replication (the high watermark is the log end, the log start is 0), incremental
+fetch sessions (a broker with no session slots: SessionId 0 is answered, an incremental request
+gets FETCH_SESSION_ID_NOT_FOUND), long polling (MaxWaitMs/MinBytes: answered at once), acks
+(acks=0 is answered anyway, where Kafka sends nothing) and record timestamps (records are stored
+with the broker's append time)."""
+from __future__ import annotations
+
+import struct
+from collections import deque
+
+from ...errors import DecodeError
+from ...records import read_batches
+from ...uuids import ZERO_UUID
+from .. import events as ev
+from ..error_codes import CODE
+from . import Request, handles
+from .metadata import CLUSTER_RESOURCE, err, is_zero, leader_alive, model_state, node, shape
+
+NONE = 0
+NO_OFFSET = -1
+NO_TIMESTAMP = -1
+INT32_MAX = 2**31 - 1
+MAX_DUPLICATE_BATCHES = 5            # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
+
+# ListOffsets special timestamps (ListOffsetsRequest)
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
+DEBUGGING_REPLICA_ID = -2
+
+
+def _resolve_topic(cluster, v: int, entry: dict, id_from: int, name_key: str):
+    """(topic or None, name, unknown-topic code) for a request topic named by id from `id_from`."""
+    if v >= id_from:
+        tid = entry.get("TopicId")
+        t = None if is_zero(tid) else cluster.topics.live(tid)
+        return t, (t.name if t else None), CODE["UNKNOWN_TOPIC_ID"]
+    name = entry.get(name_key)
+    return cluster.topics.get(name), name, CODE["UNKNOWN_TOPIC_OR_PARTITION"]
+
+
+def _log_of(topic, p):
+    return topic.partitions[p] if topic is not None and 0 <= p < len(topic.partitions) else None
+
+
+def _leader_hint(cluster, log) -> dict:
+    alive = leader_alive(cluster, log)
+    return {"LeaderId": log.leader if alive else -1, "LeaderEpoch": log.leader_epoch if alive else -1}
+
+
+def _epoch_error(log, current_leader_epoch: int) -> int:
+    """Partition.checkCurrentLeaderEpoch: -1 means 'not given'."""
+    if current_leader_epoch is None or current_leader_epoch < 0:
+        return NONE
+    if current_leader_epoch < log.leader_epoch:
+        return err("FENCED_LEADER_EPOCH")
+    if current_leader_epoch > log.leader_epoch:
+        return err("UNKNOWN_LEADER_EPOCH")
+    return NONE
+
+
+# ---- Produce ----------------------------------------------------------------------------------------
+def _parse_records(records, version: int):
+    """ProduceRequest.validateRecords + the log validator: (batch, 0) or (None, error code, message)."""
+    if not records:
+        return None, err("INVALID_RECORD"), (f"Produce requests with version {version} must have at least "
+                                             "one record batch per partition")
+    if len(records) > 16 and records[16] != 2:
+        return None, err("INVALID_RECORD"), (f"Produce requests with version {version} are only allowed to "
+                                             "contain record batches with magic version 2")
+    try:
+        batches = read_batches(records, strict=True)
+    except DecodeError as e:
+        if "cramjam" in str(e):
+            return None, err("UNSUPPORTED_COMPRESSION_TYPE"), str(e)
+        return None, CODE["CORRUPT_MESSAGE"], str(e)
+    if len(batches) != 1:
+        return None, err("INVALID_RECORD"), (f"Produce requests with version {version} are only allowed to "
+                                             "contain exactly one record batch per partition")
+    b = batches[0]
+    if version < 7 and b["compression"] == "zstd":
+        return None, err("UNSUPPORTED_COMPRESSION_TYPE"), (f"Produce requests with version {version} are not "
+                                                           "allowed to use ZStandard compression")
+    if b["is_control"]:
+        return None, err("INVALID_RECORD"), "Clients are not allowed to write control records"
+    if not b["records"]:
+        return None, err("INVALID_RECORD"), "Record batch has no records"
+    if b["is_transactional"] and b["producer_id"] < 0:
+        return None, err("INVALID_RECORD"), "A transactional batch needs a producer id"
+    if b["producer_id"] >= 0 and b["base_sequence"] < 0:
+        return None, err("INVALID_RECORD"), (f"Invalid sequence number {b['base_sequence']} in record batch "
+                                             f"with producerId {b['producer_id']}")
+    return b, NONE, None
+
+
+def _last_epoch_in_log(log, producer_id: int) -> int | None:
+    for e in reversed(log.entries):
+        if e.producer_id == producer_id:
+            return e.producer_epoch
+    return None
+
+
+def _in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
+
+
+def _producer_check(cluster, log, batch) -> tuple[int, int | None, str | None]:
+    """ProducerStateManager for an idempotent/transactional batch: (code, duplicate's base offset,
+    message). The current epoch is that of the producer's last entry in the log (a data batch or a
+    transaction marker, so a TV2 marker's epoch bump counts); a new epoch starts at sequence 0."""
+    pid, epoch = batch["producer_id"], batch["producer_epoch"]
+    first_seq = batch["base_sequence"]
+    last_seq = (first_seq + batch["last_offset_delta"]) % (INT32_MAX + 1)
+    producers = model_state(cluster)["producers"]
+    key = (log.topic_id, log.partition, pid)
+    entry = producers.get(key)
+    log_epoch = _last_epoch_in_log(log, pid)
+    if entry is None or (log_epoch is not None and log_epoch != entry["epoch"]):
+        entry = {"epoch": log_epoch if log_epoch is not None else -1, "batches": deque(maxlen=MAX_DUPLICATE_BATCHES)}
+    current = entry["epoch"]
+    if current >= 0 and epoch < current:
+        return (CODE["INVALID_PRODUCER_EPOCH"], None,
+                f"Epoch of producer {pid} is {epoch}, which is smaller than the last seen epoch {current}")
+    if epoch == current:
+        for b_first, b_last, b_offset in entry["batches"]:
+            if b_first == first_seq and b_last == last_seq:
+                return NONE, b_offset, None
+    if epoch != current:
+        if first_seq != 0 and current >= 0:
+            return (err("OUT_OF_ORDER_SEQUENCE_NUMBER"), None,
+                    f"Invalid sequence number for new epoch of producer {pid}: {epoch} (request epoch), "
+                    f"{first_seq} (seq. number), {current} (current producer epoch)")
+    elif entry["batches"] and not _in_sequence(entry["batches"][-1][1], first_seq):
+        return (err("OUT_OF_ORDER_SEQUENCE_NUMBER"), None,
+                f"Out of order sequence number for producer {pid}: {first_seq} (incoming seq. number), "
+                f"{entry['batches'][-1][1]} (current end sequence number)")
+    elif not entry["batches"] and current >= 0 and first_seq != 0:
+        return (err("OUT_OF_ORDER_SEQUENCE_NUMBER"), None,
+                f"Out of order sequence number for producer {pid}: {first_seq} (incoming seq. number), "
+                "-1 (current end sequence number)")
+    return NONE, None, None
+
+
+def _record_producer(cluster, log, batch, base_offset: int) -> None:
+    pid = batch["producer_id"]
+    producers = model_state(cluster)["producers"]
+    key = (log.topic_id, log.partition, pid)
+    entry = producers.get(key)
+    if entry is None or entry["epoch"] != batch["producer_epoch"]:
+        entry = producers[key] = {"epoch": batch["producer_epoch"], "batches": deque(maxlen=MAX_DUPLICATE_BATCHES)}
+    first = batch["base_sequence"]
+    entry["batches"].append((first, (first + batch["last_offset_delta"]) % (INT32_MAX + 1), base_offset))
+
+
+def _txn_check(cluster, txn_id, batch, topic: str, partition: int, version: int) -> int:
+    """Ask the transaction coordinator whether this producer may write this partition
+    (KIP-890 verification, or the implicit add of Produce v12+ under transaction version 2)."""
+    try:
+        txns = cluster.txns
+    except ModuleNotFoundError as e:
+        if e.name != "kipviz.broker.transactions":
+            raise
+        return NONE          # HOOK: no transaction coordinator in this build: the write is accepted
+    check = getattr(txns, "check_produce", None)
+    if check is None:
+        return NONE          # HOOK: as above
+    return check(txn_id, batch["producer_id"], batch["producer_epoch"], topic, partition, version=version)
+
+
+def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dict, acks: int,
+                       txn_id) -> dict:
+    v = req.version
+    idx = pd.get("Index", -1)
+    out = {"Index": idx, "ErrorCode": NONE, "BaseOffset": NO_OFFSET, "LogAppendTimeMs": -1,
+           "LogStartOffset": -1, "RecordErrors": [], "ErrorMessage": None,
+           "CurrentLeader": {"LeaderId": -1, "LeaderEpoch": -1}}
+
+    def fail(code, message=None):
+        out.update(ErrorCode=code, ErrorMessage=message)
+        return out
+
+    if name is None:
+        return fail(unknown_code)
+    if not cluster.authorized(req.principal, "TOPIC", name, "WRITE"):
+        return fail(CODE["TOPIC_AUTHORIZATION_FAILED"])
+    log = _log_of(topic, idx)
+    if log is None:
+        return fail(CODE["UNKNOWN_TOPIC_OR_PARTITION"])
+    batch, code, message = _parse_records(pd.get("Records"), v)
+    if code:
+        return fail(code, message)
+    if acks not in (-1, 0, 1):
+        return fail(err("INVALID_REQUIRED_ACKS"))
+    if topic.internal:
+        return fail(CODE["INVALID_TOPIC_EXCEPTION"], f"Cannot append to internal topic {name}")
+    if log.leader != req.broker or not leader_alive(cluster, log):
+        out["CurrentLeader"] = _leader_hint(cluster, log)
+        return fail(CODE["NOT_LEADER_OR_FOLLOWER"])
+    if batch["is_transactional"]:
+        code = _txn_check(cluster, txn_id, batch, name, idx, v)
+        if code:
+            return fail(code)
+    if batch["producer_id"] >= 0:
+        code, duplicate_of, message = _producer_check(cluster, log, batch)
+        if code:
+            return fail(code, message)
+        if duplicate_of is not None:
+            cluster.note(f"duplicate batch from producer {batch['producer_id']} on {name}-{idx}: not written "
+                         f"again, answered with its offset {duplicate_of}", topic=name, partition=idx,
+                         producer_id=batch["producer_id"], base_sequence=batch["base_sequence"])
+            out.update(BaseOffset=duplicate_of, LogStartOffset=0)
+            return out
+    records = batch["records"]
+    base = log.append([(r["key"], r["value"], r["headers"]) for r in records], cluster.now,
+                      producer_id=batch["producer_id"], producer_epoch=batch["producer_epoch"],
+                      base_sequence=batch["base_sequence"], transactional=batch["is_transactional"])
+    if batch["producer_id"] >= 0:
+        _record_producer(cluster, log, batch, base)
+    for i, r in enumerate(records):
+        cluster.emit(ev.RecordAppended, topic=name, partition=idx, offset=base + i,
+                     record={"kind": "data", "key": r["key"], "value": r["value"], "headers": r["headers"],
+                             "timestamp": cluster.now, "client_timestamp": r["timestamp"]},
+                     key=r["key"], value=r["value"], producer_id=batch["producer_id"],
+                     producer_epoch=batch["producer_epoch"], transactional=batch["is_transactional"],
+                     broker=log.leader)
+    out.update(BaseOffset=base, LogStartOffset=0)
+    return out
+
+
+@handles("Produce")
+def produce(cluster, req: Request) -> dict:
+    v, body = req.version, req.body
+    acks = body.get("Acks", -1)
+    txn_id = body.get("TransactionalId")
+    topic_data = body.get("TopicData") or []
+    responses = []
+
+    def forced(code):
+        return [{"Name": t.get("Name"), "TopicId": t.get("TopicId") or ZERO_UUID,
+                 "PartitionResponses": [{"Index": pd.get("Index", -1), "ErrorCode": code, "BaseOffset": NO_OFFSET,
+                                         "LogStartOffset": -1} for pd in t.get("PartitionData") or []]}
+                for t in topic_data]
+
+    # RequestUtils.hasTransactionalRecords: the whole request needs WRITE on the transactional id
+    has_txn = False
+    for t in topic_data:
+        for pd in t.get("PartitionData") or []:
+            recs = pd.get("Records")
+            if recs and len(recs) > 22 and recs[16] == 2 and struct.unpack_from(">h", recs, 21)[0] & 0x10:
+                has_txn = True
+    if has_txn and (txn_id is None
+                    or not cluster.authorized(req.principal, "TRANSACTIONAL_ID", txn_id, "WRITE")):
+        return shape("ProduceResponse", v, {"Responses": forced(CODE["TRANSACTIONAL_ID_AUTHORIZATION_FAILED"]),
+                                            "ThrottleTimeMs": 0})
+    leaders = set()
+    for t in topic_data:
+        topic, name, unknown = _resolve_topic(cluster, v, t, 13, "Name")
+        parts = []
+        for pd in t.get("PartitionData") or []:
+            r = _produce_partition(cluster, req, topic, name, unknown, pd, acks, txn_id)
+            if r["ErrorCode"] == CODE["NOT_LEADER_OR_FOLLOWER"] and r["CurrentLeader"]["LeaderId"] >= 0:
+                leaders.add(r["CurrentLeader"]["LeaderId"])
+            parts.append(r)
+        responses.append({"Name": t.get("Name"), "TopicId": t.get("TopicId") or ZERO_UUID,
+                          "PartitionResponses": parts})
+    if acks == 0:
+        cluster.note("acks=0: Kafka sends no response to this Produce; kipviz answers so it can be shown",
+                     api="Produce", correlation_id=req.correlation_id)
+    return shape("ProduceResponse", v, {"Responses": responses, "ThrottleTimeMs": 0,
+                                        "NodeEndpoints": [node(b) for b in sorted(leaders)]})
+
+
+# ---- Fetch ------------------------------------------------------------------------------------------
+def _batch_bounds(raw: bytes) -> tuple[int, int]:
+    base, = struct.unpack_from(">q", raw, 0)
+    delta, = struct.unpack_from(">i", raw, 23)
+    return base, base + delta
+
+
+def aborted_transactions(log, start: int, end: int) -> list[dict]:
+    """The aborted transactions whose records overlap [start, end): producer id and first offset
+    (the broker's aborted-transaction index)."""
+    open_first: dict[int, int] = {}
+    out = []
+    for e in log.entries:
+        if e.control is None:
+            if e.transactional:
+                open_first.setdefault(e.producer_id, e.offset)
+            continue
+        first = open_first.pop(e.producer_id, None)
+        if e.control == "ABORT" and first is not None and e.offset >= start and first < end:
+            out.append({"ProducerId": e.producer_id, "FirstOffset": first})
+    return out
+
+
+def _fetch_partition(cluster, req: Request, topic, name, unknown_code, fp: dict, isolation: int,
+                     follower: bool, budget: list) -> dict:
+    idx = fp.get("Partition", -1)
+    out = {"PartitionIndex": idx, "ErrorCode": NONE, "HighWatermark": -1, "LastStableOffset": -1,
+           "LogStartOffset": -1, "AbortedTransactions": None, "PreferredReadReplica": -1, "Records": b"",
+           "CurrentLeader": {"LeaderId": -1, "LeaderEpoch": -1}}
+
+    def fail(code):
+        out["ErrorCode"] = code
+        return out
+
+    if name is None:
+        return fail(unknown_code)
+    if not follower and not cluster.authorized(req.principal, "TOPIC", name, "READ"):
+        return fail(CODE["TOPIC_AUTHORIZATION_FAILED"])
+    log = _log_of(topic, idx)
+    if log is None:
+        return fail(CODE["UNKNOWN_TOPIC_OR_PARTITION"])
+    code = _epoch_error(log, fp.get("CurrentLeaderEpoch", -1))
+    if code:
+        return fail(code)
+    if log.leader != req.broker or not leader_alive(cluster, log):
+        out["CurrentLeader"] = _leader_hint(cluster, log)
+        return fail(CODE["NOT_LEADER_OR_FOLLOWER"])
+    hw = log.log_end_offset                     # no replication: everything is replicated at once
+    lso = log.last_stable_offset
+    offset = fp.get("FetchOffset", 0)
+    if offset < 0 or offset > log.log_end_offset:
+        out.update(HighWatermark=hw, LastStableOffset=lso, LogStartOffset=0)
+        return fail(CODE["OFFSET_OUT_OF_RANGE"])
+    upper = log.log_end_offset if follower else (lso if isolation == 1 else hw)
+    limit = max(fp.get("PartitionMaxBytes", INT32_MAX), 0)
+    chosen, size = [], 0
+    for raw in log.batches:
+        first, last = _batch_bounds(raw)
+        if last < offset or first >= upper:
+            continue
+        # KIP-74: the first batch of the response is returned even if it exceeds the limits
+        if (size + len(raw) > limit or len(raw) > budget[0]) and (chosen or budget[1]):
+            break
+        chosen.append(raw)
+        size += len(raw)
+        budget[0] -= len(raw)
+        budget[1] = True
+    end = _batch_bounds(chosen[-1])[1] + 1 if chosen else offset
+    out.update(HighWatermark=hw, LastStableOffset=lso, LogStartOffset=0, Records=b"".join(chosen))
+    if isolation == 1 and not follower:
+        out["AbortedTransactions"] = aborted_transactions(log, offset, end)
+    return out
+
+
+@handles("Fetch")
+def fetch(cluster, req: Request) -> dict:
+    v, body = req.version, req.body
+    top = {"ThrottleTimeMs": 0, "ErrorCode": NONE, "SessionId": 0, "Responses": [], "NodeEndpoints": []}
+    isolation = body.get("IsolationLevel", 0)
+    if isolation not in (0, 1):
+        top["ErrorCode"] = CODE["INVALID_REQUEST"]
+        return shape("FetchResponse", v, top)
+    session_epoch = body.get("SessionEpoch", -1)
+    if session_epoch not in (-1, 0):
+        # no incremental fetch session is ever created here (a broker without free session slots)
+        top["ErrorCode"] = err("FETCH_SESSION_ID_NOT_FOUND")
+        return shape("FetchResponse", v, top)
+    replica_id = body["ReplicaState"]["ReplicaId"] if v >= 15 and body.get("ReplicaState") else body.get(
+        "ReplicaId", -1)
+    follower = replica_id >= 0
+    topics = body.get("Topics") or []
+    if follower and not cluster.authorized(req.principal, "CLUSTER", CLUSTER_RESOURCE, "CLUSTER_ACTION"):
+        for t in topics:
+            top["Responses"].append({"Topic": t.get("Topic"), "TopicId": t.get("TopicId") or ZERO_UUID,
+                                     "Partitions": [{"PartitionIndex": p.get("Partition", -1),
+                                                     "ErrorCode": CODE["TOPIC_AUTHORIZATION_FAILED"],
+                                                     "HighWatermark": -1, "LastStableOffset": -1,
+                                                     "LogStartOffset": -1, "Records": b""}
+                                                    for p in t.get("Partitions") or []]})
+        return shape("FetchResponse", v, top)
+    budget = [max(body.get("MaxBytes", INT32_MAX), 0), False]   # bytes left, anything returned yet
+    leaders = set()
+    for t in topics:
+        topic, name, unknown = _resolve_topic(cluster, v, t, 13, "Topic")
+        parts = []
+        for fp in t.get("Partitions") or []:
+            r = _fetch_partition(cluster, req, topic, name, unknown, fp, isolation, follower, budget)
+            if r["ErrorCode"] == CODE["NOT_LEADER_OR_FOLLOWER"] and r["CurrentLeader"]["LeaderId"] >= 0:
+                leaders.add(r["CurrentLeader"]["LeaderId"])
+            parts.append(r)
+        top["Responses"].append({"Topic": t.get("Topic"), "TopicId": t.get("TopicId") or ZERO_UUID,
+                                 "Partitions": parts})
+    top["NodeEndpoints"] = [node(b) for b in sorted(leaders)]
+    return shape("FetchResponse", v, top)
+
+
+# ---- ListOffsets ------------------------------------------------------------------------------------
+def _list_offset(cluster, req: Request, topic, name, lp: dict, isolation: int, replica_id: int) -> dict:
+    v = req.version
+    idx = lp.get("PartitionIndex", -1)
+    out = {"PartitionIndex": idx, "ErrorCode": NONE, "Timestamp": NO_TIMESTAMP, "Offset": NO_OFFSET,
+           "LeaderEpoch": -1, "OldStyleOffsets": []}
+    if not cluster.authorized(req.principal, "TOPIC", name, "DESCRIBE"):
+        out["ErrorCode"] = CODE["TOPIC_AUTHORIZATION_FAILED"]
+        return out
+    log = _log_of(topic, idx)
+    if log is None:
+        out["ErrorCode"] = CODE["UNKNOWN_TOPIC_OR_PARTITION"]
+        return out
+    code = _epoch_error(log, lp.get("CurrentLeaderEpoch", -1))
+    if not code and replica_id != DEBUGGING_REPLICA_ID and (log.leader != req.broker
+                                                           or not leader_alive(cluster, log)):
+        code = CODE["NOT_LEADER_OR_FOLLOWER"]
+    if code:
+        out["ErrorCode"] = code
+        return out
+    ts = lp.get("Timestamp", LATEST)
+    hw = log.log_end_offset
+    if v == 0:
+        # legacy: segment start offsets (one segment starting at 0) plus the log end
+        offsets = [hw, 0] if ts == LATEST and hw > 0 else [0]
+        out["OldStyleOffsets"] = offsets[:max(lp.get("MaxNumOffsets", 1), 0)]
+        return out
+    last_fetchable = log.last_stable_offset if isolation == 1 else hw
+    epoch = log.leader_epoch
+    if ts == LATEST:
+        out.update(Offset=last_fetchable, LeaderEpoch=epoch)
+    elif ts in (EARLIEST, EARLIEST_LOCAL):
+        out.update(Offset=0, LeaderEpoch=epoch)
+    elif ts in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        pass                                        # no tiered storage: not found
+    elif ts == MAX_TIMESTAMP:
+        best = None
+        for e in log.entries:
+            if best is None or e.timestamp > best.timestamp:
+                best = e
+        if best is not None and best.offset < last_fetchable:
+            out.update(Timestamp=best.timestamp, Offset=best.offset, LeaderEpoch=epoch)
+    else:
+        found = next((e for e in log.entries if e.timestamp >= ts), None)
+        if found is not None and found.offset < last_fetchable:
+            out.update(Timestamp=found.timestamp, Offset=found.offset, LeaderEpoch=epoch)
+    return out
+
+
+@handles("ListOffsets")
+def list_offsets(cluster, req: Request) -> dict:
+    v, body = req.version, req.body
+    isolation = body.get("IsolationLevel", 0) if v >= 2 else 0
+    replica_id = body.get("ReplicaId", -1)
+    seen, responses = set(), []
+    requested = body.get("Topics") or []
+    duplicates = set()
+    for t in requested:
+        for lp in t.get("Partitions") or []:
+            key = (t.get("Name"), lp.get("PartitionIndex"))
+            if key in seen:
+                duplicates.add(key)
+            seen.add(key)
+    for t in requested:
+        name = t.get("Name")
+        topic = cluster.topics.get(name)
+        parts = []
+        for lp in t.get("Partitions") or []:
+            if v >= 1 and (name, lp.get("PartitionIndex")) in duplicates:
+                parts.append({"PartitionIndex": lp.get("PartitionIndex"), "ErrorCode": CODE["INVALID_REQUEST"],
+                              "Timestamp": NO_TIMESTAMP, "Offset": NO_OFFSET, "LeaderEpoch": -1})
+            elif isolation not in (0, 1):
+                parts.append({"PartitionIndex": lp.get("PartitionIndex"), "ErrorCode": CODE["INVALID_REQUEST"],
+                              "Timestamp": NO_TIMESTAMP, "Offset": NO_OFFSET, "LeaderEpoch": -1})
+            else:
+                parts.append(_list_offset(cluster, req, topic, name, lp, isolation, replica_id))
+        responses.append({"Name": name, "Partitions": parts})
+    return shape("ListOffsetsResponse", v, {"ThrottleTimeMs": 0, "Topics": responses})

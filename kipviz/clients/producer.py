@@ -1,0 +1,707 @@
+"""A sans-IO model of Kafka's transactional producer, talking to a kipviz Cluster in real frames.
+
+    p = Producer(cluster, "tx-1", client_id="app")
+    p.init_transactions()
+    p.begin_transaction()
+    p.send("out", b"k", b"v")
+    p.send_offsets_to_transaction({("in", 0): 42}, {"group_id": "g", "generation_id": 3,
+                                                     "member_id": "m-1", "group_instance_id": None})
+    p.commit_transaction()          # or p.abort_transaction()
+
+Every request is encoded with kipviz.codec and answered by `cluster.handle(frame)`: bytes in,
+bytes out. Decisions are recorded as ClientAction events (version chosen, fallback, retry,
+error class). Waiting (retry backoff) moves the cluster's virtual clock.
+
+What it follows (Kafka's `TransactionManager`, KIP-890, KIP-1319 for TxnOffsetCommit v6):
+
+* versions: ApiVersions first, then min(client max, broker max) per API. The client max is the
+  kit's newest version that is not *proposed* (AddPartitionsToTxn stops at v3: v4+ is the
+  broker form). Without transaction version 2 (the `transaction.version` finalized feature),
+  EndTxn stops at v4, TxnOffsetCommit at v4 and Produce at v11, and the producer adds partitions
+  and offsets explicitly (AddPartitionsToTxn / AddOffsetsToTxn). With TV2 it does neither: Produce
+  v12+ and TxnOffsetCommit v5+ add them, and EndTxn v5 hands back the bumped epoch.
+* KIP-1319: TxnOffsetCommit v6 only when the broker serves it AND every topic of the offsets has a
+  known topic id (Metadata v10+); otherwise v5 for the whole request. v6 answers come back by
+  topic id and are mapped to names through the ids this request sent.
+* errors: retriable ones (CONCURRENT_TRANSACTIONS, COORDINATOR_*, NOT_COORDINATOR,
+  UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID, ...) are retried after `retry_backoff_ms`;
+  GROUP_ID_NOT_FOUND / STALE_MEMBER_EPOCH / ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID raise
+  CommitFailedError (abortable); PRODUCER_FENCED / INVALID_PRODUCER_EPOCH raise
+  ProducerFencedError (fatal)."""
+from __future__ import annotations
+
+import itertools
+import uuid
+from typing import NamedTuple
+
+from .. import codec
+from ..broker import events as ev
+from ..broker.error_codes import CODE, NAME, RETRIABLE
+from ..broker.transactions import complete_body
+from ..errors import DecodeError, KipvizError
+from ..records import write_batch
+from ..schema import registry
+from ..uuids import ZERO_UUID
+
+E = CODE
+NETWORK_EXCEPTION = 13
+DUPLICATE_SEQUENCE_NUMBER = 46
+
+# client-side caps that are not "newest non-proposed version"
+CLIENT_MAX = {"AddPartitionsToTxn": 3}      # v4+ is the broker-to-coordinator form (KIP-890)
+TV1_MAX = {"EndTxn": 4, "TxnOffsetCommit": 4, "Produce": 11}
+
+
+# ---- errors -------------------------------------------------------------------------------------
+class ProducerError(KipvizError):
+    """A producer call failed with a Kafka error: `.error` is its name, `.code` the number."""
+
+    def __init__(self, error: str | int, message: str = "", *, api: str | None = None):
+        if isinstance(error, int):
+            code, name = error, NAME.get(error, f"ERROR_{error}")
+        else:
+            name, code = error, CODE.get(error)
+        self.error, self.code, self.api = name, code, api
+        where = f" ({api})" if api else ""
+        super().__init__(f"{name}{where}" + (f": {message}" if message else ""))
+
+
+class AbortableError(ProducerError):
+    """The transaction cannot commit: abort it (abort_transaction) and carry on."""
+
+
+class CommitFailedError(AbortableError):
+    """The group rejected the offsets (rebalance, unknown member, stale epoch): abort."""
+
+
+class FatalError(ProducerError):
+    """The producer cannot go on: close it and create a new one."""
+
+
+class ProducerFencedError(FatalError):
+    """Another producer with the same transactional.id (or the coordinator) took over."""
+
+
+class UnsupportedVersionError(FatalError):
+    """The broker serves no version of an API this client can use."""
+
+
+class RetriesExhaustedError(ProducerError):
+    """A retriable error persisted through every retry (Kafka would time out): call again or abort."""
+
+
+class IllegalStateError(ProducerError):
+    """The call is not allowed in the producer's current state (Kafka's IllegalStateException)."""
+
+    def __init__(self, message: str):
+        super().__init__("ILLEGAL_STATE", message)
+
+
+class RecordMetadata(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+
+
+class _Retry(Exception):
+    def __init__(self, code: int, refresh: str | None = None):
+        self.code, self.refresh = code, refresh
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+def client_max_version(api: str) -> int:
+    """The kit's newest non-proposed request version of `api` (with the client caps above)."""
+    spec = registry.get(api + "Request")
+    ok = [v for v in spec.versions if (st := spec.status(v)) is None or st.status != "proposed"]
+    top = max(ok)
+    return min(top, CLIENT_MAX.get(api, top))
+
+
+def client_min_version(api: str) -> int:
+    return min(registry.get(api + "Request").versions)
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's Utils.murmur2 (the default partitioner's hash), as a signed int32."""
+    m, r = 0x5BD1E995, 24
+    n = len(data)
+    h = (0x9747B28C ^ n) & 0xFFFFFFFF
+    for i in range(n // 4):
+        k = int.from_bytes(data[4 * i:4 * i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = ((h * m) & 0xFFFFFFFF) ^ k
+    rest, idx = n % 4, n & ~3
+    if rest == 3:
+        h ^= data[idx + 2] << 16
+    if rest >= 2:
+        h ^= data[idx + 1] << 8
+    if rest >= 1:
+        h ^= data[idx]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def default_partition(key: bytes, partitions: int) -> int:
+    """BuiltInPartitioner for keyed records: toPositive(murmur2(key)) % partitions."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+# TxnOffsetCommitHandler's classification (TransactionManager.java, KIP-1319)
+COMMIT_FAILED = frozenset(E[n] for n in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "GROUP_ID_NOT_FOUND",
+                                          "STALE_MEMBER_EPOCH"))
+ABORTABLE_OFFSET_ERRORS = frozenset(E[n] for n in ("GROUP_AUTHORIZATION_FAILED", "FENCED_INSTANCE_ID",
+                                                    "TRANSACTION_ABORTABLE"))
+FENCED = frozenset((E["PRODUCER_FENCED"], E["INVALID_PRODUCER_EPOCH"]))
+COORDINATOR_MOVED = frozenset((E["COORDINATOR_NOT_AVAILABLE"], E["NOT_COORDINATOR"]))
+
+
+def classify_txn_offset_commit_error(code: int) -> str:
+    """"ok", "retriable", "coordinator" (find it again, then retry), "commit-failed",
+    "abortable", "fenced" or "fatal" — how the producer treats a TxnOffsetCommit error."""
+    if code == 0:
+        return "ok"
+    if code in COORDINATOR_MOVED:
+        return "coordinator"
+    if code in FENCED:
+        return "fenced"
+    if code in COMMIT_FAILED:
+        return "commit-failed"
+    if code in ABORTABLE_OFFSET_ERRORS:
+        return "abortable"
+    if code in RETRIABLE or code in (E["UNKNOWN_TOPIC_ID"], E["COORDINATOR_LOAD_IN_PROGRESS"]):
+        return "retriable"
+    return "fatal"
+
+
+# ---- the producer --------------------------------------------------------------------------------
+class Producer:
+    STATES = ("UNINITIALIZED", "READY", "IN_TRANSACTION", "ABORTABLE_ERROR", "FATAL_ERROR")
+
+    def __init__(self, cluster, transactional_id: str | None = None, *, client_id: str = "producer-1",
+                 transaction_timeout_ms: int = 60000, bootstrap_broker: int = 0,
+                 principal: str = "User:ANONYMOUS", retries: int = 20, retry_backoff_ms: int = 100,
+                 client_versions: dict[str, int] | None = None):
+        self.cluster = cluster
+        self.transactional_id = transactional_id
+        self.client_id = client_id
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.bootstrap_broker = bootstrap_broker
+        self.principal = principal
+        self.retries = retries
+        self.retry_backoff_ms = retry_backoff_ms
+        self.client_versions = dict(client_versions or {})
+        self.state = "UNINITIALIZED"
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.tv2 = False
+        self.broker_versions: dict[str, tuple[int, int]] | None = None
+        self.last_error: ProducerError | None = None
+        self._cid = itertools.count(1)
+        self._coordinator: int | None = None
+        self._group_coordinators: dict[str, int] = {}
+        self._metadata: dict[str, dict] = {}
+        self._txn_partitions: set[tuple[str, int]] = set()
+        self._transaction_started = False
+        self._sequences: dict[tuple[str, int], int] = {}
+        self._round_robin = itertools.count()
+        self._chosen: dict[str, int] = {}
+
+    # ---- events and state ----------------------------------------------------------------------
+    def _act(self, action: str, **detail) -> None:
+        self.cluster.emit(ev.ClientAction, client=self.client_id, action=action, detail=detail)
+
+    def _set_state(self, state: str, why: str = "") -> None:
+        if state != self.state:
+            self._act("state", from_state=self.state, to_state=state, reason=why)
+            self.state = state
+
+    def _fail(self, err: ProducerError) -> ProducerError:
+        """Move to the error state the exception's class implies and return it for raising."""
+        self.last_error = err
+        if isinstance(err, FatalError):
+            self._set_state("FATAL_ERROR", err.error)
+        elif isinstance(err, AbortableError) and self.state == "IN_TRANSACTION":
+            self._set_state("ABORTABLE_ERROR", err.error)
+        self._act("error", error=err.error, code=err.code, api=err.api, kind=type(err).__name__)
+        return err
+
+    def _require(self, *states: str, what: str) -> None:
+        if self.state == "FATAL_ERROR":
+            raise IllegalStateError(f"cannot {what}: the producer hit a fatal error ({self.last_error})")
+        if self.state not in states:
+            raise IllegalStateError(f"cannot {what} in state {self.state}")
+
+    # ---- the wire ------------------------------------------------------------------------------
+    def _call(self, api: str, version: int, body: dict, broker: int) -> dict:
+        """Encode, hand the frame to the cluster, decode the answer. b"" (connection closed,
+        broker down) becomes a retriable NETWORK_EXCEPTION."""
+        message = api + "Request"
+        frame = codec.encode_request(api, version, complete_body(message, version, body),
+                                     correlation_id=next(self._cid), client_id=self.client_id)
+        out = self.cluster.handle(frame, broker=broker, client=self.client_id, principal=self.principal)
+        if not out:
+            raise _Retry(NETWORK_EXCEPTION, refresh="coordinator")
+        return codec.decode_response(out, api, version)["body"]
+
+    def _retrying(self, what: str, attempt):
+        """Run attempt() until it returns; _Retry means back off (virtual time) and try again."""
+        last = None
+        for n in range(self.retries + 1):
+            try:
+                return attempt()
+            except _Retry as r:
+                last = r
+                self._act("retry", api=what, error=NAME.get(r.code, str(r.code)), attempt=n + 1,
+                          backoff_ms=self.retry_backoff_ms)
+                if r.refresh == "coordinator":
+                    self._coordinator = None
+                elif r.refresh and r.refresh.startswith("group:"):
+                    self._group_coordinators.pop(r.refresh[6:], None)
+                elif r.refresh == "metadata":
+                    self._metadata.clear()
+                self.cluster.advance(self.retry_backoff_ms)
+        raise RetriesExhaustedError(last.code, f"still failing after {self.retries} retries", api=what)
+
+    # ---- versions ------------------------------------------------------------------------------
+    def _api_versions(self) -> None:
+        if self.broker_versions is not None:
+            return
+        version = self.client_versions.get("ApiVersions", client_max_version("ApiVersions"))
+        body = {"ClientSoftwareName": "kipviz-producer", "ClientSoftwareVersion": "1.0"}
+
+        def attempt():
+            nonlocal version
+            frame = codec.encode_request("ApiVersions", version, complete_body("ApiVersionsRequest", version, body),
+                                         correlation_id=next(self._cid), client_id=self.client_id)
+            out = self.cluster.handle(frame, broker=self.bootstrap_broker, client=self.client_id,
+                                      principal=self.principal)
+            if not out:
+                raise _Retry(NETWORK_EXCEPTION)
+            try:
+                resp = codec.decode_response(out, "ApiVersions", version)["body"]
+            except DecodeError:       # an UNSUPPORTED_VERSION answer comes in the v0 layout
+                resp = codec.decode_response(out, "ApiVersions", 0)["body"]
+            if resp["ErrorCode"] == E["UNSUPPORTED_VERSION"]:
+                theirs = next((k["MaxVersion"] for k in resp["ApiKeys"]
+                               if k["ApiKey"] == registry.api_key(registry.get("ApiVersionsRequest"))), 0)
+                self._act("version", api="ApiVersions", version=version, fallback_to=theirs,
+                          reason="broker answered UNSUPPORTED_VERSION")
+                version = min(version, theirs)
+                raise _Retry(E["UNSUPPORTED_VERSION"])
+            if resp["ErrorCode"]:
+                raise FatalError(resp["ErrorCode"], api="ApiVersions")
+            return resp
+        resp = self._retrying("ApiVersions", attempt)
+        versions = {}
+        for k in resp["ApiKeys"]:
+            try:
+                api = registry.by_api_key(k["ApiKey"], "request").api
+            except Exception:  # noqa: BLE001 - an api key the kit does not define
+                continue
+            versions[api] = (k["MinVersion"], k["MaxVersion"])
+        self.broker_versions = versions
+        tv = 0
+        for f in resp.get("FinalizedFeatures") or []:
+            if f["Name"] == "transaction.version":
+                tv = f["MaxVersionLevel"]
+        self.tv2 = tv >= 2
+        self._act("api-versions", version=version, transaction_version=tv, apis=len(versions))
+
+    def version(self, api: str, cap: int | None = None) -> int:
+        """min(client max, broker max), or UnsupportedVersionError."""
+        self._api_versions()
+        mine = self.client_versions.get(api, client_max_version(api))
+        if not self.tv2 and api in TV1_MAX:
+            mine = min(mine, TV1_MAX[api])
+        if cap is not None:
+            mine = min(mine, cap)
+        theirs = self.broker_versions.get(api)
+        if theirs is None or theirs[1] < client_min_version(api) or mine < theirs[0]:
+            raise self._fail(UnsupportedVersionError("UNSUPPORTED_VERSION", f"broker serves {theirs}", api=api))
+        chosen = min(mine, theirs[1])
+        if self._chosen.get(api) != chosen:
+            self._chosen[api] = chosen
+            self._act("version", api=api, version=chosen, client_max=mine, broker_max=theirs[1])
+        return chosen
+
+    # ---- coordinators and metadata ----------------------------------------------------------------
+    def _find_coordinator(self, key_type: int, key: str) -> int:
+        api = "FindCoordinator"
+        v = self.version(api)
+        if v >= 4:
+            body = {"KeyType": key_type, "CoordinatorKeys": [key]}
+        else:
+            body = {"Key": key, "KeyType": key_type}
+        resp = self._call(api, v, body, self.bootstrap_broker)
+        if v >= 4:
+            c = (resp["Coordinators"] or [{"ErrorCode": E["COORDINATOR_NOT_AVAILABLE"], "NodeId": -1}])[0]
+            code, node = c["ErrorCode"], c["NodeId"]
+        else:
+            code, node = resp["ErrorCode"], resp["NodeId"]
+        if code in (E["TRANSACTIONAL_ID_AUTHORIZATION_FAILED"],):
+            raise self._fail(FatalError(code, api=api))
+        if code == E["GROUP_AUTHORIZATION_FAILED"]:
+            raise self._fail(AbortableError(code, api=api))
+        if code:
+            if code in RETRIABLE:
+                raise _Retry(code)
+            raise self._fail(FatalError(code, api=api))
+        self._act("coordinator", key_type=key_type, key=key, node=node)
+        return node
+
+    def _txn_coordinator(self) -> int:
+        if self._coordinator is None:
+            self._coordinator = self._find_coordinator(1, self.transactional_id)
+        return self._coordinator
+
+    def _group_coordinator(self, group: str) -> int:
+        if group not in self._group_coordinators:
+            self._group_coordinators[group] = self._find_coordinator(0, group)
+        return self._group_coordinators[group]
+
+    def _fetch_metadata(self, topics: list[str]) -> None:
+        api = "Metadata"
+        v = self.version(api)
+        if v >= 10:
+            req_topics = [{"TopicId": ZERO_UUID, "Name": t} for t in topics]
+        else:
+            req_topics = [{"Name": t} for t in topics]
+        resp = self._call(api, v, {"Topics": req_topics, "AllowAutoTopicCreation": False,
+                                   "IncludeClusterAuthorizedOperations": False,
+                                   "IncludeTopicAuthorizedOperations": False}, self.bootstrap_broker)
+        for t in resp["Topics"]:
+            name = t.get("Name")
+            if name is None:
+                continue
+            if t["ErrorCode"]:
+                self._metadata.pop(name, None)
+                continue
+            tid = t.get("TopicId")
+            self._metadata[name] = {
+                "id": tid if isinstance(tid, uuid.UUID) and tid != ZERO_UUID else None,
+                "partitions": {p["PartitionIndex"]: p["LeaderId"] for p in t["Partitions"]},
+                "metadata_version": v}
+
+    def topic_info(self, topic: str, refresh: bool = False) -> dict | None:
+        if refresh or topic not in self._metadata:
+            self._fetch_metadata([topic])
+        return self._metadata.get(topic)
+
+    # ---- transactions ------------------------------------------------------------------------------
+    def init_transactions(self) -> tuple[int, int]:
+        """InitProducerId: the producer id and epoch (retried on CONCURRENT_TRANSACTIONS, e.g.
+        while the coordinator aborts what a previous instance left open)."""
+        self._require("UNINITIALIZED", "READY", what="init transactions")
+        api = "InitProducerId"
+
+        def attempt():
+            v = self.version(api)
+            broker = self._txn_coordinator() if self.transactional_id else self.bootstrap_broker
+            body = {"TransactionalId": self.transactional_id,
+                    "TransactionTimeoutMs": self.transaction_timeout_ms,
+                    "ProducerId": -1, "ProducerEpoch": -1}
+            resp = self._call(api, v, body, broker)
+            code = resp["ErrorCode"]
+            if code == 0:
+                return resp["ProducerId"], resp["ProducerEpoch"]
+            if code in COORDINATOR_MOVED:
+                raise _Retry(code, refresh="coordinator")
+            if code in (E["CONCURRENT_TRANSACTIONS"], E["COORDINATOR_LOAD_IN_PROGRESS"], NETWORK_EXCEPTION):
+                raise _Retry(code)
+            if code in FENCED:
+                raise self._fail(ProducerFencedError(code, api=api))
+            raise self._fail(FatalError(code, api=api))
+        pid, epoch = self._retrying(api, attempt)
+        self._set_ids(pid, epoch, "InitProducerId")
+        self._reset_transaction()
+        self._set_state("READY", "initialized")
+        return pid, epoch
+
+    def _set_ids(self, pid: int, epoch: int, why: str) -> None:
+        if (pid, epoch) != (self.producer_id, self.producer_epoch):
+            self._act("producer-id", producer_id=pid, producer_epoch=epoch, previous=(self.producer_id,
+                                                                                        self.producer_epoch),
+                      reason=why)
+            self.producer_id, self.producer_epoch = pid, epoch
+            self._sequences.clear()       # a new epoch starts its sequences at 0
+
+    def _reset_transaction(self) -> None:
+        self._txn_partitions.clear()
+        self._transaction_started = False
+
+    def begin_transaction(self) -> None:
+        self._require("READY", what="begin a transaction")
+        if not self.transactional_id:
+            raise IllegalStateError("not a transactional producer (no transactional.id)")
+        self._reset_transaction()
+        self._set_state("IN_TRANSACTION", "begin_transaction")
+
+    def _txn_error(self, code: int, api: str) -> None:
+        """Raise for a coordinator answer the transaction cannot survive (or _Retry)."""
+        if code in COORDINATOR_MOVED:
+            raise _Retry(code, refresh="coordinator")
+        if code in (E["CONCURRENT_TRANSACTIONS"], E["COORDINATOR_LOAD_IN_PROGRESS"], NETWORK_EXCEPTION,
+                    E["UNKNOWN_TOPIC_OR_PARTITION"], OPERATION_NOT_ATTEMPTED_CODE):
+            raise _Retry(code, refresh="metadata" if code == E["UNKNOWN_TOPIC_OR_PARTITION"] else None)
+        if code in FENCED:
+            raise self._fail(ProducerFencedError(code, api=api))
+        if code in (E["TOPIC_AUTHORIZATION_FAILED"], E["GROUP_AUTHORIZATION_FAILED"],
+                    E["TRANSACTION_ABORTABLE"], E["INVALID_PRODUCER_ID_MAPPING"]):
+            raise self._fail(AbortableError(code, api=api))
+        raise self._fail(FatalError(code, api=api))
+
+    def _add_partition(self, tp: tuple[str, int]) -> None:
+        """Transaction version 1: AddPartitionsToTxn before the first write to a partition."""
+        api = "AddPartitionsToTxn"
+
+        def attempt():
+            v = self.version(api)
+            resp = self._call(api, v, {"V3AndBelowTransactionalId": self.transactional_id,
+                                       "V3AndBelowProducerId": self.producer_id,
+                                       "V3AndBelowProducerEpoch": self.producer_epoch,
+                                       "V3AndBelowTopics": [{"Name": tp[0], "Partitions": [tp[1]]}]},
+                              self._txn_coordinator())
+            codes = [p["PartitionErrorCode"] for t in resp["ResultsByTopicV3AndBelow"]
+                     for p in t["ResultsByPartition"]]
+            bad = next((c for c in codes if c and c != OPERATION_NOT_ATTEMPTED_CODE), 0) or \
+                next((c for c in codes if c), 0)
+            if bad:
+                self._txn_error(bad, api)
+        self._retrying(api, attempt)
+        self._txn_partitions.add(tp)
+        self._transaction_started = True
+        self._act("partition-added", topic=tp[0], partition=tp[1], via="AddPartitionsToTxn")
+
+    def send(self, topic: str, key: bytes | None, value: bytes | None, partition: int | None = None,
+             headers=None) -> RecordMetadata:
+        """Produce one record (one batch) and wait for the leader's answer."""
+        if self.transactional_id:
+            self._require("IN_TRANSACTION", what="send")
+        else:
+            self._require("READY", "UNINITIALIZED", what="send")
+            if self.producer_id < 0:
+                self.init_transactions()
+        info = self.topic_info(topic)
+        if info is None:
+            info = self._retrying("Metadata", lambda: self._need_topic(topic))
+        if partition is None:
+            n = len(info["partitions"])
+            partition = default_partition(key, n) if key is not None else next(self._round_robin) % n
+        tp = (topic, partition)
+        if self.transactional_id and not self.tv2 and tp not in self._txn_partitions:
+            self._add_partition(tp)
+        if self.transactional_id and self.tv2 and not self._transaction_started:
+            self._transaction_started = True
+        return self._retrying("Produce", lambda: self._produce_once(tp, key, value, headers))
+
+    def _need_topic(self, topic: str) -> dict:
+        info = self.topic_info(topic, refresh=True)
+        if info is None:
+            raise _Retry(E["UNKNOWN_TOPIC_OR_PARTITION"])
+        return info
+
+    def _produce_once(self, tp, key, value, headers) -> RecordMetadata:
+        api = "Produce"
+        topic, partition = tp
+        info = self.topic_info(topic)
+        if info is None or partition not in info["partitions"]:
+            raise _Retry(E["UNKNOWN_TOPIC_OR_PARTITION"], refresh="metadata")
+        v = self.version(api, cap=None if info["id"] is not None else 12)
+        seq = self._sequences.get(tp, 0)
+        batch = write_batch([{"key": key, "value": value, "headers": list(headers or []),
+                              "timestamp": self.cluster.now}],
+                            producer_id=self.producer_id, producer_epoch=self.producer_epoch,
+                            base_sequence=seq if self.producer_id >= 0 else -1,
+                            is_transactional=bool(self.transactional_id), base_timestamp=self.cluster.now)
+        topic_entry = {"TopicId": info["id"]} if v >= 13 else {"Name": topic}
+        topic_entry["PartitionData"] = [{"Index": partition, "Records": batch}]
+        resp = self._call(api, v, {"TransactionalId": self.transactional_id, "Acks": -1, "TimeoutMs": 30000,
+                                   "TopicData": [topic_entry]}, info["partitions"][partition])
+        part = next((p for t in resp["Responses"] for p in t["PartitionResponses"] if p["Index"] == partition),
+                    None)
+        code = E["UNKNOWN_SERVER_ERROR"] if part is None else part["ErrorCode"]
+        if code in (0, DUPLICATE_SEQUENCE_NUMBER):
+            self._sequences[tp] = seq + 1
+            self._act("sent", topic=topic, partition=partition, offset=part["BaseOffset"], version=v)
+            return RecordMetadata(topic, partition, part["BaseOffset"])
+        if code in (E["NOT_LEADER_OR_FOLLOWER"], E["UNKNOWN_TOPIC_OR_PARTITION"], E["UNKNOWN_TOPIC_ID"]):
+            raise _Retry(code, refresh="metadata")
+        if code in FENCED:
+            raise self._fail(ProducerFencedError(code, api=api))
+        if code == E["INVALID_TXN_STATE"]:
+            raise self._fail(FatalError(code, api=api))
+        if code in RETRIABLE:
+            raise _Retry(code)
+        raise self._fail(AbortableError(code, api=api))
+
+    # ---- offsets --------------------------------------------------------------------------------
+    def send_offsets_to_transaction(self, offsets: dict, group_metadata) -> None:
+        """Stage consumer offsets in the transaction: {(topic, partition): offset or
+        (offset, metadata)}; group_metadata {group_id, generation_id or member_epoch, member_id,
+        group_instance_id} (dict or object with those attributes)."""
+        self._require("IN_TRANSACTION", what="send offsets")
+        gm = _group_metadata(group_metadata)
+        group = gm["group_id"]
+        if not self.tv2:
+            self._add_offsets(group)
+        else:
+            self._transaction_started = True
+        pending = {tuple(tp): _offset_of(o) for tp, o in offsets.items()}
+        self._retrying("TxnOffsetCommit", lambda: self._txn_offset_commit_once(pending, gm))
+        self._act("offsets-sent", group_id=group, partitions=sorted(offsets))
+
+    def _add_offsets(self, group: str) -> None:
+        api = "AddOffsetsToTxn"
+
+        def attempt():
+            v = self.version(api)
+            resp = self._call(api, v, {"TransactionalId": self.transactional_id, "ProducerId": self.producer_id,
+                                       "ProducerEpoch": self.producer_epoch, "GroupId": group},
+                              self._txn_coordinator())
+            if resp["ErrorCode"]:
+                self._txn_error(resp["ErrorCode"], api)
+        self._retrying(api, attempt)
+        self._transaction_started = True
+        self._act("offsets-partition-added", group_id=group, via=api)
+
+    def choose_txn_offset_commit_version(self, topics) -> tuple[int, dict]:
+        """KIP-1319: (version, {topic: topic id}) — v6 only if the broker serves it and every
+        topic has a known topic id, else v5 (or lower) for the whole request."""
+        v = self.version("TxnOffsetCommit")
+        ids: dict = {}
+        if v >= 6:
+            missing = []
+            for t in sorted(set(topics)):
+                info = self.topic_info(t)          # cached ids are reused (KIP-1319); refreshed on errors
+                tid = info["id"] if info else None
+                if tid is None:
+                    missing.append(t)
+                else:
+                    ids[t] = tid
+            if missing:
+                self._act("txn-offset-commit-fallback", version=5, reason="topic id unknown", topics=missing)
+                return 5, {}
+            self._act("txn-offset-commit-version", version=6, reason="broker serves v6, all topic ids known")
+            return 6, ids
+        self._act("txn-offset-commit-version", version=v,
+                  reason=f"broker serves up to v{self.broker_versions['TxnOffsetCommit'][1]}"
+                  + ("" if self.tv2 else ", transaction version 1 caps it at v4"))
+        return v, {}
+
+    def _txn_offset_commit_once(self, pending: dict, gm: dict) -> None:
+        api = "TxnOffsetCommit"
+        group = gm["group_id"]
+        broker = self._group_coordinator(group)
+        v, ids = self.choose_txn_offset_commit_version(t for t, _ in pending)
+        by_topic: dict[str, list] = {}
+        for (t, p), (off, meta, leader_epoch) in pending.items():
+            by_topic.setdefault(t, []).append({"PartitionIndex": p, "CommittedOffset": off,
+                                               "CommittedLeaderEpoch": leader_epoch, "CommittedMetadata": meta})
+        topics = [({"TopicId": ids[t]} if v >= 6 else {"Name": t}) | {"Partitions": ps}
+                  for t, ps in by_topic.items()]
+        names = {tid: t for t, tid in ids.items()}
+        resp = self._call(api, v, {"TransactionalId": self.transactional_id, "GroupId": group,
+                                   "ProducerId": self.producer_id, "ProducerEpoch": self.producer_epoch,
+                                   "GenerationIdOrMemberEpoch": gm["generation_id"], "MemberId": gm["member_id"],
+                                   "GroupInstanceId": gm["group_instance_id"], "Topics": topics}, broker)
+        retry: int | None = None
+        refresh = None
+        for t in resp["Topics"]:
+            name = names.get(t.get("TopicId")) if v >= 6 else t.get("Name")
+            for p in t["Partitions"]:
+                code = p["ErrorCode"]
+                kind = classify_txn_offset_commit_error(code)
+                tp = (name, p["PartitionIndex"])
+                if kind == "ok":
+                    pending.pop(tp, None)
+                    continue
+                self._act("txn-offset-commit-error", topic=name, partition=tp[1], error=NAME.get(code, code),
+                          kind=kind, version=v)
+                if kind == "coordinator":
+                    retry, refresh = code, "group:" + group
+                elif kind == "retriable":
+                    retry = code
+                    if code in (E["UNKNOWN_TOPIC_ID"], E["UNKNOWN_TOPIC_OR_PARTITION"]):
+                        refresh = refresh or "metadata"
+                elif kind == "fenced":
+                    raise self._fail(ProducerFencedError(code, api=api))
+                elif kind == "commit-failed":
+                    raise self._fail(CommitFailedError(code, api=api))
+                elif kind == "abortable":
+                    raise self._fail(AbortableError(code, api=api))
+                else:
+                    raise self._fail(FatalError(code, "unexpected error", api=api))
+        if pending:
+            # partitions still pending (retriable errors, or missing from the answer): re-enqueue
+            raise _Retry(E["UNKNOWN_SERVER_ERROR"] if retry is None else retry, refresh=refresh)
+
+    # ---- commit / abort --------------------------------------------------------------------------
+    def commit_transaction(self) -> None:
+        if self.state == "ABORTABLE_ERROR":
+            raise AbortableError(self.last_error.code if self.last_error else E["TRANSACTION_ABORTABLE"],
+                                 "cannot commit after an abortable error: abort the transaction",
+                                 api="EndTxn")
+        self._require("IN_TRANSACTION", what="commit")
+        self._end(True)
+
+    def abort_transaction(self) -> None:
+        self._require("IN_TRANSACTION", "ABORTABLE_ERROR", what="abort")
+        self._end(False)
+
+    def _end(self, commit: bool) -> None:
+        api = "EndTxn"
+        what = "commit" if commit else "abort"
+        if not self._transaction_started:
+            # TransactionManager: no partition or offsets were added, so there is nothing to end
+            self._act("end-txn-skipped", result=what, reason="nothing was added to the transaction")
+            self._reset_transaction()
+            self._set_state("READY", what)
+            return
+
+        def attempt():
+            v = self.version(api)
+            resp = self._call(api, v, {"TransactionalId": self.transactional_id, "ProducerId": self.producer_id,
+                                       "ProducerEpoch": self.producer_epoch, "Committed": commit},
+                              self._txn_coordinator())
+            code = resp["ErrorCode"]
+            if code:
+                if code == E["INVALID_TXN_STATE"]:
+                    raise self._fail(FatalError(code, api=api))
+                self._txn_error(code, api)
+            return v, resp
+        v, resp = self._retrying(api, attempt)
+        if v >= 5 and resp.get("ProducerId", -1) >= 0:
+            self._set_ids(resp["ProducerId"], resp["ProducerEpoch"], f"EndTxn v{v} ({what})")
+        self._act("transaction-ended", result=what, version=v)
+        self._reset_transaction()
+        self.last_error = None
+        self._set_state("READY", what)
+
+
+OPERATION_NOT_ATTEMPTED_CODE = 55
+
+
+def _group_metadata(gm) -> dict:
+    get = gm.get if isinstance(gm, dict) else (lambda k, d=None: getattr(gm, k, d))
+    group = get("group_id")
+    if group is None:
+        raise IllegalStateError("group_metadata needs a group_id")
+    generation = get("generation_id")
+    if generation is None:
+        generation = get("member_epoch", -1)
+    return {"group_id": group, "generation_id": -1 if generation is None else generation,
+            "member_id": get("member_id", "") or "", "group_instance_id": get("group_instance_id")}
+
+
+def _offset_of(o) -> tuple[int, str | None, int]:
+    """offset, or (offset, metadata), or {"offset", "metadata", "leader_epoch"}."""
+    if isinstance(o, dict):
+        return o["offset"], o.get("metadata", ""), o.get("leader_epoch", -1)
+    if isinstance(o, (tuple, list)):
+        return o[0], (o[1] if len(o) > 1 else ""), (o[2] if len(o) > 2 else -1)
+    return int(o), "", -1

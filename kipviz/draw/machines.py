@@ -1,0 +1,236 @@
+"""State-machine pictures, read from the same tables the broker model executes.
+
+    state_diagram(table)                              -> graphviz.Digraph of every state and row
+    state_diagram(table, current="Ongoing", taken=row) -> the same, current state filled, row in red
+    state_diagram(table, show_proposed=False)         -> released Kafka only (no KIP rows)
+    tables()                                           -> {"transaction": Table, ...} from kipviz.broker.tables
+
+What the picture says:
+
+* a state is an ellipse, a terminal state a double circle; an arrow from a dot marks the initial
+  state; Kafka's numeric id is under the name when the table has them (TransactionState 0..7);
+* every row of the table is one arrow labelled with its event; rows whose status is "accepted" or
+  "proposed" are dashed, coloured (amber / purple, as in the wire diagrams) and carry their KIP;
+  with show_proposed=False they are left out, and so are states only those rows touch;
+* `current` (a state, or several) is filled; `taken` (a Row of the table) is bold and red.
+
+Every node and edge gets a stable SVG id (node_id / edge_id), and the highlight colours below are
+plain attribute values, so kipviz.draw.animate can recolour one rendered SVG instead of calling
+`dot` again for every frame."""
+from __future__ import annotations
+
+import html
+import importlib
+import pkgutil
+import re
+from collections.abc import Iterable
+
+import graphviz
+
+from ..broker.machine import Row, Table
+
+__all__ = ["state_diagram", "tables", "node_id", "edge_id", "row_index", "status_color", "STYLE"]
+
+FONT = "Helvetica"
+# colours (the animation recolours rendered SVG by these exact strings: keep them distinct)
+C_NODE_FILL = "#ffffff"
+C_NODE_LINE = "#4a5568"
+C_CURRENT_FILL = "#63b3ed"
+C_CURRENT_LINE = "#1a4f8b"
+C_OCCUPIED_FILL = "#d4e9fb"       # other instances' states (animation of all instances)
+C_RELEASED = "#4a5568"
+C_ACCEPTED = "#b7791f"
+C_PROPOSED = "#6b46c1"
+C_TAKEN = "#e53e3e"
+C_TEXT = "#1a202c"
+C_ID = "#5a6472"
+TAKEN_WIDTH = "2.5"
+CURRENT_WIDTH = "2"
+
+STYLE = {"node_fill": C_NODE_FILL, "node_line": C_NODE_LINE, "current_fill": C_CURRENT_FILL,
+         "current_line": C_CURRENT_LINE, "occupied_fill": C_OCCUPIED_FILL, "released": C_RELEASED,
+         "accepted": C_ACCEPTED, "proposed": C_PROPOSED, "taken": C_TAKEN,
+         "taken_width": TAKEN_WIDTH, "current_width": CURRENT_WIDTH}
+
+
+def status_color(status: str) -> str:
+    return {"accepted": C_ACCEPTED, "proposed": C_PROPOSED}.get(status, C_RELEASED)
+
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _e(s) -> str:
+    """Text for an HTML-like label: escaped, characters XML cannot hold shown as U+FFFD."""
+    return html.escape(_NOT_XML.sub("\ufffd", str(s)), quote=True)
+
+
+def _attr(s: str) -> str:
+    """A plain DOT attribute value: graphviz reads backslashes as escapes (\\N, \\l), so double them."""
+    return _NOT_XML.sub("\ufffd", s).replace("\\", "\\\\")
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", s)
+
+
+def node_id(table: Table, state: str) -> str:
+    """The SVG id of a state's node: "kvs_<table>_<state>_<index>" (other characters become "_";
+    no "-", which graphviz would write as an entity)."""
+    return f"kvs_{_slug(table.name)}_{_slug(state)}_{table.states.index(state)}"
+
+
+def edge_id(table: Table, row: Row | int) -> str:
+    """The SVG id of a row's arrow: "kve_<table>_<row index>"."""
+    i = row if isinstance(row, int) else row_index(table, row)
+    return f"kve_{_slug(table.name)}_{i}"
+
+
+def row_index(table: Table, row: Row) -> int:
+    try:
+        return table.rows.index(row)
+    except ValueError:
+        raise ValueError(f"{table.name}: {row} is not a row of this table") from None
+
+
+def _released(row: Row) -> bool:
+    return row.status not in ("accepted", "proposed")
+
+
+def _visible(table: Table, show_proposed: bool, extra_rows: Iterable[int], extra_states: Iterable[str]):
+    """(row indexes, states) drawn."""
+    rows = [i for i, r in enumerate(table.rows) if show_proposed or _released(r)]
+    rows = sorted(set(rows) | set(extra_rows))
+    if show_proposed:
+        return rows, list(table.states)
+    touched_any = {s for r in table.rows for s in (r.from_state, r.to_state)}
+    touched_shown = {s for i in rows for s in (table.rows[i].from_state, table.rows[i].to_state)}
+    keep = set(extra_states) | {table.initial}
+    states = [s for s in table.states if s in keep or s in touched_shown or s not in touched_any]
+    return rows, states
+
+
+def _node_label(table: Table, state: str) -> str:
+    parts = [f'<FONT COLOR="{C_TEXT}">{_e(state)}</FONT>']
+    if table.state_ids and state in table.state_ids:
+        parts.append(f'<FONT POINT-SIZE="8" COLOR="{C_ID}">id {_e(table.state_ids[state])}</FONT>')
+    return "<" + "<BR/>".join(parts) + ">"
+
+
+def _edge_label(row: Row, color: str) -> str:
+    lines = [f'<FONT COLOR="{color}">{_e(row.event)}</FONT>']
+    if not _released(row):
+        what = " · ".join(p for p in (row.kip, row.status) if p)
+        lines.append(f'<FONT POINT-SIZE="8" COLOR="{color}">{_e(what)}</FONT>')
+    return "<" + "<BR/>".join(lines) + ">"
+
+
+def _title(table: Table, show_proposed: bool) -> str:
+    n_rel = sum(1 for r in table.rows if _released(r))
+    kips = sorted({r.kip for r in table.rows if not _released(r) and r.kip})
+    lines = [f'<FONT POINT-SIZE="14"><B>{_e(table.name)}</B></FONT>'
+             f'<FONT POINT-SIZE="10" COLOR="#555555">  state machine</FONT>']
+    if table.source:
+        lines.append(f'<FONT POINT-SIZE="9" COLOR="#555555">{_e(table.source)}</FONT>')
+    key = f'<FONT POINT-SIZE="9" COLOR="{C_RELEASED}">solid: released Kafka ({n_rel} rows)</FONT>'
+    if kips and show_proposed:
+        key += (f'<FONT POINT-SIZE="9" COLOR="{C_PROPOSED}">   dashed: accepted/proposed '
+                f'({_e(", ".join(kips))})</FONT>')
+    elif kips:
+        key += f'<FONT POINT-SIZE="9" COLOR="#777777">   ({_e(", ".join(kips))} rows hidden)</FONT>'
+    lines.append(key)
+    return "<" + '<BR ALIGN="LEFT"/>'.join(lines) + '<BR ALIGN="LEFT"/>>'
+
+
+def _as_states(current) -> list[str]:
+    if current is None:
+        return []
+    if isinstance(current, str):
+        return [current]
+    return list(current)
+
+
+def state_diagram(table: Table, *, current: str | Iterable[str] | None = None, taken: Row | None = None,
+                  show_proposed: bool = True, occupied: Iterable[str] = (), title: bool = True,
+                  rankdir: str = "LR") -> graphviz.Digraph:
+    """The table as a graphviz Digraph (see the module docstring).
+
+    current: a state (or several) to fill; occupied: states filled lightly (other instances of the
+    machine, as the animation of all instances shows them); taken: a Row of the table, drawn bold
+    and red (drawn even when show_proposed=False would hide it)."""
+    cur = _as_states(current)
+    for s in [*cur, *occupied]:
+        if s not in table.states:
+            raise ValueError(f"{table.name}: unknown state {s!r} (states: {', '.join(table.states)})")
+    taken_i = row_index(table, taken) if taken is not None else None
+    return _graph(table, cur, taken_i, show_proposed, set(occupied), [], [], title, rankdir)
+
+
+def _graph(table: Table, cur: list[str], taken_i: int | None, show_proposed: bool, occ: set[str],
+           include_rows: Iterable[int], include_states: Iterable[str], title: bool, rankdir: str) -> graphviz.Digraph:
+    """state_diagram's body; include_rows/include_states are drawn even when show_proposed=False
+    hides them (the animation's one layout must hold every row any frame takes)."""
+    extra_rows = [*include_rows] + ([taken_i] if taken_i is not None else [])
+    extra_states = [*cur, *occ, *include_states]
+    for i in extra_rows:
+        extra_states += [table.rows[i].from_state, table.rows[i].to_state]
+    rows, states = _visible(table, show_proposed, extra_rows, extra_states)
+
+    g = graphviz.Digraph(
+        name=f"machine_{_slug(table.name)}",
+        graph_attr={"rankdir": rankdir, "fontname": FONT, "labelloc": "t", "labeljust": "l",
+                    "label": _title(table, show_proposed) if title else "", "nodesep": "0.35",
+                    "ranksep": "0.45", "pad": "0.3", "bgcolor": "white"},
+        node_attr={"fontname": FONT, "fontsize": "11", "shape": "ellipse", "style": "filled",
+                   "fillcolor": C_NODE_FILL, "color": C_NODE_LINE, "margin": "0.04", "penwidth": "1.2"},
+        edge_attr={"fontname": FONT, "fontsize": "10", "arrowsize": "0.7", "color": C_RELEASED},
+    )
+    g.node("__start", "", shape="point", width="0.14", color=C_NODE_LINE, fillcolor=C_NODE_LINE,
+           id=f"kvs_{_slug(table.name)}_start")
+    for s in states:
+        attrs = {"id": node_id(table, s), "label": _node_label(table, s), "tooltip": _attr(s)}
+        if s in table.terminal:
+            attrs["shape"] = "doublecircle"
+        if s in cur:
+            attrs.update(fillcolor=C_CURRENT_FILL, color=C_CURRENT_LINE, penwidth=CURRENT_WIDTH)
+        elif s in occ:
+            attrs["fillcolor"] = C_OCCUPIED_FILL
+        g.node(node_id(table, s), **attrs)
+    g.edge("__start", node_id(table, table.initial), id=f"kve_{_slug(table.name)}_start", color=C_NODE_LINE)
+    for i in rows:
+        r = table.rows[i]
+        color = status_color(r.status)
+        attrs = {"id": edge_id(table, i), "color": color}
+        if not _released(r):
+            attrs["style"] = "dashed"
+        if i == taken_i:
+            color = C_TAKEN
+            attrs.update(color=C_TAKEN, penwidth=TAKEN_WIDTH)
+        tip = f"{r.from_state} → {r.to_state} on {r.event}" + (f" ({r.kip}, {r.status})" if not _released(r) else "")
+        if r.note:
+            tip += f": {r.note}"
+        attrs["tooltip"] = _attr(tip)
+        g.edge(node_id(table, r.from_state), node_id(table, r.to_state), label=_edge_label(r, color), **attrs)
+    return g
+
+
+def tables(package: str = "kipviz.broker.tables") -> dict[str, Table]:
+    """Every module-level Table in `package` (the broker model's tables), by table name, sorted."""
+    try:
+        pkg = importlib.import_module(package)
+    except ModuleNotFoundError as e:
+        if e.name is not None and package.startswith(e.name):
+            return {}            # the package is not there (yet)
+        raise
+    found: dict[str, Table] = {}
+    for mod in pkgutil.iter_modules(getattr(pkg, "__path__", [])):
+        if mod.name.startswith("_"):
+            continue
+        m = importlib.import_module(f"{package}.{mod.name}")
+        for value in vars(m).values():
+            if isinstance(value, Table):
+                found.setdefault(value.name, value)
+    for value in vars(pkg).values():       # tables defined in the package itself
+        if isinstance(value, Table):
+            found.setdefault(value.name, value)
+    return dict(sorted(found.items()))

@@ -1,0 +1,505 @@
+"""Sequence diagrams of a broker-model scenario, drawn from its events (kipviz.broker.events).
+
+    sequence_diagram(cluster.events)                 -> SVG text
+    sequence_diagram(events, title="…", max_events=80)
+    sequence_html(events)                            -> a standalone HTML page with the SVG inline
+    lifeline_of(api, broker)                         -> which lifeline a request goes to
+
+Lifelines, left to right: every client (RequestReceived.client) in order of appearance, then the
+broker roles in order of appearance:
+
+    group coordinator (broker N)        JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+                                        OffsetFetch, TxnOffsetCommit, ConsumerGroup*, ListGroups, ...
+    transaction coordinator (broker N)  InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+                                        WriteTxnMarkers, ...
+    partition leader (broker N)         Produce, Fetch, ListOffsets (and the share fetches)
+    broker N                            Metadata, ApiVersions, FindCoordinator, CreateTopics, others
+
+Rows, top to bottom, one per event: requests are solid arrows labelled "Api vN", responses dashed
+arrows back (red, with the error names, when the body carries error codes); the transaction
+coordinator's WriteTxnMarkers to partition leaders (a Note with detail api="WriteTxnMarkers",
+broker, coordinator) are dotted purple arrows between the brokers; internal-topic writes
+(__consumer_offsets, __transaction_state, __share_group_state) and transaction markers are notes on
+the lifeline that wrote them ("__consumer_offsets-12 @5: OffsetCommit orders-3=150382"); state
+changes are small notes ("txn tx-1: Ongoing → PrepareCommit"); client decisions are notes on the
+client; free-text notes are bands across the diagram. Time (virtual ms) runs down the left edge.
+
+The SVG is written directly (no graphviz): it is self-contained, uses no ids, fonts or styles from
+outside, and is laid out for about 1000 px of width. Hovering an arrow shows the message body."""
+from __future__ import annotations
+
+import html
+import json
+import re
+import struct
+import textwrap
+from dataclasses import dataclass, field
+
+from ..broker import events as E
+from ..broker.error_codes import name_of
+from .render import to_html
+
+__all__ = ["sequence_diagram", "sequence_html", "lifeline_of", "record_summary", "state_summary",
+           "GROUP_APIS", "TXN_APIS", "LEADER_APIS"]
+
+GROUP_APIS = frozenset({
+    "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch", "TxnOffsetCommit",
+    "ConsumerGroupHeartbeat", "ConsumerGroupDescribe", "ListGroups", "DescribeGroups", "DeleteGroups",
+    "OffsetDelete", "ShareGroupHeartbeat", "ShareGroupDescribe", "StreamsGroupHeartbeat",
+    "StreamsGroupDescribe", "DescribeShareGroupOffsets", "AlterShareGroupOffsets", "DeleteShareGroupOffsets"})
+TXN_APIS = frozenset({"InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "WriteTxnMarkers",
+                      "DescribeTransactions", "ListTransactions"})
+LEADER_APIS = frozenset({"Produce", "Fetch", "ListOffsets", "ShareFetch", "ShareAcknowledge",
+                         "TxnShareAcknowledge", "DeleteRecords", "OffsetForLeaderEpoch"})
+SHARE_STATE_APIS = frozenset({"InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState",
+                              "DeleteShareGroupState", "ReadShareGroupStateSummary"})
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
+TXN_STATUS = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
+              5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}   # TransactionMetadata.scala ids
+
+FONT = "Helvetica,Arial,sans-serif"
+C_TEXT = "#1a202c"
+C_MUTED = "#4a5568"
+C_ERROR = "#c53030"
+C_CLIENT_BOX, C_CLIENT_LINE = "#e6f0fb", "#2b6cb0"
+C_SERVER_BOX, C_SERVER_LINE = "#fdf4d8", "#b7791f"
+C_RECORD_BOX, C_RECORD_LINE = "#fff8e1", "#c99a2e"
+C_MARKER_BOX, C_MARKER_LINE = "#f3ecfb", "#6b46c1"
+C_STATE_BOX, C_STATE_LINE = "#eef7ee", "#2f855a"
+C_ACTION_BOX, C_ACTION_LINE = "#eef4fb", "#2b6cb0"
+C_BAND = "#f1f1f1"
+C_PROPOSED = "#6b46c1"
+C_INTERNAL = "#6b46c1"
+
+WIDTH = 1000           # target width, px
+GUTTER = 70            # time column on the left
+HEAD_H = 40
+ROW_H = 28
+LINE_H = 14
+FS = 11                # font size of labels
+FS_NOTE = 10
+MAX_NOTE_LINES = 8     # consecutive writes of one lifeline share a note, up to this many lines
+
+
+# ---- which lifeline -----------------------------------------------------------------------------
+def lifeline_of(api: str, broker: int) -> str:
+    """The server lifeline a request of `api` received by `broker` goes to."""
+    if api in GROUP_APIS or api.startswith(("ConsumerGroup", "ShareGroup", "StreamsGroup")):
+        return f"group coordinator (broker {broker})"
+    if api in TXN_APIS:
+        return f"transaction coordinator (broker {broker})"
+    if api in LEADER_APIS:
+        return f"partition leader (broker {broker})"
+    if api in SHARE_STATE_APIS:
+        return f"share coordinator (broker {broker})"
+    return f"broker {broker}"
+
+
+def _role_of_machine(machine: str) -> str:
+    m = machine.lower()
+    if "txn" in m or "transaction" in m:
+        return "transaction coordinator"
+    if "share-partition" in m or "record" in m:
+        return "partition leader"
+    return "group coordinator"
+
+
+def _short_machine(machine: str) -> str:
+    m = machine.lower()
+    if "txn" in m or "transaction" in m:
+        return "txn"
+    if m.endswith("member"):
+        return "member"
+    if m.endswith("group"):
+        return "group"
+    return machine
+
+
+def state_summary(ev: E.StateChanged) -> str:
+    """"txn tx-1: Ongoing → PrepareCommit"."""
+    return f"{_short_machine(ev.machine)} {ev.key}: {ev.from_state} → {ev.to_state}"
+
+
+# ---- internal-topic records ----------------------------------------------------------------------
+def _get(d, *names, default=None):
+    """A field by any of its spellings, case-insensitively (kit definitions mix the two)."""
+    if not isinstance(d, dict):
+        return default
+    low = {str(k).lower(): v for k, v in d.items()}
+    for n in names:
+        if n.lower() in low:
+            return low[n.lower()]
+    return default
+
+
+def _decoded(ev: E.RecordAppended) -> dict | None:
+    rec = ev.record if isinstance(ev.record, dict) else {}
+    if "record" in rec and ("key" in rec or "value" in rec):
+        return rec
+    if ev.key is not None and ev.topic in INTERNAL_TOPICS:
+        try:
+            from ..records import decode_internal
+            return decode_internal(ev.key, ev.value, topic=ev.topic)
+        except Exception:  # noqa: BLE001 - a picture never fails on one odd record
+            pass
+    if rec:
+        name = _get(rec, "record", "type", "kind", "record_type")
+        return {"record": name, "key": _get(rec, "key", default=rec), "value": _get(rec, "value"),
+                "tombstone": bool(_get(rec, "tombstone", default=False))}
+    return None
+
+
+def _marker_type(ev: E.RecordAppended) -> str:
+    t = _get(ev.record, "type", "control_type", "marker", "kind") if isinstance(ev.record, dict) else None
+    if isinstance(t, str):
+        return t.upper()
+    if isinstance(t, int):
+        return {0: "ABORT", 1: "COMMIT"}.get(t, f"control type {t}")
+    if ev.key is not None and len(ev.key) >= 4:
+        ctype = struct.unpack_from(">h", ev.key, 2)[0]
+        return {0: "ABORT", 1: "COMMIT"}.get(ctype, f"control type {ctype}")
+    return "control"
+
+
+def record_summary(ev: E.RecordAppended) -> str:
+    """One line for an internal-topic write or a transaction marker:
+    "__consumer_offsets-12 @5: OffsetCommit orders-3=150382"."""
+    where = f"{ev.topic}-{ev.partition} @{ev.offset}"
+    if ev.control:
+        who = f" (producer {ev.producer_id}, epoch {ev.producer_epoch})" if ev.producer_id >= 0 else ""
+        return f"{where}: {_marker_type(ev)} marker{who}"
+    d = _decoded(ev)
+    if d is None:
+        return f"{where}: record" + (" (transactional)" if ev.transactional else "")
+    name = d.get("record") or "record"
+    key, value = d.get("key") or {}, d.get("value")
+    tomb = d.get("tombstone") or (value is None and ev.value is None and ev.key is not None)
+    if name == "OffsetCommit":
+        tp = f"{_get(key, 'topic')}-{_get(key, 'partition')}"
+        text = f"OffsetCommit {tp}" + ("" if tomb else f"={_get(value, 'offset')}")
+    elif name == "TransactionLog":
+        tid = _get(key, "TransactionalId", "transactional_id")
+        status = _get(value, "TransactionStatus", "state", "status")
+        status = TXN_STATUS.get(status, status) if isinstance(status, int) else status
+        text = f"TransactionLog {tid}"
+        if not tomb:
+            text += f": {status} (producer {_get(value, 'ProducerId')}, epoch {_get(value, 'ProducerEpoch')})"
+            parts = _get(value, "TransactionPartitions") or []
+            tps = [f"{_get(p, 'Topic')}-{i}" for p in parts if isinstance(p, dict)
+                   for i in (_get(p, "PartitionIds") or [])]
+            if tps:
+                text += " [" + ", ".join(tps[:4]) + (f", +{len(tps) - 4}" if len(tps) > 4 else "") + "]"
+    elif name == "GroupMetadata":
+        text = f"GroupMetadata {_get(key, 'group')}"
+        if not tomb:
+            members = _get(value, "members") or []
+            text += (f": generation {_get(value, 'generation')}, {len(members)} member"
+                     f"{'s' if len(members) != 1 else ''}")
+    else:
+        keyvals = [str(v) for v in key.values()] if isinstance(key, dict) else [str(key)]
+        text = f"{name} " + "/".join(keyvals)
+        epoch = _get(value, "MemberEpoch", "Epoch", "GroupEpoch", "AssignmentEpoch", "StateEpoch")
+        if epoch is not None and not tomb:
+            text += f" epoch {epoch}"
+    if tomb:
+        text += " (tombstone)"
+    return f"{where}: {text}"
+
+
+# ---- rows ------------------------------------------------------------------------------------------
+@dataclass
+class _Row:
+    kind: str                    # "msg", "note", "band"
+    t: int
+    src: str = ""
+    dst: str = ""
+    lines: list = field(default_factory=list)     # [(text, color)]
+    color: str = C_TEXT
+    dashed: bool = False
+    dotted: bool = False         # inter-broker message the model sends itself (no request event)
+    box: tuple[str, str] = (C_RECORD_BOX, C_RECORD_LINE)
+    style: str = ""
+    tip: str = ""
+    more: int = 0                # merged records beyond MAX_NOTE_LINES
+
+
+def _tip(ev) -> str:
+    try:
+        text = json.dumps(ev.body, default=str, ensure_ascii=False)
+    except Exception:  # noqa: BLE001
+        text = str(ev.body)
+    return text if len(text) <= 600 else text[:597] + "…"
+
+
+def _build(events) -> tuple[list[_Row], list[str], list[str]]:
+    rows: list[_Row] = []
+    clients: list[str] = []
+    servers: list[str] = []
+    open_req: dict[tuple, str] = {}        # (broker, client, correlation id) -> server lifeline
+    handling: list[tuple] = []             # the request being handled (the model takes one at a time)
+    handling_t = [0]                       # ... and when: time moving on ends it too
+    role_broker: dict[str, int] = {}
+
+    def client_line(name: str) -> str:
+        if name not in clients:
+            clients.append(name)
+        return name
+
+    def server_line(name: str) -> str:
+        if name not in servers:
+            servers.append(name)
+        return name
+
+    def role_line(role: str, broker: int | None) -> str:
+        if broker is None:
+            if handling and handling_t[0] == now[0] and open_req.get(handling[-1], "").startswith(role):
+                return open_req[handling[-1]]
+            broker = role_broker.get(role, 0)
+        role_broker[role] = broker
+        return server_line(f"{role} (broker {broker})")
+
+    now = [0]
+    for ev in events:
+        now[0] = ev.t
+        if isinstance(ev, E.RequestReceived):
+            c = client_line(ev.client)
+            s = server_line(lifeline_of(ev.api, ev.broker))
+            for role in ("group coordinator", "transaction coordinator", "partition leader"):
+                if s.startswith(role):
+                    role_broker[role] = ev.broker
+            k = (ev.broker, ev.client, ev.correlation_id)
+            open_req[k] = s
+            handling[:] = [k]          # one request at a time; an unanswered one is over
+            handling_t[0] = ev.t
+            rows.append(_Row("msg", ev.t, c, s, [(f"{ev.api} v{ev.version}", C_TEXT)], tip=_tip(ev)))
+        elif isinstance(ev, E.ResponseSent):
+            k = (ev.broker, ev.client, ev.correlation_id)
+            s = open_req.pop(k, None) or server_line(lifeline_of(ev.api, ev.broker))
+            if k in handling:
+                handling.remove(k)
+            c = client_line(ev.client)
+            label = f"{ev.api} v{ev.version}"
+            if ev.error_codes:
+                names = ", ".join(name_of(code) for code in ev.error_codes)
+                lines = [(f"{label} · {names}", C_ERROR)]
+                color = C_ERROR
+            else:
+                lines, color = [(label, C_TEXT)], C_MUTED
+            rows.append(_Row("msg", ev.t, s, c, lines, color=color, dashed=True, tip=_tip(ev)))
+        elif isinstance(ev, E.StateChanged):
+            line = role_line(_role_of_machine(ev.machine), None)
+            text = state_summary(ev)
+            color = C_TEXT
+            if ev.status not in ("released", "", None):
+                text += f" ({ev.status})"
+                color = C_PROPOSED
+            rows.append(_Row("note", ev.t, line, lines=[(text, color)], box=(C_STATE_BOX, C_STATE_LINE),
+                             style="state", tip=f"cause: {ev.cause}"))
+        elif isinstance(ev, E.RecordAppended):
+            if ev.control:
+                line = role_line("partition leader", ev.broker)
+                box, style = (C_MARKER_BOX, C_MARKER_LINE), "marker"
+            elif ev.topic in INTERNAL_TOPICS:
+                role = {"__consumer_offsets": "group coordinator", "__transaction_state": "transaction coordinator",
+                        "__share_group_state": "share coordinator"}[ev.topic]
+                line = role_line(role, ev.broker)
+                box, style = (C_RECORD_BOX, C_RECORD_LINE), "record"
+            else:
+                continue                     # data records: the Produce arrow already shows them
+            text = record_summary(ev)
+            prev = rows[-1] if rows else None
+            if prev is not None and prev.kind == "note" and prev.style == style and prev.src == line:
+                if len(prev.lines) < MAX_NOTE_LINES:
+                    prev.lines.append((text, C_TEXT))
+                else:
+                    prev.more += 1
+                continue
+            rows.append(_Row("note", ev.t, line, lines=[(text, C_TEXT)], box=box, style=style))
+        elif isinstance(ev, E.ClientAction):
+            c = client_line(ev.client)
+            detail = ", ".join(f"{k}={v}" for k, v in (ev.detail or {}).items())
+            text = ev.action + (f": {detail}" if detail else "")
+            rows.append(_Row("note", ev.t, c, lines=[(text, C_TEXT)], box=(C_ACTION_BOX, C_ACTION_LINE),
+                             style="action"))
+        elif isinstance(ev, E.Note):
+            d = ev.detail or {}
+            if d.get("api") == "WriteTxnMarkers" and isinstance(d.get("broker"), int):
+                # the coordinator's own request to a partition leader: an inter-broker arrow
+                src = role_line("transaction coordinator", d.get("coordinator", role_broker.get(
+                    "transaction coordinator", 0)))
+                dst = role_line("partition leader", d["broker"])
+                label = " ".join(str(x) for x in ("WriteTxnMarkers", d.get("marker"),
+                                                   f"{d.get('topic')}-{d.get('partition')}" if "topic" in d else None)
+                                 if x)
+                rows.append(_Row("msg", ev.t, src, dst, [(label, C_INTERNAL)], color=C_INTERNAL, dotted=True,
+                                 tip=ev.text))
+            else:
+                rows.append(_Row("band", ev.t, lines=[(ev.text, C_MUTED)]))
+    return rows, clients, servers
+
+
+# ---- SVG ---------------------------------------------------------------------------------------------
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _e(s) -> str:
+    """Text for SVG: escaped, and characters XML cannot hold shown as U+FFFD."""
+    return html.escape(_NOT_XML.sub("\ufffd", str(s)), quote=True)
+
+
+def _tw(text: str, size: float = FS) -> float:
+    """Estimated width of text in px (Helvetica averages a little over half an em)."""
+    return len(text) * size * 0.55
+
+
+def _wrap(text: str, max_px: float, size: float) -> list[str]:
+    chars = max(12, int(max_px / (size * 0.55)))
+    return textwrap.wrap(text, chars, break_long_words=True, break_on_hyphens=False) or [""]
+
+
+def _text(x, y, s, *, size=FS, color=C_TEXT, anchor="middle", weight=None, italic=False) -> str:
+    extra = (f' font-weight="{weight}"' if weight else "") + (' font-style="italic"' if italic else "")
+    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" fill="{color}" text-anchor="{anchor}"{extra}>'
+            f"{_e(s)}</text>")
+
+
+def _head(x, y, w, name, is_client) -> str:
+    fill, line = (C_CLIENT_BOX, C_CLIENT_LINE) if is_client else (C_SERVER_BOX, C_SERVER_LINE)
+    if " (" in name:
+        a, b = name.split(" (", 1)
+        parts = [(a, 12, "bold"), ("(" + b, 10, None)]
+    else:
+        parts = [(name, 12, "bold")]
+    kind = "kv-head kv-client" if is_client else "kv-head kv-server"
+    out = [f'<g class="{kind}"><rect x="{x - w / 2:.1f}" y="{y}" width="{w:.1f}" height="{HEAD_H - 6}" rx="4" '
+           f'fill="{fill}" stroke="{line}"/>']
+    if len(parts) == 1:
+        out.append(_text(x, y + 21, parts[0][0], size=12, weight="bold"))
+    else:
+        out.append(_text(x, y + 14, parts[0][0], size=11, weight="bold"))
+        out.append(_text(x, y + 27, parts[1][0], size=10, color=C_MUTED))
+    out.append("</g>")
+    return "".join(out)
+
+
+def sequence_diagram(events, *, title: str | None = None, max_events: int | None = None,
+                     width: int = WIDTH) -> str:
+    """SVG text of a scenario's events (a list of events, or anything with an `.events` list,
+    such as a Cluster). max_events cuts the picture after that many events and says so."""
+    events = list(getattr(events, "events", events))
+    hidden = 0
+    if max_events is not None and len(events) > max_events:
+        hidden = len(events) - max_events
+        events = events[:max_events]
+    rows, clients, servers = _build(events)
+    if hidden:
+        rows.append(_Row("band", events[-1].t if events else 0,
+                         lines=[(f"… {hidden} more event{'s' if hidden != 1 else ''} not shown", C_MUTED)]))
+    lines = clients + servers
+    n = max(1, len(lines))
+    colw = max(130.0, min(240.0, (width - GUTTER - 10) / n))
+    total_w = int(GUTTER + colw * n + 10)
+    xs = {name: GUTTER + colw * (i + 0.5) for i, name in enumerate(lines)}
+
+    out: list[str] = []
+    y = 12
+    if title:
+        out.append(_text(10, y + 12, title, size=15, anchor="start", weight="bold"))
+        y += 22
+    if events:
+        sub = f"{len(events)} events · t = {events[0].t} … {events[-1].t} ms (virtual time)"
+        if hidden:
+            sub += f" · {hidden} more not shown"
+        out.append(_text(10, y + 10, sub, size=10, color=C_MUTED, anchor="start"))
+        y += 18
+    head_y = y + 4
+    body_top = head_y + HEAD_H
+
+    # rows: first lay out (heights), then draw
+    body: list[str] = []
+    yy = body_top + 6
+    last_t = None
+    note_max = max(240.0, min(colw * 2.3, 380.0))
+    for r in rows:
+        if r.t != last_t:
+            body.append(_text(GUTTER - 8, yy + 16, f"{r.t} ms", size=9, color=C_MUTED, anchor="end"))
+            body.append(f'<line x1="4" x2="{total_w - 4}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#f0f0f0"/>')
+            last_t = r.t
+        if r.kind == "msg":
+            x1, x2 = xs[r.src], xs[r.dst]
+            label, color = r.lines[0]
+            span = abs(x2 - x1) - 10
+            label_lines = [label] if _tw(label) <= max(span, 60) else _wrap(label, max(span, 120), FS)
+            extra = LINE_H * (len(label_lines) - 1)
+            ly = yy + 19 + extra
+            d = 1 if x2 >= x1 else -1
+            tip = f"<title>{_e(r.tip)}</title>" if r.tip else ""
+            dash = ' stroke-dasharray="6,4"' if r.dashed else ""
+            sw = "1.4" if color == C_ERROR else "1.2"
+            kind = ("kv-resp kv-error" if color == C_ERROR else "kv-resp") if r.dashed else "kv-req"
+            if r.dotted:
+                kind, dash = "kv-internal", ' stroke-dasharray="2,3"'
+            body.append(f'<g class="{kind}">{tip}')
+            body.append(f'<line x1="{x1:.1f}" y1="{ly:.1f}" x2="{x2 - d * 7:.1f}" y2="{ly:.1f}" '
+                        f'stroke="{r.color}" stroke-width="{sw}"{dash}/>')
+            body.append(f'<polygon points="{x2:.1f},{ly:.1f} {x2 - d * 8:.1f},{ly - 4:.1f} '
+                        f'{x2 - d * 8:.1f},{ly + 4:.1f}" fill="{r.color}"/>')
+            mid = (x1 + x2) / 2
+            for j, part in enumerate(label_lines):
+                body.append(_text(mid, ly - 5 - LINE_H * (len(label_lines) - 1 - j), part, color=color,
+                                  weight="bold" if color == C_ERROR else None))
+            body.append("</g>")
+            yy += ROW_H + extra
+        elif r.kind == "note":
+            x = xs[r.src]
+            wrapped = [(part, color) for text, color in r.lines for part in _wrap(text, note_max - 12, FS_NOTE)]
+            if r.more:
+                wrapped.append((f"… {r.more} more", C_MUTED))
+            w = min(note_max, max(_tw(t, FS_NOTE) for t, _ in wrapped) + 14)
+            h = LINE_H * len(wrapped) + 8
+            left = max(min(x - w / 2, total_w - 4 - w), GUTTER - 4)
+            fill, stroke = r.box
+            tip = f"<title>{_e(r.tip)}</title>" if r.tip else ""
+            body.append(f'<g class="kv-note kv-{r.style}">{tip}'
+                        f'<rect x="{left:.1f}" y="{yy + 3:.1f}" width="{w:.1f}" height="{h:.1f}" rx="3" '
+                        f'fill="{fill}" stroke="{stroke}"/>')
+            for j, (part, color) in enumerate(wrapped):
+                body.append(_text(left + 7, yy + 3 + 4 + LINE_H * (j + 1) - 3, part, size=FS_NOTE, color=color,
+                                  anchor="start"))
+            body.append("</g>")
+            yy += h + 8
+        else:   # band
+            wrapped = [(part, color) for text, color in r.lines for part in _wrap(text, total_w - GUTTER - 40, FS)]
+            h = LINE_H * len(wrapped) + 8
+            body.append(f'<g class="kv-band"><rect x="{GUTTER:.1f}" y="{yy + 3:.1f}" '
+                        f'width="{total_w - GUTTER - 6:.1f}" height="{h:.1f}" fill="{C_BAND}"/>')
+            for j, (part, color) in enumerate(wrapped):
+                body.append(_text((GUTTER + total_w) / 2, yy + 3 + 4 + LINE_H * (j + 1) - 3, part, color=color,
+                                  italic=True))
+            body.append("</g>")
+            yy += h + 8
+    if not rows:
+        body.append(_text(total_w / 2, yy + 16, "no events", color=C_MUTED, italic=True))
+        yy += ROW_H
+    body_bottom = yy + 8
+    foot_y = body_bottom
+    total_h = int(foot_y + HEAD_H + 6)
+
+    heads = []
+    for name in lines:
+        x = xs[name]
+        heads.append(f'<line class="kv-lifeline" x1="{x:.1f}" y1="{body_top - 6}" x2="{x:.1f}" y2="{foot_y:.1f}" '
+                     f'stroke="#a0aec0" stroke-dasharray="4,4"/>')
+    for name in lines:
+        heads.append(_head(xs[name], head_y, colw - 14, name, name in clients))
+        heads.append(_head(xs[name], foot_y, colw - 14, name, name in clients))
+
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{total_h}" '
+            f'viewBox="0 0 {total_w} {total_h}" font-family="{FONT}" font-size="{FS}" class="kipviz-sequence">'
+            f'<rect x="0" y="0" width="{total_w}" height="{total_h}" fill="white"/>'
+            + "".join(out) + "".join(heads) + "".join(body) + "</svg>")
+
+
+def sequence_html(events, *, title: str = "kipviz sequence", max_events: int | None = None) -> str:
+    """A standalone HTML page with the sequence diagram inline (nothing fetched)."""
+    return to_html(sequence_diagram(events, title=None, max_events=max_events), title=title)

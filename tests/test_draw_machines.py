@@ -1,0 +1,280 @@
+"""kipviz.draw.machines: state diagrams are read from the same Table the model executes.
+
+Checked on the DOT source (one node per state, one edge per row, attributes as written) and on
+the SVG `dot` renders from it (text, ids, colours). Tables built here stand in for the model's;
+the model's own tables (kipviz.broker.tables) are checked too when they are there."""
+from __future__ import annotations
+
+import html
+import re
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kipviz.broker.machine import Row, Table
+from kipviz.draw import dot_available, to_svg
+from kipviz.draw.machines import (
+    C_ACCEPTED,
+    C_CURRENT_FILL,
+    C_NODE_FILL,
+    C_PROPOSED,
+    C_RELEASED,
+    C_TAKEN,
+    TAKEN_WIDTH,
+    edge_id,
+    node_id,
+    state_diagram,
+    tables,
+)
+
+needs_dot = pytest.mark.skipif(not dot_available(), reason="graphviz `dot` not installed")
+
+TXN = Table(
+    name="transaction",
+    states=("Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead",
+            "PrepareEpochFence"),
+    initial="Empty",
+    rows=(
+        Row("Empty", "init-producer-id", "Empty"),
+        Row("Empty", "add-partitions", "Ongoing"),
+        Row("Ongoing", "add-partitions", "Ongoing"),
+        Row("Ongoing", "end-txn-commit", "PrepareCommit"),
+        Row("Ongoing", "end-txn-abort", "PrepareAbort"),
+        Row("Ongoing", "timeout-fence", "PrepareEpochFence"),
+        Row("PrepareEpochFence", "fence-abort", "PrepareAbort"),
+        Row("PrepareCommit", "markers-written", "CompleteCommit"),
+        Row("PrepareAbort", "markers-written", "CompleteAbort"),
+        Row("CompleteCommit", "init-producer-id", "Empty"),
+        Row("CompleteAbort", "init-producer-id", "Empty"),
+        Row("Empty", "end-txn-abort", "PrepareAbort", status="accepted", kip="KIP-1319", note="unsure client"),
+        Row("Empty", "expire", "Dead"),
+    ),
+    state_ids={"Empty": 0, "Ongoing": 1, "PrepareCommit": 2, "PrepareAbort": 3, "CompleteCommit": 4,
+               "CompleteAbort": 5, "Dead": 6, "PrepareEpochFence": 7},
+    source="TransactionMetadata.scala", terminal=("Dead",))
+
+# a proposed row to a state nothing released reaches
+SHARE = Table(
+    name="share-record", states=("Available", "Acquired", "Acknowledged", "Archived", "TxPending"),
+    initial="Available",
+    rows=(Row("Available", "fetch", "Acquired"), Row("Acquired", "accept", "Acknowledged"),
+          Row("Acquired", "release", "Available"), Row("Acquired", "reject", "Archived"),
+          Row("Acquired", "txn-ack", "TxPending", status="proposed", kip="KIP-1289"),
+          Row("TxPending", "commit", "Acknowledged", status="proposed", kip="KIP-1289")),
+    terminal=("Acknowledged", "Archived"))
+
+
+def svg_text(svg: str) -> str:
+    return "\n".join(html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg))
+
+
+def group(svg: str, ident: str) -> str:
+    """The SVG of one node or edge, by its id (up to the next node/edge)."""
+    m = re.search(r'<g id="' + re.escape(ident) + r'" class="(?:node|edge)">(.*?)(?=<g id="[^"]*" class="(?:node|edge)">|</svg>)',
+                  svg, re.S)
+    assert m, f"no group {ident}"
+    return m.group(1)
+
+
+def dot_edges(source: str) -> list[str]:
+    return [line for line in source.splitlines() if "->" in line]
+
+
+# ---- DOT: structure ----------------------------------------------------------------------------------
+def test_every_state_is_a_node_and_every_row_an_edge_labelled_with_its_event():
+    src = state_diagram(TXN).source
+    for s in TXN.states:
+        assert f'id={node_id(TXN, s)}' in src
+    edges = [e for e in dot_edges(src) if "__start" not in e]
+    assert len(edges) == len(TXN.rows)
+    for i, r in enumerate(TXN.rows):
+        line = next(e for e in edges if f"id={edge_id(TXN, i)}" in e)
+        assert line.lstrip().startswith(f"{node_id(TXN, r.from_state)} -> {node_id(TXN, r.to_state)}")
+        assert f">{r.event}<" in line
+
+
+def test_kafka_state_ids_are_in_the_node_labels():
+    src = state_diagram(TXN).source
+    for s, i in TXN.state_ids.items():
+        node = next(line for line in src.splitlines() if f"id={node_id(TXN, s)}" in line)
+        assert f"id {i}<" in node
+
+
+def test_state_ids_are_left_out_when_the_table_has_none():
+    assert ">id " not in state_diagram(SHARE).source
+
+
+def test_initial_state_is_marked_by_an_arrow_from_a_dot():
+    src = state_diagram(TXN).source
+    assert re.search(r"__start \[.*shape=point", src)
+    assert re.search(rf"__start -> {node_id(TXN, 'Empty')}\b", src)
+
+
+def test_terminal_states_are_double_circles_and_only_they():
+    src = state_diagram(SHARE).source
+    for s in SHARE.states:
+        node = next(line for line in src.splitlines() if f"id={node_id(SHARE, s)}" in line)
+        assert ("doublecircle" in node) == (s in SHARE.terminal)
+
+
+def test_accepted_and_proposed_rows_are_dashed_coloured_and_carry_their_kip():
+    for table, i, color, kip, status in ((TXN, 11, C_ACCEPTED, "KIP-1319", "accepted"),
+                                         (SHARE, 4, C_PROPOSED, "KIP-1289", "proposed")):
+        line = next(e for e in dot_edges(state_diagram(table).source) if f"id={edge_id(table, i)}" in e)
+        assert "style=dashed" in line and f'color="{color}"' in line
+        assert f"{kip} · {status}" in line
+    released = next(e for e in dot_edges(state_diagram(TXN).source) if f"id={edge_id(TXN, 3)}" in e)
+    assert "dashed" not in released and "KIP" not in released and f'color="{C_RELEASED}"' in released
+
+
+def test_show_proposed_false_omits_those_rows_and_states_only_they_reach():
+    src = state_diagram(SHARE, show_proposed=False).source
+    assert not any("KIP-1289" in e for e in dot_edges(src)) and "style=dashed" not in src
+    assert "KIP-1289 rows hidden" in src                  # the title says what is left out
+    assert f"id={node_id(SHARE, 'TxPending')}" not in src
+    assert len([e for e in dot_edges(src) if "__start" not in e]) == 4
+    src = state_diagram(TXN, show_proposed=False).source
+    assert not any("KIP-1319" in e for e in dot_edges(src))
+    assert f"id={node_id(TXN, 'PrepareAbort')}" in src    # released rows reach it
+
+
+def test_a_taken_row_is_drawn_even_where_show_proposed_false_hides_it():
+    src = state_diagram(SHARE, show_proposed=False, taken=SHARE.rows[4]).source
+    assert f"id={edge_id(SHARE, 4)}" in src and f"id={node_id(SHARE, 'TxPending')}" in src
+
+
+def test_current_state_is_filled_and_taken_row_bold_red():
+    src = state_diagram(TXN, current="Ongoing", taken=TXN.rows[3]).source
+    node = next(line for line in src.splitlines() if f"id={node_id(TXN, 'Ongoing')}" in line)
+    assert f'fillcolor="{C_CURRENT_FILL}"' in node
+    other = next(line for line in src.splitlines() if f"id={node_id(TXN, 'Empty')}" in line)
+    assert "fillcolor" not in other                      # the default white fill
+    edge = next(e for e in dot_edges(src) if f"id={edge_id(TXN, 3)}" in e)
+    assert f'color="{C_TAKEN}"' in edge and f"penwidth={TAKEN_WIDTH}" in edge
+    assert sum(C_TAKEN in e for e in dot_edges(src)) == 1
+
+
+def test_unknown_current_state_and_foreign_rows_are_refused():
+    with pytest.raises(ValueError, match="unknown state 'Nope'"):
+        state_diagram(TXN, current="Nope")
+    with pytest.raises(ValueError, match="not a row"):
+        state_diagram(TXN, taken=Row("Empty", "x", "Dead"))
+
+
+def test_ids_survive_table_and_state_names_with_odd_characters():
+    t = Table(name="consumer-member", states=("a b", "a-b", "<x>"), initial="a b",
+              rows=(Row("a b", "go & see", "a-b"), Row("a-b", "<back>", "<x>")))
+    ids = {node_id(t, s) for s in t.states}
+    assert len(ids) == 3 and all(re.fullmatch(r"[A-Za-z0-9_]+", i) for i in ids)
+    src = state_diagram(t).source
+    assert "go &amp; see" in src and "&lt;back&gt;" in src
+
+
+# ---- SVG ---------------------------------------------------------------------------------------------------
+@needs_dot
+def test_svg_shows_states_ids_events_and_kips():
+    svg = to_svg(state_diagram(TXN, current="PrepareCommit", taken=TXN.rows[3]))
+    text = svg_text(svg)
+    for s in TXN.states:
+        assert s in text
+    for r in TXN.rows:
+        assert r.event in text
+    assert "id 7" in text and "KIP-1319 · accepted" in text
+    cur = group(svg, node_id(TXN, "PrepareCommit"))
+    assert f'fill="{C_CURRENT_FILL}"' in cur
+    assert f'fill="{C_NODE_FILL}"' in group(svg, node_id(TXN, "Ongoing"))
+    edge = group(svg, edge_id(TXN, 3))
+    assert f'stroke="{C_TAKEN}" stroke-width="{TAKEN_WIDTH}"' in edge and f'fill="{C_TAKEN}"' in edge
+    assert 'stroke-dasharray' in group(svg, edge_id(TXN, 11))
+    assert group(svg, node_id(TXN, "Dead")).count("<ellipse") == 2     # double circle
+
+
+# ---- tables() ----------------------------------------------------------------------------------------------
+def test_tables_finds_every_module_level_table_by_name(tmp_path, monkeypatch):
+    pkg = tmp_path / "kvfake_tables"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "one.py").write_text(textwrap.dedent("""
+        from kipviz.broker.machine import Row, Table
+        T = Table(name="one", states=("A", "B"), initial="A", rows=(Row("A", "go", "B"),))
+        NOT_A_TABLE = 3
+    """))
+    (pkg / "two.py").write_text(textwrap.dedent("""
+        from kipviz.broker.machine import Row, Table
+        TABLE = Table(name="two", states=("X",), initial="X", rows=())
+    """))
+    (pkg / "_private.py").write_text("raise RuntimeError('not imported')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        found = tables("kvfake_tables")
+        assert list(found) == ["one", "two"] and all(isinstance(t, Table) for t in found.values())
+        assert tables("kvfake_no_such_package") == {}
+    finally:
+        for name in [m for m in sys.modules if m.startswith("kvfake_tables")]:
+            del sys.modules[name]
+
+
+def test_tables_of_the_model_are_tables_named_as_keyed():
+    for name, t in tables().items():
+        assert isinstance(t, Table) and t.name == name
+
+
+REAL = list(tables().values())
+
+
+@needs_dot
+@pytest.mark.skipif(not REAL, reason="the broker model's tables are not written yet")
+@pytest.mark.parametrize("table", REAL, ids=[t.name for t in REAL])
+def test_model_tables_draw_every_state_and_row(table):
+    svg = to_svg(state_diagram(table, current=table.initial))
+    text = svg_text(svg)
+    for s in table.states:
+        assert s in text
+        assert f'id="{node_id(table, s)}"' in svg
+    for i, r in enumerate(table.rows):
+        assert r.event in text
+        edge = group(svg, edge_id(table, i))
+        assert ("stroke-dasharray" in edge) == (r.status in ("accepted", "proposed"))
+    if table.state_ids:
+        for i in table.state_ids.values():
+            assert f"id {i}" in text
+    released_only = state_diagram(table, show_proposed=False).source
+    assert all(f"id={edge_id(table, i)}" in released_only
+               for i, r in enumerate(table.rows) if r.status == "released")
+
+
+# ---- any table -----------------------------------------------------------------------------------------------
+@st.composite
+def any_table(draw):
+    names = draw(st.lists(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1,
+                                  max_size=8), min_size=1, max_size=6, unique=True))
+    pairs = draw(st.lists(st.tuples(st.sampled_from(names), st.text("abcdef-", min_size=1, max_size=6),
+                                    st.sampled_from(names), st.sampled_from(["released", "accepted", "proposed"])),
+                          max_size=12, unique_by=lambda p: (p[0], p[1])))
+    rows = tuple(Row(a, ev, b, status=s, kip=None if s == "released" else "KIP-1") for a, ev, b, s in pairs)
+    terminal = tuple(draw(st.lists(st.sampled_from(names), unique=True, max_size=2)))
+    return Table(name=draw(st.sampled_from(["t", "classic-group", "x y"])), states=tuple(names), initial=names[0],
+                 rows=rows, terminal=terminal)
+
+
+@given(any_table(), st.booleans())
+def test_any_table_gives_one_edge_per_shown_row(table, show_proposed):
+    src = state_diagram(table, show_proposed=show_proposed).source
+    shown = [i for i, r in enumerate(table.rows) if show_proposed or r.status == "released"]
+    for i in range(len(table.rows)):
+        assert bool(re.search(rf"id={edge_id(table, i)}\b", src)) == (i in shown)
+    assert (src.count("style=dashed") == sum(table.rows[i].status != "released" for i in shown))
+
+
+@needs_dot
+@settings(max_examples=12)
+@given(any_table())
+def test_any_table_renders_with_every_state_shown(table):
+    svg = to_svg(state_diagram(table, current=table.initial))
+    ET.fromstring(re.sub(r"^.*?(?=<svg)", "", svg, flags=re.S))
+    for s in table.states:
+        assert f'id="{node_id(table, s)}"' in svg
