@@ -22,7 +22,7 @@ from . import events as ev
 from .clock import VirtualClock
 from .config import Acl, ClusterConfig, served_versions
 from .error_codes import CODE
-from .handlers import HANDLERS, Request, load_all
+from .handlers import DEFERRED, HANDLERS, Request, load_all
 from .respond import error_codes, error_response
 from .topics import INTERNAL, TopicRegistry
 
@@ -167,10 +167,17 @@ class Cluster:
             self.internal_errors.append(f"{api} v{version}: {type(e).__name__}: {e}")
             self.note(f"internal error in {api}: {e}", api=api)
             body = error_response(api, version, req["body"], CODE["UNKNOWN_SERVER_ERROR"])
+        if body is DEFERRED:     # held by the coordinator; answered later through complete()
+            return b""
         if body is None:         # no response on the wire (Produce with acks=0)
             self.note(f"{api} v{version} needs no response (acks=0)", client=client, correlation_id=cid)
             return b""
         return self._respond(broker, client, api, version, cid, body)
+
+    def complete(self, request: Request, body: dict) -> bytes:
+        """Answer a request a handler held (returned DEFERRED): records ResponseSent, returns the frame."""
+        return self._respond(request.broker, request.client, request.api, request.version,
+                             request.correlation_id, body)
 
     def _respond(self, broker, client, api, version, cid, body) -> bytes:
         try:

@@ -35,6 +35,7 @@ ERRORS: dict[str, tuple[int, bool]] = {
     "STALE_MEMBER_EPOCH": (113, False), "TRANSACTION_ABORTABLE": (120, False),
     "INVALID_RECORD_STATE": (121, False), "SHARE_SESSION_NOT_FOUND": (122, True),
     "INVALID_SHARE_SESSION_EPOCH": (123, True), "FENCED_STATE_EPOCH": (124, False),
+    "INVALID_REGULAR_EXPRESSION": (130, False),
 }
 CODE = {name: code for name, (code, _) in ERRORS.items()}
 NAME = {code: name for name, (code, _) in ERRORS.items()}

@@ -9,13 +9,13 @@
     state_diagram(table) / Animation(table, events)   state machines from their tables, animated
     sequence_diagram(events)                    a scenario's messages between lifelines (SVG)
 """
+from .animate import Animation
 from .diff import diff_diagram, diff_table, version_diff
 from .examples import example_value
-from .animate import Animation
 from .history import history_html, version_history
 from .machines import state_diagram, tables
-from .sequence import sequence_diagram, sequence_html
 from .render import DotNotFoundError, dot_available, save, to_html, to_png, to_svg
+from .sequence import sequence_diagram, sequence_html
 from .wire import header_info, wire_diagram, wire_svg, wire_type
 
 __all__ = ["wire_diagram", "wire_svg", "wire_type", "header_info", "version_diff", "diff_table",

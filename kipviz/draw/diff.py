@@ -30,14 +30,13 @@ same wire type, nullability and tagging is reported as one "renamed" row (same p
 type), because the bytes cannot tell them apart."""
 from __future__ import annotations
 
-import html
-
 import graphviz
 
 from .. import codec
 from ..schema import registry
 from ..schema.model import FieldSpec, MessageSpec
 from ..schema.resolve import VField, resolve
+from .render import label_text
 from .wire import wire_type
 
 __all__ = ["version_diff", "diff_table", "diff_diagram", "rename_version", "name_at", "path_at", "CHANGE_COLORS"]
@@ -216,7 +215,7 @@ def _category(change: str) -> str:
 
 
 def _e(s) -> str:
-    return html.escape(str(s), quote=True)
+    return label_text(s)
 
 
 def diff_diagram(name: str | MessageSpec, a: int, b: int) -> graphviz.Digraph:

@@ -19,7 +19,6 @@ plain attribute values, so kipviz.draw.animate can recolour one rendered SVG ins
 `dot` again for every frame."""
 from __future__ import annotations
 
-import html
 import importlib
 import pkgutil
 import re
@@ -28,6 +27,7 @@ from collections.abc import Iterable
 import graphviz
 
 from ..broker.machine import Row, Table
+from .render import label_text
 
 __all__ = ["state_diagram", "tables", "node_id", "edge_id", "row_index", "status_color", "STYLE"]
 
@@ -61,8 +61,7 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _e(s) -> str:
-    """Text for an HTML-like label: escaped, characters XML cannot hold shown as U+FFFD."""
-    return html.escape(_NOT_XML.sub("\ufffd", str(s)), quote=True)
+    return label_text(s)
 
 
 def _attr(s: str) -> str:

@@ -93,3 +93,13 @@ def save(graph, path, *, title: str | None = None) -> Path:
     else:
         raise ValueError(f"cannot tell the format from {path.name!r}: use a .svg, .png or .html suffix")
     return path
+
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def label_text(s) -> str:
+    """Text for a graphviz HTML-like label: escaped; characters XML cannot hold shown as U+FFFD;
+    a "]" right after a tag as an entity (graphviz 2.43's DOT scanner fails on ">]" inside a label)."""
+    text = html.escape(_NOT_XML.sub("\ufffd", str(s)), quote=True)
+    return "&#93;" + text[1:] if text.startswith("]") else text

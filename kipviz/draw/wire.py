@@ -20,7 +20,6 @@ strings, tag buffers) are shown with their true sizes. Of an array's elements th
 in full and the rest are summarised ("… 2 more")."""
 from __future__ import annotations
 
-import html
 import textwrap
 from collections import defaultdict
 
@@ -31,7 +30,7 @@ from ..schema import registry
 from ..schema.model import FIXED_SIZES, MessageSpec
 from ..schema.resolve import VField, resolve
 from .examples import example_value
-from .render import to_svg
+from .render import label_text, to_svg
 
 __all__ = ["wire_diagram", "wire_svg", "wire_type", "header_info"]
 
@@ -50,7 +49,7 @@ VALUE_WIDTH = 34
 
 
 def _e(s) -> str:
-    return html.escape(str(s), quote=True)
+    return label_text(s)
 
 
 def _small(s: str, color: str = "#555555", size: int = 8) -> str:

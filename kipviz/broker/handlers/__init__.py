@@ -7,6 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 HANDLERS: dict[str, Callable] = {}
+# a handler returns DEFERRED when Kafka holds the request (JoinGroup until the group rebalances,
+# SyncGroup until the leader assigns); it answers later with Cluster.complete(request, body)
+DEFERRED = object()
 
 
 @dataclass
