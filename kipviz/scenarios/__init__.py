@@ -1,0 +1,130 @@
+"""Named, seeded scripts over the public API (the same calls notebooks make), returning traces.
+
+    from kipviz import scenarios
+    scenarios.catalog()                         # [{name, title, kip, status, summary}, ...]
+    trace = scenarios.run("kip1319.stale_member_epoch_v6", seed=0)
+    trace.checks                                # what the scenario asserts, each with pass/fail
+    trace.events                                # everything the model did (typed events)
+    trace.sequence_svg(); trace.animation("transaction")
+
+A scenario is a function `(trace: Trace) -> None` registered with @scenario; it drives
+trace.cluster (and client models) and records expectations with trace.expect(...)."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..broker import Cluster
+
+_REGISTRY: dict[str, "Scenario"] = {}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str                   # "kip516.stale_read", "kip1319.group_id_not_found_v5", ...
+    title: str
+    kip: str | None
+    status: str                 # released / accepted / proposed: what the scenario demonstrates
+    summary: str
+    run: Callable[["Trace"], None]
+    cluster_settings: dict = field(default_factory=dict)
+
+
+@dataclass
+class Check:
+    description: str
+    passed: bool
+    detail: str = ""
+
+
+@dataclass
+class Trace:
+    scenario: Scenario
+    seed: int
+    cluster: Cluster
+    checks: list[Check] = field(default_factory=list)
+    result: dict = field(default_factory=dict)     # values a notebook may want (ids, offsets, errors)
+
+    @property
+    def name(self) -> str:
+        return self.scenario.name
+
+    @property
+    def events(self) -> list:
+        return self.cluster.events
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    def expect(self, description: str, condition: bool, detail: str = "") -> bool:
+        self.checks.append(Check(description, bool(condition), detail))
+        return bool(condition)
+
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if not c.passed]
+
+    # pictures are drawn from the events, never by the scenario itself
+    def sequence_svg(self, **kwargs) -> str:
+        from ..draw.sequence import sequence_diagram
+        return sequence_diagram(self.events, title=self.scenario.title, **kwargs)
+
+    def animation(self, machine: str, key: str | None = None, **kwargs):
+        from ..draw.animate import Animation
+        return Animation(machine, self.events, key=key, **kwargs)
+
+    def requests(self):
+        """One row per request/response pair (pandas DataFrame)."""
+        import pandas as pd
+        from ..broker.error_codes import name_of
+        from ..broker.events import ResponseSent
+        rows = [{"t": e.t, "client": e.client, "broker": e.broker, "api": e.api, "version": e.version,
+                 "correlation_id": e.correlation_id,
+                 "errors": ", ".join(name_of(c) for c in e.error_codes) or "NONE"}
+                for e in self.events if isinstance(e, ResponseSent)]
+        return pd.DataFrame(rows)
+
+
+def scenario(name: str, *, title: str, kip: str | None = None, status: str = "released", summary: str = "",
+             **cluster_settings):
+    """Register a scenario function under `name`."""
+    def register(fn: Callable[[Trace], None]):
+        if name in _REGISTRY:
+            raise ValueError(f"scenario {name} registered twice")
+        _REGISTRY[name] = Scenario(name, title, kip, status, summary or (fn.__doc__ or "").strip(), fn,
+                                   cluster_settings)
+        return fn
+    return register
+
+
+def _load() -> dict[str, Scenario]:
+    for mod in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{mod.name}")
+    return _REGISTRY
+
+
+def catalog() -> list[dict]:
+    return [{"name": s.name, "title": s.title, "kip": s.kip, "status": s.status, "summary": s.summary}
+            for s in sorted(_load().values(), key=lambda s: s.name)]
+
+
+def get(name: str) -> Scenario:
+    scenarios = _load()
+    if name not in scenarios:
+        close = [n for n in scenarios if name.split(".")[0] in n] or sorted(scenarios)
+        raise KeyError(f"no scenario {name!r}; try one of: {', '.join(close[:6])}")
+    return scenarios[name]
+
+
+def run(name: str, seed: int = 0, **cluster_settings) -> Trace:
+    """Run a scenario on a fresh cluster; its checks say whether the model did what the KIP says."""
+    sc = get(name)
+    cluster = Cluster(seed=seed, **{**sc.cluster_settings, **cluster_settings})
+    trace = Trace(sc, seed, cluster)
+    sc.run(trace)
+    return trace
+
+
+__all__ = ["scenario", "run", "catalog", "get", "Trace", "Scenario", "Check"]
