@@ -179,6 +179,33 @@ class Cluster:
         return self._respond(request.broker, request.client, request.api, request.version,
                              request.correlation_id, body)
 
+    def call(self, api: str, version: int, body: dict, *, broker: int | None = None, client: str = "client-1",
+             principal: str = "User:ANONYMOUS") -> dict | None:
+        """Encode a request, hand it to handle(), decode the answer: the response body, or None
+        when there is none yet (a held JoinGroup/SyncGroup) or the connection was closed.
+        broker=None sends coordinator APIs to the right coordinator, like a client after
+        FindCoordinator."""
+        self._cid = getattr(self, "_cid", 0) + 1
+        if broker is None:
+            broker = self._route(api, body)
+        frame = codec.encode_request(api, version, body, correlation_id=self._cid, client_id=client)
+        out = self.handle(frame, broker=broker, client=client, principal=principal)
+        if not out:
+            return None
+        return codec.decode_response(out, api, version)["body"]
+
+    def _route(self, api: str, body: dict) -> int:
+        if api in ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
+                   "TxnOffsetCommit", "ConsumerGroupHeartbeat", "DescribeGroups", "ConsumerGroupDescribe"):
+            gid = body.get("GroupId") or next(iter(body.get("Groups") or body.get("GroupIds") or []), None)
+            if isinstance(gid, dict):
+                gid = gid.get("GroupId")
+            if isinstance(gid, str):
+                return self.coordinator_broker(0, gid)
+        if api in ("InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn") and body.get("TransactionalId"):
+            return self.coordinator_broker(1, body["TransactionalId"])
+        return 0
+
     def _respond(self, broker, client, api, version, cid, body) -> bytes:
         try:
             out = codec.encode_response(api, version, body, correlation_id=cid)
