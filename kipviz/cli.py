@@ -93,6 +93,121 @@ def cmd_diff(args) -> int:
     return 0
 
 
+def cmd_scenarios(args) -> int:
+    from . import scenarios
+    rows = scenarios.catalog()
+    if args.name:
+        rows = [r for r in rows if args.name.lower() in r["name"].lower()]
+    width = max((len(r["name"]) for r in rows), default=0)
+    for r in rows:
+        print(f"{r['name']:<{width}}  {r['status']:<9} {r['kip'] or '-':<9} {r['title']}")
+    return 0
+
+
+def _marks() -> tuple[str, str]:
+    """✓/✗, or plain text where the terminal's encoding cannot show them."""
+    try:
+        "✓✗".encode(sys.stdout.encoding or "ascii")
+        return "✓", "✗"
+    except (UnicodeEncodeError, LookupError):
+        return "ok", "FAIL"
+
+
+def _request_summary(events) -> str:
+    """One line: each distinct (api, version, errors) in order of first appearance, with a count."""
+    from .broker.error_codes import name_of
+    counts: dict[tuple, int] = {}
+    for e in events:
+        if e.kind == "ResponseSent":
+            key = (e.api, e.version, tuple(name_of(c) for c in e.error_codes))
+            counts[key] = counts.get(key, 0) + 1
+    parts = []
+    for (api, version, errors), n in counts.items():
+        text = f"{api} v{version}" + (f" [{', '.join(errors)}]" if errors else "")
+        parts.append(text + (f" ×{n}" if n > 1 else ""))
+    return ", ".join(parts) or "none"
+
+
+def _pick_machine(trace, wanted: str | None) -> str | None:
+    """--machine, else "transaction" if a transaction changed state, else the first machine that did."""
+    if wanted:
+        return wanted
+    changed = list(dict.fromkeys(e.machine for e in trace.events if e.kind == "StateChanged"))
+    if "transaction" in changed:
+        return "transaction"
+    return changed[0] if changed else None
+
+
+def _scenario_page(trace, anim) -> str:
+    """A standalone page: summary, checks, the sequence diagram and (if any) the animation player."""
+    import html as _html
+
+    from .draw.render import _inline_svg, to_html
+    sc = trace.scenario
+    checks = "".join(f'<li class="{"ok" if c.passed else "fail"}">{"✓" if c.passed else "✗"} '
+                     f"{_html.escape(c.description)}"
+                     + (f' <span class="detail">({_html.escape(c.detail)})</span>' if c.detail and not c.passed
+                        else "") + "</li>" for c in trace.checks)
+    block = (f"<style>.kv-doc svg{{max-width:100%;height:auto}}.kv-doc li.ok{{color:#1b6e2d}}"
+             f".kv-doc li.fail{{color:#b00020}}.kv-doc .detail{{color:#555}}</style>\n"
+             f'<div class="kv-doc"><p>{_html.escape(sc.kip or "")} · {_html.escape(sc.status)} · seed {trace.seed}'
+             f"</p>\n<p>{_html.escape(sc.summary)}</p>\n<h2>Checks</h2>\n<ul>{checks}</ul>\n"
+             f"<h2>Sequence</h2>\n{_inline_svg(trace.sequence_svg())}\n")
+    if anim is None:
+        page = to_html(trace.sequence_svg(), title=f"{sc.name}: {sc.title}")
+        head, _, rest = page.partition("<svg")
+        return head + block + "<p>No state machine changed in this scenario.</p></div>\n" + \
+            rest.partition("</svg>")[2]
+    page = anim.html(title=f"{sc.name}: {sc.title}")
+    block += f"<h2>State machine: {_html.escape(anim.title)}</h2></div>\n"
+    return page.replace('<div class="kv-player"', block + '<div class="kv-player"', 1)
+
+
+def cmd_scenario(args) -> int:
+    import os
+
+    from . import scenarios
+    sc = scenarios.get(args.name)              # bad input is refused before anything runs
+    if args.machine:
+        from .draw.machines import tables
+        if args.machine not in tables():
+            raise KipvizError(f"no state machine {args.machine!r}; machines: {', '.join(tables())}")
+    if args.gif and not args.gif.lower().endswith(".gif"):
+        raise KipvizError(f"--gif needs a .gif file name, got {args.gif!r}")
+    for out in (args.svg, args.html, args.gif):
+        if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
+            raise KipvizError(f"no such directory for {out!r}")
+    trace = scenarios.run(sc.name, seed=args.seed)
+    good, bad = _marks()
+    print(f"{sc.name} (seed {args.seed}, {sc.kip or 'no KIP'}, {sc.status}): {sc.title}")
+    for c in trace.checks:
+        line = f"  {good if c.passed else bad} {c.description}"
+        if c.detail and not c.passed:
+            line += f"  [{c.detail}]"
+        print(line)
+    for err in trace.cluster.internal_errors:
+        print(f"  {bad} model error: {err}")
+    print(f"requests: {_request_summary(trace.events)}")
+    failed = len(trace.failures()) + len(trace.cluster.internal_errors)
+    print(f"{len(trace.checks) - len(trace.failures())}/{len(trace.checks)} checks passed"
+          + (f", {len(trace.cluster.internal_errors)} model error(s)" if trace.cluster.internal_errors else ""))
+    if args.svg:
+        _write(trace.sequence_svg(), args.svg)
+    anim = None
+    if args.html or args.gif:
+        machine = _pick_machine(trace, args.machine)
+        anim = trace.animation(machine) if machine else None
+    if args.html:
+        _write(_scenario_page(trace, anim), args.html)
+    if args.gif:
+        if anim is None or not len(anim):
+            which = f"machine {args.machine!r}" if args.machine else "no state machine"
+            raise KipvizError(f"nothing to animate: {which} changed state in {sc.name}")
+        anim.to_gif(args.gif)
+        print(f"wrote {args.gif}", file=sys.stderr)
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kipviz", description="Explore Kafka's wire protocol from the kit's definitions.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -121,6 +236,21 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--format", choices=("text", "svg", "png", "html"), default="text")
     diff.add_argument("-o", "--output", help="file to write for svg/png/html (default: stdout)")
     diff.set_defaults(func=cmd_diff)
+    scs = sub.add_parser("scenarios", help="the named scenarios: name, status, KIP, title")
+    scs.add_argument("name", nargs="?", help="only scenarios whose name contains this (e.g. kip1319)")
+    scs.set_defaults(func=cmd_scenarios)
+    sc = sub.add_parser("scenario", help="run a scenario: its checks (exit 1 if one fails), a summary of its "
+                                         "requests, and pictures on request")
+    sc.add_argument("name", help="scenario name, e.g. kip1319.stale_member_epoch_v6 (see `kipviz scenarios`)")
+    sc.add_argument("--seed", type=int, default=0, help="the cluster's random seed (topic ids, member ids)")
+    sc.add_argument("--svg", metavar="FILE", help="write the sequence diagram (SVG)")
+    sc.add_argument("--html", metavar="FILE", help="write a standalone page: checks, sequence diagram and the "
+                                                   "state-machine animation player")
+    sc.add_argument("--gif", metavar="FILE", help="write the state-machine animation as an animated GIF")
+    sc.add_argument("--machine", metavar="M", help="state machine to animate (transaction, classic-group, "
+                                                   "consumer-group, consumer-member); default: 'transaction' if "
+                                                   "a transaction changed state, else the first that did")
+    sc.set_defaults(func=cmd_scenario)
     return p
 
 
@@ -128,6 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:            # `kipviz list | head`: the reader left; not an error
+        sys.stderr.close()
+        return 0
     except (KipvizError, ValueError, KeyError, OSError) as e:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"kipviz: error: {msg}", file=sys.stderr)

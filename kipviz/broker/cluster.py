@@ -99,6 +99,11 @@ class Cluster:
             raise ValueError(f"no topic {name!r}")
         topic = self.topics.delete(name, self.now)
         self.note(f"topic {name} deleted", topic=name, topic_id=str(topic.topic_id))
+        # BrokerMetadataPublisher -> GroupCoordinator.onPartitionsDeleted: the group coordinator
+        # drops (tombstones) the committed offsets of the deleted partitions (KAFKA-16168)
+        groups = self.__dict__.get("groups")
+        if groups is not None:
+            groups.on_partitions_deleted(name, len(topic.partitions))
 
     # ---- helpers for handlers ----------------------------------------------------------------
     def authorized(self, principal: str, resource_type: str, name: str, operation: str) -> bool:

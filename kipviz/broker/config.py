@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..schema import registry
 
@@ -59,20 +60,25 @@ def served_versions(api: str, config: ClusterConfig) -> tuple[int, int] | None:
     """(min, max) of an API's request versions the brokers accept, or None if not served."""
     if api in config.api_versions:
         return config.api_versions[api]
+    return _served(api, config.release, config.proposals())
+
+
+@lru_cache(maxsize=1024)
+def _served(api: str, release: str | None, proposals: frozenset) -> tuple[int, int] | None:
     spec = registry.get(api + "Request")
     ok = []
     for v in spec.versions:
         st = spec.status(v)
-        if st is None or (st.status == "proposed" and api not in config.proposals()):
+        if st is None or (st.status == "proposed" and api not in proposals):
             continue
         if st.status == "proposed":
             ok.append(v)
             continue
-        if config.release is None:
+        if release is None:
             if st.removed is None:
                 ok.append(v)
             continue
-        rel = _version_key(config.release)
+        rel = _version_key(release)
         if st.status != "released" or not st.since or _version_key(st.since) > rel:
             continue
         if st.removed and _version_key(st.removed) <= rel:

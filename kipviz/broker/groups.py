@@ -1525,6 +1525,27 @@ class GroupCoordinator:
                               f"{'committed' if commit else 'aborted'}", group=gid, producer_id=producer_id,
                               partitions=sorted(f"{t}-{p}" for t, p in offs))
 
+    def on_partitions_deleted(self, topic: str, partitions: int) -> None:
+        """OffsetMetadataManager.onPartitionsDeleted (KAFKA-16168): a topic was deleted, so every
+        group's committed and pending transactional offsets for its partitions get an OffsetCommit
+        tombstone (one per offset found, as Kafka appends them). Replaying a tombstone removes the
+        committed offset and the pending ones of the group's open transactions."""
+        doomed = set(range(partitions))
+        found: list[tuple[str, int]] = []
+        for gid in sorted(self.offsets):
+            found += [(gid, p) for (t, p) in self.offsets[gid] if t == topic and p in doomed]
+        for (_, _), groups in self.pending_txn.items():
+            for gid, offs in groups.items():
+                found += [(gid, p) for (t, p) in offs if t == topic and p in doomed]
+        for gid, p in found:
+            self._append(gid, "OffsetCommit", {"group": gid, "topic": topic, "partition": p}, None)
+            self.offsets.get(gid, {}).pop((topic, p), None)
+            for groups in self.pending_txn.values():
+                groups.get(gid, {}).pop((topic, p), None)
+        if found:
+            self.cluster.note(f"topic {topic} deleted: {len(found)} committed offset(s) removed (tombstones)",
+                              topic=topic, offsets=sorted({f"{g} {topic}-{p}" for g, p in found}))
+
     def has_pending(self, gid: str, topic: str, partition: int) -> bool:
         part = self.partition_for(gid)
         return any(gid in groups and (topic, partition) in groups[gid]

@@ -291,8 +291,10 @@ class Producer:
                                if k["ApiKey"] == registry.api_key(registry.get("ApiVersionsRequest"))), 0)
                 self._act("version", api="ApiVersions", version=version, fallback_to=theirs,
                           reason="broker answered UNSUPPORTED_VERSION")
-                version = min(version, theirs)
-                raise _Retry(E["UNSUPPORTED_VERSION"])
+                if theirs >= version:
+                    raise _Retry(E["UNSUPPORTED_VERSION"])
+                version = theirs
+                return attempt()    # NetworkClient re-sends at once in the version the broker named
             if resp["ErrorCode"]:
                 raise FatalError(resp["ErrorCode"], api="ApiVersions")
             return resp

@@ -11,9 +11,15 @@ from .batch import Batches, annotate_batches, read_batches, write_batch
 from .compression import CODEC_NAMES, MAX_DECOMPRESSED
 from .control import CONTROL_TYPES, control_key, end_txn_marker_value, parse_control, write_control_batch
 from .internal import AmbiguousRecordError, annotate_internal, decode_internal, dump_json, encode_internal
-from .partition import (group_coordinator_partition, java_string_hash, kafka_abs, partition_for,
-                        share_coordinator_key, share_coordinator_partition,
-                        transaction_coordinator_partition)
+from .partition import (
+                        group_coordinator_partition,
+                        java_string_hash,
+                        kafka_abs,
+                        partition_for,
+                        share_coordinator_key,
+                        share_coordinator_partition,
+                        transaction_coordinator_partition,
+)
 
 __all__ = ["read_batches", "write_batch", "write_control_batch", "annotate_batches", "Batches",
            "CODEC_NAMES", "MAX_DECOMPRESSED", "CONTROL_TYPES", "control_key", "end_txn_marker_value",

@@ -78,6 +78,7 @@ class Trace:
     def requests(self):
         """One row per request/response pair (pandas DataFrame)."""
         import pandas as pd
+
         from ..broker.error_codes import name_of
         from ..broker.events import ResponseSent
         rows = [{"t": e.t, "client": e.client, "broker": e.broker, "api": e.api, "version": e.version,

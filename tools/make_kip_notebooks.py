@@ -1,0 +1,179 @@
+"""Writes notebooks/03_topic_ids.ipynb and notebooks/05_txn_offset_commit_v6.ipynb."""
+from nbbuild import code, md, write_notebook
+
+SHOW = '''def show(trace):
+    """The checks a scenario asserted, and its requests (errors named)."""
+    display(pd.DataFrame([{"check": c.description, "passed": c.passed} for c in trace.checks]))
+    display(trace.requests())'''
+
+topic_ids = [
+    md("""# 03 · Topic IDs (KIP-516)
+
+A topic **name** can be deleted and created again; a topic **ID** cannot. KIP-516 gave every topic
+a 16-byte UUID so that clients and brokers stop confusing a recreated topic with the one it
+replaced. Every cell below runs kipviz's coordinator model with real encoded requests; the
+scenarios are the same ones the tests and the `kipviz scenario` command run.
+
+**Learning objectives** — after this notebook you can
+1. read and write Kafka's topic-ID text form and say which IDs are reserved;
+2. explain the *stale read* and *stale state* hazards and how topic IDs expose them;
+3. predict what Fetch, Metadata and OffsetCommit answer for a deleted topic's ID;
+4. say what happens to committed offsets when a topic is deleted and recreated.
+
+**Prerequisites:** `01_wire_format`. **Time to complete:** about 30 minutes.
+**Seeds:** [KIP-516](https://cwiki.apache.org/confluence/display/KAFKA/KIP-516%3A+Topic+Identifiers) (seed 003)."""),
+    code("""import pandas as pd
+from IPython.display import HTML, display
+from kipviz import scenarios, uuids
+from kipviz.broker import Cluster
+from kipviz.broker.error_codes import name_of
+from kipviz.teach import check
+""" + SHOW),
+    md("""## 1. What a topic ID looks like
+
+16 random bytes on the wire; in logs and tools, URL-safe base64 without padding (22 characters).
+The all-zero ID means "no ID"; ID 1 is the KRaft metadata topic; random IDs never start with `-`."""),
+    code("""cluster = Cluster(seed=516)
+tid = cluster.create_topic("orders", 2)
+print(tid, "=", uuids.to_kafka_str(tid))
+print("ZERO_UUID:", uuids.to_kafka_str(uuids.ZERO_UUID), " METADATA_TOPIC_ID:", uuids.to_kafka_str(uuids.METADATA_TOPIC_ID))
+for v in (9, 10, 12):
+    t = cluster.call("Metadata", v, {"Topics": [{"Name": "orders"} | ({"TopicId": uuids.ZERO_UUID} if v >= 10 else {})],
+                                     "AllowAutoTopicCreation": False, "IncludeClusterAuthorizedOperations": False,
+                                     "IncludeTopicAuthorizedOperations": False})["Topics"][0]
+    print(f"Metadata v{v}:", {k: t[k] for k in ("Name", "TopicId") if k in t})"""),
+    md("""## 2. Stale read
+
+A consumer is reading `orders` by ID. The topic is deleted and recreated under the same name.
+
+### Exercise 1 — predict
+The consumer's next Fetch (v13+, by the **old** ID) — which error does it get?"""),
+    code("""answer = None
+check(answer, "UNKNOWN_TOPIC_ID", hint="The broker cannot resolve the old ID to any live topic.")"""),
+    code("""stale_read = scenarios.run("kip516.stale_read")
+show(stale_read)
+stale_read.result"""),
+    code("""HTML(stale_read.sequence_svg())"""),
+    md("""## 3. Stale state
+
+A client that only knows **names** keeps its fetch position across the delete and recreate. Its
+position now points into a different topic's log: first OFFSET_OUT_OF_RANGE, later — once the new
+topic grows — silently skipped records. Metadata before v10 looks identical before and after;
+only the ID reveals the change."""),
+    code("""stale_state = scenarios.run("kip516.stale_state")
+show(stale_state)
+stale_state.result"""),
+    md("""## 4. Committed offsets of a deleted topic
+
+Released Kafka deletes a group's committed offsets when their topic is deleted (tombstones in
+`__consumer_offsets`). The remaining hazard is a **late commit by name**: the broker resolves the
+name to the *new* topic and stamps the new ID on the record. Only a commit by ID (OffsetCommit v10,
+TxnOffsetCommit v6) is refused.
+
+### Exercise 2 — predict
+After the recreate, a late OffsetCommit **v10** carries the **old** topic ID. What does it answer?"""),
+    code("""answer = None
+check(answer, "UNKNOWN_TOPIC_ID", hint="v10 names topics by ID, and the old ID is gone.")"""),
+    code("""offsets = scenarios.run("kip516.delete_recreate_committed_offsets")
+show(offsets)
+offsets.result"""),
+    code("""ids = scenarios.run("kip516.ids_never_reused")
+show(ids)"""),
+    md("""### Solutions"""),
+    code("""print(check(stale_read.result["fetch_by_old_id"], "UNKNOWN_TOPIC_ID"))
+print(check(offsets.result["late_commit_by_id"], "UNKNOWN_TOPIC_ID"))"""),
+    md("""## Summary
+
+* Topic IDs are 16 random bytes, shown as 22 base64url characters; zero means "none".
+* A request carrying a deleted topic's ID gets UNKNOWN_TOPIC_ID instead of silently reaching the new topic.
+* By-name clients can still carry stale state across a delete/recreate; only IDs expose it.
+* Deleting a topic tombstones its committed offsets; a late commit by name lands on the new topic, by ID it is refused."""),
+]
+
+kip1319 = [
+    md("""# 05 · TxnOffsetCommit v6 (KIP-1319, accepted)
+
+A transactional producer commits a consumer group's offsets with **TxnOffsetCommit**. Until v5 the
+broker hid two distinct problems behind one error (ILLEGAL_GENERATION) and took topic **names**.
+KIP-1319's v6 returns GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH directly, takes topic **IDs**, and
+persists the real ID in the offsets record. KIP-1319 is *accepted* (on Kafka trunk since June
+2026, not yet in a release); kipviz labels it so.
+
+**Learning objectives** — after this notebook you can
+1. predict the TxnOffsetCommit error at v5 and at v6 for a missing group and a stale member epoch;
+2. apply v6's per-partition error order (unknown ID → authorization → unknown partition);
+3. explain when the producer falls back from v6 to v5;
+4. follow a whole read-process-write transaction through the transaction state machine.
+
+**Prerequisites:** `04_consumer_groups`. **Time to complete:** about 35 minutes.
+**Seeds:** KIP-1319 (seed 000), KIP-848 (seed 001), KIP-516 (seed 003)."""),
+    code("""import pandas as pd
+from IPython.display import HTML, SVG, display
+from kipviz import scenarios
+from kipviz.draw import state_diagram, tables, to_svg
+from kipviz.teach import check
+from kipviz.widgets import player
+""" + SHOW),
+    md("""## 1. The same mistake at v5 and at v6
+
+### Exercise 1 — predict
+A producer commits offsets for a group that does not exist (with a generation ≥ 0). What does v5
+answer, and what does v6 answer?"""),
+    code("""answer_v5, answer_v6 = None, None
+display(check(answer_v5, "ILLEGAL_GENERATION", hint="v0–5 keep the old mapping so old producers do not treat it as fatal."))
+display(check(answer_v6, "GROUP_ID_NOT_FOUND", hint="v6 says what happened."))"""),
+    code("""cases = ["group_id_not_found", "stale_member_epoch"]
+runs = {(c, v): scenarios.run(f"kip1319.{c}_v{v}") for c in cases for v in (5, 6)}
+pd.DataFrame([{"case": c, "version": v, "error": runs[c, v].result["error"] if "error" in runs[c, v].result else "",
+               "all checks passed": runs[c, v].passed} for (c, v) in runs])"""),
+    code("""HTML(runs["stale_member_epoch", 6].sequence_svg())"""),
+    md("""## 2. Topic IDs and the error order
+
+At v6 the broker resolves topic IDs **before** authorization. For one request it answers, per
+topic: UNKNOWN_TOPIC_ID for every partition of an ID it cannot resolve; then
+TOPIC_AUTHORIZATION_FAILED for every partition of a topic the producer may not read; then
+UNKNOWN_TOPIC_OR_PARTITION for a missing partition only."""),
+    code("""order = scenarios.run("kip1319.error_order_v6")
+show(order)
+pd.DataFrame({"v6": pd.Series(order.result["v6"]), "v5 (by name)": pd.Series(order.result["v5"])})"""),
+    code("""persisted = scenarios.run("kip1319.topic_id_persisted")
+show(persisted)"""),
+    md("""## 3. Falling back to v5
+
+The producer uses v6 only when the broker supports it **and** every topic has a known ID; otherwise
+the whole request goes at v5.
+
+### Exercise 2 — predict
+Against a Kafka 4.0 broker, which TxnOffsetCommit version does the producer send?"""),
+    code("""answer = None
+check(answer, 5, hint="4.0 serves TxnOffsetCommit up to v5; v6 is KIP-1319.")"""),
+    code("""for name in ("kip1319.fallback_old_broker", "kip1319.fallback_unknown_topic_id", "kip1319.producer_error_classes"):
+    t = scenarios.run(name)
+    print(name, "->", "all checks passed" if t.passed else t.failures(), t.result.get("version_sent", ""))"""),
+    md("""## 4. The regular read-process-write transaction, animated
+
+A consumer reads `orders`, a transactional producer writes the results and commits the consumer's
+offsets in the same transaction. Press **Play**: each frame is a row of the transaction
+coordinator's state table, taken by this run."""),
+    code("""rpw = scenarios.run("txn.read_process_write_commit")
+show(rpw)
+display(SVG(to_svg(state_diagram(tables()["transaction"]))))
+player(rpw.animation("transaction"))"""),
+    code("""HTML(rpw.sequence_svg())"""),
+    code("""aborted = scenarios.run("txn.read_process_write_abort")
+show(aborted)"""),
+    md("""### Solutions"""),
+    code("""display(check(runs["group_id_not_found", 5].result["error"], "ILLEGAL_GENERATION"))
+display(check(runs["group_id_not_found", 6].result["error"], "GROUP_ID_NOT_FOUND"))
+display(check(int(scenarios.run("kip1319.fallback_old_broker").result["version_sent"]), 5))"""),
+    md("""## Summary
+
+* v0–5 report a missing group and a stale member epoch as ILLEGAL_GENERATION; v6 says GROUP_ID_NOT_FOUND / STALE_MEMBER_EPOCH.
+* v6 names topics by ID; per topic: UNKNOWN_TOPIC_ID, then TOPIC_AUTHORIZATION_FAILED, then UNKNOWN_TOPIC_OR_PARTITION per partition.
+* v6 persists the real topic ID in OffsetCommitValue v4; the v5 path leaves it zero.
+* The producer falls back to v5 for the whole request when the broker or any topic ID is missing.
+* A read-process-write transaction walks Empty → Ongoing → PrepareCommit → CompleteCommit, with markers on every partition."""),
+]
+
+write_notebook("03_topic_ids.ipynb", topic_ids)
+write_notebook("05_txn_offset_commit_v6.ipynb", kip1319)
