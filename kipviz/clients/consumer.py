@@ -46,22 +46,17 @@ from __future__ import annotations
 
 import itertools
 import struct
-import uuid
 import weakref
 from typing import NamedTuple
 
 from .. import codec
-from ..broker import events as ev
-from ..broker.error_codes import CODE, NAME, RETRIABLE
-from ..broker.transactions import complete_body
-from ..errors import DecodeError, KipvizError
+from ..broker.error_codes import NAME
+from ..errors import KipvizError
 from ..records import read_batches
-from ..schema import registry
-from ..uuids import ZERO_UUID, random_uuid, to_kafka_str
-from .producer import client_max_version, client_min_version
+from ..uuids import random_uuid, to_kafka_str
+from .base import NETWORK_EXCEPTION, ClientBase, E, _Retry, error_name_code, error_text
+from .producer import client_max_version, client_min_version  # noqa: F401 - re-exported, as before
 
-E = CODE
-NETWORK_EXCEPTION = 13
 ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
 RESET = {"earliest": -2, "latest": -1}
 COORDINATOR_ERRORS = frozenset((E["NOT_COORDINATOR"], E["COORDINATOR_NOT_AVAILABLE"],
@@ -78,13 +73,9 @@ class ConsumerError(KipvizError):
     """A consumer call failed with a Kafka error: `.error` is its name, `.code` the number."""
 
     def __init__(self, error: str | int, message: str = "", *, api: str | None = None, partitions=()):
-        if isinstance(error, int):
-            code, name = error, NAME.get(error, f"ERROR_{error}")
-        else:
-            name, code = error, CODE.get(error)
+        name, code = error_name_code(error)
         self.error, self.code, self.api, self.partitions = name, code, api, tuple(partitions)
-        where = f" ({api})" if api else ""
-        super().__init__(f"{name}{where}" + (f": {message}" if message else ""))
+        super().__init__(error_text(name, api, message))
 
 
 class CommitFailedError(ConsumerError):
@@ -103,11 +94,6 @@ class ConsumerRecord(NamedTuple):
     value: bytes | None
     headers: tuple = ()
     timestamp: int = -1
-
-
-class _Retry(Exception):
-    def __init__(self, code: int, refresh: str | None = None):
-        self.code, self.refresh = code, refresh
 
 
 # ---- ConsumerProtocol v0 (the classic protocol's opaque bytes) ---------------------------------------
@@ -181,7 +167,9 @@ def _default_client_id(cluster) -> str:
 
 
 # ---- the consumer ---------------------------------------------------------------------------------
-class Consumer:
+class Consumer(ClientBase):
+    SOFTWARE_NAME = "kipviz-consumer"
+
     def __init__(self, cluster, group_id: str | None, *, client_id: str | None = None, protocol: str = "consumer",
                  isolation: str = "read_committed", group_instance_id: str | None = None,
                  bootstrap_broker: int = 0, principal: str = "User:ANONYMOUS", auto_offset_reset: str = "earliest",
@@ -194,24 +182,19 @@ class Consumer:
             raise ValueError("isolation is 'read_committed' or 'read_uncommitted'")
         if auto_offset_reset not in (*RESET, "none"):
             raise ValueError("auto_offset_reset is 'earliest', 'latest' or 'none'")
-        self.cluster = cluster
+        super().__init__(cluster, client_id or _default_client_id(cluster), bootstrap_broker=bootstrap_broker,
+                         principal=principal, retries=retries, retry_backoff_ms=retry_backoff_ms,
+                         client_versions=client_versions)
         self.group_id = group_id
-        self.client_id = client_id or _default_client_id(cluster)
         self.protocol = protocol
         self.isolation = ISOLATION[isolation]
         self.group_instance_id = group_instance_id
-        self.bootstrap_broker = bootstrap_broker
-        self.principal = principal
         self.auto_offset_reset = auto_offset_reset
         self.max_poll_records = max_poll_records
         self.session_timeout_ms = session_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms      # classic; KIP-848 takes the coordinator's
         self.rebalance_timeout_ms = rebalance_timeout_ms        # max.poll.interval.ms
         self.server_assignor = server_assignor
-        self.retries = retries
-        self.retry_backoff_ms = retry_backoff_ms
-        self.client_versions = dict(client_versions or {})
-        self.broker_versions: dict[str, tuple[int, int]] | None = None
         # membership
         self.state = "UNSUBSCRIBED"      # UNSUBSCRIBED, JOINING, SYNCING, STABLE, ASSIGNED (manual), CLOSED
         self.member_id = ""
@@ -226,164 +209,38 @@ class Consumer:
         self._last_heartbeat: int | None = None
         self._rejoin_reason: str | None = None
         self._pending: dict[int, tuple[str, int, int]] = {}   # correlation id -> (api, version, sent at)
-        # plumbing
-        self._cid = itertools.count(1)
-        self._coordinator: int | None = None
-        self._metadata: dict[str, dict] = {}
-        self._names: dict[uuid.UUID, str] = {}
-        self._chosen: dict[str, int] = {}
 
-    # ---- events ------------------------------------------------------------------------------------
-    def _act(self, action: str, **detail) -> None:
-        self.cluster.emit(ev.ClientAction, client=self.client_id, action=action, detail=detail)
+    # ---- ClientBase hooks and events --------------------------------------------------------------
+    def _unsupported(self, api: str, message: str) -> ConsumerError:
+        return self._raise(ConsumerError("UNSUPPORTED_VERSION", message, api=api))
 
-    def _set_state(self, state: str, why: str = "") -> None:
-        if state != self.state:
-            self._act("state", from_state=self.state, to_state=state, reason=why)
-            self.state = state
+    def _api_versions_failed(self, code: int) -> ConsumerError:
+        return self._raise(ConsumerError(code, api="ApiVersions"))
+
+    def _retries_exhausted(self, code: int, message: str, api: str) -> ConsumerError:
+        return self._raise(ConsumerError(code, message, api=api))
+
+    def _coordinator_error(self, code: int, api: str) -> ConsumerError:
+        return self._raise(ConsumerError(code, api=api))
 
     def _raise(self, err: ConsumerError) -> ConsumerError:
         self._act("error", error=err.error, code=err.code, api=err.api, kind=type(err).__name__)
         return err
 
-    # ---- the wire ----------------------------------------------------------------------------------
-    def _frame(self, api: str, version: int, body: dict) -> tuple[int, bytes]:
-        cid = next(self._cid)
-        return cid, codec.encode_request(api, version, complete_body(api + "Request", version, body),
-                                         correlation_id=cid, client_id=self.client_id)
-
-    def _call(self, api: str, version: int, body: dict, broker: int) -> dict:
-        """Encode, hand the frame to the cluster, decode the answer; b"" becomes a retriable
-        NETWORK_EXCEPTION (the connection was closed, or the broker is down)."""
-        _, frame = self._frame(api, version, body)
-        out = self.cluster.handle(frame, broker=broker, client=self.client_id, principal=self.principal)
-        if not out:
-            raise _Retry(NETWORK_EXCEPTION, refresh="coordinator")
-        return codec.decode_response(out, api, version)["body"]
-
-    def _retrying(self, what: str, attempt):
-        last = None
-        for n in range(self.retries + 1):
-            try:
-                return attempt()
-            except _Retry as r:
-                last = r
-                self._act("retry", api=what, error=NAME.get(r.code, str(r.code)), attempt=n + 1,
-                          backoff_ms=self.retry_backoff_ms)
-                if r.refresh == "coordinator":
-                    self._coordinator = None
-                elif r.refresh == "metadata":
-                    self._metadata.clear()
-                self.cluster.advance(self.retry_backoff_ms)
-        raise self._raise(ConsumerError(last.code, f"still failing after {self.retries} retries", api=what))
-
     # ---- versions ----------------------------------------------------------------------------------
-    def _api_versions(self) -> None:
-        if self.broker_versions is not None:
-            return
-        version = self.client_versions.get("ApiVersions", client_max_version("ApiVersions"))
-        body = {"ClientSoftwareName": "kipviz-consumer", "ClientSoftwareVersion": "1.0"}
-
-        def attempt():
-            nonlocal version
-            _, frame = self._frame("ApiVersions", version, body)
-            out = self.cluster.handle(frame, broker=self.bootstrap_broker, client=self.client_id,
-                                      principal=self.principal)
-            if not out:
-                raise _Retry(NETWORK_EXCEPTION)
-            try:
-                resp = codec.decode_response(out, "ApiVersions", version)["body"]
-            except DecodeError:       # an UNSUPPORTED_VERSION answer comes in the v0 layout
-                resp = codec.decode_response(out, "ApiVersions", 0)["body"]
-            if resp["ErrorCode"] == E["UNSUPPORTED_VERSION"]:
-                theirs = next((k["MaxVersion"] for k in resp["ApiKeys"]
-                               if k["ApiKey"] == registry.api_key(registry.get("ApiVersionsRequest"))), 0)
-                self._act("version", api="ApiVersions", version=version, fallback_to=theirs,
-                          reason="broker answered UNSUPPORTED_VERSION")
-                if theirs >= version:
-                    raise _Retry(E["UNSUPPORTED_VERSION"])
-                version = theirs
-                return attempt()    # NetworkClient re-sends at once in the version the broker named
-            if resp["ErrorCode"]:
-                raise self._raise(ConsumerError(resp["ErrorCode"], api="ApiVersions"))
-            return resp
-        resp = self._retrying("ApiVersions", attempt)
-        versions = {}
-        for k in resp["ApiKeys"]:
-            try:
-                api = registry.by_api_key(k["ApiKey"], "request").api
-            except Exception:  # noqa: BLE001 - an api key the kit does not define
-                continue
-            versions[api] = (k["MinVersion"], k["MaxVersion"])
-        self.broker_versions = versions
-        self._act("api-versions", version=version, apis=len(versions))
-
     def version(self, api: str, floor: int | None = None) -> int:
         """min(client max, broker max); ConsumerError(UNSUPPORTED_VERSION) if none fits (or the
         best is below `floor`, e.g. OffsetCommit v9 for a KIP-848 member)."""
-        self._api_versions()
-        mine = self.client_versions.get(api, client_max_version(api))
-        theirs = self.broker_versions.get(api)
-        if theirs is None or theirs[1] < client_min_version(api) or mine < theirs[0]:
-            raise self._raise(ConsumerError("UNSUPPORTED_VERSION", f"broker serves {theirs}", api=api))
-        chosen = min(mine, theirs[1])
-        if floor is not None and chosen < floor:
-            raise self._raise(ConsumerError("UNSUPPORTED_VERSION", f"needs v{floor}+, can use v{chosen}", api=api))
-        if self._chosen.get(api) != chosen:
-            self._chosen[api] = chosen
-            self._act("version", api=api, version=chosen, client_max=mine, broker_max=theirs[1])
-        return chosen
+        return self._choose_version(api, floor=floor)
 
     # ---- coordinator and metadata ------------------------------------------------------------------
     def _group_coordinator(self) -> int:
-        if self._coordinator is not None:
-            return self._coordinator
-        api = "FindCoordinator"
-        v = self.version(api)
-        body = {"KeyType": 0, "CoordinatorKeys": [self.group_id]} if v >= 4 else {"Key": self.group_id,
-                                                                                  "KeyType": 0}
-        resp = self._call(api, v, body, self.bootstrap_broker)
-        if v >= 4:
-            c = (resp["Coordinators"] or [{"ErrorCode": E["COORDINATOR_NOT_AVAILABLE"], "NodeId": -1}])[0]
-            code, node = c["ErrorCode"], c["NodeId"]
-        else:
-            code, node = resp["ErrorCode"], resp["NodeId"]
-        if code:
-            if code in RETRIABLE:
-                raise _Retry(code)
-            raise self._raise(ConsumerError(code, api=api))
-        self._act("coordinator", key_type=0, key=self.group_id, node=node)
-        self._coordinator = node
-        return node
+        if self._coordinator is None:
+            self._coordinator = self._find_coordinator(0, self.group_id)
+        return self._coordinator
 
     def _coordinator_call(self, api: str, version: int, body: dict) -> dict:
         return self._call(api, version, body, self._group_coordinator())
-
-    def _fetch_metadata(self, topics: list[str]) -> None:
-        api = "Metadata"
-        v = self.version(api)
-        req_topics = [{"TopicId": ZERO_UUID, "Name": t} if v >= 10 else {"Name": t} for t in topics]
-        resp = self._call(api, v, {"Topics": req_topics, "AllowAutoTopicCreation": False,
-                                   "IncludeClusterAuthorizedOperations": False,
-                                   "IncludeTopicAuthorizedOperations": False}, self.bootstrap_broker)
-        for t in resp["Topics"]:
-            name = t.get("Name")
-            if name is None:
-                continue
-            if t["ErrorCode"]:
-                self._metadata.pop(name, None)
-                continue
-            tid = t.get("TopicId")
-            tid = tid if isinstance(tid, uuid.UUID) and tid != ZERO_UUID else None
-            self._metadata[name] = {"id": tid, "partitions": {p["PartitionIndex"]: p["LeaderId"]
-                                                              for p in t["Partitions"]}}
-            if tid is not None:
-                self._names[tid] = name
-
-    def topic_info(self, topic: str, refresh: bool = False) -> dict | None:
-        if refresh or topic not in self._metadata:
-            self._fetch_metadata([topic])
-        return self._metadata.get(topic)
 
     def _name_of(self, topic_id) -> str | None:
         if topic_id not in self._names and self._subscription:
@@ -616,8 +473,7 @@ class Consumer:
     def _send_held(self, api: str, version: int, body: dict) -> dict | None:
         """A request the coordinator may hold: its answer now, or None (collected later)."""
         cid, frame = self._frame(api, version, body)
-        out = self.cluster.handle(frame, broker=self._group_coordinator(), client=self.client_id,
-                                  principal=self.principal)
+        out = self._send(frame, self._group_coordinator())
         if out:
             return codec.decode_response(out, api, version)["body"]
         self._pending[cid] = (api, version, self.cluster.now)
@@ -762,13 +618,7 @@ class Consumer:
         by_topic: dict[str, list[int]] = {}
         for t, p in tps:
             by_topic.setdefault(t, []).append(p)
-        ids = {}
-        if v >= 10:
-            for t in by_topic:
-                info = self.topic_info(t)
-                if info is None or info["id"] is None:
-                    raise _Retry(E["UNKNOWN_TOPIC_OR_PARTITION"], refresh="metadata")
-                ids[t] = info["id"]
+        ids = self._topic_ids(by_topic) if v >= 10 else {}
         topics = [({"TopicId": ids[t]} if v >= 10 else {"Name": t}) | {"PartitionIndexes": ps}
                   for t, ps in by_topic.items()]
         member, epoch = self._member_fields()
@@ -1029,13 +879,7 @@ class Consumer:
             by_topic.setdefault(t, []).append({"PartitionIndex": p, "CommittedOffset": off,
                                                "CommittedLeaderEpoch": -1, "CommittedMetadata": meta,
                                                "CommitTimestamp": -1})
-        ids = {}
-        if v >= 10:
-            for t in by_topic:
-                info = self.topic_info(t)
-                if info is None or info["id"] is None:
-                    raise _Retry(E["UNKNOWN_TOPIC_OR_PARTITION"], refresh="metadata")
-                ids[t] = info["id"]
+        ids = self._topic_ids(by_topic) if v >= 10 else {}
         gm = self.group_metadata()
         topics = [({"TopicId": ids[t]} if v >= 10 else {"Name": t}) | {"Partitions": ps} for t, ps in by_topic.items()]
         resp = self._coordinator_call(api, v, {

@@ -31,24 +31,26 @@ What it follows (Kafka's `TransactionManager`, KIP-890, KIP-1319 for TxnOffsetCo
 from __future__ import annotations
 
 import itertools
-import uuid
 from typing import NamedTuple
 
-from .. import codec
-from ..broker import events as ev
-from ..broker.error_codes import CODE, NAME, RETRIABLE
-from ..broker.transactions import complete_body
-from ..errors import DecodeError, KipvizError
+from ..broker.error_codes import NAME, RETRIABLE
+from ..broker.transactions import complete_body  # noqa: F401 - re-exported
+from ..errors import KipvizError
 from ..records import write_batch
-from ..schema import registry
-from ..uuids import ZERO_UUID
+from .base import (  # noqa: F401 - re-exported
+    CLIENT_MAX,
+    NETWORK_EXCEPTION,
+    ClientBase,
+    E,
+    _Retry,
+    client_max_version,
+    client_min_version,
+    error_name_code,
+    error_text,
+)
 
-E = CODE
-NETWORK_EXCEPTION = 13
 DUPLICATE_SEQUENCE_NUMBER = 46
 
-# client-side caps that are not "newest non-proposed version"
-CLIENT_MAX = {"AddPartitionsToTxn": 3}      # v4+ is the broker-to-coordinator form (KIP-890)
 TV1_MAX = {"EndTxn": 4, "TxnOffsetCommit": 4, "Produce": 11}
 
 
@@ -57,13 +59,9 @@ class ProducerError(KipvizError):
     """A producer call failed with a Kafka error: `.error` is its name, `.code` the number."""
 
     def __init__(self, error: str | int, message: str = "", *, api: str | None = None):
-        if isinstance(error, int):
-            code, name = error, NAME.get(error, f"ERROR_{error}")
-        else:
-            name, code = error, CODE.get(error)
+        name, code = error_name_code(error)
         self.error, self.code, self.api = name, code, api
-        where = f" ({api})" if api else ""
-        super().__init__(f"{name}{where}" + (f": {message}" if message else ""))
+        super().__init__(error_text(name, api, message))
 
 
 class AbortableError(ProducerError):
@@ -103,24 +101,7 @@ class RecordMetadata(NamedTuple):
     offset: int
 
 
-class _Retry(Exception):
-    def __init__(self, code: int, refresh: str | None = None):
-        self.code, self.refresh = code, refresh
-
-
 # ---- helpers ------------------------------------------------------------------------------------
-def client_max_version(api: str) -> int:
-    """The kit's newest non-proposed request version of `api` (with the client caps above)."""
-    spec = registry.get(api + "Request")
-    ok = [v for v in spec.versions if (st := spec.status(v)) is None or st.status != "proposed"]
-    top = max(ok)
-    return min(top, CLIENT_MAX.get(api, top))
-
-
-def client_min_version(api: str) -> int:
-    return min(registry.get(api + "Request").versions)
-
-
 def murmur2(data: bytes) -> int:
     """Kafka's Utils.murmur2 (the default partitioner's hash), as a signed int32."""
     m, r = 0x5BD1E995, 24
@@ -179,47 +160,62 @@ def classify_txn_offset_commit_error(code: int) -> str:
 
 
 # ---- the producer --------------------------------------------------------------------------------
-class Producer:
+class Producer(ClientBase):
+    SOFTWARE_NAME = "kipviz-producer"
     STATES = ("UNINITIALIZED", "READY", "IN_TRANSACTION", "ABORTABLE_ERROR", "FATAL_ERROR")
 
     def __init__(self, cluster, transactional_id: str | None = None, *, client_id: str = "producer-1",
                  transaction_timeout_ms: int = 60000, bootstrap_broker: int = 0,
                  principal: str = "User:ANONYMOUS", retries: int = 20, retry_backoff_ms: int = 100,
                  client_versions: dict[str, int] | None = None):
-        self.cluster = cluster
+        super().__init__(cluster, client_id, bootstrap_broker=bootstrap_broker, principal=principal,
+                         retries=retries, retry_backoff_ms=retry_backoff_ms, client_versions=client_versions)
         self.transactional_id = transactional_id
-        self.client_id = client_id
         self.transaction_timeout_ms = transaction_timeout_ms
-        self.bootstrap_broker = bootstrap_broker
-        self.principal = principal
-        self.retries = retries
-        self.retry_backoff_ms = retry_backoff_ms
-        self.client_versions = dict(client_versions or {})
         self.state = "UNINITIALIZED"
         self.producer_id = -1
         self.producer_epoch = -1
         self.tv2 = False
-        self.broker_versions: dict[str, tuple[int, int]] | None = None
         self.last_error: ProducerError | None = None
-        self._cid = itertools.count(1)
-        self._coordinator: int | None = None
         self._group_coordinators: dict[str, int] = {}
-        self._metadata: dict[str, dict] = {}
         self._txn_partitions: set[tuple[str, int]] = set()
         self._transaction_started = False
         self._sequences: dict[tuple[str, int], int] = {}
         self._round_robin = itertools.count()
-        self._chosen: dict[str, int] = {}
 
-    # ---- events and state ----------------------------------------------------------------------
-    def _act(self, action: str, **detail) -> None:
-        self.cluster.emit(ev.ClientAction, client=self.client_id, action=action, detail=detail)
+    # ---- ClientBase hooks --------------------------------------------------------------------------
+    def _unsupported(self, api: str, message: str) -> ProducerError:
+        return self._fail(UnsupportedVersionError("UNSUPPORTED_VERSION", message, api=api))
 
-    def _set_state(self, state: str, why: str = "") -> None:
-        if state != self.state:
-            self._act("state", from_state=self.state, to_state=state, reason=why)
-            self.state = state
+    def _api_versions_failed(self, code: int) -> ProducerError:
+        return FatalError(code, api="ApiVersions")
 
+    def _retries_exhausted(self, code: int, message: str, api: str) -> ProducerError:
+        return RetriesExhaustedError(code, message, api=api)
+
+    def _coordinator_error(self, code: int, api: str) -> ProducerError:
+        if code == E["GROUP_AUTHORIZATION_FAILED"]:
+            return self._fail(AbortableError(code, api=api))
+        return self._fail(FatalError(code, api=api))      # TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ...
+
+    def _api_versions_features(self, resp: dict) -> dict:
+        tv = 0
+        for f in resp.get("FinalizedFeatures") or []:
+            if f["Name"] == "transaction.version":
+                tv = f["MaxVersionLevel"]
+        self.tv2 = tv >= 2
+        return {"transaction_version": tv}
+
+    def _metadata_extra(self, version: int) -> dict:
+        return {"metadata_version": version}
+
+    def _refresh(self, refresh: str | None) -> None:
+        if refresh and refresh.startswith("group:"):
+            self._group_coordinators.pop(refresh[6:], None)
+        else:
+            super()._refresh(refresh)
+
+    # ---- state ----------------------------------------------------------------------------------
     def _fail(self, err: ProducerError) -> ProducerError:
         """Move to the error state the exception's class implies and return it for raising."""
         self.last_error = err
@@ -236,126 +232,18 @@ class Producer:
         if self.state not in states:
             raise IllegalStateError(f"cannot {what} in state {self.state}")
 
-    # ---- the wire ------------------------------------------------------------------------------
-    def _call(self, api: str, version: int, body: dict, broker: int) -> dict:
-        """Encode, hand the frame to the cluster, decode the answer. b"" (connection closed,
-        broker down) becomes a retriable NETWORK_EXCEPTION."""
-        message = api + "Request"
-        frame = codec.encode_request(api, version, complete_body(message, version, body),
-                                     correlation_id=next(self._cid), client_id=self.client_id)
-        out = self.cluster.handle(frame, broker=broker, client=self.client_id, principal=self.principal)
-        if not out:
-            raise _Retry(NETWORK_EXCEPTION, refresh="coordinator")
-        return codec.decode_response(out, api, version)["body"]
-
-    def _retrying(self, what: str, attempt):
-        """Run attempt() until it returns; _Retry means back off (virtual time) and try again."""
-        last = None
-        for n in range(self.retries + 1):
-            try:
-                return attempt()
-            except _Retry as r:
-                last = r
-                self._act("retry", api=what, error=NAME.get(r.code, str(r.code)), attempt=n + 1,
-                          backoff_ms=self.retry_backoff_ms)
-                if r.refresh == "coordinator":
-                    self._coordinator = None
-                elif r.refresh and r.refresh.startswith("group:"):
-                    self._group_coordinators.pop(r.refresh[6:], None)
-                elif r.refresh == "metadata":
-                    self._metadata.clear()
-                self.cluster.advance(self.retry_backoff_ms)
-        raise RetriesExhaustedError(last.code, f"still failing after {self.retries} retries", api=what)
-
     # ---- versions ------------------------------------------------------------------------------
-    def _api_versions(self) -> None:
-        if self.broker_versions is not None:
-            return
-        version = self.client_versions.get("ApiVersions", client_max_version("ApiVersions"))
-        body = {"ClientSoftwareName": "kipviz-producer", "ClientSoftwareVersion": "1.0"}
-
-        def attempt():
-            nonlocal version
-            frame = codec.encode_request("ApiVersions", version, complete_body("ApiVersionsRequest", version, body),
-                                         correlation_id=next(self._cid), client_id=self.client_id)
-            out = self.cluster.handle(frame, broker=self.bootstrap_broker, client=self.client_id,
-                                      principal=self.principal)
-            if not out:
-                raise _Retry(NETWORK_EXCEPTION)
-            try:
-                resp = codec.decode_response(out, "ApiVersions", version)["body"]
-            except DecodeError:       # an UNSUPPORTED_VERSION answer comes in the v0 layout
-                resp = codec.decode_response(out, "ApiVersions", 0)["body"]
-            if resp["ErrorCode"] == E["UNSUPPORTED_VERSION"]:
-                theirs = next((k["MaxVersion"] for k in resp["ApiKeys"]
-                               if k["ApiKey"] == registry.api_key(registry.get("ApiVersionsRequest"))), 0)
-                self._act("version", api="ApiVersions", version=version, fallback_to=theirs,
-                          reason="broker answered UNSUPPORTED_VERSION")
-                if theirs >= version:
-                    raise _Retry(E["UNSUPPORTED_VERSION"])
-                version = theirs
-                return attempt()    # NetworkClient re-sends at once in the version the broker named
-            if resp["ErrorCode"]:
-                raise FatalError(resp["ErrorCode"], api="ApiVersions")
-            return resp
-        resp = self._retrying("ApiVersions", attempt)
-        versions = {}
-        for k in resp["ApiKeys"]:
-            try:
-                api = registry.by_api_key(k["ApiKey"], "request").api
-            except Exception:  # noqa: BLE001 - an api key the kit does not define
-                continue
-            versions[api] = (k["MinVersion"], k["MaxVersion"])
-        self.broker_versions = versions
-        tv = 0
-        for f in resp.get("FinalizedFeatures") or []:
-            if f["Name"] == "transaction.version":
-                tv = f["MaxVersionLevel"]
-        self.tv2 = tv >= 2
-        self._act("api-versions", version=version, transaction_version=tv, apis=len(versions))
+    def _client_max(self, api: str) -> int:
+        mine = super()._client_max(api)
+        if not self.tv2 and api in TV1_MAX:
+            mine = min(mine, TV1_MAX[api])
+        return mine
 
     def version(self, api: str, cap: int | None = None) -> int:
         """min(client max, broker max), or UnsupportedVersionError."""
-        self._api_versions()
-        mine = self.client_versions.get(api, client_max_version(api))
-        if not self.tv2 and api in TV1_MAX:
-            mine = min(mine, TV1_MAX[api])
-        if cap is not None:
-            mine = min(mine, cap)
-        theirs = self.broker_versions.get(api)
-        if theirs is None or theirs[1] < client_min_version(api) or mine < theirs[0]:
-            raise self._fail(UnsupportedVersionError("UNSUPPORTED_VERSION", f"broker serves {theirs}", api=api))
-        chosen = min(mine, theirs[1])
-        if self._chosen.get(api) != chosen:
-            self._chosen[api] = chosen
-            self._act("version", api=api, version=chosen, client_max=mine, broker_max=theirs[1])
-        return chosen
+        return self._choose_version(api, cap=cap)
 
     # ---- coordinators and metadata ----------------------------------------------------------------
-    def _find_coordinator(self, key_type: int, key: str) -> int:
-        api = "FindCoordinator"
-        v = self.version(api)
-        if v >= 4:
-            body = {"KeyType": key_type, "CoordinatorKeys": [key]}
-        else:
-            body = {"Key": key, "KeyType": key_type}
-        resp = self._call(api, v, body, self.bootstrap_broker)
-        if v >= 4:
-            c = (resp["Coordinators"] or [{"ErrorCode": E["COORDINATOR_NOT_AVAILABLE"], "NodeId": -1}])[0]
-            code, node = c["ErrorCode"], c["NodeId"]
-        else:
-            code, node = resp["ErrorCode"], resp["NodeId"]
-        if code in (E["TRANSACTIONAL_ID_AUTHORIZATION_FAILED"],):
-            raise self._fail(FatalError(code, api=api))
-        if code == E["GROUP_AUTHORIZATION_FAILED"]:
-            raise self._fail(AbortableError(code, api=api))
-        if code:
-            if code in RETRIABLE:
-                raise _Retry(code)
-            raise self._fail(FatalError(code, api=api))
-        self._act("coordinator", key_type=key_type, key=key, node=node)
-        return node
-
     def _txn_coordinator(self) -> int:
         if self._coordinator is None:
             self._coordinator = self._find_coordinator(1, self.transactional_id)
@@ -365,34 +253,6 @@ class Producer:
         if group not in self._group_coordinators:
             self._group_coordinators[group] = self._find_coordinator(0, group)
         return self._group_coordinators[group]
-
-    def _fetch_metadata(self, topics: list[str]) -> None:
-        api = "Metadata"
-        v = self.version(api)
-        if v >= 10:
-            req_topics = [{"TopicId": ZERO_UUID, "Name": t} for t in topics]
-        else:
-            req_topics = [{"Name": t} for t in topics]
-        resp = self._call(api, v, {"Topics": req_topics, "AllowAutoTopicCreation": False,
-                                   "IncludeClusterAuthorizedOperations": False,
-                                   "IncludeTopicAuthorizedOperations": False}, self.bootstrap_broker)
-        for t in resp["Topics"]:
-            name = t.get("Name")
-            if name is None:
-                continue
-            if t["ErrorCode"]:
-                self._metadata.pop(name, None)
-                continue
-            tid = t.get("TopicId")
-            self._metadata[name] = {
-                "id": tid if isinstance(tid, uuid.UUID) and tid != ZERO_UUID else None,
-                "partitions": {p["PartitionIndex"]: p["LeaderId"] for p in t["Partitions"]},
-                "metadata_version": v}
-
-    def topic_info(self, topic: str, refresh: bool = False) -> dict | None:
-        if refresh or topic not in self._metadata:
-            self._fetch_metadata([topic])
-        return self._metadata.get(topic)
 
     # ---- transactions ------------------------------------------------------------------------------
     def init_transactions(self) -> tuple[int, int]:

@@ -1,0 +1,264 @@
+"""What the producer and consumer models share: the wire (frames, correlation ids), ApiVersions
+negotiation (with the UNSUPPORTED_VERSION v0-layout fallback), the version choice per API
+(min(client max, broker max)), the retry loop on the virtual clock, ClientAction recording,
+FindCoordinator and the Metadata / topic-id caches.
+
+Subclasses say how they fail through a few hooks (`_unsupported`, `_api_versions_failed`,
+`_retries_exhausted`, `_coordinator_error`) and may add to the ApiVersions and Metadata results
+(`_api_versions_features`, `_metadata_extra`) or to what a retry refreshes (`_refresh`)."""
+from __future__ import annotations
+
+import itertools
+import uuid
+
+from .. import codec
+from ..broker import events as ev
+from ..broker.error_codes import CODE, NAME, RETRIABLE
+from ..broker.transactions import complete_body
+from ..errors import DecodeError
+from ..schema import registry
+from ..uuids import ZERO_UUID
+
+E = CODE
+NETWORK_EXCEPTION = 13
+
+# client-side caps that are not "newest non-proposed version"
+CLIENT_MAX = {"AddPartitionsToTxn": 3}      # v4+ is the broker-to-coordinator form (KIP-890)
+
+
+def client_max_version(api: str) -> int:
+    """The kit's newest non-proposed request version of `api` (with the client caps above)."""
+    spec = registry.get(api + "Request")
+    ok = [v for v in spec.versions if (st := spec.status(v)) is None or st.status != "proposed"]
+    top = max(ok)
+    return min(top, CLIENT_MAX.get(api, top))
+
+
+def client_min_version(api: str) -> int:
+    return min(registry.get(api + "Request").versions)
+
+
+def error_name_code(error: str | int) -> tuple[str, int | None]:
+    """(name, code) of a Kafka error given by either."""
+    if isinstance(error, int):
+        return NAME.get(error, f"ERROR_{error}"), error
+    return error, CODE.get(error)
+
+
+def error_text(name: str, api: str | None, message: str) -> str:
+    where = f" ({api})" if api else ""
+    return f"{name}{where}" + (f": {message}" if message else "")
+
+
+class _Retry(Exception):
+    """Raised inside an attempt: back off and try again, refreshing `refresh` first
+    ("coordinator", "metadata", or "group:<id>" for the producer's group coordinators)."""
+
+    def __init__(self, code: int, refresh: str | None = None):
+        self.code, self.refresh = code, refresh
+
+
+class ClientBase:
+    SOFTWARE_NAME = "kipviz-client"
+
+    def __init__(self, cluster, client_id: str, *, bootstrap_broker: int, principal: str, retries: int,
+                 retry_backoff_ms: int, client_versions: dict[str, int] | None):
+        self.cluster = cluster
+        self.client_id = client_id
+        self.bootstrap_broker = bootstrap_broker
+        self.principal = principal
+        self.retries = retries
+        self.retry_backoff_ms = retry_backoff_ms
+        self.client_versions = dict(client_versions or {})
+        self.broker_versions: dict[str, tuple[int, int]] | None = None
+        self._cid = itertools.count(1)
+        self._coordinator: int | None = None
+        self._metadata: dict[str, dict] = {}
+        self._names: dict[uuid.UUID, str] = {}
+        self._chosen: dict[str, int] = {}
+
+    # ---- hooks -------------------------------------------------------------------------------------
+    def _unsupported(self, api: str, message: str) -> Exception:
+        raise NotImplementedError
+
+    def _api_versions_failed(self, code: int) -> Exception:
+        raise NotImplementedError
+
+    def _retries_exhausted(self, code: int, message: str, api: str) -> Exception:
+        raise NotImplementedError
+
+    def _coordinator_error(self, code: int, api: str) -> Exception:
+        """The exception for a non-retriable FindCoordinator error."""
+        raise NotImplementedError
+
+    def _api_versions_features(self, resp: dict) -> dict:
+        """Extra details of the api-versions action (after broker_versions is set)."""
+        return {}
+
+    def _metadata_extra(self, version: int) -> dict:
+        """Extra keys of a topic's metadata entry."""
+        return {}
+
+    def _refresh(self, refresh: str | None) -> None:
+        if refresh == "coordinator":
+            self._coordinator = None
+        elif refresh == "metadata":
+            self._metadata.clear()
+
+    # ---- events and state --------------------------------------------------------------------------
+    def _act(self, action: str, **detail) -> None:
+        self.cluster.emit(ev.ClientAction, client=self.client_id, action=action, detail=detail)
+
+    def _set_state(self, state: str, why: str = "") -> None:
+        if state != self.state:
+            self._act("state", from_state=self.state, to_state=state, reason=why)
+            self.state = state
+
+    # ---- the wire ----------------------------------------------------------------------------------
+    def _frame(self, api: str, version: int, body: dict) -> tuple[int, bytes]:
+        cid = next(self._cid)
+        return cid, codec.encode_request(api, version, complete_body(api + "Request", version, body),
+                                         correlation_id=cid, client_id=self.client_id)
+
+    def _send(self, frame: bytes, broker: int) -> bytes:
+        return self.cluster.handle(frame, broker=broker, client=self.client_id, principal=self.principal)
+
+    def _call(self, api: str, version: int, body: dict, broker: int) -> dict:
+        """Encode, hand the frame to the cluster, decode the answer; b"" becomes a retriable
+        NETWORK_EXCEPTION (the connection was closed, or the broker is down)."""
+        _, frame = self._frame(api, version, body)
+        out = self._send(frame, broker)
+        if not out:
+            raise _Retry(NETWORK_EXCEPTION, refresh="coordinator")
+        return codec.decode_response(out, api, version)["body"]
+
+    def _retrying(self, what: str, attempt):
+        """Run attempt() until it returns; _Retry means back off (virtual time) and try again."""
+        last = None
+        for n in range(self.retries + 1):
+            try:
+                return attempt()
+            except _Retry as r:
+                last = r
+                self._act("retry", api=what, error=NAME.get(r.code, str(r.code)), attempt=n + 1,
+                          backoff_ms=self.retry_backoff_ms)
+                self._refresh(r.refresh)
+                self.cluster.advance(self.retry_backoff_ms)
+        raise self._retries_exhausted(last.code, f"still failing after {self.retries} retries", what)
+
+    # ---- versions ----------------------------------------------------------------------------------
+    def _api_versions(self) -> None:
+        if self.broker_versions is not None:
+            return
+        version = self.client_versions.get("ApiVersions", client_max_version("ApiVersions"))
+        body = {"ClientSoftwareName": self.SOFTWARE_NAME, "ClientSoftwareVersion": "1.0"}
+
+        def attempt():
+            nonlocal version
+            _, frame = self._frame("ApiVersions", version, body)
+            out = self._send(frame, self.bootstrap_broker)
+            if not out:
+                raise _Retry(NETWORK_EXCEPTION)
+            try:
+                resp = codec.decode_response(out, "ApiVersions", version)["body"]
+            except DecodeError:       # an UNSUPPORTED_VERSION answer comes in the v0 layout
+                resp = codec.decode_response(out, "ApiVersions", 0)["body"]
+            if resp["ErrorCode"] == E["UNSUPPORTED_VERSION"]:
+                theirs = next((k["MaxVersion"] for k in resp["ApiKeys"]
+                               if k["ApiKey"] == registry.api_key(registry.get("ApiVersionsRequest"))), 0)
+                self._act("version", api="ApiVersions", version=version, fallback_to=theirs,
+                          reason="broker answered UNSUPPORTED_VERSION")
+                if theirs >= version:
+                    raise _Retry(E["UNSUPPORTED_VERSION"])
+                version = theirs
+                return attempt()    # NetworkClient re-sends at once in the version the broker named
+            if resp["ErrorCode"]:
+                raise self._api_versions_failed(resp["ErrorCode"])
+            return resp
+        resp = self._retrying("ApiVersions", attempt)
+        versions = {}
+        for k in resp["ApiKeys"]:
+            try:
+                api = registry.by_api_key(k["ApiKey"], "request").api
+            except Exception:  # noqa: BLE001 - an api key the kit does not define
+                continue
+            versions[api] = (k["MinVersion"], k["MaxVersion"])
+        self.broker_versions = versions
+        self._act("api-versions", version=version, **self._api_versions_features(resp), apis=len(versions))
+
+    def _client_max(self, api: str) -> int:
+        """This client's newest usable version of `api` (after ApiVersions)."""
+        return self.client_versions.get(api, client_max_version(api))
+
+    def _choose_version(self, api: str, cap: int | None = None, floor: int | None = None) -> int:
+        """min(client max, broker max), or the `_unsupported` error if none fits (or the best is
+        below `floor`)."""
+        self._api_versions()
+        mine = self._client_max(api)
+        if cap is not None:
+            mine = min(mine, cap)
+        theirs = self.broker_versions.get(api)
+        if theirs is None or theirs[1] < client_min_version(api) or mine < theirs[0]:
+            raise self._unsupported(api, f"broker serves {theirs}")
+        chosen = min(mine, theirs[1])
+        if floor is not None and chosen < floor:
+            raise self._unsupported(api, f"needs v{floor}+, can use v{chosen}")
+        if self._chosen.get(api) != chosen:
+            self._chosen[api] = chosen
+            self._act("version", api=api, version=chosen, client_max=mine, broker_max=theirs[1])
+        return chosen
+
+    # ---- coordinators and metadata -----------------------------------------------------------------
+    def _find_coordinator(self, key_type: int, key: str) -> int:
+        api = "FindCoordinator"
+        v = self._choose_version(api)
+        body = {"KeyType": key_type, "CoordinatorKeys": [key]} if v >= 4 else {"Key": key, "KeyType": key_type}
+        resp = self._call(api, v, body, self.bootstrap_broker)
+        if v >= 4:
+            c = (resp["Coordinators"] or [{"ErrorCode": E["COORDINATOR_NOT_AVAILABLE"], "NodeId": -1}])[0]
+            code, node = c["ErrorCode"], c["NodeId"]
+        else:
+            code, node = resp["ErrorCode"], resp["NodeId"]
+        if code:
+            if code in RETRIABLE:
+                raise _Retry(code)
+            raise self._coordinator_error(code, api)
+        self._act("coordinator", key_type=key_type, key=key, node=node)
+        return node
+
+    def _fetch_metadata(self, topics: list[str]) -> None:
+        api = "Metadata"
+        v = self._choose_version(api)
+        req_topics = [{"TopicId": ZERO_UUID, "Name": t} if v >= 10 else {"Name": t} for t in topics]
+        resp = self._call(api, v, {"Topics": req_topics, "AllowAutoTopicCreation": False,
+                                   "IncludeClusterAuthorizedOperations": False,
+                                   "IncludeTopicAuthorizedOperations": False}, self.bootstrap_broker)
+        for t in resp["Topics"]:
+            name = t.get("Name")
+            if name is None:
+                continue
+            if t["ErrorCode"]:
+                self._metadata.pop(name, None)
+                continue
+            tid = t.get("TopicId")
+            tid = tid if isinstance(tid, uuid.UUID) and tid != ZERO_UUID else None
+            self._metadata[name] = {"id": tid, "partitions": {p["PartitionIndex"]: p["LeaderId"]
+                                                              for p in t["Partitions"]},
+                                    **self._metadata_extra(v)}
+            if tid is not None:
+                self._names[tid] = name
+
+    def topic_info(self, topic: str, refresh: bool = False) -> dict | None:
+        if refresh or topic not in self._metadata:
+            self._fetch_metadata([topic])
+        return self._metadata.get(topic)
+
+    def _topic_ids(self, topics) -> dict:
+        """{topic: topic id} for requests by id; _Retry (refresh metadata) while one is unknown."""
+        ids = {}
+        for t in topics:
+            info = self.topic_info(t)
+            if info is None or info["id"] is None:
+                raise _Retry(E["UNKNOWN_TOPIC_OR_PARTITION"], refresh="metadata")
+            ids[t] = info["id"]
+        return ids
