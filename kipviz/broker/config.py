@@ -43,6 +43,8 @@ class ClusterConfig:
     default_partitions: int = 1
     auto_create_topics: bool = False
     share_version: int = 1                 # share.version feature; 2 switches on KIP-1289 (proposed)
+    group_share_session_timeout_ms: int = 45000
+    group_share_heartbeat_interval_ms: int = 5000
     group_share_delivery_count_limit: int = 5
     group_share_record_lock_duration_ms: int = 30000
     group_share_partition_max_record_locks: int = 200

@@ -1,0 +1,239 @@
+"""ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge (KIP-932; v2 KIP-1222).
+
+Share sessions and membership: kipviz/broker/shares.py. Record states: kipviz/broker/share_partition.py.
+
+* ShareFetch: the session epoch is checked first (0 opens, -1 closes, else +1 per request; top-level
+  SHARE_SESSION_NOT_FOUND / INVALID_SHARE_SESSION_EPOCH / UNKNOWN_MEMBER_ID); per partition
+  UNKNOWN_TOPIC_ID (unknown or deleted id), UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER
+  (with CurrentLeader) when this broker does not lead it. Piggy-backed acknowledgements are applied
+  first (AcknowledgeErrorCode per partition), then up to MaxRecords records are acquired under a lock
+  of AcquisitionLockTimeoutMs. Isolation is the share group's share.isolation.level
+  (read_uncommitted by default; `cluster.shares.isolation[group] = 1` for read_committed: aborted
+  transactional records are archived by the broker). Control records are handed out as offsets
+  without a record; the client acknowledges them as gaps (type 0).
+* ShareAcknowledge: epoch 0 is INVALID_SHARE_SESSION_EPOCH (it cannot open a session); -1 applies the
+  acknowledgements and closes the session. Ack types 0-3; 4 (RENEW, KIP-1222) only at v2.
+  Each partition's acknowledgement is all or nothing (INVALID_RECORD_STATE / INVALID_REQUEST)."""
+from __future__ import annotations
+
+from ... import records as rec
+from ...uuids import ZERO_UUID
+from ..error_codes import CODE
+from ..share_partition import AckError
+from ..shares import ShareGroupError
+from . import Request, handles
+
+
+def _err(name: str, message: str | None = None) -> dict:
+    return {"ErrorCode": CODE[name], "ErrorMessage": message}
+
+
+@handles("ShareGroupHeartbeat")
+def share_group_heartbeat(cluster, req: Request) -> dict:
+    b = req.body
+    base = {"ThrottleTimeMs": 0, "ErrorCode": 0, "ErrorMessage": None, "MemberId": None, "MemberEpoch": 0,
+            "HeartbeatIntervalMs": 0, "Assignment": None}
+    gid = b.get("GroupId") or ""
+    if not cluster.authorized(req.principal, "GROUP", gid, "READ"):
+        return {**base, **_err("GROUP_AUTHORIZATION_FAILED")}
+    if not gid:
+        return {**base, **_err("INVALID_REQUEST", "GroupId can't be empty.")}
+    try:
+        out = cluster.shares.heartbeat(gid, b.get("MemberId") or "", b.get("MemberEpoch", 0),
+                                       b.get("SubscribedTopicNames"), b.get("RackId"), req.client)
+    except ShareGroupError as e:
+        return {**base, **_err(e.code_name, str(e))}
+    return {**base, **out}
+
+
+@handles("ShareGroupDescribe")
+def share_group_describe(cluster, req: Request) -> dict:
+    shares = cluster.shares
+    out = []
+    for gid in req.body.get("GroupIds") or []:
+        g = shares.groups.get(gid)
+        row = {"ErrorCode": 0, "ErrorMessage": None, "GroupId": gid, "GroupState": "", "GroupEpoch": 0,
+               "AssignmentEpoch": 0, "AssignorName": "", "Members": [], "AuthorizedOperations": -2147483648}
+        if not cluster.authorized(req.principal, "GROUP", gid, "DESCRIBE"):
+            row.update(_err("GROUP_AUTHORIZATION_FAILED"))
+        elif g is None:
+            other = cluster.__dict__.get("groups")
+            msg = f"Group {gid} is not a share group." if other is not None and gid in getattr(other, "groups", {}) \
+                else f"Group {gid} not found."
+            row.update(_err("GROUP_ID_NOT_FOUND", msg), GroupState="Dead")
+        else:
+            row.update(GroupState=g.state, GroupEpoch=g.epoch, AssignmentEpoch=g.epoch, AssignorName="simple",
+                       Members=[{"MemberId": m.member_id, "RackId": m.rack_id, "MemberEpoch": m.epoch,
+                                 "ClientId": m.client_id, "ClientHost": m.client_host,
+                                 "SubscribedTopicNames": sorted(m.subscribed),
+                                 "Assignment": {"TopicPartitions": [
+                                     {"TopicId": tid, "TopicName": name, "Partitions": ps}
+                                     for tid, name, ps in shares.assignment(m)]}}
+                                for m in g.members.values()])
+        out.append(row)
+    return {"ThrottleTimeMs": 0, "Groups": out}
+
+
+def _resolve(cluster, req: Request, tid, p: int):
+    """(topic, log, error dict or None) for one requested partition."""
+    topic = cluster.topics.live(tid)
+    if topic is None:
+        return None, None, {"ErrorCode": CODE["UNKNOWN_TOPIC_ID"]}
+    if not 0 <= p < len(topic.partitions):
+        return topic, None, {"ErrorCode": CODE["UNKNOWN_TOPIC_OR_PARTITION"]}
+    log = topic.partitions[p]
+    if not cluster.authorized(req.principal, "TOPIC", topic.name, "READ"):
+        return topic, log, {"ErrorCode": CODE["TOPIC_AUTHORIZATION_FAILED"]}
+    if log.leader != req.broker:
+        return topic, log, {"ErrorCode": CODE["NOT_LEADER_OR_FOLLOWER"],
+                            "CurrentLeader": {"LeaderId": log.leader, "LeaderEpoch": log.leader_epoch}}
+    return topic, log, None
+
+
+def _ack(sp, member: str, batches: list, renew: bool) -> tuple[int, str | None]:
+    if not batches:
+        return 0, None
+    try:
+        sp.acknowledge(member, batches, allow_renew=renew)
+    except AckError as e:
+        return CODE[e.code_name], str(e)
+    return 0, None
+
+
+def _records(log, offsets: list[int]) -> bytes:
+    """Record batches covering the acquired data records (control records are left out)."""
+    out, run = [], []
+
+    def flush():
+        if run:
+            e0 = run[0]
+            out.append(rec.write_batch([{"key": e.key, "value": e.value, "headers": e.headers,
+                                         "offset": e.offset, "timestamp": e.timestamp} for e in run],
+                                       base_offset=e0.offset, base_timestamp=e0.timestamp,
+                                       producer_id=e0.producer_id, producer_epoch=e0.producer_epoch,
+                                       is_transactional=e0.transactional,
+                                       partition_leader_epoch=log.leader_epoch))
+            run.clear()
+    for o in offsets:
+        e = log.entries[o]
+        if e.control is not None:
+            flush()
+            continue
+        if run and (run[-1].offset != o - 1 or run[-1].producer_id != e.producer_id):
+            flush()
+        run.append(e)
+    flush()
+    return b"".join(out)
+
+
+def _session(cluster, req: Request, gid: str, member: str, epoch: int, fetch: bool):
+    try:
+        return cluster.shares.session_step(gid, member, epoch, opening_allowed=fetch), None
+    except ShareGroupError as e:
+        return None, _err(e.code_name, str(e))
+
+
+def _top_error(api: str, version: int, err: dict) -> dict:
+    body = {"ThrottleTimeMs": 0, "Responses": [], "NodeEndpoints": [], **err}
+    if api == "ShareFetch" or version >= 2:
+        body["AcquisitionLockTimeoutMs"] = 0
+    return body
+
+
+@handles("ShareFetch")
+def share_fetch(cluster, req: Request) -> dict:
+    b, v = req.body, req.version
+    gid, member, epoch = b.get("GroupId") or "", b.get("MemberId") or "", b.get("ShareSessionEpoch", 0)
+    if not gid or not member:
+        return _top_error("ShareFetch", v, _err("INVALID_REQUEST", "GroupId and MemberId are required."))
+    if not cluster.authorized(req.principal, "GROUP", gid, "READ"):
+        return _top_error("ShareFetch", v, _err("GROUP_AUTHORIZATION_FAILED"))
+    session, err = _session(cluster, req, gid, member, epoch, True)
+    if err:
+        return _top_error("ShareFetch", v, err)
+    shares = cluster.shares
+    isolation = getattr(shares, "isolation", {}).get(gid, 0)
+    max_records = b.get("MaxRecords", 500) if v >= 1 else 500
+    if max_records <= 0:
+        max_records = 500
+    renew_only = bool(b.get("IsRenewAck")) if v >= 2 else False
+    parts = session["parts"]
+    for ft in b.get("ForgottenTopicsData") or []:
+        for p in ft.get("Partitions") or []:
+            if (ft["TopicId"], p) in parts:
+                parts.remove((ft["TopicId"], p))
+    requested = []
+    for t in b.get("Topics") or []:
+        for pd in t.get("Partitions") or []:
+            k = (t["TopicId"], pd.get("PartitionIndex", 0))
+            requested.append((k, pd.get("AcknowledgementBatches") or []))
+            if k not in parts and epoch != -1:
+                parts.append(k)
+    acks = dict(requested)
+    order = list(parts) if epoch != -1 else [k for k, _ in requested]
+    for k, _ in requested:
+        if k not in order:
+            order.append(k)
+    responses: dict = {}
+    budget = max_records
+    for tid, p in order:
+        pr = {"PartitionIndex": p, "ErrorCode": 0, "ErrorMessage": None, "AcknowledgeErrorCode": 0,
+              "AcknowledgeErrorMessage": None, "CurrentLeader": {"LeaderId": -1, "LeaderEpoch": -1},
+              "Records": b"", "AcquiredRecords": []}
+        topic, log, perr = _resolve(cluster, req, tid, p)
+        if perr:
+            pr.update(perr)
+        else:
+            sp = shares.share_partition(gid, topic, p)
+            if acks.get((tid, p)):
+                pr["AcknowledgeErrorCode"], pr["AcknowledgeErrorMessage"] = _ack(sp, member, acks[(tid, p)], v >= 2)
+            if epoch != -1 and not renew_only and budget > 0:
+                got = sp.acquire(member, budget, isolation)
+                budget -= len(got)
+                pr["AcquiredRecords"] = sp.acquired_ranges(got)
+                pr["Records"] = _records(log, got)
+        responses.setdefault(tid, []).append(pr)
+    if epoch == -1:
+        shares.close_session(gid, member)
+    return {"ThrottleTimeMs": 0, "ErrorCode": 0, "ErrorMessage": None,
+            "AcquisitionLockTimeoutMs": cluster.config.group_share_record_lock_duration_ms,
+            "Responses": [{"TopicId": tid, "Partitions": ps} for tid, ps in responses.items()],
+            "NodeEndpoints": []}
+
+
+@handles("ShareAcknowledge")
+def share_acknowledge(cluster, req: Request) -> dict:
+    b, v = req.body, req.version
+    gid, member, epoch = b.get("GroupId") or "", b.get("MemberId") or "", b.get("ShareSessionEpoch", 0)
+    if not gid or not member:
+        return _top_error("ShareAcknowledge", v, _err("INVALID_REQUEST", "GroupId and MemberId are required."))
+    if not cluster.authorized(req.principal, "GROUP", gid, "READ"):
+        return _top_error("ShareAcknowledge", v, _err("GROUP_AUTHORIZATION_FAILED"))
+    _, err = _session(cluster, req, gid, member, epoch, False)
+    if err:
+        return _top_error("ShareAcknowledge", v, err)
+    shares = cluster.shares
+    out = []
+    for t in b.get("Topics") or []:
+        parts = []
+        for pd in t.get("Partitions") or []:
+            p = pd.get("PartitionIndex", 0)
+            pr = {"PartitionIndex": p, "ErrorCode": 0, "ErrorMessage": None,
+                  "CurrentLeader": {"LeaderId": -1, "LeaderEpoch": -1}}
+            topic, _, perr = _resolve(cluster, req, t["TopicId"], p)
+            if perr:
+                pr.update(perr)
+            else:
+                sp = shares.share_partition(gid, topic, p)
+                pr["ErrorCode"], pr["ErrorMessage"] = _ack(sp, member, pd.get("AcknowledgementBatches") or [], v >= 2)
+            parts.append(pr)
+        out.append({"TopicId": t["TopicId"], "Partitions": parts})
+    if epoch == -1:
+        shares.close_session(gid, member)
+    body = {"ThrottleTimeMs": 0, "ErrorCode": 0, "ErrorMessage": None, "Responses": out, "NodeEndpoints": []}
+    if v >= 2:
+        body["AcquisitionLockTimeoutMs"] = cluster.config.group_share_record_lock_duration_ms
+    return body
+
+
+__all__ = ["ZERO_UUID"]

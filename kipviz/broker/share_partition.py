@@ -1,0 +1,274 @@
+"""One share partition (KIP-932): the in-flight records of one (share group, topic partition).
+
+Source: core/src/main/java/kafka/server/share/SharePartition.java (FACTS.md (a)). Every record-state
+change fires a row of kipviz/broker/tables/share_record.py and is recorded as a StateChanged event
+keyed "group/topic-partition@offset".
+
+* acquire(member, max_records): AVAILABLE cached records first, then new log records (put in the
+  cache and acquired at once with deliveryCount 1); re-acquiring adds 1 to deliveryCount. The
+  in-flight window is group.share.partition.max.record.locks (default 200) from the SPSO. Each
+  acquisition starts a lock timer (group.share.record.lock.duration.ms, default 30000) on the virtual
+  clock; on expiry still-ACQUIRED records go back to AVAILABLE (ARCHIVED at the delivery limit or
+  below the SPSO) and their member is cleared.
+* Delivery limit (group.share.delivery.count.limit, default 5): a move to AVAILABLE with
+  deliveryCount >= limit becomes ARCHIVED (InFlightState.tryUpdateState); the count is not
+  increased for ARCHIVED.
+* NEWEST behaviour modelled (KAFKA-17541 [2/2], PR #20837, Nov 2025, FACTS POST-SNAPSHOT): when
+  re-acquiring a run of AVAILABLE records whose deliveryCount is already >= 3 only half the run
+  (rounded up) is handed out, and on the last attempt (deliveryCount == limit - 1) only one offset.
+  OLDER behaviour (the 2024-10 snapshot, Kafka 4.0/4.1): the whole run is re-acquired whatever its
+  count. Not modelled: KAFKA-17541 [1/2]'s DeliveryCountOps.DECREASE (a delivery is given back when
+  records are released "without real processing"); FACTS does not say exactly when the broker
+  decides that, so every acquisition counts here.
+* acknowledge(member, batches): all or nothing -- every batch is validated against a staged copy
+  first; an error leaves every record untouched (Kafka's rollbackOrProcessStateUpdates).
+* SPSO: moves past the longest run of ACKNOWLEDGED/ARCHIVED records at the start of the cache;
+  those records leave the cache.
+* TX_PENDING (KIP-1289, proposed) is only reachable through the proposed rows, which the table
+  enables at share.version >= 2; the released RPCs never stage it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .events import StateChanged
+from .tables import share_record as sr
+
+EMPTY_MEMBER = "AAAAAAAAAAAAAAAAAAAAAA"   # Uuid.ZERO_UUID.toString()
+
+
+class AckError(Exception):
+    def __init__(self, code_name: str, message: str):
+        super().__init__(message)
+        self.code_name = code_name
+
+
+@dataclass
+class InFlight:
+    state: str = sr.AVAILABLE
+    delivery_count: int = 0
+    member: str = EMPTY_MEMBER
+    lock: int = 0          # token of the acquisition whose timer owns the record
+
+
+class SharePartition:
+    def __init__(self, cluster, group_id: str, topic_name: str, topic_id, partition: int):
+        self.cluster = cluster
+        self.group_id, self.topic, self.topic_id, self.partition = group_id, topic_name, topic_id, partition
+        self.records: dict[int, InFlight] = {}     # offsets spso .. end-1
+        self.spso = 0
+        self.end = 0                                # first offset not yet in the cache
+        self.state_epoch = 0
+        self._tokens = 0
+
+    # ---- settings --------------------------------------------------------------------------------
+    @property
+    def limit(self) -> int:
+        return self.cluster.config.group_share_delivery_count_limit
+
+    @property
+    def lock_ms(self) -> int:
+        return self.cluster.config.group_share_record_lock_duration_ms
+
+    def _enabled(self):
+        return sr.enabled(self.cluster.config.share_version)
+
+    def key(self, offset: int) -> str:
+        return f"{self.group_id}/{self.topic}-{self.partition}@{offset}"
+
+    # ---- one transition --------------------------------------------------------------------------
+    def _move(self, offset: int, event: str) -> None:
+        rec = self.records[offset]
+        row = sr.TABLE.next_state(rec.state, event, self._enabled())
+        old, rec.state = rec.state, row.to_state
+        self.cluster.emit(StateChanged, machine=sr.TABLE.name, key=self.key(offset), from_state=old,
+                          to_state=row.to_state, cause=event, status=row.status)
+        if row.to_state != sr.ACQUIRED:
+            rec.member = EMPTY_MEMBER
+
+    def _release_event(self, offset: int, base: str) -> str:
+        rec = self.records[offset]
+        return f"{base}-at-limit" if rec.delivery_count >= self.limit or offset < self.spso else base
+
+    # ---- acquisition -----------------------------------------------------------------------------
+    def _log(self):
+        return self.cluster.topics.partition(self.topic, self.partition)
+
+    def acquire(self, member: str, max_records: int, isolation: int = 0) -> list[int]:
+        """Acquire up to max_records offsets for `member`; returns the acquired offsets (in order)."""
+        log = self._log()
+        if log is None or max_records <= 0:
+            return []
+        window = self.cluster.config.group_share_partition_max_record_locks
+        self._tokens += 1
+        token = self._tokens
+        got: list[int] = []
+        # 1. cached AVAILABLE records, run by run (a run = consecutive offsets of equal count)
+        off = self.spso
+        while off < self.end and len(got) < max_records:
+            rec = self.records[off]
+            if rec.state != sr.AVAILABLE:
+                off += 1
+                continue
+            run = [off]
+            while (run[-1] + 1 < self.end and self.records[run[-1] + 1].state == sr.AVAILABLE
+                   and self.records[run[-1] + 1].delivery_count == rec.delivery_count):
+                run.append(run[-1] + 1)
+            take = run
+            if rec.delivery_count >= self.limit - 1:
+                take = run[:1]
+            elif rec.delivery_count >= 3:
+                take = run[:(len(run) + 1) // 2]
+            for o in take[:max_records - len(got)]:
+                self._take(o, member, token)
+                got.append(o)
+            if len(take) < len(run):      # throttled: the rest waits for a later fetch
+                break
+            off = run[-1] + 1
+        # 2. new records from the log
+        bound = log.last_stable_offset if isolation == 1 else log.log_end_offset
+        while len(got) < max_records and self.end < bound and self.end - self.spso < window:
+            o = self.end
+            self.records[o] = InFlight()
+            self.end += 1
+            self._take(o, member, token)
+            got.append(o)
+            entry = log.entries[o]
+            if isolation == 1 and entry.aborted and entry.control is None:
+                self._move(o, "aborted-txn")     # read_committed: never handed to the client
+                got.pop()
+        if got:
+            self.cluster.clock.schedule(self.cluster.now + self.lock_ms, lambda: self._expire(token))
+        self._advance_spso()
+        return got
+
+    def _take(self, offset: int, member: str, token: int) -> None:
+        rec = self.records[offset]
+        self._move(offset, "acquire")
+        rec.delivery_count += 1
+        rec.member = member
+        rec.lock = token
+
+    def renew(self, offsets: list[int]) -> None:
+        """KIP-1222 RENEW: the records stay ACQUIRED (no transition) under a fresh lock."""
+        self._tokens += 1
+        token = self._tokens
+        for o in offsets:
+            self.records[o].lock = token
+        self.cluster.clock.schedule(self.cluster.now + self.lock_ms, lambda: self._expire(token))
+
+    def _expire(self, token: int) -> None:
+        moved = []
+        for o in range(self.spso, self.end):
+            rec = self.records.get(o)
+            if rec is not None and rec.lock == token and rec.state in (sr.ACQUIRED, sr.TX_PENDING):
+                if rec.state == sr.TX_PENDING:
+                    self._move(o, "lock-expired")          # KIP-1289 corner case 6: back to ACQUIRED
+                self._move(o, self._release_event(o, "lock-expired"))
+                moved.append(o)
+        if moved:
+            self.cluster.note(f"acquisition lock expired on {self.topic}-{self.partition}",
+                              group=self.group_id, offsets=moved)
+            batches = self.state_batches(moved)
+            self._advance_spso()
+            self.cluster.shares.persist(self, batches)
+
+    # ---- acknowledgement -------------------------------------------------------------------------
+    def plan(self, member: str, batches: list[dict], *, allow_renew: bool = False) -> list[tuple[int, str]]:
+        """Validate acknowledgement batches; returns [(offset, event-or-"renew")]. Raises AckError
+        (INVALID_REQUEST / INVALID_RECORD_STATE) without touching any record."""
+        staged: dict[int, str] = {}
+        out: list[tuple[int, str]] = []
+        for b in batches:
+            first, last, types = b.get("FirstOffset", 0), b.get("LastOffset", -1), list(b.get("AcknowledgeTypes") or [])
+            if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
+                raise AckError("INVALID_REQUEST", f"bad acknowledgement batch {first}-{last}")
+            if last < self.spso:
+                continue                                  # below the SPSO: ignored silently
+            if first >= self.end or last >= self.end:
+                raise AckError("INVALID_REQUEST", f"offsets {first}-{last} are past the last cached offset")
+            for o in range(first, last + 1):
+                t = types[0] if len(types) == 1 else types[o - first]
+                if t == 4 and allow_renew:
+                    event = "renew"
+                elif t in sr.ACK_EVENTS:
+                    event = sr.ACK_EVENTS[t]
+                else:
+                    raise AckError("INVALID_REQUEST", f"unknown acknowledge type {t}")
+                if o < self.spso:
+                    continue
+                rec = self.records[o]
+                state = staged.get(o, rec.state)
+                if state != sr.ACQUIRED or rec.member != member:
+                    raise AckError("INVALID_RECORD_STATE",
+                                   f"offset {o} is {state} held by {rec.member}, not ACQUIRED by {member}")
+                if event == "release" and rec.delivery_count >= self.limit:
+                    event = "release-at-limit"
+                if event != "renew":
+                    staged[o] = sr.TABLE.next_state(sr.ACQUIRED, event).to_state
+                out.append((o, event))
+        return out
+
+    def apply(self, planned: list[tuple[int, str]]) -> None:
+        renew = [o for o, e in planned if e == "renew"]
+        changed = []
+        for o, e in planned:
+            if e != "renew":
+                self._move(o, e)
+                changed.append(o)
+        if renew:
+            self.renew(renew)
+        batches = self.state_batches(changed)
+        self._advance_spso()
+        if changed:
+            self.cluster.shares.persist(self, batches)
+
+    def acknowledge(self, member: str, batches: list[dict], *, allow_renew: bool = False) -> None:
+        self.apply(self.plan(member, batches, allow_renew=allow_renew))
+
+    def release_member(self, member: str) -> list[int]:
+        """releaseAcquiredRecords(memberId): on leave or share-session close."""
+        moved = []
+        for o in range(self.spso, self.end):
+            rec = self.records[o]
+            if rec.state == sr.ACQUIRED and rec.member == member:
+                self._move(o, self._release_event(o, "member-left"))
+                moved.append(o)
+        if moved:
+            batches = self.state_batches(moved)
+            self._advance_spso()
+            self.cluster.shares.persist(self, batches)
+        return moved
+
+    # ---- start offset ----------------------------------------------------------------------------
+    def _advance_spso(self) -> None:
+        while self.spso < self.end and self.records[self.spso].state in sr.TERMINAL:
+            del self.records[self.spso]
+            self.spso += 1
+
+    def state_batches(self, offsets=None) -> list[dict]:
+        """Persisted form: runs of {FirstOffset, LastOffset, DeliveryState, DeliveryCount}. ACQUIRED
+        (and TX_PENDING) are never written: they persist as AVAILABLE (0)."""
+        offs = sorted(o for o in (self.records if offsets is None else offsets) if o in self.records)
+        out: list[dict] = []
+        for o in offs:
+            rec = self.records[o]
+            st = sr.STATE_IDS.get(rec.state, 0) if rec.state in sr.TERMINAL else 0
+            last = out[-1] if out else None
+            if last and last["LastOffset"] == o - 1 and last["DeliveryState"] == st \
+                    and last["DeliveryCount"] == rec.delivery_count:
+                last["LastOffset"] = o
+            else:
+                out.append({"FirstOffset": o, "LastOffset": o, "DeliveryState": st,
+                            "DeliveryCount": rec.delivery_count})
+        return out
+
+    def acquired_ranges(self, offsets: list[int]) -> list[dict]:
+        """AcquiredRecords of a ShareFetch response: consecutive offsets with the same count."""
+        out: list[dict] = []
+        for o in offsets:
+            n = self.records[o].delivery_count
+            if out and out[-1]["LastOffset"] == o - 1 and out[-1]["DeliveryCount"] == n:
+                out[-1]["LastOffset"] = o
+            else:
+                out.append({"FirstOffset": o, "LastOffset": o, "DeliveryCount": n})
+        return out

@@ -1,0 +1,218 @@
+"""Share groups (KIP-932): membership, share sessions and the share coordinator's persisted state.
+
+* Membership (ShareGroupHeartbeat v1, group-coordinator/.../modern/share): the client makes up its
+  member id (v1) and joins at epoch 0 with SubscribedTopicNames; a join, a leave (epoch -1) or a
+  changed subscription bumps the group epoch; share members have nothing to revoke, so a member
+  moves to the new epoch at its next heartbeat. Assignment: every partition of every subscribed
+  topic to every member (share groups allow many members per partition). A member that does not
+  heartbeat within group.share.session.timeout.ms (45000) is removed. Leaving (or being removed)
+  releases the records it holds (SharePartition.releaseAcquiredRecords) and closes its sessions.
+* Share sessions (SharePartitionManager / ShareSessionCache): keyed by (group, member); epoch 0
+  opens one, -1 (FINAL) closes it and releases the member's records, otherwise the epoch must be
+  the next one (+1 per request).
+* Persisted state: every change writes a ShareUpdate (record type 1) to __share_group_state at
+  share_coordinator_partition(group, topic_id, partition); the first write of a share partition,
+  and every share.coordinator.snapshot.update.records.per.snapshot (500) updates, is a
+  ShareSnapshot (type 0). Values use the Kafka 4.1+ layouts (ShareSnapshotValueKafka41, ...)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..records import encode_internal, share_coordinator_partition
+from ..uuids import ZERO_UUID
+from .share_partition import SharePartition
+
+SHARE_STATE_TOPIC = "__share_group_state"
+UPDATES_PER_SNAPSHOT = 500
+
+
+class ShareGroupError(Exception):
+    def __init__(self, code_name: str, message: str | None = None):
+        super().__init__(message or code_name)
+        self.code_name = code_name
+
+
+@dataclass
+class ShareMember:
+    member_id: str
+    epoch: int
+    client_id: str = ""
+    client_host: str = ""
+    rack_id: str | None = None
+    subscribed: list[str] = field(default_factory=list)
+    timer: int | None = None
+
+
+@dataclass
+class ShareGroup:
+    group_id: str
+    epoch: int = 0
+    members: dict[str, ShareMember] = field(default_factory=dict)
+
+    @property
+    def state(self) -> str:
+        return "Stable" if self.members else "Empty"
+
+
+class ShareCoordinator:
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.groups: dict[str, ShareGroup] = {}
+        self.partitions: dict[tuple, SharePartition] = {}      # (group, topic_id, partition)
+        self.sessions: dict[tuple[str, str], dict] = {}        # (group, member) -> {"epoch", "parts"}
+        self._updates: dict[tuple, int] = {}
+
+    # ---- ListGroups / describe ------------------------------------------------------------------
+    def listed_groups(self) -> list[dict]:
+        return [{"GroupId": g.group_id, "GroupState": g.state, "ProtocolType": "share"}
+                for g in self.groups.values()]
+
+    def assignment(self, member: ShareMember) -> list[tuple]:
+        out = []
+        for name in sorted(set(member.subscribed)):
+            t = self.cluster.topics.get(name)
+            if t is not None and not t.internal:
+                out.append((t.topic_id, name, list(range(len(t.partitions)))))
+        return out
+
+    # ---- membership -----------------------------------------------------------------------------
+    def heartbeat(self, group_id: str, member_id: str, epoch: int, subscribed, rack_id, client: str) -> dict:
+        other = self.cluster.__dict__.get("groups")
+        if other is not None and group_id in getattr(other, "groups", {}):
+            raise ShareGroupError("GROUP_ID_NOT_FOUND", f"Group {group_id} is not a share group.")
+        if not member_id:
+            raise ShareGroupError("INVALID_REQUEST", "MemberId can't be empty.")
+        g = self.groups.get(group_id)
+        if epoch == -1:
+            if g is None or member_id not in g.members:
+                raise ShareGroupError("UNKNOWN_MEMBER_ID", f"Member {member_id} is not a member of group {group_id}.")
+            self.remove_member(g, member_id, "left the group")
+            return {"MemberId": member_id, "MemberEpoch": -1, "HeartbeatIntervalMs": 0, "Assignment": None}
+        if epoch == 0:
+            if not subscribed:
+                raise ShareGroupError("INVALID_REQUEST", "SubscribedTopicNames must be set in first request.")
+            if g is None:
+                g = self.groups[group_id] = ShareGroup(group_id)
+                self.cluster.note(f"share group {group_id} created", group=group_id)
+            m = g.members.get(member_id)
+            if m is None:
+                g.epoch += 1
+                m = g.members[member_id] = ShareMember(member_id, g.epoch, client, "/127.0.0.1", rack_id,
+                                                       list(subscribed))
+                self.cluster.note(f"{member_id} joined share group {group_id}", group=group_id,
+                                  member=member_id, group_epoch=g.epoch)
+        else:
+            m = g.members.get(member_id) if g is not None else None
+            if m is None:
+                raise ShareGroupError("UNKNOWN_MEMBER_ID", f"Member {member_id} is not a member of group {group_id}.")
+            if epoch != m.epoch:
+                raise ShareGroupError("FENCED_MEMBER_EPOCH",
+                                      f"The share group member has a smaller or larger member epoch ({epoch}) "
+                                      f"than the one known by the group coordinator ({m.epoch}).")
+            if subscribed is not None and sorted(subscribed) != sorted(m.subscribed):
+                m.subscribed = list(subscribed)
+                g.epoch += 1
+        m.epoch = g.epoch
+        self._arm(g, m)
+        return {"MemberId": member_id, "MemberEpoch": m.epoch, "HeartbeatIntervalMs": self.cluster.config.group_share_heartbeat_interval_ms,
+                "Assignment": {"TopicPartitions": [{"TopicId": tid, "Partitions": ps}
+                                                   for tid, _, ps in self.assignment(m)]}}
+
+    def _arm(self, g: ShareGroup, m: ShareMember) -> None:
+        clock = self.cluster.clock
+        if m.timer is not None:
+            clock.cancel(m.timer)
+
+        def expire():
+            if g.members.get(m.member_id) is m:
+                m.timer = None
+                self.remove_member(g, m.member_id, "session timed out")
+        m.timer = clock.schedule(self.cluster.now + self.cluster.config.group_share_session_timeout_ms, expire)
+
+    def remove_member(self, g: ShareGroup, member_id: str, why: str) -> None:
+        m = g.members.pop(member_id)
+        if m.timer is not None:
+            self.cluster.clock.cancel(m.timer)
+        g.epoch += 1
+        self.cluster.note(f"{member_id} removed from share group {g.group_id}: {why}", group=g.group_id,
+                          member=member_id, group_epoch=g.epoch)
+        self.sessions.pop((g.group_id, member_id), None)
+        self.release(g.group_id, member_id)
+
+    def release(self, group_id: str, member_id: str) -> None:
+        for (gid, _, _), sp in list(self.partitions.items()):
+            if gid == group_id:
+                sp.release_member(member_id)
+
+    def member(self, group_id: str, member_id: str) -> ShareMember | None:
+        g = self.groups.get(group_id)
+        return g.members.get(member_id) if g is not None else None
+
+    # ---- share partitions -----------------------------------------------------------------------
+    def share_partition(self, group_id: str, topic, partition: int) -> SharePartition:
+        k = (group_id, topic.topic_id, partition)
+        sp = self.partitions.get(k)
+        if sp is None:
+            sp = self.partitions[k] = SharePartition(self.cluster, group_id, topic.name, topic.topic_id, partition)
+            self.persist(sp, [])       # InitializeShareGroupState: the first snapshot
+        return sp
+
+    def persist(self, sp: SharePartition, batches: list[dict]) -> None:
+        """WriteShareGroupState -> one ShareSnapshot or ShareUpdate record in __share_group_state."""
+        k = (sp.group_id, sp.topic_id, sp.partition)
+        n = self._updates.get(k)
+        p = share_coordinator_partition(sp.group_id, sp.topic_id, sp.partition,
+                                        self.cluster.config.share_state_topic_partitions)
+        key = {"GroupId": sp.group_id, "TopicId": sp.topic_id, "Partition": sp.partition}
+        log = self.cluster.topics.partition(SHARE_STATE_TOPIC, p)
+        leader_epoch = log.leader_epoch if log is not None else 0
+        if n is None or n >= UPDATES_PER_SNAPSHOT:
+            self._updates[k] = 0
+            value = {"SnapshotEpoch": 0 if n is None else 1, "StateEpoch": sp.state_epoch,
+                     "LeaderEpoch": leader_epoch, "StartOffset": sp.spso, "CreateTimestamp": self.cluster.now,
+                     "WriteTimestamp": self.cluster.now, "StateBatches": sp.state_batches()}
+            kind = "ShareSnapshot"
+        else:
+            self._updates[k] = n + 1
+            value = {"SnapshotEpoch": 0, "LeaderEpoch": leader_epoch, "StartOffset": sp.spso,
+                     "StateBatches": batches}
+            kind = "ShareUpdate"
+        kb, vb = encode_internal(kind, key, value)
+        self.cluster.append_internal(SHARE_STATE_TOPIC, p, kb, vb,
+                                     {"type": kind, "key": {**key, "TopicId": str(sp.topic_id)}, "value": value})
+
+    # ---- share sessions -------------------------------------------------------------------------
+    def session_step(self, group_id: str, member_id: str, epoch: int, *, opening_allowed: bool) -> dict | None:
+        """Check and advance a share session epoch. Returns the session (None after a close)."""
+        k = (group_id, member_id)
+        s = self.sessions.get(k)
+        if epoch == 0:
+            if not opening_allowed:
+                raise ShareGroupError("INVALID_SHARE_SESSION_EPOCH", "ShareAcknowledge cannot open a share session.")
+            if self.member(group_id, member_id) is None:
+                raise ShareGroupError("UNKNOWN_MEMBER_ID", f"Member {member_id} is not a member of group {group_id}.")
+            s = self.sessions[k] = {"epoch": 1, "parts": []}
+            return s
+        if s is None:
+            raise ShareGroupError("SHARE_SESSION_NOT_FOUND", f"Share session for {member_id} not found.")
+        if epoch == -1:
+            return s
+        if epoch != s["epoch"]:
+            raise ShareGroupError("INVALID_SHARE_SESSION_EPOCH",
+                                  f"Share session epoch {epoch} != expected {s['epoch']}.")
+        s["epoch"] += 1
+        return s
+
+    def close_session(self, group_id: str, member_id: str) -> None:
+        self.sessions.pop((group_id, member_id), None)
+        self.release(group_id, member_id)
+
+    # ---- KIP-1289 -------------------------------------------------------------------------------
+    def on_marker(self, partition, producer_id: int, commit: bool) -> None:
+        """KIP-1289 hooks in here: a WriteTxnMarkers COMMIT/ABORT would resolve the TX_PENDING
+        records staged by (producer_id, epoch) -- txn-commit-accept / txn-commit-reject / txn-abort
+        rows of tables/share_record.py (proposed, share.version >= 2). Not modelled yet: no-op."""
+        return None
+
+
+__all__ = ["ShareCoordinator", "ShareGroupError", "ZERO_UUID"]

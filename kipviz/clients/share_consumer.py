@@ -1,0 +1,134 @@
+"""A small sans-IO share consumer (KIP-932) talking to a kipviz Cluster in real frames.
+
+    sc = ShareConsumer(cluster, "sg", client_id="worker-1")
+    sc.subscribe(["in"])
+    for r in sc.poll():                  # heartbeat (join at epoch 0), one ShareFetch round
+        sc.acknowledge(r, 1)             # 1 ACCEPT, 2 RELEASE, 3 REJECT (explicit mode)
+    sc.commit_sync()                     # ShareAcknowledge with the pending acknowledgements
+    sc.close()                           # final ShareAcknowledge (epoch -1) + leave (epoch -1)
+
+Versions: ShareGroupHeartbeat v1, ShareFetch/ShareAcknowledge v1 (the first stable versions). The
+member id is made up by the client (v1). Offsets handed out without a record (control records,
+archived aborted records) are acknowledged as gaps (type 0) at the next commit_sync."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from .. import records as rec
+from ..uuids import to_kafka_str
+
+
+@dataclass(frozen=True)
+class ShareRecord:
+    topic: str
+    topic_id: uuid.UUID
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    delivery_count: int
+
+
+class ShareConsumer:
+    def __init__(self, cluster, group_id: str, client_id: str = "share-consumer", max_records: int = 500):
+        self.cluster, self.group_id, self.client_id, self.max_records = cluster, group_id, client_id, max_records
+        self.member_id = to_kafka_str(uuid.UUID(int=cluster.rng.getrandbits(128)))
+        self.member_epoch = 0
+        self.subscription: list[str] = []
+        self.session_epoch = 0
+        self.pending: dict[tuple, dict[int, int]] = {}     # (topic_id, partition) -> offset -> type
+        self.assignment: list[tuple] = []
+        self.last_errors: list[int] = []
+
+    def _call(self, api, version, body):
+        return self.cluster.call(api, version, body, client=self.client_id)
+
+    def share_group_metadata(self) -> dict:
+        return {"group_id": self.group_id, "member_id": self.member_id, "member_epoch": self.member_epoch}
+
+    def subscribe(self, topics: list[str]) -> None:
+        self.subscription = list(topics)
+
+    def heartbeat(self) -> dict:
+        r = self._call("ShareGroupHeartbeat", 1, {
+            "GroupId": self.group_id, "MemberId": self.member_id, "MemberEpoch": self.member_epoch,
+            "RackId": None, "SubscribedTopicNames": self.subscription if self.member_epoch == 0 else None})
+        if r["ErrorCode"] in (25, 110):       # UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH: rejoin
+            self.member_epoch, self.session_epoch = 0, 0
+            return r
+        if r["ErrorCode"] == 0:
+            self.member_epoch = r["MemberEpoch"]
+            if r["Assignment"] is not None:
+                self.assignment = [(tp["TopicId"], p) for tp in r["Assignment"]["TopicPartitions"]
+                                   for p in tp["Partitions"]]
+        return r
+
+    def _ack_topics(self, with_empty: bool = False) -> list[dict]:
+        by_topic: dict = {}
+        keys = set(self.pending) | (set(self.assignment) if with_empty else set())
+        for tid, p in sorted(keys, key=lambda k: (str(k[0]), k[1])):
+            acks = self.pending.get((tid, p), {})
+            batches = [{"FirstOffset": o, "LastOffset": o, "AcknowledgeTypes": [t]} for o, t in sorted(acks.items())]
+            by_topic.setdefault(tid, []).append({"PartitionIndex": p, "AcknowledgementBatches": batches})
+        return [{"TopicId": tid, "Partitions": ps} for tid, ps in by_topic.items()]
+
+    def poll(self) -> list[ShareRecord]:
+        if self.member_epoch == 0 or not self.assignment:
+            self.heartbeat()
+        if not self.assignment:
+            return []
+        topics = self._ack_topics(with_empty=True)
+        self.pending.clear()
+        r = self._call("ShareFetch", 1, {
+            "GroupId": self.group_id, "MemberId": self.member_id, "ShareSessionEpoch": self.session_epoch,
+            "MaxWaitMs": 0, "MinBytes": 1, "MaxBytes": 1 << 20, "MaxRecords": self.max_records,
+            "BatchSize": self.max_records, "Topics": topics, "ForgottenTopicsData": []})
+        if r is None or r["ErrorCode"]:
+            self.last_errors = [r["ErrorCode"]] if r else [-1]
+            self.session_epoch = 0
+            return []
+        self.session_epoch += 1
+        out = []
+        for t in r["Responses"]:
+            topic = self.cluster.topics.by_id.get(t["TopicId"])
+            for pd in t["Partitions"]:
+                if pd["ErrorCode"]:
+                    continue
+                data = {}
+                for b in rec.read_batches(pd["Records"] or b""):
+                    for x in b["records"]:
+                        data[x["offset"]] = x
+                for a in pd["AcquiredRecords"]:
+                    for o in range(a["FirstOffset"], a["LastOffset"] + 1):
+                        if o in data:
+                            out.append(ShareRecord(topic.name if topic else "", t["TopicId"], pd["PartitionIndex"],
+                                                   o, data[o].get("key"), data[o].get("value"), a["DeliveryCount"]))
+                        else:
+                            self.pending.setdefault((t["TopicId"], pd["PartitionIndex"]), {})[o] = 0   # gap
+        return out
+
+    def acknowledge(self, record: ShareRecord, ack_type: int = 1) -> None:
+        self.pending.setdefault((record.topic_id, record.partition), {})[record.offset] = ack_type
+
+    def commit_sync(self) -> dict | None:
+        if not self.pending or self.session_epoch == 0:
+            return None
+        r = self._call("ShareAcknowledge", 1, {"GroupId": self.group_id, "MemberId": self.member_id,
+                                                "ShareSessionEpoch": self.session_epoch,
+                                                "Topics": self._ack_topics()})
+        self.pending.clear()
+        if r is not None and r["ErrorCode"] == 0:
+            self.session_epoch += 1
+        return r
+
+    def close(self) -> None:
+        if self.session_epoch:
+            self._call("ShareAcknowledge", 1, {"GroupId": self.group_id, "MemberId": self.member_id,
+                                                "ShareSessionEpoch": -1, "Topics": self._ack_topics()})
+            self.pending.clear()
+            self.session_epoch = 0
+        if self.member_epoch:
+            self._call("ShareGroupHeartbeat", 1, {"GroupId": self.group_id, "MemberId": self.member_id,
+                                                   "MemberEpoch": -1, "RackId": None, "SubscribedTopicNames": None})
+            self.member_epoch = 0
