@@ -52,8 +52,11 @@ java:
 	  exit 1; \
 	fi
 
+# JupyterLab refuses to run as root unless told (containers, CI machines)
+LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: setup
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(LAB_FLAGS)
 
 test: setup
 	$(PY) -m pytest -n 2 -q
