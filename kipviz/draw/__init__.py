@@ -8,12 +8,14 @@
     to_svg / to_png / to_html / save            export helpers (need graphviz's `dot`)
     state_diagram(table) / Animation(table, events)   state machines from their tables, animated
     sequence_diagram(events)                    a scenario's messages between lifelines (SVG)
+    record_strip(events)                        a share partition's records over time (state, deliveries, owner)
 """
 from .animate import Animation
 from .diff import diff_diagram, diff_table, version_diff
 from .examples import example_value
 from .history import history_html, version_history
 from .machines import state_diagram, tables
+from .record_strip import RecordStrip, record_strip, share_state_diagrams
 from .render import DotNotFoundError, dot_available, save, to_html, to_png, to_svg
 from .sequence import sequence_diagram, sequence_html
 from .wire import header_info, wire_diagram, wire_svg, wire_type
@@ -21,7 +23,8 @@ from .wire import header_info, wire_diagram, wire_svg, wire_type
 __all__ = ["wire_diagram", "wire_svg", "wire_type", "header_info", "version_diff", "diff_table",
            "diff_diagram", "version_history", "history_html", "example_value", "to_svg", "to_png",
            "to_html", "save", "DotNotFoundError", "dot_available", "state_diagram", "tables",
-           "sequence_diagram", "sequence_html", "Animation"]
+           "sequence_diagram", "sequence_html", "Animation", "record_strip", "RecordStrip",
+           "share_state_diagrams"]
 
 try:  # written by another part of the kit; the package must import without it
     from .hexdump import hexdump_html  # noqa: F401
