@@ -25,7 +25,10 @@ keyed "group/topic-partition@offset".
 * SPSO: moves past the longest run of ACKNOWLEDGED/ARCHIVED records at the start of the cache;
   those records leave the cache.
 * TX_PENDING (KIP-1289, proposed) is only reachable through the proposed rows, which the table
-  enables at share.version >= 2; the released RPCs never stage it."""
+  enables at share.version >= 2; the released RPCs never stage it. plan_txn / stage / resolve_txn
+  are driven by kipviz/broker/share_txn.py (TxnShareAcknowledge and the WriteTxnMarkers hook). A
+  TX_PENDING record keeps its member and its acquisition lock; it is never handed out again; a
+  plain ShareAcknowledge of it fails with INVALID_RECORD_STATE (it is not ACQUIRED)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,6 +37,9 @@ from .events import StateChanged
 from .tables import share_record as sr
 
 EMPTY_MEMBER = "AAAAAAAAAAAAAAAAAAAAAA"   # Uuid.ZERO_UUID.toString()
+# KIP-1289 (proposed): the only ack types allowed inside a transaction, and the row each one
+# fires when the COMMIT marker arrives (ACCEPT -> ACKNOWLEDGED, REJECT -> ARCHIVED)
+TXN_ACK_EVENTS = {1: "txn-commit-accept", 3: "txn-commit-reject"}
 
 
 class AckError(Exception):
@@ -48,6 +54,11 @@ class InFlight:
     delivery_count: int = 0
     member: str = EMPTY_MEMBER
     lock: int = 0          # token of the acquisition whose timer owns the record
+    # KIP-1289 (proposed): who staged the record into TX_PENDING, and with which ack event
+    staged_pid: int = -1
+    staged_epoch: int = -1
+    staged_event: str = ""         # "txn-commit-accept" / "txn-commit-reject"
+    staged_at: int = -1
 
 
 class SharePartition:
@@ -82,8 +93,10 @@ class SharePartition:
         old, rec.state = rec.state, row.to_state
         self.cluster.emit(StateChanged, machine=sr.TABLE.name, key=self.key(offset), from_state=old,
                           to_state=row.to_state, cause=event, status=row.status)
-        if row.to_state != sr.ACQUIRED:
+        if row.to_state not in (sr.ACQUIRED, sr.TX_PENDING):   # TX_PENDING keeps its owner (KIP-1289)
             rec.member = EMPTY_MEMBER
+        if rec.state != sr.TX_PENDING:
+            rec.staged_pid, rec.staged_epoch, rec.staged_event, rec.staged_at = -1, -1, "", -1
 
     def _release_event(self, offset: int, base: str) -> str:
         rec = self.records[offset]
@@ -224,6 +237,60 @@ class SharePartition:
 
     def acknowledge(self, member: str, batches: list[dict], *, allow_renew: bool = False) -> None:
         self.apply(self.plan(member, batches, allow_renew=allow_renew))
+
+    # ---- KIP-1289 (proposed): transactional acknowledgements -----------------------------------
+    def plan_txn(self, member: str, batches: list[dict]) -> list[tuple[int, str]]:
+        """Validate TxnShareAcknowledge batches without touching a record: [(offset, commit event)].
+        Only ACCEPT (1) and REJECT (3) are allowed in a transaction (seed 004 corner case 10);
+        every offset must be ACQUIRED by `member`. Raises AckError (INVALID_RECORD_STATE /
+        INVALID_REQUEST)."""
+        out: list[tuple[int, str]] = []
+        seen: set[int] = set()
+        for b in batches:
+            first, last, types = b.get("FirstOffset", 0), b.get("LastOffset", -1), list(b.get("AcknowledgeTypes") or [])
+            if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
+                raise AckError("INVALID_REQUEST", f"bad acknowledgement batch {first}-{last}")
+            bad = sorted({t for t in types if t not in TXN_ACK_EVENTS})
+            if bad:
+                raise AckError("INVALID_RECORD_STATE",
+                               f"acknowledge type(s) {bad} not allowed in a transaction (only 1 ACCEPT, 3 REJECT)")
+            if first < self.spso or last >= self.end:
+                raise AckError("INVALID_RECORD_STATE", f"offsets {first}-{last} are not in flight")
+            for o in range(first, last + 1):
+                t = types[0] if len(types) == 1 else types[o - first]
+                rec = self.records[o]
+                if o in seen or rec.state != sr.ACQUIRED or rec.member != member:
+                    raise AckError("INVALID_RECORD_STATE",
+                                   f"offset {o} is {rec.state} held by {rec.member}, not ACQUIRED by {member}")
+                seen.add(o)
+                out.append((o, TXN_ACK_EVENTS[t]))
+        return out
+
+    def stage(self, planned: list[tuple[int, str]], producer_id: int, producer_epoch: int) -> None:
+        """ACQUIRED -> TX_PENDING (txn-stage), remembering the staging producer id/epoch. The
+        acquisition lock keeps running (corner case 6); nothing is persisted (corner case 1)."""
+        for o, event in planned:
+            self._move(o, "txn-stage")
+            rec = self.records[o]
+            rec.staged_pid, rec.staged_epoch, rec.staged_event = producer_id, producer_epoch, event
+            rec.staged_at = self.cluster.now
+
+    def resolve_txn(self, producer_id: int, producer_epoch: int | None, commit: bool) -> list[int]:
+        """A COMMIT/ABORT marker for `producer_id`: resolves the TX_PENDING records it staged.
+        Filtered per record by state (duplicates) and by (producer id, epoch): under transaction
+        version 2 the marker carries an epoch above the staging epoch, so a marker whose epoch is
+        not newer than the staging (a late marker of an earlier transaction) is ignored.
+        COMMIT persists the outcome as a ShareUpdate; ABORT hands the records back to their member."""
+        hit = [o for o in range(self.spso, self.end)
+               if (r := self.records.get(o)) is not None and r.state == sr.TX_PENDING and r.staged_pid == producer_id
+               and (producer_epoch is None or producer_epoch > r.staged_epoch)]
+        for o in hit:
+            self._move(o, self.records[o].staged_event if commit else "txn-abort")
+        if hit and commit:
+            batches = self.state_batches(hit)
+            self._advance_spso()
+            self.cluster.shares.persist(self, batches)
+        return hit
 
     def release_member(self, member: str) -> list[int]:
         """releaseAcquiredRecords(memberId): on leave or share-session close."""

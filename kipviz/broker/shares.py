@@ -208,11 +208,13 @@ class ShareCoordinator:
         self.release(group_id, member_id)
 
     # ---- KIP-1289 -------------------------------------------------------------------------------
-    def on_marker(self, partition, producer_id: int, commit: bool) -> None:
-        """KIP-1289 hooks in here: a WriteTxnMarkers COMMIT/ABORT would resolve the TX_PENDING
-        records staged by (producer_id, epoch) -- txn-commit-accept / txn-commit-reject / txn-abort
-        rows of tables/share_record.py (proposed, share.version >= 2). Not modelled yet: no-op."""
-        return None
+    def on_marker(self, partition, producer_id: int, commit: bool, producer_epoch: int | None = None) -> None:
+        """KIP-1289 (proposed): a WriteTxnMarkers COMMIT/ABORT on __share_group_state-`partition`
+        resolves the TX_PENDING records staged by (producer_id, an older epoch) -- the
+        txn-commit-accept / txn-commit-reject / txn-abort rows of tables/share_record.py. See
+        kipviz/broker/share_txn.py."""
+        from . import share_txn
+        share_txn.on_marker(self.cluster, partition, producer_id, commit, producer_epoch)
 
 
 __all__ = ["ShareCoordinator", "ShareGroupError", "ZERO_UUID"]

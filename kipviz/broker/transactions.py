@@ -332,6 +332,47 @@ class TransactionCoordinator:
             return dict.fromkeys(tps, E["CONCURRENT_TRANSACTIONS"])
         return {tp: (NONE if tp in txn.partitions else E["TRANSACTION_ABORTABLE"]) for tp in tps}
 
+    # ---- KIP-1289 (proposed): share-state partitions in a transaction -----------------------
+    def check_share_ack_producer(self, transactional_id: str, producer_id: int, producer_epoch: int) -> int:
+        """Read-only fencing check for TxnShareAcknowledge (seed 004 corner cases 3 and 14): the
+        producer id/epoch must be the transactional id's current ones. Unknown id ->
+        TRANSACTIONAL_ID_NOT_FOUND; other producer id -> INVALID_PRODUCER_ID_MAPPING; older epoch
+        -> PRODUCER_FENCED; newer epoch -> INVALID_PRODUCER_EPOCH; a transaction that is already
+        ending (Prepare*) -> INVALID_TXN_STATE. (Interpretation of the KIP's error list.)"""
+        txn = self.transactions.get(transactional_id)
+        if txn is None or txn.state == "Dead":
+            return E["TRANSACTIONAL_ID_NOT_FOUND"]
+        if txn.producer_id != producer_id:
+            return E["INVALID_PRODUCER_ID_MAPPING"]
+        if producer_epoch < txn.producer_epoch:
+            return E["PRODUCER_FENCED"]
+        if producer_epoch > txn.producer_epoch:
+            return E["INVALID_PRODUCER_EPOCH"]
+        if txn.state in ("PrepareCommit", "PrepareAbort", "PrepareEpochFence"):
+            return E["INVALID_TXN_STATE"]
+        return NONE
+
+    def add_share_state_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                                   partitions, *, via: str = "TxnShareAcknowledge") -> int:
+        """KIP-1289 (proposed): the share-partition leader registers the __share_group_state-N
+        partition(s) in the transaction with a broker-internal AddPartitionsToTxn (TV2 implicit
+        add), so EndTxn sends WriteTxnMarkers there. Written to __transaction_state like any
+        partition (TransactionLogValue unchanged). Returns 0 or the error (fencing errors mapped as
+        check_share_ack_producer does)."""
+        tps = [tuple(tp) for tp in partitions]
+        err = self.check_share_ack_producer(transactional_id, producer_id, producer_epoch)
+        if not err:
+            err = self.add_partitions(transactional_id, producer_id, producer_epoch, tps, cause="implicit-add",
+                                      tv2=True)
+        self.cluster.emit(ev.Note, text=f"AddPartitionsToTxn (broker-internal, KIP-1289 proposed) for "
+                                       f"{', '.join(f'{t}-{p}' for t, p in tps)} from {via}",
+                          detail={"api": "AddPartitionsToTxn", "verify_only": False, "status": "proposed",
+                                  "kip": "KIP-1289", "transactional_id": transactional_id,
+                                  "producer_id": producer_id, "producer_epoch": producer_epoch,
+                                  "partitions": tps, "via": via, "error_code": err,
+                                  "coordinator": self.coordinator_broker(transactional_id)})
+        return err
+
     # ---- hooks for the Produce and TxnOffsetCommit handlers ----------------------------------
     def _verify_or_add(self, transactional_id, producer_id, producer_epoch, tp, operation: str,
                        via: str) -> int:
@@ -631,7 +672,10 @@ class TransactionCoordinator:
                 owner = None
             on_marker = getattr(owner, "on_marker", None)
             if on_marker is not None:
-                on_marker(partition, producer_id, commit)
+                if hook_owner == "shares":      # KIP-1289 filters staged records by epoch too
+                    on_marker(partition, producer_id, commit, producer_epoch=producer_epoch)
+                else:
+                    on_marker(partition, producer_id, commit)
         return NONE
 
     # ---- timers ---------------------------------------------------------------------------------

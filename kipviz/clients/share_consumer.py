@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass
 
 from .. import records as rec
+from ..broker import events as ev
 from ..uuids import to_kafka_str
 
 
@@ -45,7 +46,29 @@ class ShareConsumer:
         return self.cluster.call(api, version, body, client=self.client_id)
 
     def share_group_metadata(self) -> dict:
-        return {"group_id": self.group_id, "member_id": self.member_id, "member_epoch": self.member_epoch}
+        """KIP-1289 (proposed) ShareGroupMetadata: a snapshot of (group, member id, member epoch)
+        for Producer.send_share_acknowledgements_to_transaction."""
+        gm = {"group_id": self.group_id, "member_id": self.member_id, "member_epoch": self.member_epoch}
+        self.cluster.emit(ev.ClientAction, client=self.client_id, action="share-group-metadata",
+                          detail={**gm, "status": "proposed", "kip": "KIP-1289"})
+        return gm
+
+    def transactional_acknowledgements(self) -> dict:
+        """KIP-1289 (proposed): hand the pending ACCEPT/REJECT acknowledgements to a transactional
+        producer instead of committing them: {(topic id, partition): {offset: type}}; they leave
+        `pending`. Gaps (type 0, offsets without a record) and other types stay pending for the
+        next ShareFetch / commit_sync (only ACCEPT and REJECT are valid in a transaction)."""
+        out: dict = {}
+        for k, acks in list(self.pending.items()):
+            txn = {o: t for o, t in acks.items() if t in (1, 3)}
+            if txn:
+                out[k] = txn
+                rest = {o: t for o, t in acks.items() if o not in txn}
+                if rest:
+                    self.pending[k] = rest
+                else:
+                    del self.pending[k]
+        return out
 
     def subscribe(self, topics: list[str]) -> None:
         self.subscription = list(topics)

@@ -1,0 +1,122 @@
+"""KIP-1289 (PROPOSED) metrics, computed from the event log only (seed 004, "Metrics").
+
+    metrics(cluster.events)                      # {name: value}
+    time_series(cluster.events)                  # [(t, TxnPendingRecordsCount)] after each change
+
+Derived as follows (names as the KIP gives them):
+* TxnPendingRecordsCount (gauge): +1 per share-record StateChanged into TX_PENDING, -1 per one out.
+* TxnShareAcknowledgeRequestLatencyMs (histogram; "staging latency"): ResponseSent.t -
+  RequestReceived.t per TxnShareAcknowledge request (matched by broker, client, correlation id);
+  reported as count / max / p99. Virtual time: 0 unless the model holds a request.
+* TxnPendingLockExpiredCount (counter): TX_PENDING -> ACQUIRED moves caused by lock-expired.
+* TransactionPartitionsCount (gauge, reused): partitions in the latest TransactionLog value of
+  each transactional id, summed; ShareStatePartitionsInTransactions counts the __share_group_state
+  ones among them.
+* share-ack-txn-send-rate / share-ack-txn-send-error-rate (producer meters): ClientAction
+  "share-acks-sent" / "share-acks-failed" (and synchronous TxnShareAcknowledge errors) per second
+  over the span of the events.
+* share-group-metadata-fetch-rate (consumer meter): ClientAction "share-group-metadata" per second.
+* TxnPendingResidencyMs (the follow-up KIP's histogram, not in KIP-1289 itself): time each record
+  spent in TX_PENDING, as max / p99."""
+from __future__ import annotations
+
+import math
+
+TX_PENDING = "TX_PENDING"
+MACHINE = "share-record"
+
+
+def _p99(values: list[int]) -> int:
+    if not values:
+        return 0
+    v = sorted(values)
+    return v[max(0, math.ceil(0.99 * len(v)) - 1)]
+
+
+def _pending_moves(events):
+    for e in events:
+        if e.kind == "StateChanged" and e.machine == MACHINE:
+            if e.to_state == TX_PENDING and e.from_state != TX_PENDING:
+                yield e, +1
+            elif e.from_state == TX_PENDING and e.to_state != TX_PENDING:
+                yield e, -1
+
+
+def time_series(events, name: str = "TxnPendingRecordsCount") -> list[tuple[int, int]]:
+    """[(t, value)] after every change of the gauge `name` (TxnPendingRecordsCount or
+    TxnPendingLockExpiredCount); several changes at one instant keep only the last value."""
+    out: list[tuple[int, int]] = []
+    n = 0
+    for e, d in _pending_moves(events):
+        if name == "TxnPendingRecordsCount":
+            n += d
+        elif name == "TxnPendingLockExpiredCount":
+            if d > 0 or e.cause != "lock-expired":
+                continue
+            n += 1
+        else:
+            raise ValueError(f"no time series for {name!r}")
+        if out and out[-1][0] == e.t:
+            out[-1] = (e.t, n)
+        else:
+            out.append((e.t, n))
+    return out
+
+
+def metrics(events) -> dict:
+    events = list(events)
+    pending = 0
+    expired = 0
+    since: dict[str, int] = {}
+    residency: list[int] = []
+    for e, d in _pending_moves(events):
+        pending += d
+        if d > 0:
+            since[e.key] = e.t
+        else:
+            residency.append(e.t - since.pop(e.key, e.t))
+            if e.cause == "lock-expired":
+                expired += 1
+    received: dict[tuple, int] = {}
+    latency: list[int] = []
+    txn_parts: dict[str, list] = {}
+    sent = failed = fetched = 0
+    for e in events:
+        k = e.kind
+        if k == "RequestReceived" and e.api == "TxnShareAcknowledge":
+            received[(e.broker, e.client, e.correlation_id)] = e.t
+        elif k == "ResponseSent" and e.api == "TxnShareAcknowledge":
+            t0 = received.pop((e.broker, e.client, e.correlation_id), None)
+            if t0 is not None:
+                latency.append(e.t - t0)
+        elif k == "RecordAppended" and e.topic == "__transaction_state" and isinstance(e.record, dict):
+            tid = (e.record.get("key") or {}).get("TransactionalId")
+            value = e.record.get("value")
+            if tid is not None:
+                txn_parts[tid] = [(t["Topic"], p) for t in (value or {}).get("TransactionPartitions") or []
+                                  for p in t["PartitionIds"]]
+        elif k == "ClientAction":
+            if e.action == "share-acks-sent":
+                sent += 1
+            elif e.action == "share-acks-failed" or (e.action == "error" and e.detail.get("synchronous")
+                                                     and e.detail.get("api") == "TxnShareAcknowledge"):
+                failed += 1
+            elif e.action == "share-group-metadata":
+                fetched += 1
+    span_s = max(1, (events[-1].t - events[0].t)) / 1000 if events else 1.0
+    parts = [tp for tps in txn_parts.values() for tp in tps]
+    return {
+        "TxnPendingRecordsCount": pending,
+        "TxnPendingLockExpiredCount": expired,
+        "TxnShareAcknowledgeRequestLatencyMs": {"count": len(latency), "max": max(latency, default=0),
+                                                "p99": _p99(latency)},
+        "TransactionPartitionsCount": len(parts),
+        "ShareStatePartitionsInTransactions": sum(1 for t, _ in parts if t == "__share_group_state"),
+        "share-ack-txn-send-rate": sent / span_s,
+        "share-ack-txn-send-error-rate": failed / span_s,
+        "share-group-metadata-fetch-rate": fetched / span_s,
+        "TxnPendingResidencyMs": {"count": len(residency), "max": max(residency, default=0),
+                                  "p99": _p99(residency)},
+        "status": "proposed",
+        "kip": "KIP-1289",
+    }

@@ -1,0 +1,179 @@
+"""KIP-1289 (PROPOSED, voting; seed 004, FACTS (a) "KIP-1289 draft semantics"): share-group
+acknowledgements staged inside a producer transaction.
+
+Nothing here is in released Kafka. The RPC (TxnShareAcknowledge) is served only at
+share.version >= 2 (ClusterConfig.proposals), and the record moves are the "proposed" rows of
+kipviz/broker/tables/share_record.py, enabled only at share.version >= 2.
+
+Staging (`stage`, the share-partition leader's side of TxnShareAcknowledge), in this order:
+1. request shape (empty TransactionalId / GroupId / MemberId, a topic-partition twice ->
+   INVALID_REQUEST); transaction.version >= 2 required (the KIP is TV2-only) -> else
+   UNSUPPORTED_VERSION; authorization: TRANSACTIONAL_ID WRITE, GROUP READ, TOPIC READ.
+2. producer fencing at the transaction coordinator (read-only): TRANSACTIONAL_ID_NOT_FOUND /
+   INVALID_PRODUCER_ID_MAPPING / PRODUCER_FENCED (older epoch, corner cases 3 and 14) /
+   INVALID_PRODUCER_EPOCH (newer epoch) / INVALID_TXN_STATE (transaction already ending).
+3. share-group member: unknown -> UNKNOWN_MEMBER_ID; MemberEpoch != the member's current epoch ->
+   STALE_MEMBER_EPOCH (corner case 8; checked at staging, not at commit).
+4. every partition is validated on a staged copy (SharePartition.plan_txn): UNKNOWN_TOPIC_ID,
+   UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER (+ CurrentLeader), INVALID_RECORD_STATE (an
+   ack type other than ACCEPT 1 / REJECT 3 -- corner case 10 -- or a record not ACQUIRED by this
+   member), INVALID_REQUEST (malformed batch). ALL OR NOTHING (corner case 11): if any partition
+   fails, no partition changes; the partitions that would have succeeded answer
+   OPERATION_NOT_ATTEMPTED (interpretation: the KIP only says "rolled back").
+5. broker-internal AddPartitionsToTxn of the __share_group_state-N partition(s) of the
+   acknowledged share partitions (TransactionCoordinator.add_share_state_partitions); an error
+   there is the top-level error and nothing is staged (corner case 2).
+6. ACQUIRED -> TX_PENDING (txn-stage) with the staging (producer id, epoch) on each record.
+
+Markers (`on_marker`, called from the WriteTxnMarkers hook for __share_group_state-N): every
+share partition whose state lives in partition N resolves the TX_PENDING records staged by that
+producer id with an epoch below the marker's (TV2 markers carry the bumped epoch): COMMIT ->
+ACKNOWLEDGED (ACCEPT) / ARCHIVED (REJECT), persisted as a ShareUpdate; ABORT -> ACQUIRED for the
+same member, its lock still running. Duplicate markers find nothing TX_PENDING (no-op by state);
+a marker of another producer id or with an epoch not above the staging epoch is ignored (no-op by
+epoch, corner cases 5, 6, 13). Lock expiry while TX_PENDING reverts to ACQUIRED (then the usual
+expiry) -- SharePartition._expire, corner case 6."""
+from __future__ import annotations
+
+from ..records import share_coordinator_partition
+from .error_codes import CODE
+from .share_partition import AckError
+
+SHARE_STATE_TOPIC = "__share_group_state"
+OPERATION_NOT_ATTEMPTED = 55
+STATUS = "proposed"
+KIP = "KIP-1289"
+
+
+class StageResult:
+    """What TxnShareAcknowledge answers: a top-level error, or one (code, message, leader) per
+    requested (topic id, partition), in request order."""
+
+    def __init__(self, error: int = 0, message: str | None = None):
+        self.error, self.message = error, message
+        self.partitions: dict[tuple, dict] = {}
+        self.staged: int = 0
+
+
+def _state_partition(cluster, group_id: str, topic_id, partition: int) -> int:
+    return share_coordinator_partition(group_id, topic_id, partition,
+                                       cluster.config.share_state_topic_partitions)
+
+
+def stage(cluster, *, broker: int, principal: str, transactional_id: str | None, group_id: str,
+          producer_id: int, producer_epoch: int, member_id: str, member_epoch: int,
+          topics: list[dict]) -> StageResult:
+    # 1. shape, feature, authorization
+    requested: list[tuple] = []
+    for t in topics:
+        for pd in t.get("Partitions") or []:
+            requested.append((t.get("TopicId"), pd.get("PartitionIndex", 0), pd.get("AcknowledgementBatches") or []))
+    keys = [(tid, p) for tid, p, _ in requested]
+    if not transactional_id or not group_id or not member_id:
+        return StageResult(CODE["INVALID_REQUEST"], "TransactionalId, GroupId and MemberId are required.")
+    if len(set(keys)) != len(keys):
+        return StageResult(CODE["INVALID_REQUEST"], "A topic partition appears more than once.")
+    if cluster.config.transaction_version < 2:
+        return StageResult(CODE["UNSUPPORTED_VERSION"], "KIP-1289 needs transaction.version >= 2.")
+    if not cluster.authorized(principal, "TRANSACTIONAL_ID", transactional_id, "WRITE"):
+        return StageResult(CODE["TRANSACTIONAL_ID_AUTHORIZATION_FAILED"])
+    if not cluster.authorized(principal, "GROUP", group_id, "READ"):
+        return StageResult(CODE["GROUP_AUTHORIZATION_FAILED"])
+    for tid, _, _ in requested:
+        topic = cluster.topics.live(tid)
+        if topic is not None and not cluster.authorized(principal, "TOPIC", topic.name, "READ"):
+            return StageResult(CODE["TOPIC_AUTHORIZATION_FAILED"])
+    # 2. producer fencing at the transaction coordinator
+    txns = cluster.txns
+    err = txns.check_share_ack_producer(transactional_id, producer_id, producer_epoch)
+    if err:
+        return StageResult(err, "The producer id/epoch is not the transactional id's current one.")
+    # 3. the share-group member
+    shares = cluster.shares
+    member = shares.member(group_id, member_id)
+    if member is None:
+        return StageResult(CODE["UNKNOWN_MEMBER_ID"], f"Member {member_id} is not a member of group {group_id}.")
+    if member_epoch != member.epoch:
+        return StageResult(CODE["STALE_MEMBER_EPOCH"],
+                           f"Member epoch {member_epoch} is not the current one ({member.epoch}).")
+    # 4. validate every partition on a staged copy: all or nothing
+    res = StageResult()
+    plans: list[tuple] = []
+    failed = False
+    for tid, p, batches in requested:
+        out = {"ErrorCode": 0, "ErrorMessage": None, "CurrentLeader": {"LeaderId": -1, "LeaderEpoch": -1}}
+        res.partitions[(tid, p)] = out
+        topic = cluster.topics.live(tid)
+        if topic is None:
+            out["ErrorCode"] = CODE["UNKNOWN_TOPIC_ID"]
+        elif not 0 <= p < len(topic.partitions):
+            out["ErrorCode"] = CODE["UNKNOWN_TOPIC_OR_PARTITION"]
+        elif topic.partitions[p].leader != broker:
+            log = topic.partitions[p]
+            out["ErrorCode"] = CODE["NOT_LEADER_OR_FOLLOWER"]
+            out["CurrentLeader"] = {"LeaderId": log.leader, "LeaderEpoch": log.leader_epoch}
+        else:
+            sp = shares.partitions.get((group_id, tid, p))
+            try:
+                if sp is None:
+                    raise AckError("INVALID_RECORD_STATE", "no record of this partition is in flight for the group")
+                plans.append((sp, sp.plan_txn(member_id, batches)))
+            except AckError as e:
+                out["ErrorCode"], out["ErrorMessage"] = CODE[e.code_name], str(e)
+        failed = failed or bool(out["ErrorCode"])
+    if failed:
+        for out in res.partitions.values():
+            if not out["ErrorCode"]:
+                out["ErrorCode"] = OPERATION_NOT_ATTEMPTED
+                out["ErrorMessage"] = "Not staged: another partition of this request failed (all or nothing)."
+        cluster.note("TxnShareAcknowledge rejected, nothing staged (KIP-1289, proposed)", group=group_id,
+                     member=member_id, transactional_id=transactional_id, status=STATUS, kip=KIP)
+        return res
+    # 5. register the share-state partition(s) in the transaction
+    state_parts = sorted({(SHARE_STATE_TOPIC, _state_partition(cluster, group_id, sp.topic_id, sp.partition))
+                          for sp, planned in plans if planned})
+    if state_parts:
+        err = txns.add_share_state_partitions(transactional_id, producer_id, producer_epoch, state_parts)
+        if err:
+            return StageResult(err, "Registering the share-state partition in the transaction failed.")
+    # 6. stage
+    for sp, planned in plans:
+        sp.stage(planned, producer_id, producer_epoch)
+        res.staged += len(planned)
+    cluster.note(f"TxnShareAcknowledge staged {res.staged} record(s) in TX_PENDING (KIP-1289, proposed)",
+                 group=group_id, member=member_id, transactional_id=transactional_id, producer_id=producer_id,
+                 producer_epoch=producer_epoch, records=res.staged, state_partitions=state_parts,
+                 status=STATUS, kip=KIP)
+    return res
+
+
+def on_marker(cluster, partition: int, producer_id: int, commit: bool, producer_epoch: int | None = None) -> int:
+    """The WriteTxnMarkers hook for __share_group_state-`partition`: resolve the TX_PENDING
+    records this marker ends. Returns how many records moved (0 for a duplicate/stale marker)."""
+    moved = 0
+    shares = cluster.__dict__.get("shares")
+    if shares is None:
+        return 0
+    for (gid, tid, p), sp in list(shares.partitions.items()):
+        if _state_partition(cluster, gid, tid, p) != partition:
+            continue
+        moved += len(sp.resolve_txn(producer_id, producer_epoch, commit))
+    if moved:
+        cluster.note(f"{'COMMIT' if commit else 'ABORT'} marker on {SHARE_STATE_TOPIC}-{partition} resolved "
+                     f"{moved} TX_PENDING record(s) (KIP-1289, proposed)", partition=partition,
+                     producer_id=producer_id, producer_epoch=producer_epoch, commit=commit, records=moved,
+                     status=STATUS, kip=KIP)
+    return moved
+
+
+def pending(cluster) -> list[tuple]:
+    """[(group, topic, partition, offset, staged producer id, staged epoch)] of TX_PENDING records."""
+    shares = cluster.__dict__.get("shares")
+    out = []
+    if shares is None:
+        return out
+    for sp in shares.partitions.values():
+        for o, r in sorted(sp.records.items()):
+            if r.state == "TX_PENDING":
+                out.append((sp.group_id, sp.topic, sp.partition, o, r.staged_pid, r.staged_epoch))
+    return out
