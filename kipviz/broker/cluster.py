@@ -105,6 +105,36 @@ class Cluster:
         if groups is not None:
             groups.on_partitions_deleted(name, len(topic.partitions))
 
+    # ---- faults (scenarios) ---------------------------------------------------------------------
+    def crash_broker(self, broker: int) -> None:
+        """The broker answers nothing (`down`) and loses its in-memory share-partition state;
+        transaction markers for partitions it leads are retried until it is back."""
+        self.down.add(broker)
+        self.note(f"broker {broker} crashed", broker=broker)
+        shares = self.__dict__.get("shares")
+        if shares is not None:
+            shares.on_broker_crash(broker)
+
+    def restart_broker(self, broker: int) -> None:
+        """Back up: share partitions it leads reload from their __share_group_state records
+        (ACQUIRED / TX_PENDING were persisted as AVAILABLE, so they are redelivered)."""
+        self.down.discard(broker)
+        self.note(f"broker {broker} restarted", broker=broker)
+        shares = self.__dict__.get("shares")
+        if shares is not None:
+            shares.on_broker_restart(broker)
+
+    def move_share_state_leader(self, partition: int, to_broker: int) -> None:
+        """Leadership of __share_group_state-`partition` moves (leader epoch + 1). The new leader
+        does not know the TX_PENDING records staged under the old one (KIP-1289 corner case 12):
+        their marker resolves nothing, the acquisition lock reverts them."""
+        log = self.topics.partition("__share_group_state", partition)
+        old = log.leader
+        log.leader, log.leader_epoch = to_broker, log.leader_epoch + 1
+        self.note(f"__share_group_state-{partition} leader {old} -> {to_broker} (epoch {log.leader_epoch})",
+                  topic="__share_group_state", partition=partition, old_leader=old, leader=to_broker,
+                  leader_epoch=log.leader_epoch)
+
     # ---- helpers for handlers ----------------------------------------------------------------
     def authorized(self, principal: str, resource_type: str, name: str, operation: str) -> bool:
         acls: list[Acl] | None = self.config.acls

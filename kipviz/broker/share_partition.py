@@ -59,6 +59,7 @@ class InFlight:
     staged_epoch: int = -1
     staged_event: str = ""         # "txn-commit-accept" / "txn-commit-reject"
     staged_at: int = -1
+    staged_state_leader_epoch: int = -1   # leader epoch of __share_group_state-N at staging (case 12)
 
 
 class SharePartition:
@@ -70,6 +71,7 @@ class SharePartition:
         self.end = 0                                # first offset not yet in the cache
         self.state_epoch = 0
         self._tokens = 0
+        self.offline = False                        # its leader crashed: in-memory state is gone
 
     # ---- settings --------------------------------------------------------------------------------
     @property
@@ -97,6 +99,7 @@ class SharePartition:
             rec.member = EMPTY_MEMBER
         if rec.state != sr.TX_PENDING:
             rec.staged_pid, rec.staged_epoch, rec.staged_event, rec.staged_at = -1, -1, "", -1
+            rec.staged_state_leader_epoch = -1
 
     def _release_event(self, offset: int, base: str) -> str:
         rec = self.records[offset]
@@ -170,6 +173,8 @@ class SharePartition:
         self.cluster.clock.schedule(self.cluster.now + self.lock_ms, lambda: self._expire(token))
 
     def _expire(self, token: int) -> None:
+        if self.offline:            # the broker holding the lock timers crashed (reload_from_state)
+            return
         moved = []
         for o in range(self.spso, self.end):
             rec = self.records.get(o)
@@ -274,6 +279,17 @@ class SharePartition:
             rec = self.records[o]
             rec.staged_pid, rec.staged_epoch, rec.staged_event = producer_id, producer_epoch, event
             rec.staged_at = self.cluster.now
+            rec.staged_state_leader_epoch = self._state_leader_epoch()
+
+    def _state_log(self):
+        from ..records import share_coordinator_partition
+        n = share_coordinator_partition(self.group_id, self.topic_id, self.partition,
+                                        self.cluster.config.share_state_topic_partitions)
+        return self.cluster.topics.partition("__share_group_state", n)
+
+    def _state_leader_epoch(self) -> int:
+        log = self._state_log()
+        return log.leader_epoch if log is not None else -1
 
     def resolve_txn(self, producer_id: int, producer_epoch: int | None, commit: bool) -> list[int]:
         """A COMMIT/ABORT marker for `producer_id`: resolves the TX_PENDING records it staged.
@@ -283,7 +299,8 @@ class SharePartition:
         COMMIT persists the outcome as a ShareUpdate; ABORT hands the records back to their member."""
         hit = [o for o in range(self.spso, self.end)
                if (r := self.records.get(o)) is not None and r.state == sr.TX_PENDING and r.staged_pid == producer_id
-               and (producer_epoch is None or producer_epoch > r.staged_epoch)]
+               and (producer_epoch is None or producer_epoch > r.staged_epoch)
+               and r.staged_state_leader_epoch == self._state_leader_epoch()]
         for o in hit:
             self._move(o, self.records[o].staged_event if commit else "txn-abort")
         if hit and commit:
@@ -291,6 +308,57 @@ class SharePartition:
             self._advance_spso()
             self.cluster.shares.persist(self, batches)
         return hit
+
+    def reload_from_state(self, why: str = "broker restart") -> list[int]:
+        """The share-partition leader restarted (seed 004 corner case 1): the in-memory cache is
+        rebuilt from the persisted __share_group_state records (the last ShareSnapshot and the
+        ShareUpdates after it). ACQUIRED and TX_PENDING were persisted as AVAILABLE (state_batches),
+        so every record in flight comes back AVAILABLE (or is fetched again from the log) and is
+        redelivered; its lock is gone (old lock timers match no record). Every record whose state
+        changes gets a StateChanged with cause "state-reloaded" (not a table row: the record is
+        not moved, the broker forgot it; status "proposed" when it leaves TX_PENDING). Returns the
+        offsets that left ACQUIRED/TX_PENDING."""
+        from ..records import decode_internal
+        log = self._state_log()
+        start, saved = 0, {}
+        for e in (log.entries if log is not None else []):
+            if e.control is not None or e.key is None or e.value is None:
+                continue
+            d = decode_internal(e.key, e.value, "__share_group_state")
+            k, v = d["key"], d["value"]
+            if (k.get("GroupId"), k.get("TopicId"), k.get("Partition")) != (self.group_id, self.topic_id, self.partition):
+                continue
+            if d["record"] == "ShareSnapshot":
+                saved = {}
+            start = v["StartOffset"]
+            for b in v["StateBatches"]:
+                for o in range(b["FirstOffset"], b["LastOffset"] + 1):
+                    saved[o] = (b["DeliveryState"], b["DeliveryCount"])
+        by_id = {i: name for name, i in sr.STATE_IDS.items()}
+        new: dict[int, InFlight] = {}
+        saved = {o: sv for o, sv in saved.items() if o >= start}
+        end = max(saved, default=start - 1) + 1
+        for o in range(start, end):
+            st, n = saved.get(o, (0, 0))
+            new[o] = InFlight(state=by_id.get(st, sr.AVAILABLE), delivery_count=n)
+        lost = []
+        for o, old in sorted(self.records.items()):
+            after = new[o].state if o in new else (sr.ACKNOWLEDGED if o < start else sr.AVAILABLE)
+            if old.state != after:
+                self.cluster.emit(StateChanged, machine=sr.TABLE.name, key=self.key(o), from_state=old.state,
+                                  to_state=after, cause="state-reloaded",
+                                  status="proposed" if sr.TX_PENDING in (old.state, after) else "released")
+            if old.state in (sr.ACQUIRED, sr.TX_PENDING):
+                lost.append(o)
+        self.records, self.spso, self.end = new, start, end
+        self.state_epoch += 1
+        self.offline = False
+        self._advance_spso()
+        self.cluster.note(f"share partition {self.group_id}/{self.topic}-{self.partition} reloaded from "
+                          f"__share_group_state after {why}: {len(lost)} in-flight record(s) back to AVAILABLE",
+                          group=self.group_id, topic=self.topic, partition=self.partition, offsets=lost,
+                          spso=self.spso, state_epoch=self.state_epoch)
+        return lost
 
     def release_member(self, member: str) -> list[int]:
         """releaseAcquiredRecords(memberId): on leave or share-session close."""

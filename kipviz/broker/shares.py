@@ -207,6 +207,26 @@ class ShareCoordinator:
         self.sessions.pop((group_id, member_id), None)
         self.release(group_id, member_id)
 
+    # ---- broker crash (scenario faults) ---------------------------------------------------------
+    def _led_by(self, broker: int) -> list[SharePartition]:
+        out = []
+        for (_, tid, p), sp in self.partitions.items():
+            topic = self.cluster.topics.live(tid)
+            if topic is not None and 0 <= p < len(topic.partitions) and topic.partitions[p].leader == broker:
+                out.append(sp)
+        return out
+
+    def on_broker_crash(self, broker: int) -> None:
+        """The share partitions this broker leads lose their in-memory state (lock timers too)."""
+        for sp in self._led_by(broker):
+            sp.offline = True
+
+    def on_broker_restart(self, broker: int) -> None:
+        """...and reload it from __share_group_state on restart (SharePartition.reload_from_state)."""
+        for sp in self._led_by(broker):
+            if sp.offline:
+                sp.reload_from_state(f"broker {broker} restarted")
+
     # ---- KIP-1289 -------------------------------------------------------------------------------
     def on_marker(self, partition, producer_id: int, commit: bool, producer_epoch: int | None = None) -> None:
         """KIP-1289 (proposed): a WriteTxnMarkers COMMIT/ABORT on __share_group_state-`partition`

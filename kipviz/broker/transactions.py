@@ -26,7 +26,9 @@ What it does, after released Kafka (FACTS (d); `TransactionCoordinator.scala`,
 
 Markers are written at once unless told otherwise: `marker_delay_ms` delays them (the state
 then stays PrepareX and clients see CONCURRENT_TRANSACTIONS), `hold_markers = True` keeps them
-until `release_markers()`, and a partition whose leader is down is retried every
+until `release_markers()`, `hold_markers_for(topic, partition)` keeps back only the markers of that
+partition (the others are written; the transaction stays PrepareX, retrying it every
+`marker_retry_backoff_ms`, until `release_markers()`), and a partition whose leader is down is retried every
 `marker_retry_backoff_ms` until it is back."""
 from __future__ import annotations
 
@@ -111,6 +113,7 @@ class TransactionCoordinator:
         self.transactions: dict[str, TxnMetadata] = {}
         self.marker_delay_ms = 0
         self.hold_markers = False
+        self.held_partitions: set[tuple[str, int]] = set()     # hold_markers_for
         self.marker_retry_backoff_ms = 100
         self._next_block = 0
         self._blocks: dict[int, list[int]] = {}       # broker -> [next id, end of block)
@@ -582,9 +585,17 @@ class TransactionCoordinator:
         self._marker_timers[tid] = self.cluster.clock.schedule(self.cluster.now + delay,
                                                                lambda: self._send_markers(tid, timer=True))
 
+    def hold_markers_for(self, topic: str, partition: int) -> None:
+        """Scenario fault: markers for this one partition do not reach its leader (it is cut off
+        from the coordinator) until release_markers()."""
+        self.held_partitions.add((topic, partition))
+        self._note(f"markers for {topic}-{partition} held back", topic=topic, partition=partition)
+
     def release_markers(self, transactional_id: str | None = None) -> None:
-        """Write the markers held back by `hold_markers` (for one transactional id or all)."""
+        """Write the markers held back by `hold_markers` / `hold_markers_for` (for one
+        transactional id or all)."""
         self.hold_markers = False
+        self.held_partitions.clear()
         for tid, txn in list(self.transactions.items()):
             if (transactional_id is None or tid == transactional_id) and txn.marker is not None:
                 self._send_markers(tid)
@@ -607,7 +618,7 @@ class TransactionCoordinator:
                            transactional_id=transactional_id, topic=tp[0], partition=tp[1])
                 txn.pending_markers.pop(tp)
                 continue
-            if log.leader in cluster.down:
+            if log.leader in cluster.down or tp in self.held_partitions:
                 continue
             self._note(f"WriteTxnMarkers {txn.marker} -> broker {log.leader}: {tp[0]}-{tp[1]}",
                        api="WriteTxnMarkers", broker=log.leader, coordinator=self.coordinator_broker(transactional_id),

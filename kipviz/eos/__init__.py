@@ -1,0 +1,14 @@
+"""Exactly-once checks over a run's events (kipviz.broker.events). See kipviz/eos/checker.py for
+the read-process-write convention (the "kipviz-source" header) and the rules."""
+from .checker import (
+    AT_LEAST_ONCE,
+    SOURCE_HEADER,
+    VIOLATION,
+    Report,
+    check_share_eos,
+    parse_source,
+    source_header,
+)
+
+__all__ = ["check_share_eos", "Report", "SOURCE_HEADER", "source_header", "parse_source",
+           "AT_LEAST_ONCE", "VIOLATION"]

@@ -1,0 +1,139 @@
+"""Writes notebooks/06_share_group_eos.ipynb (kept as a script so the notebook's source is reviewable)."""
+from nbbuild import code, md, write_notebook
+
+# (scenario, title, what goes wrong, prediction question, expected answer, hint)
+CASES = [
+    ("kip1289.case01_broker_crash_tx_pending", "1 · Broker crash while records are TX_PENDING",
+     "The share-partition leader stages acknowledgements, then crashes before the COMMIT marker. "
+     "TX_PENDING lives only in memory (the KIP keeps `__share_group_state` unchanged).",
+     "After the restart, are the staged records delivered again? (True/False)", True,
+     "Persisted state saves TX_PENDING as AVAILABLE: the KIP documents an at-least-once window here."),
+    ("kip1289.case02_coordinator_unavailable", "2 · Registration with the transaction coordinator fails",
+     "The broker's internal add of `__share_group_state-N` to the transaction gets a retriable error.",
+     "Is anything staged? (True/False)", False, "The broker registers before staging; a failure stages nothing."),
+    ("kip1289.case03_zombie_producer", "3 · A zombie producer",
+     "Producer A (old epoch) sends TxnShareAcknowledge after producer B initialised the same transactional id.",
+     "Which error does A get?", "PRODUCER_FENCED", "An older epoch is fenced."),
+    ("kip1289.case05_duplicate_marker", "5 · The same marker twice",
+     "The transaction coordinator retries a WriteTxnMarkers it already delivered.",
+     "Does the second marker change any record? (True/False)", False, "Nothing is TX_PENDING any more: no-op by state."),
+    ("kip1289.case06_lock_expiry_tx_pending", "6 · Lock expiry while TX_PENDING",
+     "The transaction stalls after staging and the acquisition lock (30 s) runs out.",
+     "Which state does a TX_PENDING record return to when its lock expires?", "ACQUIRED",
+     "It reverts to ACQUIRED, then the normal expiry makes it AVAILABLE."),
+    ("kip1289.case07_txn_timeout", "7 · Transaction timeout while TX_PENDING",
+     "The producer dies after staging; the coordinator aborts the abandoned transaction.",
+     "Is any input record lost? (True/False)", False, "ABORT markers revert TX_PENDING; records are redelivered."),
+    ("kip1289.case08_stale_member_epoch", "8 · Rebalance between metadata snapshot and call",
+     "The member epoch changes after `share_group_metadata()` and before the call.",
+     "Which error comes back?", "STALE_MEMBER_EPOCH", "Checked when staging, not at commit."),
+    ("kip1289.case09_old_broker", "9 · A broker without the RPC",
+     "During a rolling upgrade some brokers do not advertise TxnShareAcknowledge (share.version < 2).",
+     "Are any TxnShareAcknowledge bytes sent? (True/False)", False, "The producer checks ApiVersions and raises first."),
+    ("kip1289.case10_invalid_ack_type", "10 · RELEASE inside a transaction",
+     "The application tries to RELEASE (2) a record inside the transaction.",
+     "Which error?", "INVALID_RECORD_STATE", "Only ACCEPT (1) and REJECT (3) have transactional meaning."),
+    ("kip1289.case11_partial_multi_partition", "11 · One of two partitions fails",
+     "Acknowledgements for partitions A and B; B is invalid.",
+     "Is partition A staged? (True/False)", False, "All or nothing per call."),
+    ("kip1289.case12_leader_change_share_state", "12 · Leader change of `__share_group_state-N`",
+     "The share-state partition's leadership moves between staging and the marker.",
+     "Are records redelivered? (True/False)", True, "TX_PENDING is lost with the old leader's memory (like case 1)."),
+    ("kip1289.case13_markers_never_arrive", "13 · Markers never arrive",
+     "The transaction aborts, but the broker holding TX_PENDING never gets the marker.",
+     "Does the partition converge anyway? (True/False)", True, "The lock timeout reverts the records; a late marker is a no-op."),
+    ("kip1289.case14_concurrent_epochs", "14 · An old in-flight call after an epoch bump",
+     "A TxnShareAcknowledge with the previous epoch arrives after the producer's epoch was bumped.",
+     "Which error?", "PRODUCER_FENCED", "The stale epoch is fenced; nothing is staged."),
+]
+
+cells = [
+    md("""# 06 · Exactly-once with share groups (KIP-932 + KIP-1289, proposed)
+
+Share groups (KIP-932, released in Kafka 4.2) let many consumers share a partition: each record is
+**acquired** with a lock and **acknowledged** one by one. Until KIP-1289 there was no way to commit
+those acknowledgements inside a producer transaction, so read-process-write with share groups was
+at-least-once. KIP-1289 (**proposed**, under vote) adds a `TX_PENDING` record state and the
+`TxnShareAcknowledge` RPC. kipviz models it behind `share.version >= 2`, labels every proposed row,
+and runs every corner case the KIP lists.
+
+**Learning objectives** — after this notebook you can
+1. follow a share-partition record through AVAILABLE → ACQUIRED → ACKNOWLEDGED/ARCHIVED, with delivery counts and locks;
+2. compare the regular consumer-group transaction with the share-group one;
+3. predict the outcome of each KIP-1289 corner case and name the guarantee it keeps;
+4. read the exactly-once checker's verdict on a run.
+
+**Prerequisites:** `05_txn_offset_commit_v6`. **Time to complete:** about 45 minutes.
+**Seeds:** KIP-1289 (seed 004), KIP-932 (share groups, FACTS (a))."""),
+    code("""import pandas as pd
+from IPython.display import HTML, SVG, display
+from kipviz import scenarios
+from kipviz.draw import record_strip, share_state_diagrams, to_svg
+from kipviz.teach import check
+from kipviz.widgets import strip_player
+
+def show(trace):
+    display(pd.DataFrame([{"check": c.description, "passed": c.passed} for c in trace.checks]))
+
+def verdict(trace):
+    try:
+        from kipviz.eos import check_share_eos
+    except ImportError:
+        return "checker not available"
+    r = trace.result.get("eos_report")
+    return r.summary() if r is not None else "(no read-process-write in this case)\""""),
+    md("""## 1. Share groups in one page
+
+The share-record state machine, drawn from the table the model executes: released Kafka on the
+left; with KIP-1289's proposed rows (dashed) on the right."""),
+    code("""released, proposed = share_state_diagrams()
+display(SVG(to_svg(released)), SVG(to_svg(proposed)))"""),
+    md("""## 2. The two flows side by side
+
+Left: a regular consumer group commits its offsets inside the transaction (AddOffsetsToTxn /
+TxnOffsetCommit, markers to `__consumer_offsets`). Right: a share group stages its
+acknowledgements (TxnShareAcknowledge, registration, markers to `__share_group_state`). Both are
+real runs of the model."""),
+    code("""from kipviz.draw.flows import regular_vs_share_flow
+HTML(regular_vs_share_flow())"""),
+    md("""## 3. The happy paths, record by record
+
+Each cell is an offset of the input partition: colour = state, number = delivery count, owner =
+the member holding the lock. Press Play."""),
+    code("""commit = scenarios.run("kip1289.happy_commit")
+show(commit)
+strip_player(record_strip(commit.events))"""),
+    code("""abort = scenarios.run("kip1289.happy_abort")
+show(abort)
+strip_player(record_strip(abort.events))"""),
+]
+for name, title, what, question, expected, hint in CASES:
+    var = name.split(".")[1].split("_")[0]
+    cells += [
+        md(f"""## Case {title}
+
+{what}
+
+**Predict:** {question}"""),
+        code(f"""answer = None
+check(answer, {expected!r}, hint={hint!r})"""),
+        code(f"""{var} = scenarios.run({name!r})
+show({var})
+print(verdict({var}))
+strip_player(record_strip({var}.events))"""),
+    ]
+cells += [
+    md("""### Solutions
+The expected answers are in each check cell; running the solution cell below checks them against
+what the runs above actually did."""),
+    code("""runs = {c["name"]: scenarios.run(c["name"]) for c in scenarios.catalog() if c["name"].startswith("kip1289.")}
+print(check(all(t.passed for t in runs.values()), True, hint="every corner case's checks pass"))
+pd.DataFrame([{"scenario": n, "status": t.scenario.status, "checks": len(t.checks), "passed": t.passed} for n, t in runs.items()])"""),
+    md("""## Summary
+
+* Share-group records move AVAILABLE → ACQUIRED → ACKNOWLEDGED/ARCHIVED; delivery counts grow on acquisition; the 5th failed delivery archives.
+* KIP-1289 (proposed) stages acknowledgements as TX_PENDING inside the producer's transaction; COMMIT resolves ACCEPT → ACKNOWLEDGED and REJECT → ARCHIVED, ABORT returns records to ACQUIRED.
+* Every corner case either stages nothing (fencing, epochs, ack types, all-or-nothing, old brokers) or converges by lock timeout; cases 1 and 12 keep at-least-once because TX_PENDING is in memory only.
+* The exactly-once checker reads only the events and names the events that prove any violation."""),
+]
+write_notebook("06_share_group_eos.ipynb", cells)
