@@ -12,7 +12,7 @@ import textwrap
 import xml.etree.ElementTree as ET
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kipviz.broker.machine import Row, Table
@@ -273,6 +273,7 @@ def test_any_table_gives_one_edge_per_shown_row(table, show_proposed):
 @needs_dot
 @settings(max_examples=12)
 @given(any_table())
+@example(Table(name="t", states=("\n", "\t "), initial="\n", rows=()))   # whitespace-only names
 def test_any_table_renders_with_every_state_shown(table):
     svg = to_svg(state_diagram(table, current=table.initial))
     ET.fromstring(re.sub(r"^.*?(?=<svg)", "", svg, flags=re.S))

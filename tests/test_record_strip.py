@@ -258,3 +258,13 @@ def test_share_state_diagrams_without_and_with_tx_pending():
     without, with_ = share_state_diagrams()
     assert "TX_PENDING" not in without.source and "TX_PENDING" in with_.source
     assert "txn-stage" in with_.source and "KIP-1289" in with_.source
+
+
+def test_caption_names_what_moved_records_without_a_request():
+    from kipviz import scenarios
+    strip = record_strip(scenarios.run("kip1289.case01_broker_crash_tx_pending").events)
+    heads = [f["caption"].splitlines()[0] for f in strip.frames if f["request"] is None]
+    assert any("state reloaded after a broker restart" in h for h in heads), heads
+    strip = record_strip(scenarios.run("kip932.lock_expiry_delivery_limit").events)
+    heads = [f["caption"].splitlines()[0] for f in strip.frames if f["request"] is None]
+    assert heads and all(h.endswith("no request: the acquisition lock expired") for h in heads), heads

@@ -68,44 +68,76 @@ and runs every corner case the KIP lists.
     code("""import pandas as pd
 from IPython.display import HTML, SVG, display
 from kipviz import scenarios
+from kipviz.broker.share_metrics import metrics
 from kipviz.draw import record_strip, share_state_diagrams, to_svg
 from kipviz.teach import check
-from kipviz.widgets import strip_player
+from kipviz.widgets import player, strip_player
 
 def show(trace):
+    \"\"\"The scenario's own checks: what the KIP says must happen, and whether the model did it.\"\"\"
     display(pd.DataFrame([{"check": c.description, "passed": c.passed} for c in trace.checks]))
 
 def verdict(trace):
-    try:
-        from kipviz.eos import check_share_eos
-    except ImportError:
-        return "checker not available"
-    r = trace.result.get("eos_report")
-    return r.summary() if r is not None else "(no read-process-write in this case)\""""),
-    md("""## 1. Share groups in one page
+    \"\"\"The exactly-once checker's report over the run's events (None when the case never commits).\"\"\"
+    report = trace.result.get("eos")
+    print(report.summary() if report is not None else "no exactly-once report for this run")"""),
+    md("""## 1. Share groups in one page (KIP-932, released in Kafka 4.2)
 
-The share-record state machine, drawn from the table the model executes: released Kafka on the
+A share group lets several consumers read **the same partition**. The share-partition leader
+keeps, per offset, a state, a delivery count and (while acquired) a lock owner:
+
+| state | id | meaning |
+|---|---|---|
+| AVAILABLE | 0 | can be handed out by the next ShareFetch |
+| ACQUIRED | 1 | handed to one member under a lock (`group.share.record.lock.duration.ms`, 30 s) |
+| ACKNOWLEDGED | 2 | processed (ACCEPT) — terminal |
+| ARCHIVED | 4 | rejected, or its delivery count hit `group.share.delivery.count.limit` (5) — terminal |
+
+Acknowledge types: 0 gap, 1 ACCEPT, 2 RELEASE, 3 REJECT (4 RENEW is KIP-1222). The
+share-partition start offset (SPSO) moves past every run of terminal records; the state is
+persisted as ShareSnapshot/ShareUpdate records in `__share_group_state`.
+
+The state machine below is drawn from the table the model executes: released Kafka on the
 left; with KIP-1289's proposed rows (dashed) on the right."""),
     code("""released, proposed = share_state_diagrams()
 display(SVG(to_svg(released)), SVG(to_svg(proposed)))"""),
+    md("""Two consumers share one partition: A accepts two records, releases one and rejects one;
+B gets the released record again with delivery count 2. Each cell of the strip is an offset:
+colour = state, number = delivery count, label = lock owner. Press Play."""),
+    code("""basics = scenarios.run("kip932.acquire_and_acknowledge")
+show(basics)
+strip_player(record_strip(basics.events))"""),
+    md("""**Predict:** a consumer acquires a record and never acknowledges it (it keeps heartbeating).
+How many times is the record delivered before it is archived, with the default settings?"""),
+    code("""answer = None
+check(answer, 5, hint="group.share.delivery.count.limit defaults to 5; the lock (30 s) expires after each delivery.")"""),
+    code("""slow = scenarios.run("kip932.lock_expiry_delivery_limit")
+show(slow)
+print("delivery counts seen by the consumer:", slow.result["delivery_counts"])
+player(slow.animation("share-record"))"""),
     md("""## 2. The two flows side by side
 
 Left: a regular consumer group commits its offsets inside the transaction (AddOffsetsToTxn /
-TxnOffsetCommit, markers to `__consumer_offsets`). Right: a share group stages its
-acknowledgements (TxnShareAcknowledge, registration, markers to `__share_group_state`). Both are
-real runs of the model."""),
+TxnOffsetCommit, markers to `__consumer_offsets`) — released Kafka. Right: a share group stages
+its acknowledgements (TxnShareAcknowledge, broker-internal registration, markers to
+`__share_group_state`) — KIP-1289, **proposed**. Both are drawn from real runs of the model."""),
     code("""from kipviz.draw.flows import regular_vs_share_flow
-HTML(regular_vs_share_flow())"""),
+flow = regular_vs_share_flow()
+display(HTML(flow.html()) if hasattr(flow, "html") else HTML(flow))"""),
     md("""## 3. The happy paths, record by record
 
-Each cell is an offset of the input partition: colour = state, number = delivery count, owner =
-the member holding the lock. Press Play."""),
+COMMIT moves ACCEPT → ACKNOWLEDGED and REJECT → ARCHIVED; ABORT moves every staged record back
+to ACQUIRED (the member still holds it and processes it again)."""),
     code("""commit = scenarios.run("kip1289.happy_commit")
 show(commit)
+verdict(commit)
 strip_player(record_strip(commit.events))"""),
     code("""abort = scenarios.run("kip1289.happy_abort")
 show(abort)
-strip_player(record_strip(abort.events))"""),
+verdict(abort)
+player(abort.animation("share-record"))"""),
+    code("""# the KIP's metrics, computed from the events of the abort run
+pd.Series(metrics(abort.events))"""),
 ]
 for name, title, what, question, expected, hint in CASES:
     var = name.split(".")[1].split("_")[0]
@@ -119,7 +151,7 @@ for name, title, what, question, expected, hint in CASES:
 check(answer, {expected!r}, hint={hint!r})"""),
         code(f"""{var} = scenarios.run({name!r})
 show({var})
-print(verdict({var}))
+verdict({var})
 strip_player(record_strip({var}.events))"""),
     ]
 cells += [

@@ -48,6 +48,7 @@ class Cluster:
         self.rng = random.Random(seed)
         self.clock = VirtualClock(start_ms)
         self.events: list[ev.Event] = []
+        self.events_taken = 0                    # events handed over by take_events (seq numbers go on)
         self.internal_errors: list[str] = []     # model bugs caught in handle(); tests keep this empty
         self.cluster_id = to_kafka_str(random_uuid(self.rng))
         self.topics = TopicRegistry(self.rng, cfg.brokers)
@@ -74,9 +75,17 @@ class Cluster:
         self.clock.advance(ms)
 
     def emit(self, kind: type[ev.Event], **fields) -> ev.Event:
-        e = kind(seq=len(self.events), t=self.now, **fields)
-        self.events.append(e)
+        events = self.events
+        e = kind(seq=self.events_taken + len(events), t=self.clock.now, **fields)
+        events.append(e)
         return e
+
+    def take_events(self) -> list[ev.Event]:
+        """Hand over the events recorded so far and start a new list (long runs keep memory flat);
+        seq numbers continue, so the chunks concatenate into one stream."""
+        out, self.events = self.events, []
+        self.events_taken += len(out)
+        return out
 
     def transition(self, **fields) -> None:
         """Callback for Machine: records a StateChanged event."""

@@ -42,6 +42,10 @@ EMPTY_MEMBER = "AAAAAAAAAAAAAAAAAAAAAA"   # Uuid.ZERO_UUID.toString()
 TXN_ACK_EVENTS = {1: "txn-commit-accept", 3: "txn-commit-reject"}
 
 
+# (state, event, share.version >= 2) -> the share-record table's row (SharePartition._move)
+_ROWS: dict[tuple, object] = {}
+
+
 class AckError(Exception):
     def __init__(self, code_name: str, message: str):
         super().__init__(message)
@@ -91,7 +95,10 @@ class SharePartition:
     # ---- one transition --------------------------------------------------------------------------
     def _move(self, offset: int, event: str) -> None:
         rec = self.records[offset]
-        row = sr.TABLE.next_state(rec.state, event, self._enabled())
+        proposed = self.cluster.config.share_version >= 2
+        row = _ROWS.get((rec.state, event, proposed))
+        if row is None:            # the table's answer, remembered (the hot path of long runs)
+            row = _ROWS[(rec.state, event, proposed)] = sr.TABLE.next_state(rec.state, event, self._enabled())
         old, rec.state = rec.state, row.to_state
         self.cluster.emit(StateChanged, machine=sr.TABLE.name, key=self.key(offset), from_state=old,
                           to_state=row.to_state, cause=event, status=row.status)
@@ -274,17 +281,20 @@ class SharePartition:
     def stage(self, planned: list[tuple[int, str]], producer_id: int, producer_epoch: int) -> None:
         """ACQUIRED -> TX_PENDING (txn-stage), remembering the staging producer id/epoch. The
         acquisition lock keeps running (corner case 6); nothing is persisted (corner case 1)."""
+        leader_epoch = self._state_leader_epoch()
         for o, event in planned:
             self._move(o, "txn-stage")
             rec = self.records[o]
             rec.staged_pid, rec.staged_epoch, rec.staged_event = producer_id, producer_epoch, event
             rec.staged_at = self.cluster.now
-            rec.staged_state_leader_epoch = self._state_leader_epoch()
+            rec.staged_state_leader_epoch = leader_epoch
 
     def _state_log(self):
-        from ..records import share_coordinator_partition
-        n = share_coordinator_partition(self.group_id, self.topic_id, self.partition,
-                                        self.cluster.config.share_state_topic_partitions)
+        n = self.__dict__.get("_state_partition")
+        if n is None:          # fixed for the share partition's life: hashed once
+            from ..records import share_coordinator_partition
+            n = self._state_partition = share_coordinator_partition(
+                self.group_id, self.topic_id, self.partition, self.cluster.config.share_state_topic_partitions)
         return self.cluster.topics.partition("__share_group_state", n)
 
     def _state_leader_epoch(self) -> int:
@@ -297,10 +307,11 @@ class SharePartition:
         version 2 the marker carries an epoch above the staging epoch, so a marker whose epoch is
         not newer than the staging (a late marker of an earlier transaction) is ignored.
         COMMIT persists the outcome as a ShareUpdate; ABORT hands the records back to their member."""
+        leader_epoch = self._state_leader_epoch()
         hit = [o for o in range(self.spso, self.end)
                if (r := self.records.get(o)) is not None and r.state == sr.TX_PENDING and r.staged_pid == producer_id
                and (producer_epoch is None or producer_epoch > r.staged_epoch)
-               and r.staged_state_leader_epoch == self._state_leader_epoch()]
+               and r.staged_state_leader_epoch == leader_epoch]
         for o in hit:
             self._move(o, self.records[o].staged_event if commit else "txn-abort")
         if hit and commit:

@@ -149,21 +149,59 @@ def stage(cluster, *, broker: int, principal: str, transactional_id: str | None,
 
 def on_marker(cluster, partition: int, producer_id: int, commit: bool, producer_epoch: int | None = None) -> int:
     """The WriteTxnMarkers hook for __share_group_state-`partition`: resolve the TX_PENDING
-    records this marker ends. Returns how many records moved (0 for a duplicate/stale marker)."""
+    records this marker ends. Returns how many records moved (0 for a duplicate/stale marker).
+    A share partition whose leader is down (offline) has lost its in-memory TX_PENDING state: the
+    marker resolves nothing there (corner case 1). A marker that resolves nothing says why in a Note."""
     moved = 0
     shares = cluster.__dict__.get("shares")
     if shares is None:
         return 0
+    why: list[str] = []
     for (gid, tid, p), sp in list(shares.partitions.items()):
         if _state_partition(cluster, gid, tid, p) != partition:
             continue
+        if sp.offline:
+            mine = _staged_by(sp, producer_id)
+            if mine:
+                why.append(f"{sp.topic}-{sp.partition} {_offsets(mine)}: its leader is down, the in-memory "
+                           "TX_PENDING state is gone")
+            continue
         moved += len(sp.resolve_txn(producer_id, producer_epoch, commit))
+        left = _staged_by(sp, producer_id)
+        if left:
+            why.append(_filtered(sp, left, producer_epoch))
+    marker = "COMMIT" if commit else "ABORT"
     if moved:
-        cluster.note(f"{'COMMIT' if commit else 'ABORT'} marker on {SHARE_STATE_TOPIC}-{partition} resolved "
+        cluster.note(f"{marker} marker on {SHARE_STATE_TOPIC}-{partition} resolved "
                      f"{moved} TX_PENDING record(s) (KIP-1289, proposed)", partition=partition,
                      producer_id=producer_id, producer_epoch=producer_epoch, commit=commit, records=moved,
                      status=STATUS, kip=KIP)
+    else:
+        reason = "; ".join(why) or f"no record is TX_PENDING for producer id {producer_id} (no-op by state)"
+        cluster.note(f"{marker} marker on {SHARE_STATE_TOPIC}-{partition} resolved nothing: {reason} "
+                     f"(KIP-1289, proposed)", partition=partition, producer_id=producer_id,
+                     producer_epoch=producer_epoch, commit=commit, records=0, status=STATUS, kip=KIP)
     return moved
+
+
+def _staged_by(sp, producer_id: int) -> list[int]:
+    return [o for o, r in sorted(sp.records.items()) if r.state == "TX_PENDING" and r.staged_pid == producer_id]
+
+
+def _offsets(offsets: list[int]) -> str:
+    return "@" + ",".join(map(str, offsets))
+
+
+def _filtered(sp, offsets: list[int], producer_epoch: int | None) -> str:
+    """Why records staged by the marker's producer id stayed TX_PENDING (resolve_txn's filters)."""
+    r = sp.records[offsets[0]]
+    now = sp._state_leader_epoch()
+    if r.staged_state_leader_epoch != now:
+        return (f"{sp.topic}-{sp.partition} {_offsets(offsets)} staged under share-state leader epoch "
+                f"{r.staged_state_leader_epoch}, the leader is now at {now}: the new leader does not know "
+                "that TX_PENDING (corner case 12)")
+    return (f"{sp.topic}-{sp.partition} {_offsets(offsets)} staged at epoch {r.staged_epoch}, the marker's epoch "
+            f"{producer_epoch} is not newer: a marker of an earlier transaction (no-op by epoch)")
 
 
 def pending(cluster) -> list[tuple]:

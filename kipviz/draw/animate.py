@@ -43,7 +43,7 @@ from . import machines as M
 from .render import DotNotFoundError, _inline_svg, to_svg
 from .sequence import _e as _xml
 
-__all__ = ["Animation", "Frame", "player_html", "changes", "render_many", "random_walk"]
+__all__ = ["Animation", "Frame", "player_html", "player_fragment", "changes", "render_many", "random_walk"]
 
 C_BADGE = "#1a4f8b"
 
@@ -519,9 +519,12 @@ def _wrap_caption(caption: str, width: int, font) -> list[str]:
     return out
 
 
-_PLAYER_CSS = """
+_PAGE_CSS = """
 body{font-family:Helvetica,Arial,sans-serif;margin:1.5em;background:#fff;color:#222}
 h1{font-size:1.2em}
+"""
+
+_PLAYER_CSS = """
 .kv-player{max-width:100%}
 .kv-controls{display:flex;gap:.4em;align-items:center;flex-wrap:wrap;margin:.4em 0}
 .kv-controls button{font-size:1em;min-width:2.4em;padding:.2em .5em;cursor:pointer}
@@ -535,6 +538,8 @@ h1{font-size:1.2em}
 _PLAYER_JS = r"""
 (function () {
   document.querySelectorAll('.kv-player').forEach(function (root) {
+    if (root.getAttribute('data-kv-ready')) return;   // several players on one page: set up each once
+    root.setAttribute('data-kv-ready', '1');
     var data = JSON.parse(root.querySelector('script.kv-data').textContent);
     var frames = data.frames, pictures = data.pictures, n = frames.length;
     var stage = root.querySelector('.kv-stage'), cap = root.querySelector('.kv-caption');
@@ -596,15 +601,14 @@ def _json_for_script(obj) -> str:
     return json.dumps(obj, ensure_ascii=False).replace("<!--", "\\u003c!--").replace("</", "<\\/")
 
 
-def player_html(data: dict, *, title: str = "kipviz animation", fps: float = 2) -> str:
-    """A standalone page that plays `data` (Animation.player_data()): inline SVG, CSS and JS only."""
-    t = html.escape(title)
+def player_fragment(data: dict, *, fps: float = 2) -> str:
+    """The player as an HTML fragment (its own CSS and JS inline) to place inside another page,
+    e.g. a notebook exported to static HTML; several fragments on one page play independently."""
     n = len(data["frames"])
     speeds = sorted({0.5, 1, 2, 4, 8, float(fps)})
     options = "".join(f'<option value="{s:g}"{" selected" if s == float(fps) else ""}>{s:g} fps</option>'
                       for s in speeds)
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            f"<title>{t}</title>\n<style>{_PLAYER_CSS}</style>\n</head>\n<body>\n<h1>{t}</h1>\n"
+    return (f"<style>{_PLAYER_CSS}</style>\n"
             f'<div class="kv-player" tabindex="0">\n'
             f'<div class="kv-controls"><button data-act="first" title="first">|&#x25C0;</button>'
             f'<button data-act="prev" title="previous (&#x2190;)">&#x25C0;</button>'
@@ -616,7 +620,15 @@ def player_html(data: dict, *, title: str = "kipviz animation", fps: float = 2) 
             f'<label>speed <select>{options}</select></label></div>\n'
             f'<div class="kv-caption"></div>\n<div class="kv-stage"></div>\n'
             f'<script type="application/json" class="kv-data">{_json_for_script(data)}</script>\n'
-            f"</div>\n<script>{_PLAYER_JS}</script>\n</body>\n</html>\n")
+            f"</div>\n<script>{_PLAYER_JS}</script>\n")
+
+
+def player_html(data: dict, *, title: str = "kipviz animation", fps: float = 2) -> str:
+    """A standalone page that plays `data` (Animation.player_data()): inline SVG, CSS and JS only."""
+    t = html.escape(title)
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<title>{t}</title>\n<style>{_PAGE_CSS}</style>\n</head>\n<body>\n<h1>{t}</h1>\n"
+            + player_fragment(data, fps=fps) + "</body>\n</html>\n")
 
 
 def changes(events: Iterable, machine: str, key: str | None = None) -> list[E.StateChanged]:

@@ -452,6 +452,14 @@ def share_state_diagrams(**kw):
 
 
 # ---- helpers -----------------------------------------------------------------------------------------------
+# what moved records when no request did (causes of the share-record table and the model's faults)
+_TRIGGERS = {"lock-expired": "the acquisition lock expired", "lock-expired-at-limit": "the acquisition lock expired",
+             "state-reloaded": "state reloaded after a broker restart",
+             "member-left": "the member left (session timeout or leave)",
+             "member-left-at-limit": "the member left (session timeout or leave)",
+             "txn-abort": "an ABORT marker", "txn-commit-accept": "a COMMIT marker", "txn-commit-reject": "a COMMIT marker"}
+
+
 def _caption(f: dict, n: int) -> str:
     req = f["request"]
     head = f"{f['index'] + 1}/{n} · t={f['t']} ms · "
@@ -460,7 +468,9 @@ def _caption(f: dict, n: int) -> str:
         member = f" (member {m[:8]}{'…' if len(m) > 8 else ''})" if m else ""
         head += f"{req['api']} v{req['version']} from {req['client']}{member}"
     else:
-        head += "no request: acquisition-lock timer, session timeout or a coordinator-internal step"
+        causes = {c["cause"] for c in f["changes"]}
+        head += "no request: " + ("; ".join(sorted({_TRIGGERS[c] for c in causes if c in _TRIGGERS}))
+                                  or "a coordinator-internal step")
     lines = [head]
     summary: dict[tuple, list[int]] = {}
     for c in f["changes"]:

@@ -100,6 +100,9 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 def label_text(s) -> str:
     """Text for a graphviz HTML-like label: escaped; characters XML cannot hold shown as U+FFFD;
-    a "]" right after a tag as an entity (graphviz 2.43's DOT scanner fails on ">]" inside a label)."""
+    a "]" right after a tag as an entity (graphviz 2.43's DOT scanner fails on ">]" inside a label);
+    whitespace-only text as no-break spaces (graphviz rejects e.g. a lone newline between tags)."""
     text = html.escape(_NOT_XML.sub("\ufffd", str(s)), quote=True)
+    if text and text.isspace() and text != " ":
+        text = "&#160;" * len(text)
     return "&#93;" + text[1:] if text.startswith("]") else text

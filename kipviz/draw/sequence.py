@@ -25,7 +25,16 @@ changes are small notes ("txn tx-1: Ongoing → PrepareCommit"); client decision
 client; free-text notes are bands across the diagram. Time (virtual ms) runs down the left edge.
 
 The SVG is written directly (no graphviz): it is self-contained, uses no ids, fonts or styles from
-outside, and is laid out for about 1000 px of width. Hovering an arrow shows the message body."""
+outside, and is laid out for about 1000 px of width. Hovering an arrow shows the message body.
+
+Options for pictures built on this one (kipviz.draw.flows), all off by default:
+    marks={seq: "3"}          a step badge in the left gutter where a run of marked events starts
+    align={"3": 420.0}        the first row of step "3" starts no higher than y=420 (to line up two diagrams)
+    layout={}                 filled: {"steps": {step: y of its first row}, "width": px, "height": px}
+    status_labels=True        arrows of accepted / proposed versions say so ("TxnShareAcknowledge v0 · proposed")
+    internal_arrows=True      broker-internal AddPartitionsToTxn (Note, detail api="AddPartitionsToTxn",
+                              coordinator=N) drawn as a dotted arrow from the lifeline handling the
+                              request to the transaction coordinator, instead of a band"""
 from __future__ import annotations
 
 import html
@@ -37,10 +46,11 @@ from dataclasses import dataclass, field
 
 from ..broker import events as E
 from ..broker.error_codes import name_of
+from ..schema import registry
 from .render import to_html
 
 __all__ = ["sequence_diagram", "sequence_html", "lifeline_of", "record_summary", "state_summary",
-           "GROUP_APIS", "TXN_APIS", "LEADER_APIS"]
+           "version_status", "add_partitions_label", "GROUP_APIS", "TXN_APIS", "LEADER_APIS"]
 
 GROUP_APIS = frozenset({
     "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch", "TxnOffsetCommit",
@@ -70,6 +80,7 @@ C_ACTION_BOX, C_ACTION_LINE = "#eef4fb", "#2b6cb0"
 C_BAND = "#f1f1f1"
 C_PROPOSED = "#6b46c1"
 C_INTERNAL = "#6b46c1"
+C_STEP = "#2d3748"
 
 WIDTH = 1000           # target width, px
 GUTTER = 70            # time column on the left
@@ -221,6 +232,7 @@ class _Row:
     style: str = ""
     tip: str = ""
     more: int = 0                # merged records beyond MAX_NOTE_LINES
+    mark: str | None = None      # step label (the `marks` option)
 
 
 def _tip(ev) -> str:
@@ -231,7 +243,28 @@ def _tip(ev) -> str:
     return text if len(text) <= 600 else text[:597] + "…"
 
 
-def _build(events) -> tuple[list[_Row], list[str], list[str]]:
+def version_status(api: str, version: int) -> str | None:
+    """released / accepted / proposed for a request version the kit defines, else None."""
+    try:
+        st = registry.get(api + "Request").status(version)
+    except Exception:  # noqa: BLE001 - an api or version the kit does not define
+        return None
+    return st.status if st is not None else None
+
+
+def add_partitions_label(d: dict) -> str:
+    """"AddPartitionsToTxn v5 (add) out-0" / "AddPartitionsToTxn (broker-internal) __share_group_state-31"."""
+    parts = [f"{t}-{p}" for t, p in (d.get("partitions") or [])]
+    if "topic" in d:
+        parts.append(f"{d['topic']}-{d.get('partition')}")
+    head = "AddPartitionsToTxn" + (f" v{d['version']}" if "version" in d else "")
+    kind = "verifyOnly" if d.get("verify_only") else ("broker-internal" if d.get("kip") else "add")
+    return f"{head} ({kind}) " + ", ".join(parts)
+
+
+def _build(events, marks: dict | None = None, status_labels: bool = False,
+           internal_arrows: bool = False) -> tuple[list[_Row], list[str], list[str]]:
+    marks = marks or {}
     rows: list[_Row] = []
     clients: list[str] = []
     servers: list[str] = []
@@ -261,6 +294,7 @@ def _build(events) -> tuple[list[_Row], list[str], list[str]]:
     now = [0]
     for ev in events:
         now[0] = ev.t
+        before = len(rows)
         if isinstance(ev, E.RequestReceived):
             c = client_line(ev.client)
             s = server_line(lifeline_of(ev.api, ev.broker))
@@ -271,7 +305,11 @@ def _build(events) -> tuple[list[_Row], list[str], list[str]]:
             open_req[k] = s
             handling[:] = [k]          # one request at a time; an unanswered one is over
             handling_t[0] = ev.t
-            rows.append(_Row("msg", ev.t, c, s, [(f"{ev.api} v{ev.version}", C_TEXT)], tip=_tip(ev)))
+            label, lcolor = f"{ev.api} v{ev.version}", C_TEXT
+            status = version_status(ev.api, ev.version) if status_labels else None
+            if status not in (None, "released"):
+                label, lcolor = f"{label} · {status}", C_PROPOSED
+            rows.append(_Row("msg", ev.t, c, s, [(label, lcolor)], tip=_tip(ev)))
         elif isinstance(ev, E.ResponseSent):
             k = (ev.broker, ev.client, ev.correlation_id)
             s = open_req.pop(k, None) or server_line(lifeline_of(ev.api, ev.broker))
@@ -279,12 +317,15 @@ def _build(events) -> tuple[list[_Row], list[str], list[str]]:
                 handling.remove(k)
             c = client_line(ev.client)
             label = f"{ev.api} v{ev.version}"
+            status = version_status(ev.api, ev.version) if status_labels else None
+            if status not in (None, "released"):
+                label += f" · {status}"
             if ev.error_codes:
                 names = ", ".join(name_of(code) for code in ev.error_codes)
                 lines = [(f"{label} · {names}", C_ERROR)]
                 color = C_ERROR
             else:
-                lines, color = [(label, C_TEXT)], C_MUTED
+                lines, color = [(label, C_PROPOSED if status not in (None, "released") else C_TEXT)], C_MUTED
             rows.append(_Row("msg", ev.t, s, c, lines, color=color, dashed=True, tip=_tip(ev)))
         elif isinstance(ev, E.StateChanged):
             line = role_line(_role_of_machine(ev.machine), None)
@@ -308,7 +349,8 @@ def _build(events) -> tuple[list[_Row], list[str], list[str]]:
                 continue                     # data records: the Produce arrow already shows them
             text = record_summary(ev)
             prev = rows[-1] if rows else None
-            if prev is not None and prev.kind == "note" and prev.style == style and prev.src == line:
+            if (prev is not None and prev.kind == "note" and prev.style == style and prev.src == line
+                    and prev.mark == marks.get(ev.seq)):
                 if len(prev.lines) < MAX_NOTE_LINES:
                     prev.lines.append((text, C_TEXT))
                 else:
@@ -333,8 +375,20 @@ def _build(events) -> tuple[list[_Row], list[str], list[str]]:
                                  if x)
                 rows.append(_Row("msg", ev.t, src, dst, [(label, C_INTERNAL)], color=C_INTERNAL, dotted=True,
                                  tip=ev.text))
+            elif (internal_arrows and d.get("api") == "AddPartitionsToTxn" and isinstance(d.get("coordinator"), int)
+                  and handling and handling_t[0] == ev.t and handling[-1] in open_req):
+                # a broker asks the transaction coordinator itself, while handling a client's request
+                src = open_req[handling[-1]]
+                dst = role_line("transaction coordinator", d["coordinator"])
+                label = add_partitions_label(d)
+                if d.get("status") not in (None, "released"):
+                    label += f" · {d['status']}"
+                rows.append(_Row("msg", ev.t, src, dst, [(label, C_INTERNAL)], color=C_INTERNAL, dotted=True,
+                                 tip=ev.text))
             else:
                 rows.append(_Row("band", ev.t, lines=[(ev.text, C_MUTED)]))
+        if len(rows) > before:
+            rows[-1].mark = marks.get(ev.seq)
     return rows, clients, servers
 
 
@@ -352,9 +406,9 @@ def _tw(text: str, size: float = FS) -> float:
     return len(text) * size * 0.55
 
 
-def _wrap(text: str, max_px: float, size: float) -> list[str]:
+def _wrap(text: str, max_px: float, size: float, *, break_words: bool = True) -> list[str]:
     chars = max(12, int(max_px / (size * 0.55)))
-    return textwrap.wrap(text, chars, break_long_words=True, break_on_hyphens=False) or [""]
+    return textwrap.wrap(text, chars, break_long_words=break_words, break_on_hyphens=False) or [""]
 
 
 def _text(x, y, s, *, size=FS, color=C_TEXT, anchor="middle", weight=None, italic=False) -> str:
@@ -383,15 +437,18 @@ def _head(x, y, w, name, is_client) -> str:
 
 
 def sequence_diagram(events, *, title: str | None = None, max_events: int | None = None,
-                     width: int = WIDTH) -> str:
+                     width: int = WIDTH, marks: dict | None = None, align: dict | None = None,
+                     layout: dict | None = None, status_labels: bool = False,
+                     internal_arrows: bool = False) -> str:
     """SVG text of a scenario's events (a list of events, or anything with an `.events` list,
-    such as a Cluster). max_events cuts the picture after that many events and says so."""
+    such as a Cluster). max_events cuts the picture after that many events and says so.
+    marks / align / layout / status_labels / internal_arrows: see the module docstring."""
     events = list(getattr(events, "events", events))
     hidden = 0
     if max_events is not None and len(events) > max_events:
         hidden = len(events) - max_events
         events = events[:max_events]
-    rows, clients, servers = _build(events)
+    rows, clients, servers = _build(events, marks, status_labels, internal_arrows)
     if hidden:
         rows.append(_Row("band", events[-1].t if events else 0,
                          lines=[(f"… {hidden} more event{'s' if hidden != 1 else ''} not shown", C_MUTED)]))
@@ -420,7 +477,22 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
     yy = body_top + 6
     last_t = None
     note_max = max(240.0, min(colw * 2.3, 380.0))
+    prev_mark: str | None = None
+    placed: set = set()
     for r in rows:
+        if r.mark is not None and r.mark != prev_mark:
+            # a step starts: push it down to its aligned position, badge it in the gutter
+            if r.mark not in placed:
+                yy = max(yy, float((align or {}).get(r.mark, 0)))
+                if layout is not None:
+                    layout.setdefault("steps", {})[r.mark] = yy
+                placed.add(r.mark)
+            body.append(f'<g class="kv-step" data-step="{_e(r.mark)}">'
+                        f'<line x1="4" x2="{total_w - 4}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#cbd5e0" '
+                        f'stroke-dasharray="1,3"/>'
+                        f'<circle cx="14" cy="{yy + 14:.1f}" r="9" fill="{C_STEP}"/>'
+                        + _text(14, yy + 17.5, r.mark, size=10, color="white", weight="bold") + "</g>")
+        prev_mark = r.mark
         if r.t != last_t:
             body.append(_text(GUTTER - 8, yy + 16, f"{r.t} ms", size=9, color=C_MUTED, anchor="end"))
             body.append(f'<line x1="4" x2="{total_w - 4}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#f0f0f0"/>')
@@ -429,7 +501,9 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
             x1, x2 = xs[r.src], xs[r.dst]
             label, color = r.lines[0]
             span = abs(x2 - x1) - 10
-            label_lines = [label] if _tw(label) <= max(span, 60) else _wrap(label, max(span, 120), FS)
+            # arrow labels wrap between words only (a topic name stays whole, even past a short arrow)
+            label_lines = [label] if _tw(label) <= max(span, 60) else _wrap(label, max(span, 120), FS,
+                                                                           break_words=False)
             extra = LINE_H * (len(label_lines) - 1)
             ly = yy + 19 + extra
             d = 1 if x2 >= x1 else -1
@@ -484,6 +558,9 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
     body_bottom = yy + 8
     foot_y = body_bottom
     total_h = int(foot_y + HEAD_H + 6)
+    if layout is not None:
+        layout["height"] = total_h
+        layout["width"] = total_w
 
     heads = []
     for name in lines:

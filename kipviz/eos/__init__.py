@@ -5,10 +5,12 @@ from .checker import (
     SOURCE_HEADER,
     VIOLATION,
     Report,
+    ShareEosChecker,
+    Transition,
     check_share_eos,
     parse_source,
     source_header,
 )
 
-__all__ = ["check_share_eos", "Report", "SOURCE_HEADER", "source_header", "parse_source",
+__all__ = ["check_share_eos", "ShareEosChecker", "Transition", "Report", "SOURCE_HEADER", "source_header", "parse_source",
            "AT_LEAST_ONCE", "VIOLATION"]

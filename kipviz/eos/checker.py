@@ -1,12 +1,18 @@
 """An exactly-once checker for share-group read-process-write runs, over a run's events only.
 
-    from kipviz.eos import check_share_eos
+    from kipviz.eos import check_share_eos, ShareEosChecker
     report = check_share_eos(cluster.events, group="sg", input_topic="in", output_topic="out",
                              allowed_at_least_once=True)
     report.ok, report.violations, print(report.summary()), report.to_frame()
+    report.by_kind(), report.windows()      # Counter of kinds; Counter of classified windows by KIP case
 
-THE READ-PROCESS-WRITE CONVENTION (scenarios and tests follow it): every output record written to
-`output_topic` carries the header
+    checker = ShareEosChecker(group="sg", input_topic="in", output_topic="out")
+    for chunk in chunks:               # e.g. the workload driver's on_events hand-offs
+        checker.feed(chunk)            # one pass over each chunk; chunks of one stream, in order
+    report = checker.report(allowed_at_least_once=True)   # at any time; final at the end of the run
+
+THE READ-PROCESS-WRITE CONVENTION (scenarios, tests and kipviz.workloads follow it): every output
+record written to `output_topic` carries the header
 
     ("kipviz-source", b"{topic}-{partition}@{offset}")     e.g. ("kipviz-source", b"in-0@17")
 
@@ -41,30 +47,47 @@ detail, events: [seq, ...], classification, case}):
   unknown-source       visible output whose header names no known input record
   unattributed-output  visible output without a "kipviz-source" header (input None)
 
-Classification: "violation", or -- for a duplicate-output that follows the pattern the KIP
-documents as its at-least-once window, and only when the caller allows that case -- "at-least-once
-window (KIP-1289 case 1/12)". The pattern, checked for each pair of consecutive visible attempts:
-the record was staged (-> TX_PENDING) before the earlier attempt's COMMIT; that staging never
-resolved by a commit (no txn-commit-accept/-reject, no txn-abort): its TX_PENDING state vanished
-(the next move does not start from TX_PENDING: state lost on a broker crash, case 1) or was
-reverted by the lock timer after the COMMIT (the marker never reached the staging, case 12) or by
-some other cause (case 12 if the cause names a leader change, else case 1); then the record was
-acquired again and processed again. A lock expiry BEFORE the COMMIT is seed 004 corner case 6 (the
-transaction outlived the lock; the late marker is filtered): reported as case 6, classified as a
-window only when 6 is passed explicitly ("at-least-once window (KIP-1289 case 6)") -- the KIP
-states no guarantee for case 6. `case` is filled for every duplicate that matches a pattern, even
-when it stays a "violation" (not allowed by the caller).
+Classification: "violation", or -- for an outcome that follows the pattern the KIP documents as
+its at-least-once window, and only when the caller allows that case -- "at-least-once window
+(KIP-1289 case 1/12)". THE PATTERN (a lost staging), for a visible attempt whose COMMIT marker is
+event c: the record was staged (-> TX_PENDING) before c; that staging never resolved by a commit
+(no txn-commit-accept/-reject, no txn-abort): its TX_PENDING state vanished (the next move does not
+start from TX_PENDING: state lost on a broker crash, case 1) or was reverted by the lock timer
+after c (the marker never reached the staging: case 12 -- the KIP's case 12 names a share-state
+leader change; a COMMIT marker held back past the lock, corner case 13's mechanism applied to a
+commit, has the same root cause and the same outcome and is classified with it) or by some other
+cause (case 12 if the cause names a leader change, else case 1). A lock expiry BEFORE c is seed 004
+corner case 6 (the transaction outlived the lock; the late marker is filtered): reported as case 6,
+classified as a window only when 6 is passed explicitly ("at-least-once window (KIP-1289 case
+6)") -- the KIP states no guarantee for case 6.
+  * duplicate-output: every pair of consecutive visible attempts must show the pattern for the
+    earlier one, then a redelivery (acquire) before the later attempt's output.
+  * output-without-ack: every visible attempt shows the pattern (the acknowledgement that
+    committed with the output was lost; the record was then archived -- delivery limit, reject --
+    or is still in flight).
+`case` is filled for every outcome that matches a pattern, even when it stays a "violation" (not
+allowed by the caller).
 
-`allowed_at_least_once`: False (default; every duplicate is a violation), True (the KIP's
+`allowed_at_least_once`: False (default; every such outcome is a violation), True (the KIP's
 documented cases {1, 12}), or a collection of case ids (ints, or strings like "12").
 
-Speed: one pass over the events with dicts (the per-event work is a class test and, for the events
-that matter, a dict lookup and an append); the per-record rules run afterwards over the records
-only. benchmarks/share_checker.py measures it (target >= 500k events/s)."""
+INCREMENTAL USE AND MEMORY. ShareEosChecker.feed() keeps, per input record, only what the rules
+need: the share-record StateChanged events of records still in flight, and tuples of ints for
+outputs. A record whose whole story is the plain one -- acquire, (txn-stage,) accept/commit, with
+one visible attempt (or reject/txn-commit-reject with none) -- is "settled" into one small tuple as
+soon as that is known; if a later event names it again, its history is rebuilt exactly from that
+tuple. report() does not change the state: it can be called mid-run (then "lost" and
+"ack-without-output" describe the stream so far). check_share_eos(events, ...) is
+ShareEosChecker(...).feed(events).report(...); events may be any iterable (a concatenation of
+chunks of one stream).
+
+Speed: one pass over the events (per event a class test and, for the events that matter, a dict
+lookup and an append); the per-record rules run in report() over the unsettled records only.
+benchmarks/share.py measures it (target >= 500k events/s)."""
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import Counter, namedtuple
 from dataclasses import dataclass, field
 
 from ..broker.events import RecordAppended, StateChanged
@@ -72,7 +95,8 @@ from ..broker.events import RecordAppended, StateChanged
 SOURCE_HEADER = "kipviz-source"
 _SOURCE_HEADER_B = SOURCE_HEADER.encode()
 MACHINE = "share-record"
-TX_PENDING, ACKNOWLEDGED, ARCHIVED = "TX_PENDING", "ACKNOWLEDGED", "ARCHIVED"
+AVAILABLE, ACQUIRED, TX_PENDING, ACKNOWLEDGED, ARCHIVED = (
+    "AVAILABLE", "ACQUIRED", "TX_PENDING", "ACKNOWLEDGED", "ARCHIVED")
 TERMINAL = (ACKNOWLEDGED, ARCHIVED)
 COMMIT_CAUSES = ("txn-commit-accept", "txn-commit-reject")
 VIOLATION = "violation"
@@ -80,6 +104,18 @@ AT_LEAST_ONCE = "at-least-once window (KIP-1289 case 1/12)"
 DOCUMENTED_CASES = frozenset({1, 12})
 KINDS = ("lost", "terminal-twice", "duplicate-output", "ack-without-output", "output-without-ack",
          "unknown-source", "unattributed-output")
+
+# A rebuilt transition of a settled record (the fields the rules read from a StateChanged).
+Transition = namedtuple("Transition", "seq from_state to_state cause")
+# settled patterns: the causes of the whole history, and the transitions they stand for
+_PATTERNS = {
+    ("acquire", "txn-stage", "txn-commit-accept"): ((AVAILABLE, ACQUIRED), (ACQUIRED, TX_PENDING),
+                                                    (TX_PENDING, ACKNOWLEDGED)),
+    ("acquire", "txn-stage", "txn-commit-reject"): ((AVAILABLE, ACQUIRED), (ACQUIRED, TX_PENDING),
+                                                    (TX_PENDING, ARCHIVED)),
+    ("acquire", "accept"): ((AVAILABLE, ACQUIRED), (ACQUIRED, ACKNOWLEDGED)),
+    ("acquire", "reject"): ((AVAILABLE, ACQUIRED), (ACQUIRED, ARCHIVED)),
+}
 
 
 def _window_label(case: int) -> str:
@@ -176,6 +212,10 @@ class Report:
         return Counter(v["kind"] for v in self.violations
                        if classified is None or (v["classification"] != VIOLATION) == classified)
 
+    def windows(self) -> Counter:
+        """Classified outcomes by KIP case: Counter({1: n, 12: m})."""
+        return Counter(v["case"] for v in self.violations if v["classification"] != VIOLATION)
+
     def summary(self, limit: int = 20) -> str:
         s = self.stats
         bad = [v for v in self.violations if v["classification"] == VIOLATION]
@@ -215,226 +255,354 @@ class Report:
         return df
 
 
+class ShareEosChecker:
+    """The checker's state over one event stream, fed in chunks (module docstring)."""
+
+    def __init__(self, *, group: str, input_topic: str, output_topic: str, settle: bool = True):
+        self.group, self.input_topic, self.output_topic = group, input_topic, output_topic
+        self.settle = settle
+        self.hist: dict[str, list] = {}           # input "t-p@o" -> its share-record transitions (in flight)
+        self.settled: dict[str, tuple] = {}       # input -> (causes, seqs, visible entry or None)
+        self.appended: dict[str, int] = {}        # input -> seq of its RecordAppended (unsettled only)
+        self.in_pending: dict[tuple, list] = {}   # (partition, pid) -> inputs of an open input transaction
+        self.in_aborted: set = set()
+        self.in_control: set = set()
+        self.out_pending: dict[tuple, list] = {}  # (partition, pid) -> [(source, seq, partition, offset, attempt)]
+        self.visible: dict = {}                   # source -> [(attempt, seq, marker seq or None, partition, offset)]
+        self.invisible: dict = {}                 # source -> [(seq, marker seq)] (aborted)
+        self.txn_no: dict[int, int] = {}
+        self.closed: dict[int, bool] = {}
+        self.n_events = self.n_out = self.n_vis = self.n_abort = 0
+        self.seconds = 0.0
+
+    # ---- settling ---------------------------------------------------------------------------------------
+    def _try_settle(self, rid: str, h: list) -> None:
+        if len(h) > 3:
+            return
+        causes = tuple(x.cause for x in h)
+        if causes not in _PATTERNS:
+            return
+        vis = self.visible.get(rid)
+        if h[-1].to_state == ACKNOWLEDGED:
+            if not vis:
+                return
+            att = vis[0][0]
+            for v in vis:
+                if v[0] != att:
+                    return
+            entry = vis[0]
+        else:
+            if vis:
+                return
+            entry = None
+        self.settled[rid] = (causes, tuple(x.seq for x in h), entry)
+        del self.hist[rid]
+        self.visible.pop(rid, None)
+        self.appended.pop(rid, None)
+
+    def _unsettle(self, rid: str) -> list:
+        causes, seqs, entry = self.settled.pop(rid)
+        h = [Transition(s, a, b, cause) for s, (a, b), cause in zip(seqs, _PATTERNS[causes], causes, strict=True)]
+        self.hist[rid] = h
+        if entry is not None:
+            self.visible[rid] = [entry] + self.visible.get(rid, [])
+        return h
+
+    # ---- one pass -----------------------------------------------------------------------------------------
+    def feed(self, events) -> "ShareEosChecker":
+        """Take the next events of the stream (a list, a Trace/Cluster with .events, any iterable)."""
+        events = getattr(events, "events", events)
+        t0 = time.perf_counter()
+        SC, RA = StateChanged, RecordAppended
+        gpref = self.group + "/"
+        glen = len(gpref)
+        input_topic, output_topic = self.input_topic, self.output_topic
+        hist, settled, appended, visible = self.hist, self.settled, self.appended, self.visible
+        in_pending, out_pending, closed, txn_no = self.in_pending, self.out_pending, self.closed, self.txn_no
+        settle = self.settle
+        try_settle = self._try_settle
+        n = 0
+        for e in events:
+            n += 1
+            c = e.__class__
+            if c is SC:
+                if e.machine != MACHINE:
+                    continue
+                k = e.key
+                if not k.startswith(gpref):
+                    continue
+                rid = k[glen:]
+                h = hist.get(rid)
+                if h is None:
+                    if rid in settled:
+                        self._unsettle(rid).append(e)
+                    else:
+                        hist[rid] = [e]
+                    continue
+                h.append(e)
+                if settle and (e.to_state == ACKNOWLEDGED or e.to_state == ARCHIVED):
+                    try_settle(rid, h)
+            elif c is RA:
+                t = e.topic
+                if t == output_topic:
+                    pid = e.producer_id
+                    if e.control:
+                        closed[pid] = True
+                        lst = out_pending.pop((e.partition, pid), None)
+                        if lst:
+                            if _marker_is_commit(e):
+                                self.n_vis += len(lst)
+                                ms = e.seq
+                                for src, seq, p, o, att in lst:
+                                    if src in settled:
+                                        self._unsettle(src)
+                                    v = visible.get(src)
+                                    if v is None:
+                                        visible[src] = [(att, seq, ms, p, o)]
+                                    else:
+                                        v.append((att, seq, ms, p, o))
+                                    if settle:
+                                        h = hist.get(src)
+                                        if h is not None and h[-1].to_state == ACKNOWLEDGED:
+                                            try_settle(src, h)
+                            else:
+                                self.n_abort += len(lst)
+                                for src, seq, _p, _o, _att in lst:
+                                    self.invisible.setdefault(src, []).append((seq, e.seq))
+                        continue
+                    self.n_out += 1
+                    src = _source_of(e.record)
+                    if e.transactional:
+                        if closed.get(pid, True):
+                            txn_no[pid] = txn_no.get(pid, 0) + 1
+                            closed[pid] = False
+                        kk = (e.partition, pid)
+                        item = (src, e.seq, e.partition, e.offset, (pid, txn_no[pid]))
+                        lst = out_pending.get(kk)
+                        if lst is None:
+                            out_pending[kk] = [item]
+                        else:
+                            lst.append(item)
+                    else:
+                        self.n_vis += 1
+                        if src in settled:
+                            self._unsettle(src)
+                        item = (("non-transactional", e.seq), e.seq, None, e.partition, e.offset)
+                        v = visible.get(src)
+                        if v is None:
+                            visible[src] = [item]
+                        else:
+                            v.append(item)
+                        if settle:
+                            h = hist.get(src)
+                            if h is not None and h[-1].to_state == ACKNOWLEDGED:
+                                try_settle(src, h)
+                elif t == input_topic:
+                    if e.control:
+                        self.in_control.add(f"{t}-{e.partition}@{e.offset}")
+                        lst = in_pending.pop((e.partition, e.producer_id), None)
+                        if lst and not _marker_is_commit(e):
+                            self.in_aborted.update(lst)
+                    else:
+                        rid = f"{t}-{e.partition}@{e.offset}"
+                        if rid in settled:          # (appended after its story ended: nothing to add)
+                            continue
+                        appended[rid] = e.seq
+                        if e.transactional:
+                            kk = (e.partition, e.producer_id)
+                            lst = in_pending.get(kk)
+                            if lst is None:
+                                in_pending[kk] = [rid]
+                            else:
+                                lst.append(rid)
+        self.n_events += n
+        self.seconds += time.perf_counter() - t0
+        return self
+
+    # ---- the rules ----------------------------------------------------------------------------------------
+    def report(self, *, allowed_at_least_once=False, expect: str = "appended",
+               require_output: bool = True) -> Report:
+        if expect not in ("appended", "seen"):
+            raise ValueError("expect must be 'appended' or 'seen'")
+        t0 = time.perf_counter()
+        allowed = _allowed(allowed_at_least_once)
+        input_topic, output_topic = self.input_topic, self.output_topic
+        hist, settled, appended, visible = self.hist, self.settled, self.appended, self.visible
+        in_open = set()
+        for lst in self.in_pending.values():
+            in_open.update(lst)
+        open_out: dict = {}
+        for lst in self.out_pending.values():
+            for src, seq, _, _, _ in lst:
+                open_out.setdefault(src, []).append(seq)
+        ipref = input_topic + "-"
+        seen_in = set()
+        for rid in hist:
+            if rid.startswith(ipref) and rid not in self.in_control:
+                p = parse_source(rid)
+                if p is not None and p[0] == input_topic:
+                    seen_in.add(rid)
+        if expect == "appended":
+            must = (set(appended) - self.in_aborted - in_open) | seen_in
+        else:
+            must = seen_in
+
+        def known(rid) -> bool:
+            return rid in appended or rid in seen_in or rid in settled
+
+        considered = must | {s for s in visible if s is not None and known(s)}
+        viol: list[dict] = []
+
+        def add(kind, rid, detail, evs, classification=VIOLATION, case=None):
+            viol.append({"kind": kind, "input": parse_source(rid) if rid is not None else None, "detail": detail,
+                         "events": sorted(set(evs)), "classification": classification, "case": case})
+
+        n_ack = n_arch = 0
+        for causes, _, _ in settled.values():
+            if causes[-1] in ("txn-commit-accept", "accept"):
+                n_ack += 1
+            else:
+                n_arch += 1
+        for rid in considered:
+            h = hist.get(rid, ())
+            terms = [x for x in h if x.to_state in TERMINAL]
+            acks = [x for x in terms if x.to_state == ACKNOWLEDGED]
+            if acks:
+                n_ack += 1
+            elif terms:
+                n_arch += 1
+            ra = appended.get(rid)
+            ra_seq = [ra] if ra is not None else []
+            if not terms and rid in must:
+                if h:
+                    last = h[-1]
+                    add("lost", rid, f"never terminal: last state {last.to_state} ({last.cause})",
+                        ra_seq + [last.seq])
+                else:
+                    add("lost", rid, "never delivered to the group (no share-record state change)", ra_seq)
+            if len(terms) > 1:
+                add("terminal-twice", rid,
+                    "terminal " + str(len(terms)) + " times: "
+                    + ", ".join(f"{x.from_state}->{x.to_state} ({x.cause})" for x in terms),
+                    [x.seq for x in terms])
+            atts: dict = {}
+            for att, seq, ms, _, _ in visible.get(rid, ()):
+                if att not in atts:
+                    atts[att] = (seq, ms)
+            if len(atts) > 1:
+                _duplicate(add, rid, h, atts, allowed)
+            if acks and not atts and require_output:
+                why = []
+                evs = [x.seq for x in acks]
+                if rid in self.invisible:
+                    why.append(f"{len(self.invisible[rid])} output record(s) aborted")
+                    evs += [y for pair in self.invisible[rid] for y in pair]
+                if rid in open_out:
+                    why.append(f"{len(open_out[rid])} output record(s) in a transaction never ended")
+                    evs += open_out[rid]
+                add("ack-without-output", rid,
+                    f"ACKNOWLEDGED ({acks[-1].cause}) but no output visible to read_committed"
+                    + (": " + "; ".join(why) if why else ": no output record at all"), evs)
+            if atts and not acks:
+                _output_without_ack(add, rid, h, terms, atts, allowed)
+
+        for src, lst in visible.items():
+            if src is None:
+                for _, seq, ms, p, o in lst:
+                    add("unattributed-output", None,
+                        f"visible output {output_topic}-{p}@{o} has no {SOURCE_HEADER!r} header",
+                        [seq] + ([ms] if ms is not None else []))
+            elif not known(src):
+                evs = [y for _, seq, ms, _, _ in lst for y in (seq, ms if ms is not None else seq)]
+                add("unknown-source", src if parse_source(src) else None,
+                    f"visible output names {src!r}, which is no record of {input_topic} known to this run", evs)
+
+        viol.sort(key=lambda v: (v["input"] is None, v["input"] or ("", 0, 0), KINDS.index(v["kind"])))
+        rules_s = time.perf_counter() - t0
+        secs = self.seconds + rules_s
+        stats = {"events": self.n_events, "inputs": len(considered) + len(settled), "terminal": n_ack + n_arch,
+                 "acknowledged": n_ack, "archived": n_arch, "output_records": self.n_out,
+                 "visible_records": self.n_vis, "aborted_records": self.n_abort,
+                 "open_records": sum(len(v) for v in open_out.values()), "settled": len(settled),
+                 "seconds": secs, "pass_seconds": self.seconds, "rules_seconds": rules_s,
+                 "events_per_s": self.n_events / secs if secs > 0 else float("inf")}
+        return Report(self.group, input_topic, output_topic, viol, stats)
+
+
 def check_share_eos(events, *, group: str, input_topic: str, output_topic: str,
                     allowed_at_least_once=False, expect: str = "appended",
                     require_output: bool = True) -> Report:
-    """Check a run's events (a list of kipviz.broker.events, or anything with .events) for
-    exactly-once read-process-write through share group `group`. See the module docstring."""
+    """Check a run's events (a list of kipviz.broker.events, anything with .events, or any
+    iterable of events -- e.g. the chunks of one stream chained) for exactly-once
+    read-process-write through share group `group`. See the module docstring."""
     if expect not in ("appended", "seen"):
         raise ValueError("expect must be 'appended' or 'seen'")
-    allowed = _allowed(allowed_at_least_once)
-    events = getattr(events, "events", events)
-    t0 = time.perf_counter()
+    checker = ShareEosChecker(group=group, input_topic=input_topic, output_topic=output_topic)
+    return checker.feed(events).report(allowed_at_least_once=allowed_at_least_once, expect=expect,
+                                       require_output=require_output)
 
-    SC, RA = StateChanged, RecordAppended
-    gpref = group + "/"
-    glen = len(gpref)
-    hist: dict[str, list] = {}            # "topic-p@o" -> the record's share-record StateChanged events
-    appended: dict[str, object] = {}      # input "topic-p@o" -> its RecordAppended
-    in_pending: dict[tuple, list] = {}    # (partition, pid) -> input ids of an open input transaction
-    in_aborted: set = set()
-    in_control: set = set()
-    out_pending: dict[tuple, list] = {}   # (partition, pid) -> [(source, event, attempt)]
-    visible: dict = {}                    # source -> [(attempt, record event, marker event or None)]
-    invisible: dict = {}                  # source -> [(attempt, record event, marker event)] (aborted)
-    unattributed: list = []
-    txn_no: dict[int, int] = {}
-    closed: dict[int, bool] = {}
-    n_out = n_vis = n_abort = 0
-    n = 0
-    for e in events:
-        n += 1
-        c = e.__class__
-        if c is SC:
-            if e.machine != MACHINE:
-                continue
-            k = e.key
-            if not k.startswith(gpref):
-                continue
-            rid = k[glen:]
-            h = hist.get(rid)
-            if h is None:
-                hist[rid] = [e]
-            else:
-                h.append(e)
-        elif c is RA:
-            t = e.topic
-            if t == input_topic:
-                if e.control:
-                    in_control.add(f"{t}-{e.partition}@{e.offset}")
-                    lst = in_pending.pop((e.partition, e.producer_id), None)
-                    if lst and not _marker_is_commit(e):
-                        in_aborted.update(lst)
-                else:
-                    rid = f"{t}-{e.partition}@{e.offset}"
-                    appended[rid] = e
-                    if e.transactional:
-                        kk = (e.partition, e.producer_id)
-                        lst = in_pending.get(kk)
-                        if lst is None:
-                            in_pending[kk] = [rid]
-                        else:
-                            lst.append(rid)
-            elif t == output_topic:
-                pid = e.producer_id
-                if e.control:
-                    closed[pid] = True
-                    lst = out_pending.pop((e.partition, pid), None)
-                    if lst:
-                        if _marker_is_commit(e):
-                            n_vis += len(lst)
-                            for src, re_, att in lst:
-                                v = visible.get(src)
-                                if v is None:
-                                    visible[src] = [(att, re_, e)]
-                                else:
-                                    v.append((att, re_, e))
-                        else:
-                            n_abort += len(lst)
-                            for src, re_, att in lst:
-                                invisible.setdefault(src, []).append((att, re_, e))
-                    continue
-                n_out += 1
-                src = _source_of(e.record)
-                if e.transactional:
-                    if closed.get(pid, True):
-                        txn_no[pid] = txn_no.get(pid, 0) + 1
-                        closed[pid] = False
-                    kk = (e.partition, pid)
-                    item = (src, e, (pid, txn_no[pid]))
-                    lst = out_pending.get(kk)
-                    if lst is None:
-                        out_pending[kk] = [item]
-                    else:
-                        lst.append(item)
-                else:
-                    n_vis += 1
-                    att = ("non-transactional", e.seq)
-                    v = visible.get(src)
-                    if v is None:
-                        visible[src] = [(att, e, None)]
-                    else:
-                        v.append((att, e, None))
-    t_pass = time.perf_counter()
 
-    # ---- per record ------------------------------------------------------------------------------
-    in_open = set()
-    for lst in in_pending.values():
-        in_open.update(lst)
-    open_out: dict = {}
-    for lst in out_pending.values():
-        for src, re_, att in lst:
-            open_out.setdefault(src, []).append(re_)
-
-    seen_in = set()
-    ipref = input_topic + "-"
-    for rid in hist:
-        if rid.startswith(ipref) and rid not in in_control:
-            p = parse_source(rid)
-            if p is not None and p[0] == input_topic:
-                seen_in.add(rid)
-    if expect == "appended":
-        must = (set(appended) - in_aborted - in_open) | seen_in
+def _lost_staging(h, commit: int | None):
+    """(case, proof seqs, index of the next move, reason) for a visible attempt whose COMMIT
+    marker has seq `commit`: was the record's last staging before it lost (module docstring)?
+    case None when not (reason says why)."""
+    if commit is None:
+        return None, [], -1, "the output was non-transactional"
+    si = -1
+    for i, x in enumerate(h):
+        if x.seq > commit:
+            break
+        if x.to_state == TX_PENDING:
+            si = i
+    if si < 0:
+        return None, [], -1, "the record was not staged (TX_PENDING) before the commit"
+    stage = h[si]
+    nxt = h[si + 1] if si + 1 < len(h) else None
+    if nxt is None:
+        return None, [], -1, "the staging never resolved"
+    if nxt.from_state == TX_PENDING:
+        if nxt.cause in COMMIT_CAUSES:
+            return None, [], -1, f"the staging committed ({nxt.cause})"
+        if nxt.cause == "txn-abort":
+            return None, [], -1, "the staging aborted while an output of the record committed"
+        if nxt.cause.startswith("lock-expired"):
+            case = 12 if nxt.seq > commit else 6
+        else:
+            case = 12 if "leader" in nxt.cause else 1
     else:
-        must = seen_in
-    known = set(appended) | seen_in
-    considered = must | (set(visible) & known)
+        case = 1                                    # TX_PENDING vanished: in-memory state lost
+    return case, [stage.seq, nxt.seq], si + 1, ""
 
-    viol: list[dict] = []
 
-    def add(kind, rid, detail, evs, classification=VIOLATION, case=None):
-        viol.append({"kind": kind, "input": parse_source(rid) if rid is not None else None, "detail": detail,
-                     "events": sorted(set(evs)), "classification": classification, "case": case})
+def _label(cases: list[int], allowed: frozenset) -> tuple[int, str]:
+    case = max(cases, key=lambda c: (c not in allowed, c))     # the least-allowed decides
+    return case, (_window_label(case) if all(c in allowed for c in cases) else VIOLATION)
 
-    n_ack = n_arch = 0
-    for rid in considered:
-        h = hist.get(rid, ())
-        terms = [x for x in h if x.to_state in TERMINAL]
-        acks = [x for x in terms if x.to_state == ACKNOWLEDGED]
-        if acks:
-            n_ack += 1
-        elif terms:
-            n_arch += 1
-        ra = appended.get(rid)
-        ra_seq = [ra.seq] if ra is not None else []
-        if not terms and rid in must:
-            if h:
-                last = h[-1]
-                add("lost", rid, f"never terminal: last state {last.to_state} ({last.cause})",
-                    ra_seq + [last.seq])
-            else:
-                add("lost", rid, "never delivered to the group (no share-record state change)", ra_seq)
-        if len(terms) > 1:
-            add("terminal-twice", rid,
-                "terminal " + str(len(terms)) + " times: "
-                + ", ".join(f"{x.from_state}->{x.to_state} ({x.cause})" for x in terms),
-                [x.seq for x in terms])
-        vis = visible.get(rid)
-        atts: dict = {}
-        if vis:
-            for att, re_, me in vis:
-                if att not in atts:
-                    atts[att] = (re_, me)
-        if len(atts) > 1:
-            _duplicate(add, rid, h, atts, allowed)
-        if acks and not atts and require_output:
-            why = []
-            evs = [x.seq for x in acks]
-            if rid in invisible:
-                why.append(f"{len(invisible[rid])} output record(s) aborted")
-                evs += [y for _, re_, me in invisible[rid] for y in (re_.seq, me.seq)]
-            if rid in open_out:
-                why.append(f"{len(open_out[rid])} output record(s) in a transaction never ended")
-                evs += [re_.seq for re_ in open_out[rid]]
-            add("ack-without-output", rid,
-                f"ACKNOWLEDGED ({acks[-1].cause}) but no output visible to read_committed"
-                + (": " + "; ".join(why) if why else ": no output record at all"), evs)
-        if atts and not acks:
-            state = (f"ended {terms[-1].to_state} ({terms[-1].cause})" if terms
-                     else f"last state {h[-1].to_state}" if h else "never delivered")
-            evs = [x.seq for x in terms[-1:]] or [x.seq for x in h[-1:]]
-            for re_, me in atts.values():
-                evs.append(re_.seq)
-                if me is not None:
-                    evs.append(me.seq)
-            add("output-without-ack", rid,
-                f"output visible ({len(atts)} attempt(s)) but never ACKNOWLEDGED: {state}", evs)
 
-    for src, lst in visible.items():
-        if src is None:
-            for att, re_, me in lst:
-                unattributed.append((re_, me))
-        elif src not in known:
-            evs = [y for _, re_, me in lst for y in (re_.seq, me.seq if me is not None else re_.seq)]
-            add("unknown-source", src if parse_source(src) else None,
-                f"visible output names {src!r}, which is no record of {input_topic} known to this run", evs)
-    for re_, me in unattributed:
-        add("unattributed-output", None,
-            f"visible output {output_topic}-{re_.partition}@{re_.offset} has no {SOURCE_HEADER!r} header",
-            [re_.seq] + ([me.seq] if me is not None else []))
-
-    viol.sort(key=lambda v: (v["input"] is None, v["input"] or ("", 0, 0), KINDS.index(v["kind"])))
-    t1 = time.perf_counter()
-    secs = t1 - t0
-    stats = {"events": n, "inputs": len(considered), "terminal": n_ack + n_arch, "acknowledged": n_ack,
-             "archived": n_arch, "output_records": n_out, "visible_records": n_vis, "aborted_records": n_abort,
-             "open_records": sum(len(v) for v in open_out.values()), "seconds": secs,
-             "pass_seconds": t_pass - t0, "events_per_s": n / secs if secs > 0 else float("inf")}
-    return Report(group, input_topic, output_topic, viol, stats)
+def _evidence(atts: dict) -> tuple[list, list]:
+    ordered = sorted(atts.items(), key=lambda kv: kv[1][1] if kv[1][1] is not None else kv[1][0])
+    evs = []
+    for _, (seq, ms) in ordered:
+        evs.append(seq)
+        if ms is not None:
+            evs.append(ms)
+    return ordered, evs
 
 
 def _duplicate(add, rid, h, atts: dict, allowed: frozenset) -> None:
     """Classify a duplicate-output: every consecutive pair of visible attempts must follow the
-    at-least-once window pattern (module docstring) for it to be a window."""
-    ordered = sorted(atts.items(), key=lambda kv: (kv[1][1] or kv[1][0]).seq)
-    evs = []
-    for _, (re_, me) in ordered:
-        evs.append(re_.seq)
-        if me is not None:
-            evs.append(me.seq)
+    pattern (module docstring) for it to be a window."""
+    ordered, evs = _evidence(atts)
     cases, why = [], ""
-    for (_, (re_a, me_a)), (_, (re_b, me_b)) in zip(ordered, ordered[1:]):
-        case, proof, why = _window(h, me_a, re_b.seq)
+    for (_, (_, ms_a)), (_, (seq_b, _)) in zip(ordered, ordered[1:], strict=False):
+        case, proof, ni, why = _lost_staging(h, ms_a)
+        if case is not None:
+            nxt = h[ni]
+            re_acq = next((x for x in h[ni:] if x.cause == "acquire" and nxt.seq <= x.seq < seq_b), None)
+            if re_acq is None:
+                case, why = None, "no redelivery (acquire) between the lost staging and the later output"
+            else:
+                proof.append(re_acq.seq)
         if case is None:
             cases = []
             break
@@ -442,9 +610,7 @@ def _duplicate(add, rid, h, atts: dict, allowed: frozenset) -> None:
         evs += proof
     n = len(ordered)
     if cases:
-        case = max(cases, key=lambda c: (c not in allowed, c))     # the least-allowed decides
-        ok = all(c in allowed for c in cases)
-        label = _window_label(case) if ok else VIOLATION
+        case, label = _label(cases, allowed)
         add("duplicate-output", rid,
             f"output visible in {n} attempts; earlier acknowledgement lost after its output committed "
             f"(KIP-1289 case {case} pattern), record redelivered and processed again", evs, label, case)
@@ -452,39 +618,23 @@ def _duplicate(add, rid, h, atts: dict, allowed: frozenset) -> None:
         add("duplicate-output", rid, f"output visible in {n} attempts" + (f": {why}" if why else ""), evs)
 
 
-def _window(h, commit, next_output: int):
-    """(case, proof seqs, reason) for one earlier visible attempt whose COMMIT marker is `commit`
-    and the later attempt's first output record at seq `next_output`; case None when the pattern
-    does not hold (reason says why)."""
-    if commit is None:
-        return None, [], "the earlier output was non-transactional"
-    c = commit.seq
-    si = -1
-    for i, x in enumerate(h):
-        if x.seq > c:
+def _output_without_ack(add, rid, h, terms, atts: dict, allowed: frozenset) -> None:
+    state = (f"ended {terms[-1].to_state} ({terms[-1].cause})" if terms
+             else f"last state {h[-1].to_state}" if h else "never delivered")
+    ordered, evs = _evidence(atts)
+    evs += [x.seq for x in terms[-1:]] or [x.seq for x in h[-1:]]
+    cases, why = [], ""
+    for _, (_, ms) in ordered:
+        case, proof, _, why = _lost_staging(h, ms)
+        if case is None:
+            cases = []
             break
-        if x.to_state == TX_PENDING:
-            si = i
-    if si < 0:
-        return None, [], "the record was not staged (TX_PENDING) before the earlier commit"
-    stage = h[si]
-    nxt = h[si + 1] if si + 1 < len(h) else None
-    if nxt is None:
-        return None, [], "the staging never resolved"
-    if nxt.from_state == TX_PENDING:
-        if nxt.cause in COMMIT_CAUSES:
-            return None, [], f"the staging committed ({nxt.cause}) yet the record was processed again"
-        if nxt.cause == "txn-abort":
-            return None, [], "the staging aborted while an output of the record committed"
-        if nxt.cause.startswith("lock-expired"):
-            case = 12 if nxt.seq > c else 6
-        else:
-            case = 12 if "leader" in nxt.cause else 1
+        cases.append(case)
+        evs += proof
+    detail = f"output visible ({len(atts)} attempt(s)) but never ACKNOWLEDGED: {state}"
+    if cases:
+        case, label = _label(cases, allowed)
+        add("output-without-ack", rid, f"{detail}; its acknowledgement was lost after the output committed "
+                                       f"(KIP-1289 case {case} pattern)", evs, label, case)
     else:
-        case = 1                                    # TX_PENDING vanished: in-memory state lost
-    # redelivered: acquired again after the staging was lost, before the later output
-    re_acq = next((x for x in h[si + 1:] if x.cause == "acquire" and nxt.seq <= x.seq < next_output),
-                  None)
-    if re_acq is None:
-        return None, [], "no redelivery (acquire) between the lost staging and the later output"
-    return case, [stage.seq, nxt.seq, re_acq.seq], ""
+        add("output-without-ack", rid, detail + (f" ({why})" if why and h else ""), evs)

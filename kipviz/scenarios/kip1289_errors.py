@@ -11,17 +11,24 @@ acknowledgements inside a producer transaction. Nothing here is released Kafka.
     kip1289.case08_stale_member_epoch        a rebalance between share_group_metadata() and the call:
                                              STALE_MEMBER_EPOCH; a removed member: UNKNOWN_MEMBER_ID
     kip1289.case09_old_broker                share.version 1: the producer raises synchronously, no
-                                             TxnShareAcknowledge bytes on the wire, the user aborts
+                                             TxnShareAcknowledge bytes on the wire, the user aborts;
+                                             after share.version 2 is finalized a restarted producer commits
     kip1289.case10_invalid_ack_type          RELEASE / RENEW / GAP in a transaction: INVALID_RECORD_STATE
-    kip1289.case11_partial_multi_partition   two share partitions, the second fails: nothing staged
-                                             anywhere (all or nothing), abort, retry
+    kip1289.case11_partial_multi_partition   two share partitions, the second fails (a record it had
+                                             rejected already): nothing staged anywhere (all or
+                                             nothing), abort, retry without it
     kip1289.case14_concurrent_epochs         an old in-flight TxnShareAcknowledge (stale epoch) after
                                              the epoch bump: PRODUCER_FENCED, never staged
 
 Every scenario is a read-process-write loop over the public client models (ShareConsumer,
 Producer); each output record carries the header ("kipviz-source", b"in-{partition}@{offset}")
 naming its input record. Checks read the broker's answers from ResponseSent events, the record
-states from the share partitions and what a read_committed consumer gets back."""
+states from the share partitions and what a read_committed consumer gets back. Every scenario ends
+with kipviz.eos.check_share_eos over its events, with no at-least-once allowance (none of these
+cases is one of the KIP's documented windows): its Report is trace.result["eos"] and must be ok.
+
+`share_commit_run(seed)` is the plain committed loop (no fault) the cases depart from; it is not a
+registered scenario (kip1289.happy_commit in kip1289_faults.py is the named one)."""
 from __future__ import annotations
 
 from ..broker.error_codes import CODE, name_of
@@ -35,8 +42,9 @@ from ..clients.producer import (
     UnsupportedVersionError,
 )
 from ..clients.share_consumer import ShareConsumer
+from ..eos import check_share_eos
 from ..records import share_coordinator_partition
-from . import Trace, scenario
+from . import Scenario, Trace, scenario
 
 KIP = "KIP-1289"
 STATUS = "proposed"
@@ -150,21 +158,47 @@ def nothing_staged(trace: Trace, since: int, what: str) -> None:
                  not moved and pending(trace.cluster) == [], f"{len(moved)} moves, pending {pending(trace.cluster)}")
 
 
-def clean_commit(trace: Trace, sc: ShareConsumer, pr: Producer, records, *, reader: str, partitions=(0,)) -> None:
-    """The retry after the failure: process again, stage with a fresh snapshot, commit; every
-    record ends ACKNOWLEDGED, the output is visible exactly once."""
+def clean_commit(trace: Trace, sc: ShareConsumer, pr: Producer, records, *, reader: str, partitions=(0,),
+                 expected=None) -> None:
+    """The retry after the failure: process `records` again, stage with a fresh snapshot, commit;
+    every record ends ACKNOWLEDGED. The read_committed reader reads the whole output topic, so it
+    must see exactly `expected` (default: `records`) -- the inputs of every transaction committed
+    so far, not only this one's."""
     produce(pr, records)
     err, _ = stage(pr, acks_of(records), sc.share_group_metadata())
-    trace.expect("the retry stages the acknowledgements: NONE", err == "NONE", err)
+    trace.expect("staging with a fresh snapshot answers NONE", err == "NONE", err)
     pr.commit_transaction()
     left = {p: states(trace, p) for p in partitions}
-    trace.expect("after the retried commit every input record is acknowledged (the SPSO moved past them)",
+    trace.expect("after the commit every input record is acknowledged (the SPSO moved past them)",
                  all(s == {} for s in left.values()), repr(left))
     seen = read_committed(trace, reader)
+    want = records if expected is None else expected
     trace.expect("a read_committed reader sees each input's output exactly once (no loss, no duplicate)",
-                 sorted(seen) == sorted(source(r) for r in records), repr(seen))
+                 sorted(seen) == sorted(source(r) for r in want), repr(seen))
     trace.expect("no model bug (cluster.internal_errors empty)", trace.cluster.internal_errors == [],
                  repr(trace.cluster.internal_errors))
+
+
+def check_eos(trace: Trace) -> None:
+    """kipviz.eos over the whole run, no at-least-once allowance; the Report goes to result["eos"]."""
+    report = check_share_eos(trace.events, group=GROUP, input_topic=INPUT, output_topic=OUTPUT,
+                             allowed_at_least_once=False)
+    trace.result["eos"] = report
+    trace.expect("EOS checker (kipviz.eos, no at-least-once allowance): no input lost, none output twice, "
+                 "no ack without output", report.ok, report.summary(limit=5))
+
+
+def share_commit_run(seed: int = 0, **cluster_settings) -> Trace:
+    """The plain committed share-group loop (poll, produce, stage, commit) on a fresh cluster at
+    share.version 2, as a Trace with checks: the baseline every corner case departs from."""
+    from ..broker import Cluster
+    sc_ = Scenario("kip1289.share_commit_run", "KIP-1289: share-group read-process-write, committed", KIP, STATUS,
+                   share_commit_run.__doc__ or "", lambda t: None, {"share_version": 2})
+    trace = Trace(sc_, seed, Cluster(seed=seed, **{"share_version": 2, **cluster_settings}))
+    sc, pr, records = setup(trace)
+    clean_commit(trace, sc, pr, records, reader="reader")
+    check_eos(trace)
+    return trace
 
 
 # ---- corner case 2 -------------------------------------------------------------------------------------
@@ -214,6 +248,7 @@ def coordinator_unavailable(trace: Trace) -> None:
                  read_committed(trace, "reader-after-abort") == [], "")
     pr.begin_transaction()
     clean_commit(trace, sc, pr, records, reader="reader-after-retry")
+    check_eos(trace)
 
 
 # ---- corner case 3 -------------------------------------------------------------------------------------
@@ -274,6 +309,7 @@ def zombie_producer(trace: Trace) -> None:
     trace.expect("no model bug (cluster.internal_errors empty)", c.internal_errors == [], repr(c.internal_errors))
     trace.result.update(zombie=(a_pid, a_epoch), new=(b.producer_id, b.producer_epoch), error=err,
                         zombie_state=a.state)
+    check_eos(trace)
 
 
 # ---- corner case 8 -------------------------------------------------------------------------------------
@@ -322,6 +358,7 @@ def stale_member_epoch(trace: Trace) -> None:
     trace.result.update(stale_epoch=gm["member_epoch"], current_epoch=sc.member_epoch, errors=[err, err2])
     pr.begin_transaction()
     clean_commit(trace, sc, pr, records, reader="reader")
+    check_eos(trace)
 
 
 # ---- corner case 9 -------------------------------------------------------------------------------------
@@ -330,7 +367,10 @@ def stale_member_epoch(trace: Trace) -> None:
 def old_broker(trace: Trace) -> None:
     """share.version 1 (a rolling upgrade, or the feature not finalized): ApiVersions does not
     list TxnShareAcknowledge, so the producer raises UnsupportedVersionError synchronously with no
-    bytes on the wire; the user aborts the transaction (the output must be cleaned up)."""
+    bytes on the wire; the user aborts the transaction (the output must be cleaned up). Then the
+    operator finalizes share.version 2 (the KIP's rollout phase 3: online, no rebalance) and the
+    worker's producer is restarted (phase 4): its ApiVersions now lists the RPC, the records the
+    member still holds are staged and committed."""
     c = trace.cluster
     sc, pr, records = setup(trace)
     produce(pr, records)
@@ -355,6 +395,18 @@ def old_broker(trace: Trace) -> None:
                  set(states(trace).values()) == {"ACQUIRED"}, repr(states(trace)))
     trace.expect("no model bug (cluster.internal_errors empty)", c.internal_errors == [], repr(c.internal_errors))
     trace.result.update(error=err, exception=type(exc).__name__ if exc else None, producer_state=pr.state)
+    # recovery: the feature is finalized while the member keeps its records, the app restarts
+    c.config.share_version = 2
+    c.note("operator: share.version finalized at 2 (kafka-features.sh upgrade --feature share.version "
+           "--version 2; KIP-1289 rollout phase 3, proposed)", feature="share.version", level=2, status=STATUS,
+           kip=KIP)
+    restarted = Producer(c, TXN_ID, client_id="worker-producer-2")
+    restarted.init_transactions()
+    trace.expect("after the upgrade the restarted producer's ApiVersions lists TxnShareAcknowledge",
+                 API in (restarted.broker_versions or {}), repr((restarted.broker_versions or {}).get(API)))
+    restarted.begin_transaction()
+    clean_commit(trace, sc, restarted, records, reader="reader-after-upgrade")
+    check_eos(trace)
 
 
 # ---- corner case 10 ------------------------------------------------------------------------------------
@@ -387,6 +439,7 @@ def invalid_ack_type(trace: Trace) -> None:
                  repr(states(trace)))
     trace.result.update(errors=seen_errors)
     clean_commit(trace, sc, pr, records, reader="reader")
+    check_eos(trace)
 
 
 # ---- corner case 11 ------------------------------------------------------------------------------------
@@ -394,17 +447,19 @@ def invalid_ack_type(trace: Trace) -> None:
           title="KIP-1289 case 11: one of two share partitions fails, nothing is staged", **PROPOSED)
 def partial_multi_partition(trace: Trace) -> None:
     """One TxnShareAcknowledge for share partitions A (in-0) and B (in-1); on B one record is no
-    longer acquired by the member (it was acknowledged by the plain path): B answers
-    INVALID_RECORD_STATE, A OPERATION_NOT_ATTEMPTED, and neither is staged (all or nothing). The
-    user aborts and retries without the record it no longer holds."""
+    longer acquired by the member (the worker had already rejected it as poison through the plain
+    ShareAcknowledge path, so it is ARCHIVED): B answers INVALID_RECORD_STATE, A
+    OPERATION_NOT_ATTEMPTED, and neither is staged (all or nothing). The user aborts and retries
+    without the record it no longer holds. (A plain ACCEPT there would be an EOS violation of the
+    user's own: acknowledged, no output.)"""
     c = trace.cluster
     sc, pr, records = setup(trace, partitions=2, per_partition=3)
     tid = c.topics.get(INPUT).topic_id
     lost = next(r for r in records if r.partition == 1 and r.offset == 2)
-    sc.pending[(tid, 1)] = {lost.offset: ACCEPT}          # B@2 acknowledged outside the transaction
+    sc.pending[(tid, 1)] = {lost.offset: REJECT}          # B@2 rejected (poison) outside the transaction
     sc.commit_sync()
-    trace.expect("B@2 is no longer ACQUIRED by the member", 2 not in states(trace, 1) or
-                 states(trace, 1)[2] != "ACQUIRED", repr(states(trace, 1)))
+    trace.expect("B@2 is no longer ACQUIRED by the member (rejected: ARCHIVED)", 2 not in states(trace, 1) or
+                 states(trace, 1)[2] == "ARCHIVED", repr(states(trace, 1)))
     produce(pr, records)
     mark = len(c.events)
     err, exc = stage(pr, acks_of(records), sc.share_group_metadata())
@@ -424,6 +479,7 @@ def partial_multi_partition(trace: Trace) -> None:
     pr.begin_transaction()
     held = [r for r in records if r is not lost]
     clean_commit(trace, sc, pr, held, reader="reader-2", partitions=(0, 1))
+    check_eos(trace)
 
 
 # ---- corner case 14 ------------------------------------------------------------------------------------
@@ -472,9 +528,8 @@ def concurrent_epochs(trace: Trace) -> None:
     trace.expect("transaction 2 commits in-0@1; in-0@2 is still ACQUIRED", states(trace) == {2: "ACQUIRED"},
                  repr(states(trace)))
     pr.begin_transaction()
-    clean_commit(trace, sc, pr, records[2:], reader="reader-x")
-    seen = read_committed(trace, "reader")
-    trace.expect("overall each input's output is visible exactly once", sorted(seen) == sorted(source(x) for x in records),
-                 repr(seen))
+    # transaction 3 processes in-0@2; the reader sees the output of all three transactions
+    clean_commit(trace, sc, pr, records[2:], reader="reader", expected=records)
     trace.result.update(producer_id=pid, stale_epoch=e, current_epoch=pr.producer_epoch,
                         stale_error=name_of(r["ErrorCode"]))
+    check_eos(trace)

@@ -1,0 +1,22 @@
+"""Seeded workload drivers: long, reproducible runs of the client models against a Cluster.
+
+    from kipviz.workloads import run_share_eos, Fault, random_faults
+    result = run_share_eos(records=10_000, consumers=4, seed=1,
+                           faults=random_faults(1, steps=200, count=5))
+    result.stats, result.faults, result.check().summary()
+
+share_eos: share-group read-process-write with KIP-1289 (proposed) transactional acknowledgements
+and the seed's corner-case faults (kipviz/workloads/share_eos.py)."""
+from .share_eos import (
+    DEFAULT_KINDS,
+    FAULT_KINDS,
+    BatchingProducer,
+    Fault,
+    ShareEosWorkload,
+    WorkloadResult,
+    random_faults,
+    run_share_eos,
+)
+
+__all__ = ["run_share_eos", "ShareEosWorkload", "WorkloadResult", "Fault", "FAULT_KINDS", "DEFAULT_KINDS",
+           "random_faults", "BatchingProducer"]
