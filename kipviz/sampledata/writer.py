@@ -1,0 +1,140 @@
+"""A run directory in the "kipviz-sample/1" format, written while the run goes on.
+
+    w = RunWriter("sample_data/regular_eos")
+    w.add_events(cluster.take_events())        # as often as you like: events.parquet, requests.parquet
+    w.add_logs(cluster, release={...})         # new batches of every partition log (+ optional release)
+    manifest = w.close(cluster, meta)          # topics/*.parquet, batches/*.parquet, manifest.json
+
+Events and requests stream straight into their files (rows come in seq order). A topic's file is
+sorted by (partition, offset) but partitions grow side by side, so each partition log's rows go to
+a temporary Arrow stream first (DIR/.parts) and close() concatenates them partition by partition."""
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from ..errors import KipvizError
+from ..uuids import to_kafka_str
+from . import retention
+from .parquet import TableWriter, sha256
+from .rows import RequestLog, event_columns, log_rows
+from .schema import BATCH, FORMAT, TOPIC
+
+OUTPUTS = ("topics", "batches", "events.parquet", "requests.parquet", "manifest.json", ".parts")
+
+
+@dataclass
+class _LogState:
+    key: str                 # "<topic id>-<partition>": file stem of the parts
+    batches_seen: int = 0    # batches written so far (absolute count)
+    dropped: int = 0         # batches released from the front of log.batches
+    topic_part: object = None
+    batch_part: object = None
+
+
+def prepare_dir(out: Path) -> None:
+    """Make `out` ready: created if missing; a previous sample there is replaced; any other
+    non-empty directory is refused (nothing of the user's is deleted)."""
+    if out.exists() and not out.is_dir():
+        raise KipvizError(f"{out} exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()):
+        if not (out / "manifest.json").is_file() and not (out / ".parts").is_dir():
+            raise KipvizError(f"{out} is not empty and holds no kipviz sample (no manifest.json): "
+                              "give a new or empty directory")
+        for name in OUTPUTS:
+            p = out / name
+            if p.is_dir():
+                shutil.rmtree(p)
+            elif p.exists():
+                p.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+
+
+class RunWriter:
+    def __init__(self, out_dir):
+        self.out = Path(out_dir)
+        prepare_dir(self.out)
+        self._parts = self.out / ".parts"
+        self._parts.mkdir()
+        self.events = TableWriter(self.out / "events.parquet", "event")
+        self.requests = TableWriter(self.out / "requests.parquet", "request")
+        self._pairs = RequestLog()
+        self._logs: dict[tuple, _LogState] = {}
+
+    # ---- streaming ---------------------------------------------------------------------------------------
+    def add_events(self, events) -> None:
+        if not events:
+            return
+        self.events.write_columns(event_columns(events))
+        self.requests.write_columns(self._pairs.add(events))
+
+    def add_logs(self, cluster, release: dict | None = None) -> None:
+        """Write the batches appended since the last call, for every partition of every topic ever
+        created (deleted ones too). With `release` ({(topic, partition): position of the slowest
+        reader}), the written part of each non-internal log is released (retention.release), up to
+        the reader's position where there is one."""
+        for topic in cluster.topics.by_id.values():
+            for log in topic.partitions:
+                st = self._logs.get((topic.topic_id, log.partition))
+                if st is None:
+                    st = self._logs[(topic.topic_id, log.partition)] = _LogState(
+                        f"{to_kafka_str(topic.topic_id)}-{log.partition}")
+                new = log.batches[st.batches_seen - st.dropped:]
+                if new:
+                    batch_rows, topic_rows = log_rows(topic.name, log, new)
+                    st.batch_part = self._write_part(st.batch_part, st.key + ".batches", BATCH, batch_rows)
+                    st.topic_part = self._write_part(st.topic_part, st.key + ".records", TOPIC, topic_rows)
+                    st.batches_seen += len(new)
+                if release is not None and not topic.internal:
+                    upto = release.get((topic.name, log.partition), log.log_end_offset) \
+                        if topic.deleted_at is None else log.log_end_offset
+                    st.dropped += retention.release(log, upto)
+
+    def _write_part(self, writer, stem: str, schema: pa.Schema, rows):
+        if rows is None or not rows.num_rows:
+            return writer
+        if writer is None:
+            writer = pa.ipc.new_stream(str(self._parts / stem), schema)
+        writer.write_batch(rows)
+        return writer
+
+    # ---- the end -------------------------------------------------------------------------------------------
+    def close(self, cluster, meta: dict) -> dict:
+        """Finish every file and write manifest.json; returns the manifest."""
+        self.add_logs(cluster)
+        self.requests.write_columns(self._pairs.finish())
+        datasets = {"events.parquet": self.events.close(), "requests.parquet": self.requests.close()}
+        topics = []
+        for topic in cluster.topics.by_id.values():
+            b64 = to_kafka_str(topic.topic_id)
+            live = topic.deleted_at is None
+            sub = "" if live else "deleted/"
+            stem = topic.name if live else f"{topic.name}@{b64}"
+            paths = {"dataset": f"topics/{sub}{stem}.parquet", "batches": f"batches/{sub}{stem}.parquet"}
+            for kind, rel, part in (("topic", paths["dataset"], "records"), ("batch", paths["batches"], "batches")):
+                (self.out / rel).parent.mkdir(parents=True, exist_ok=True)
+                w = TableWriter(self.out / rel, kind)
+                for log in topic.partitions:
+                    st = self._logs[(topic.topic_id, log.partition)]
+                    writer = st.topic_part if part == "records" else st.batch_part
+                    if writer is None:
+                        continue
+                    writer.close()
+                    with pa.ipc.open_stream(str(self._parts / f"{st.key}.{part}")) as reader:
+                        for rb in reader:
+                            w.write_batch(rb)
+                datasets[rel] = w.close()
+            topics.append({"name": topic.name, "topic_id": str(topic.topic_id), "topic_id_b64": b64,
+                           "partitions": len(topic.partitions), "internal": topic.internal, "deleted": not live,
+                           "created_ms": topic.created_at, "deleted_ms": topic.deleted_at, **paths})
+        shutil.rmtree(self._parts)
+        topics.sort(key=lambda t: (t["deleted"], t["name"], t["created_ms"], t["topic_id"]))
+        manifest = {"format": FORMAT, **meta, "topics": topics,
+                    "datasets": {rel: {"rows": rows, "sha256": sha256(self.out / rel)}
+                                 for rel, rows in sorted(datasets.items())}}
+        (self.out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        return manifest

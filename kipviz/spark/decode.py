@@ -1,0 +1,287 @@
+"""Decoding inside Spark with kipviz's own decoders, one Arrow batch at a time (mapInArrow).
+
+    offsets = decode_offsets(src.topic("__consumer_offsets"))        # OffsetCommit records
+    txns    = decode_transactions(src.topic("__transaction_state"))  # TransactionLog records
+    share   = decode_share_state(src.topic("__share_group_state"))   # ShareSnapshot / ShareUpdate
+    records = decode_batches(src.batches_of("out"))                  # records + transactional flags + markers
+    records = decode_topic(src.topic("out"))                         # records of a Kafka-source frame
+
+Each Python worker receives Arrow batches of (key, value, partition, offset, timestamp) and runs
+kipviz.records.decode_internal / read_batches over them: no row-by-row Python UDF, no pickling of
+rows. A record that does not decode (corrupt bytes, an unknown record type or value version) gives
+one row whose `error`, `error_kind` and `error_path` say what and where, and the data columns null;
+split_errors() separates them. Nothing a single bad record holds can stop the job.
+
+The functions named *_arrow are the per-batch decoders themselves, usable without Spark (the
+benchmark's single-process baseline runs exactly them)."""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ..eos.checker import SOURCE_HEADER
+from ..errors import DecodeError
+from ..records import read_batches
+from ..records.internal import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TRANSACTION_STATE, decode_internal
+from . import schemas
+
+__all__ = ["decode_offsets", "decode_transactions", "decode_share_state", "decode_batches", "decode_topic",
+           "split_errors", "offsets_arrow", "transactions_arrow", "share_state_arrow", "batches_arrow",
+           "error_kind"]
+
+_SOURCE_B = SOURCE_HEADER.encode()
+
+
+def error_kind(e: Exception) -> str:
+    """unknown-version / unknown-record-type / corrupt, from a kipviz DecodeError."""
+    msg = str(e)
+    if "is unknown to kipviz" in msg:
+        return "unknown-version"
+    if "record type" in msg and "unknown" in msg:
+        return "unknown-record-type"
+    return "corrupt"
+
+
+class _Out:
+    """Column lists for one output batch."""
+
+    def __init__(self, schema: pa.Schema):
+        self.schema = schema
+        self.cols = {n: [] for n in schema.names}
+        self.names = schema.names
+
+    def add(self, row: dict) -> None:
+        for n in self.names:
+            self.cols[n].append(row.get(n))
+
+    def batch(self) -> pa.RecordBatch:
+        return pa.RecordBatch.from_arrays([pa.array(self.cols[n], type=f.type) for n, f in
+                                           zip(self.names, self.schema, strict=True)], schema=self.schema)
+
+
+def _inputs(rb: pa.RecordBatch):
+    c = rb.schema.names
+    topic = rb.column(c.index("topic")).to_pylist() if "topic" in c else [None] * rb.num_rows
+    return (rb.column(c.index("key")).to_pylist(), rb.column(c.index("value")).to_pylist(), topic,
+            rb.column(c.index("partition")).to_pylist(), rb.column(c.index("offset")).to_pylist(),
+            rb.column(c.index("timestamp_ms")).to_pylist())
+
+
+def _internal(rb: pa.RecordBatch, topic: str, schema: pa.Schema, convert) -> pa.RecordBatch:
+    out = _Out(schema)
+    keys, values, topics, parts, offs, tss = _inputs(rb)
+    for i in range(len(keys)):
+        origin = {"log_topic": topics[i] or topic, "log_partition": parts[i], "log_offset": offs[i],
+                  "log_timestamp_ms": tss[i]}
+        k = keys[i]
+        if k is None:
+            out.add({**origin, "error": "null key: every coordinator record has a key",
+                     "error_kind": "corrupt", "error_path": "key"})
+            continue
+        try:
+            d = decode_internal(k, values[i], topic)
+            row = convert(d)
+        except DecodeError as e:
+            out.add({**origin, "error": str(e), "error_kind": error_kind(e), "error_path": e.path or None})
+            continue
+        except (KeyError, TypeError, ValueError) as e:     # decodes, but not with the expected fields
+            out.add({**origin, "error": f"{type(e).__name__}: {e}", "error_kind": "corrupt", "error_path": None})
+            continue
+        if row is not None:
+            row.update(origin)
+            out.add(row)
+    return out.batch()
+
+
+def _uuid_text(u) -> str | None:
+    return None if u is None or u.int == 0 else str(u)
+
+
+def _offset_row(d: dict) -> dict | None:
+    if d["record"] != "OffsetCommit":
+        return None                      # group metadata and KIP-848 records: not offsets
+    k, v = d["key"], d["value"]
+    row = {"group": k["group"], "topic": k["topic"], "partition": k["partition"],
+           "record_type": d["record_type"], "value_version": d["value_version"], "tombstone": d["tombstone"]}
+    if v is not None:
+        row.update(topic_id=_uuid_text(v.get("topicId")), committed_offset=v["offset"],
+                   leader_epoch=v.get("leaderEpoch", -1), metadata=v.get("metadata"),
+                   commit_timestamp_ms=v["commitTimestamp"], expire_timestamp_ms=v.get("expireTimestamp", -1))
+    return row
+
+
+def _txn_row(d: dict) -> dict:
+    k, v = d["key"], d["value"]
+    row = {"transactional_id": k["TransactionalId"], "value_version": d["value_version"],
+           "tombstone": d["tombstone"]}
+    if v is not None:
+        sid = v["TransactionStatus"]
+        row.update(producer_id=v["ProducerId"], producer_epoch=v["ProducerEpoch"],
+                   previous_producer_id=v.get("PreviousProducerId", -1), next_producer_id=v.get("NextProducerId", -1),
+                   timeout_ms=v["TransactionTimeoutMs"], state_id=sid,
+                   state=schemas.TXN_STATES.get(sid, f"UNKNOWN({sid})"),
+                   partitions=[{"topic": t["Topic"], "partition": p} for t in v["TransactionPartitions"] or []
+                               for p in t["PartitionIds"]],
+                   last_update_ms=v["TransactionLastUpdateTimestampMs"], start_ms=v["TransactionStartTimestampMs"],
+                   client_transaction_version=v.get("ClientTransactionVersion", 0))
+    return row
+
+
+def _share_row(d: dict) -> dict:
+    k, v = d["key"], d["value"]
+    row = {"group": k["GroupId"], "topic_id": _uuid_text(k["TopicId"]), "partition": k["Partition"],
+           "record": d["record"], "value_version": d["value_version"], "value_spec": d["value_spec"],
+           "tombstone": d["tombstone"]}
+    if v is not None:
+        row.update(snapshot_epoch=v["SnapshotEpoch"], state_epoch=v.get("StateEpoch"), leader_epoch=v["LeaderEpoch"],
+                   start_offset=v["StartOffset"], delivery_complete_count=v.get("DeliveryCompleteCount", -1),
+                   create_timestamp_ms=v.get("CreateTimestamp"), write_timestamp_ms=v.get("WriteTimestamp"),
+                   state_batches=[{"first_offset": b["FirstOffset"], "last_offset": b["LastOffset"],
+                                   "delivery_state": b["DeliveryState"], "delivery_count": b["DeliveryCount"]}
+                                  for b in v["StateBatches"]])
+    return row
+
+
+def offsets_arrow(rb: pa.RecordBatch) -> pa.RecordBatch:
+    return _internal(rb, CONSUMER_OFFSETS, schemas.OFFSETS, _offset_row)
+
+
+def transactions_arrow(rb: pa.RecordBatch) -> pa.RecordBatch:
+    return _internal(rb, TRANSACTION_STATE, schemas.TRANSACTIONS, _txn_row)
+
+
+def share_state_arrow(rb: pa.RecordBatch) -> pa.RecordBatch:
+    return _internal(rb, SHARE_GROUP_STATE, schemas.SHARE_STATE, _share_row)
+
+
+def _source_of(headers) -> str | None:
+    for k, v in headers:
+        if k == SOURCE_HEADER or k == _SOURCE_B:
+            if v is None:
+                return None
+            try:
+                return v.decode() if isinstance(v, (bytes, bytearray)) else v
+            except UnicodeDecodeError:
+                return None
+    return None
+
+
+def batches_arrow(rb: pa.RecordBatch, payload: bool = True) -> pa.RecordBatch:
+    """One row per record of each batch (control records included, with their marker type)."""
+    out = _Out(schemas.RECORDS)
+    cols = out.cols
+    c = rb.schema.names
+    topics = rb.column(c.index("topic")).to_pylist()
+    parts = rb.column(c.index("partition")).to_pylist()
+    bases = rb.column(c.index("base_offset")).to_pylist()
+    datas = rb.column(c.index("batch")).to_pylist()
+    names = out.names
+    for i in range(len(datas)):
+        topic, part = topics[i], parts[i]
+        try:
+            if datas[i] is None:
+                raise DecodeError("null batch", 0, "batch")
+            decoded = read_batches(datas[i], strict=True)
+        except DecodeError as e:
+            out.add({"topic": topic, "partition": part, "offset": bases[i], "error": str(e),
+                     "error_kind": error_kind(e), "error_path": e.path or None})
+            continue
+        for b in decoded:
+            pid, epoch, txn, ctl, crc, base = (b["producer_id"], b["producer_epoch"], b["is_transactional"],
+                                               b["is_control"], b["crc_valid"], b["base_offset"])
+            for r in b["records"]:
+                control = r.get("control")
+                hs = r["headers"]
+                vals = (topic, part, r["offset"], r["timestamp"],
+                        r["key"] if payload else None, r["value"] if payload else None,
+                        [{"key": k, "value": v} for k, v in hs] if payload else None,
+                        _source_of(hs) if hs else None, pid, epoch, txn, ctl,
+                        control["type"] if control else None, control["coordinator_epoch"] if control else None,
+                        base, crc, None, None, None)
+                for n, v in zip(names, vals, strict=True):
+                    cols[n].append(v)
+    return out.batch()
+
+
+# ---- Spark wrappers --------------------------------------------------------------------------------
+def _kafka_input(df):
+    from pyspark.sql import functions as F
+    return df.select("key", "value", "topic", "partition", "offset",
+                     F.unix_millis("timestamp").alias("timestamp_ms"))
+
+
+def _map(df, fn, schema: pa.Schema):
+    def run(batches):
+        for rb in batches:
+            if rb.num_rows:
+                yield fn(rb)
+    return df.mapInArrow(run, schemas.spark_schema(schema))
+
+
+def decode_offsets(df):
+    """__consumer_offsets records (Kafka-source columns) -> one row per OffsetCommit record:
+    group, topic (name, from the key), partition, topic_id (from value v4+, KIP-1319; null when
+    absent), committed_offset, leader_epoch, metadata, commit_timestamp_ms, expire_timestamp_ms,
+    record_type, value_version, tombstone, log_* (where it was), error*."""
+    return _map(_kafka_input(df), offsets_arrow, schemas.OFFSETS)
+
+
+def decode_transactions(df):
+    """__transaction_state records -> transactional_id, producer id/epoch, state, partitions,
+    timeout, start and last-update timestamps, ..."""
+    return _map(_kafka_input(df), transactions_arrow, schemas.TRANSACTIONS)
+
+
+def decode_share_state(df):
+    """__share_group_state records -> one row per ShareSnapshot / ShareUpdate: group, topic_id,
+    partition, epochs, start offset (SPSO), state_batches [{first_offset, last_offset,
+    delivery_state (0 available, 2 acknowledged, 4 archived), delivery_count}]."""
+    return _map(_kafka_input(df), share_state_arrow, schemas.SHARE_STATE)
+
+
+def decode_batches(df, *, payload: bool = True):
+    """Raw record batches (contract columns) -> one row per record with its batch's producer id,
+    epoch, transactional and control flags; control records carry their marker type (COMMIT /
+    ABORT) and coordinator epoch; `source` is the "kipviz-source" header. payload=False leaves
+    key, value and headers null (less memory when only flags and sources matter)."""
+    if payload:
+        return _map(df.select("topic", "partition", "base_offset", "batch"), batches_arrow, schemas.RECORDS)
+    return _map(df.select("topic", "partition", "base_offset", "batch"), _no_payload, schemas.RECORDS)
+
+
+def _no_payload(rb):
+    return batches_arrow(rb, payload=False)
+
+
+def decode_topic(df):
+    """Records of a Kafka-source frame in the decode_batches layout; the Kafka source shows no batch
+    attributes, so producer id, epoch, transactional and control columns are null."""
+    from pyspark.sql import functions as F
+    src = F.expr(f"element_at(transform(filter(headers, h -> h.key = '{SOURCE_HEADER}'), "
+                 f"h -> cast(h.value as string)), 1)")
+    cols = []
+    for f in schemas.RECORDS:
+        n = f.name
+        if n == "timestamp_ms":
+            cols.append(F.unix_millis("timestamp").alias(n))
+        elif n in ("topic", "partition", "offset", "key", "value", "headers"):
+            cols.append(F.col(n))
+        elif n == "source":
+            cols.append(src.alias(n))
+        elif n == "is_control":
+            cols.append(F.lit(False).alias(n))
+        else:
+            cols.append(F.lit(None).cast(schemas.spark_schema(pa.schema([f]))[0].dataType).alias(n))
+    return df.select(*cols)
+
+
+def split_errors(df, dataset: str):
+    """(rows that decoded, error rows in the errors layout) of a decoder's output."""
+    from pyspark.sql import functions as F
+    ok = df.filter(F.col("error").isNull())
+    names = df.columns
+    part = "log_partition" if "log_partition" in names else "partition"
+    off = "log_offset" if "log_offset" in names else "offset"
+    bad = df.filter(F.col("error").isNotNull()).select(
+        F.lit(dataset).alias("dataset"), F.col(part).alias("partition"), F.col(off).alias("offset"),
+        "error_kind", "error", "error_path")
+    return ok, bad

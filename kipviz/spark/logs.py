@@ -1,0 +1,111 @@
+"""A run's logs decoded once, for every analysis: decode_all(source) -> Logs.
+
+    logs = decode_all(src)
+    logs.offsets, logs.transactions, logs.share_state     # decoded rows (kipviz.spark.decode)
+    logs.records("out")                                   # a topic's records with their batch flags
+    logs.errors                                           # every problem, one row each
+
+Decoded frames are persisted (memory, spilling to disk) so that the analyses do not run the
+Python decoders again; logs.unpersist() frees them. Offset commits inside an aborted or unfinished
+transaction (TxnOffsetCommit) are not offsets a group has: they are left out of logs.offsets when
+the run has the batches of __consumer_offsets."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..records.internal import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TRANSACTION_STATE
+from . import decode, txnview
+
+__all__ = ["Logs", "decode_all"]
+
+
+@dataclass
+class Logs:
+    source: object
+    offsets: object
+    transactions: object
+    share_state: object
+    _errors: list = field(default_factory=list)
+    _records: dict = field(default_factory=dict)
+    _persisted: list = field(default_factory=list)
+
+    @property
+    def spark(self):
+        return self.source.spark
+
+    @property
+    def events(self):
+        return self.source.events
+
+    @property
+    def requests(self):
+        return self.source.requests
+
+    def records(self, topic: str):
+        """The topic's records (decode_batches layout, no payload) with visibility, marker_* and
+        attempt (kipviz.spark.txnview); from the Kafka-source frame when the run has no batches."""
+        if topic not in self._records:
+            from pyspark.sql import functions as F
+            batches = self.source.batches_of(topic)
+            if batches is None:
+                recs = (decode.decode_topic(self.source.topic(topic)).withColumn("visibility", F.lit("visible"))
+                        .withColumn("attempt", F.concat(F.lit("nt:"), F.col("partition").cast("string"), F.lit("@"),
+                                                        F.col("offset").cast("string")))
+                        .withColumn("marker_offset", F.lit(None).cast("bigint"))
+                        .withColumn("marker_type", F.lit(None).cast("string")))
+                self._records[topic] = recs
+            else:
+                batches = batches.filter(F.col("topic") == topic)
+                decoded = self._keep(decode.decode_batches(batches, payload=False))
+                ok, bad = decode.split_errors(decoded, f"batches/{topic}")
+                self._errors.append(bad)
+                view = txnview.batch_view(batches, self.events, records=decoded)
+                self._records[topic] = self._keep(txnview.with_visibility(ok.filter(~F.col("is_control")), view))
+        return self._records[topic]
+
+    @property
+    def errors(self):
+        """dataset, partition, offset, error_kind (missing-column, missing-file, corrupt,
+        unknown-version, unknown-record-type), error, error_path: everything that did not read or
+        decode, one row per record (or column, or file)."""
+        from . import schemas
+        out = self.spark.createDataFrame(self.source.read_errors, schemas.ERRORS_DDL)
+        for e in self._errors:
+            out = out.unionByName(e)
+        return out
+
+    def _keep(self, df):
+        from pyspark import StorageLevel
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        self._persisted.append(df)
+        return df
+
+    def unpersist(self) -> None:
+        for df in self._persisted:
+            df.unpersist()
+        self._persisted.clear()
+        self._records.clear()
+
+
+def decode_all(src) -> Logs:
+    """Decode the three internal topics of a Source (read_samples / read_kafka / from_trace)."""
+    from pyspark.sql import functions as F
+    logs = Logs(src, None, None, None)
+    parts = {}
+    for topic, fn in ((CONSUMER_OFFSETS, decode.decode_offsets), (TRANSACTION_STATE, decode.decode_transactions),
+                      (SHARE_GROUP_STATE, decode.decode_share_state)):
+        decoded = logs._keep(fn(src.topic(topic)))
+        ok, bad = decode.split_errors(decoded, topic)
+        logs._errors.append(bad)
+        parts[topic] = ok
+    offsets = parts[CONSUMER_OFFSETS]
+    batches = src.batches_of(CONSUMER_OFFSETS)
+    if batches is not None:       # TxnOffsetCommit records count once their transaction commits
+        view = txnview.batch_view(batches, None).filter(F.col("visibility").isin("aborted", "open"))
+        hidden = view.select(F.col("partition").alias("log_partition"),
+                             F.explode(F.sequence("base_offset", "last_offset")).alias("log_offset"))
+        offsets = offsets.join(F.broadcast(hidden), ["log_partition", "log_offset"], "left_anti")
+    logs.offsets = offsets
+    logs.transactions = parts[TRANSACTION_STATE]
+    logs.share_state = parts[SHARE_GROUP_STATE]
+    return logs

@@ -1,0 +1,79 @@
+"""The column layouts kipviz.spark reads and writes, as pyarrow schemas and Spark DDL.
+
+Inputs follow the sample-data contract (sample_data/README.md): a topic's records exactly as Spark's
+Kafka source gives them (KAFKA), the raw record batches (BATCHES), the model's requests (REQUESTS)
+and events (EVENTS). Outputs are the decoders' rows (kipviz.spark.decode) and the errors table."""
+from __future__ import annotations
+
+import pyarrow as pa
+
+HEADER = pa.struct([("key", pa.string()), ("value", pa.binary())])
+KAFKA = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
+                   ("partition", pa.int32()), ("offset", pa.int64()),
+                   ("timestamp", pa.timestamp("ms", tz="UTC")), ("timestampType", pa.int32()),
+                   ("headers", pa.list_(HEADER))])
+BATCHES = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("base_offset", pa.int64()),
+                     ("last_offset", pa.int64()), ("producer_id", pa.int64()), ("producer_epoch", pa.int32()),
+                     ("is_transactional", pa.bool_()), ("is_control", pa.bool_()), ("batch", pa.binary())])
+REQUESTS = pa.schema([("seq", pa.int64()), ("time_ms", pa.int64()), ("broker", pa.int32()), ("client", pa.string()),
+                      ("api", pa.string()), ("api_key", pa.int32()), ("version", pa.int32()),
+                      ("correlation_id", pa.int32()), ("error_codes", pa.list_(pa.int32())),
+                      ("error_names", pa.list_(pa.string())), ("request", pa.binary()), ("response", pa.binary())])
+EVENTS = pa.schema([("seq", pa.int64()), ("time_ms", pa.int64()), ("kind", pa.string()), ("machine", pa.string()),
+                    ("key", pa.string()), ("from_state", pa.string()), ("to_state", pa.string()),
+                    ("cause", pa.string()), ("status", pa.string()), ("topic", pa.string()),
+                    ("partition", pa.int32()), ("offset", pa.int64()), ("detail", pa.string())])
+
+# the same, as Spark DDL (what spark.read.format("kafka") gives, with includeHeaders=true)
+KAFKA_DDL = ("key binary, value binary, topic string, partition int, offset bigint, timestamp timestamp, "
+             "timestampType int, headers array<struct<key: string, value: binary>>")
+BATCHES_DDL = ("topic string, partition int, base_offset bigint, last_offset bigint, producer_id bigint, "
+               "producer_epoch int, is_transactional boolean, is_control boolean, batch binary")
+REQUESTS_DDL = ("seq bigint, time_ms bigint, broker int, client string, api string, api_key int, version int, "
+                "correlation_id int, error_codes array<int>, error_names array<string>, request binary, "
+                "response binary")
+EVENTS_DDL = ("seq bigint, time_ms bigint, kind string, machine string, key string, from_state string, "
+              "to_state string, cause string, status string, topic string, partition int, offset bigint, "
+              "detail string")
+
+# ---- decoder outputs (pyarrow is the source of truth; spark_schema() gives Spark's) ----------------
+_S, _I32, _I64, _B, _BIN = pa.string(), pa.int32(), pa.int64(), pa.bool_(), pa.binary()
+# where a decoded row came from, and what went wrong (nulls when nothing did)
+_ORIGIN = [("log_topic", _S), ("log_partition", _I32), ("log_offset", _I64), ("log_timestamp_ms", _I64)]
+_ERROR = [("error", _S), ("error_kind", _S), ("error_path", _S)]
+
+OFFSETS = pa.schema([("group", _S), ("topic", _S), ("partition", _I32), ("topic_id", _S),
+                     ("committed_offset", _I64), ("leader_epoch", _I32), ("metadata", _S),
+                     ("commit_timestamp_ms", _I64), ("expire_timestamp_ms", _I64), ("record_type", _I32),
+                     ("value_version", _I32), ("tombstone", _B)] + _ORIGIN + _ERROR)
+PARTITION = pa.struct([("topic", _S), ("partition", _I32)])
+TRANSACTIONS = pa.schema([("transactional_id", _S), ("producer_id", _I64), ("producer_epoch", _I32),
+                          ("previous_producer_id", _I64), ("next_producer_id", _I64), ("timeout_ms", _I32),
+                          ("state", _S), ("state_id", _I32), ("partitions", pa.list_(PARTITION)),
+                          ("last_update_ms", _I64), ("start_ms", _I64), ("client_transaction_version", _I32),
+                          ("value_version", _I32), ("tombstone", _B)] + _ORIGIN + _ERROR)
+STATE_BATCH = pa.struct([("first_offset", _I64), ("last_offset", _I64), ("delivery_state", _I32),
+                         ("delivery_count", _I32)])
+SHARE_STATE = pa.schema([("group", _S), ("topic_id", _S), ("partition", _I32), ("record", _S),
+                         ("snapshot_epoch", _I32), ("state_epoch", _I32), ("leader_epoch", _I32),
+                         ("start_offset", _I64), ("delivery_complete_count", _I32), ("create_timestamp_ms", _I64),
+                         ("write_timestamp_ms", _I64), ("state_batches", pa.list_(STATE_BATCH)),
+                         ("value_version", _I32), ("value_spec", _S), ("tombstone", _B)] + _ORIGIN + _ERROR)
+RECORDS = pa.schema([("topic", _S), ("partition", _I32), ("offset", _I64), ("timestamp_ms", _I64),
+                     ("key", _BIN), ("value", _BIN), ("headers", pa.list_(HEADER)), ("source", _S),
+                     ("producer_id", _I64), ("producer_epoch", _I32), ("is_transactional", _B),
+                     ("is_control", _B), ("control_type", _S), ("coordinator_epoch", _I32),
+                     ("base_offset", _I64), ("crc_valid", _B)] + _ERROR)
+ERRORS_DDL = "dataset string, partition int, offset bigint, error_kind string, error string, error_path string"
+
+
+def spark_schema(schema: pa.Schema):
+    """The Spark StructType of a pyarrow schema."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+    return from_arrow_schema(schema)
+
+
+# Kafka's TransactionStatus ids (kipviz.broker.tables.transaction) and share delivery states
+TXN_STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
+              5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
+DELIVERY_STATES = {0: "AVAILABLE", 1: "ACQUIRED", 2: "ACKNOWLEDGED", 4: "ARCHIVED"}

@@ -1,0 +1,147 @@
+"""One SparkSession for kipviz's analyses, small and quiet by default, configurable the usual ways.
+
+    spark = session()                       # local[2], ~768 MB driver, no UI, errors-only logging
+    spark = session("spark://host:7077")    # any master: standalone, yarn, k8s://...
+
+Who decides what, strongest first:
+
+1. the arguments (`master`, `driver_memory`, `conf={...}`);
+2. KIPVIZ_SPARK_MASTER (and KIPVIZ_SPARK_DRIVER_MEMORY) in the environment;
+3. Spark's own configuration: spark-submit options, PYSPARK_SUBMIT_ARGS, spark-defaults.conf
+   (SPARK_CONF_DIR), or a SparkSession that is already running (a notebook, spark-submit);
+4. kipviz's defaults below (DEFAULTS, DEFAULT_MASTER, DEFAULT_DRIVER_MEMORY).
+
+So `spark-submit --master yarn job.py` runs the same analyses on a cluster: kipviz then only fills in
+the settings nobody gave. The defaults fit a 2 GB Binder container: one driver JVM (768 MB heap),
+two cores, no web UI, Arrow for the Python side, a log4j2 file at level error (shipped next to this
+module); for local masters also loopback addresses, 4 shuffle partitions, no adaptive execution,
+and the Python workers run this interpreter."""
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+
+DEFAULT_MASTER = "local[2]"
+DEFAULT_DRIVER_MEMORY = "768m"
+LOG4J2 = Path(__file__).resolve().parent / "log4j2.properties"
+
+# filled in only where Spark's own configuration says nothing
+DEFAULTS = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
+    "spark.python.worker.reuse": "true",
+    "spark.sql.files.maxPartitionBytes": "64m",
+}
+# one machine: few shuffle partitions, and no adaptive re-planning (on small runs its extra jobs
+# cost more than they save)
+LOCAL_DEFAULTS = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+                  "spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "false"}
+
+__all__ = ["session", "DEFAULTS", "DEFAULT_MASTER", "DEFAULT_DRIVER_MEMORY", "LOG4J2", "stop"]
+
+
+def _defaults_file() -> dict[str, str]:
+    """spark-defaults.conf as spark-submit finds it (SPARK_CONF_DIR, else SPARK_HOME/conf)."""
+    d = os.environ.get("SPARK_CONF_DIR") or (os.environ.get("SPARK_HOME") and
+                                             os.path.join(os.environ["SPARK_HOME"], "conf"))
+    out: dict[str, str] = {}
+    if d and os.path.isfile(os.path.join(d, "spark-defaults.conf")):
+        for line in Path(d, "spark-defaults.conf").read_text().splitlines():
+            parts = line.strip().split(None, 1)
+            if parts and not parts[0].startswith("#"):
+                out[parts[0]] = parts[1].strip() if len(parts) > 1 else ""
+    return out
+
+
+def _submit_args() -> list[str]:
+    return shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+
+
+def _given_at_launch(key: str, option: str) -> bool:
+    """Did spark-submit's own inputs already set `key` (or its command-line `option`)?"""
+    args = _submit_args()
+    return (option in args or any(a.startswith(key + "=") or a == key for a in args)
+            or key in _defaults_file())
+
+
+def _launch_master(master: str | None) -> str | None:
+    """The master to start the JVM with, None when spark-submit's own inputs name one."""
+    if master or os.environ.get("KIPVIZ_SPARK_MASTER"):
+        return master or os.environ["KIPVIZ_SPARK_MASTER"]
+    if _given_at_launch("spark.master", "--master") or os.environ.get("MASTER"):
+        return None
+    return DEFAULT_MASTER
+
+
+def _launch_conf(master: str | None, driver_memory: str | None):
+    """Settings that count when the driver JVM starts: master, heap size, log4j2 file, progress bar
+    (spark-submit turns the bar on for PySpark, which it counts as a shell)."""
+    from pyspark import SparkConf
+    conf = SparkConf(loadDefaults=False)
+    if master:
+        conf.set("spark.master", master)
+    if not _given_at_launch("spark.ui.showConsoleProgress", "--no-such-option"):
+        conf.set("spark.ui.showConsoleProgress", "false")
+    mem = driver_memory or os.environ.get("KIPVIZ_SPARK_DRIVER_MEMORY")
+    if mem or not (_given_at_launch("spark.driver.memory", "--driver-memory")
+                   or os.environ.get("SPARK_DRIVER_MEMORY")):
+        conf.set("spark.driver.memory", mem or DEFAULT_DRIVER_MEMORY)
+    if not _given_at_launch("spark.driver.extraJavaOptions", "--driver-java-options"):
+        conf.set("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile={LOG4J2.as_uri()}")
+    return conf
+
+
+def _is_local(master: str) -> bool:
+    return master == "local" or master.startswith("local[") or master.startswith("local-cluster")
+
+
+def session(master: str | None = None, *, app_name: str = "kipviz", driver_memory: str | None = None,
+            conf: dict | None = None):
+    """The SparkSession to run kipviz's analyses on (created once, then reused)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+
+    running = SparkSession.getActiveSession()
+    if running is None and SparkContext._active_spark_context is not None:
+        running = SparkSession.builder.getOrCreate()
+    if running is not None:
+        if master and running.sparkContext.master != master:
+            raise RuntimeError(f"a SparkSession on {running.sparkContext.master} is already running; "
+                               f"stop it (kipviz.spark.stop()) before asking for {master}")
+        for k, v in (conf or {}).items():
+            running.conf.set(k, str(v))
+        return running
+
+    if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        wanted = _launch_master(master)
+        if wanted is None or _is_local(wanted):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        SparkContext._ensure_initialized(conf=_launch_conf(wanted, driver_memory))
+    sconf = SparkConf()           # Spark's own configuration, as the JVM holds it
+    chosen = master or os.environ.get("KIPVIZ_SPARK_MASTER") or sconf.get("spark.master", None) or DEFAULT_MASTER
+    sconf.setMaster(chosen).setIfMissing("spark.app.name", app_name)
+    for k, v in DEFAULTS.items():
+        sconf.setIfMissing(k, v)
+    if _is_local(chosen):
+        for k, v in LOCAL_DEFAULTS.items():
+            sconf.setIfMissing(k, v)
+        if not (os.environ.get("PYSPARK_PYTHON") or sconf.contains("spark.pyspark.python")):
+            os.environ["PYSPARK_PYTHON"] = sys.executable      # workers run this interpreter (and its kipviz)
+    for k, v in (conf or {}).items():
+        sconf.set(k, str(v))
+    spark = SparkSession.builder.config(conf=sconf).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def stop() -> None:
+    """Stop the running SparkSession (the driver JVM stays up, so a new session() is quick)."""
+    from pyspark.sql import SparkSession
+    s = SparkSession.getActiveSession()
+    if s is not None:
+        s.stop()

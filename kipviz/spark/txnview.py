@@ -1,0 +1,92 @@
+"""What a read_committed reader sees of a topic, worked out per record batch in Spark.
+
+    view = batch_view(src.batches_of("out"), events=src.events)
+    records = with_visibility(decode_batches(...), view)     # + visibility, marker_*, attempt
+
+A producer's transactional batches on a partition end at the next COMMIT/ABORT marker of the same
+producer id on that partition (kipviz.broker.topics.PartitionLog: markers are matched by
+producer id, since under transaction version 2 the marker carries the bumped epoch): visible after
+a COMMIT, invisible for ever after an ABORT, `open` with no marker yet. Non-transactional batches
+are visible at once.
+
+`attempt` numbers a producer's transactions as kipviz.eos does: a producer id's transactional data
+after one of its markers on the topic starts its next transaction. The order across partitions is
+the model's event order (RecordAppended seq) when the run's events are there, else (batch
+timestamp, partition, offset).
+
+Transactions are decided per batch (a batch is all in or all out), so the window functions run
+over batches, not records."""
+from __future__ import annotations
+
+from . import decode
+
+__all__ = ["batch_view", "with_visibility"]
+
+
+def _base_timestamp(col):
+    from pyspark.sql import functions as F
+    return F.conv(F.hex(F.substring(col, 28, 8)), 16, 10).cast("bigint")    # BaseTimestamp, bytes 27..34
+
+
+def batch_view(batches, events=None, records=None):
+    """One row per batch: topic, partition, base_offset, last_offset, producer_id, producer_epoch,
+    is_transactional, is_control, control_type, seq, base_ts, marker_offset, marker_type,
+    marker_epoch, visibility (visible / aborted / open / marker), txn_no. `records`: the batches
+    already decoded (decode_batches), else the control batches are decoded here."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    meta = batches.select("topic", "partition", "base_offset", "last_offset", "producer_id", "producer_epoch",
+                          "is_transactional", "is_control", _base_timestamp("batch").alias("base_ts"))
+    if records is None:
+        records = decode.decode_batches(batches.filter("is_control"), payload=False)
+    ctl = (records.filter(F.col("is_control") & F.col("error").isNull())
+           .select("topic", "partition", "base_offset", "control_type"))
+    meta = meta.join(ctl, ["topic", "partition", "base_offset"], "left")
+    if events is not None:
+        seqs = (events.filter(F.col("kind") == "RecordAppended")
+                .select("topic", "partition", F.col("offset").alias("base_offset"), "seq"))
+        meta = meta.join(seqs, ["topic", "partition", "base_offset"], "left")
+        order = [F.coalesce("seq", F.lit(None).cast("bigint")), "base_ts", "partition", "base_offset"]
+    else:
+        meta = meta.withColumn("seq", F.lit(None).cast("bigint"))
+        order = ["base_ts", "partition", "base_offset"]
+    ahead = (Window.partitionBy("topic", "partition", "producer_id").orderBy("base_offset")
+             .rowsBetween(0, Window.unboundedFollowing))
+    marker = F.first(F.when(F.col("is_control"), F.struct(
+        F.col("base_offset").alias("offset"), F.col("control_type").alias("type"),
+        F.col("producer_epoch").alias("epoch"))), ignorenulls=True).over(ahead)
+    meta = meta.withColumn("_m", marker)
+    vis = (F.when(F.col("is_control"), F.lit("marker"))
+           .when(~F.col("is_transactional"), F.lit("visible"))
+           .when(F.col("_m").isNull(), F.lit("open"))
+           .when(F.col("_m.type") == "COMMIT", F.lit("visible"))
+           .otherwise(F.lit("aborted")))
+    by_pid = Window.partitionBy("topic", "producer_id").orderBy(*order)
+    prev_ctl = F.lag("is_control").over(by_pid)
+    start = (F.col("is_transactional") & ~F.col("is_control")
+             & (prev_ctl.isNull() | prev_ctl)).cast("int")
+    # a run of data batches after a marker starts a transaction: number them per producer id
+    txn_batches = meta.filter("is_transactional").withColumn("_start", start)
+    txn_batches = txn_batches.withColumn(
+        "txn_no", F.sum("_start").over(by_pid.rowsBetween(Window.unboundedPreceding, 0)))
+    plain = meta.filter(~F.col("is_transactional")).withColumn("_start", F.lit(0)).withColumn(
+        "txn_no", F.lit(None).cast("bigint"))
+    out = txn_batches.unionByName(plain)
+    return out.select("topic", "partition", "base_offset", "last_offset", "producer_id", "producer_epoch",
+                      "is_transactional", "is_control", "control_type", "seq", "base_ts",
+                      F.col("_m.offset").alias("marker_offset"), F.col("_m.type").alias("marker_type"),
+                      F.col("_m.epoch").alias("marker_epoch"), vis.alias("visibility"), "txn_no")
+
+
+def with_visibility(records, view):
+    """Decoded records (decode_batches) + their batch's visibility, marker_* and attempt columns.
+    attempt: "pid:txn_no" for transactional data, "nt:partition@offset" for non-transactional."""
+    from pyspark.sql import functions as F
+    v = view.select("topic", "partition", "base_offset", F.col("seq").alias("batch_seq"), "marker_offset",
+                    "marker_type", "visibility", "txn_no")
+    out = records.join(F.broadcast(v), ["topic", "partition", "base_offset"], "left")
+    attempt = (F.when(F.col("is_transactional"), F.concat_ws(":", F.col("producer_id").cast("string"),
+                                                              F.col("txn_no").cast("string")))
+               .otherwise(F.concat(F.lit("nt:"), F.col("partition").cast("string"), F.lit("@"),
+                                   F.col("offset").cast("string"))))
+    return out.withColumn("attempt", attempt)
