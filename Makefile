@@ -10,7 +10,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON ?= $(abspath $(PY))
 
-.PHONY: setup lab test bench lint fresh-check dot java tools clean
+.PHONY: setup lab test bench lint fresh-check dot java tools browser voila clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kipviz needs Python 3.11 or newer")'
@@ -52,14 +52,36 @@ java:
 	  exit 1; \
 	fi
 
+# Chromium for the real-browser tests (tests/browser, driven by Playwright; no browser download):
+# Debian's chromium package, installed when root; otherwise say how to get one.
+CHROMIUM ?= /usr/bin/chromium
+export KIPVIZ_CHROMIUM := $(CHROMIUM)
+browser:
+	@if [ -x "$(CHROMIUM)" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || true; \
+	fi; \
+	if [ ! -x "$(CHROMIUM)" ]; then \
+	  echo "kipviz's browser tests (tests/browser) need Chromium at $(CHROMIUM)."; \
+	  echo "  Debian/Ubuntu: sudo apt-get install -y chromium   (or: sudo make browser)"; \
+	  echo "  elsewhere:     install Chromium, then: make test CHROMIUM=/path/to/chromium"; \
+	  exit 1; \
+	fi
+
 # JupyterLab refuses to run as root unless told (containers, CI machines)
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 lab: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(LAB_FLAGS)
 
-test: setup
-	$(PY) -m pytest -n 2 -q
+# the dashboards (explorer, transaction animation) with their code hidden
+voila: setup
+	$(VENV)/bin/voila notebooks/voila
+
+# loadgroup + tests/browser/xdist_group.py: the browser tests share one worker (one notebook at a time)
+test: setup browser
+	$(PY) -m pytest -n 2 --dist loadgroup -p tests.browser.xdist_group -q
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check kipviz tests benchmarks

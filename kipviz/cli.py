@@ -251,6 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "consumer-group, consumer-member); default: 'transaction' if "
                                                    "a transaction changed state, else the first that did")
     sc.set_defaults(func=cmd_scenario)
+    from .cli_review import add_review
+    add_review(sub)
+    from .cli_export import add_export
+    add_export(sub)
     return p
 
 

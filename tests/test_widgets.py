@@ -221,3 +221,23 @@ def test_hexview_esm_and_show_hex():
     w = show_hex(body, name="HeartbeatRequest", version=4)
     assert w.spans[0]["path"] == "GroupId"
     assert show_hex(b"\x01\x02\x03").spans == []
+
+
+def test_huge_paste_refused_in_the_browser_gives_one_line(ex):
+    """A TextBox longer than max_chars stays in the browser, which sends only its length (the
+    message below); tests/browser/test_widget_bad_input.py drives the browser side."""
+    before = ex.current_bytes
+    ex.paste_area._on_browser_msg(ex.paste_area, {"event": "oversize", "chars": 12_000_000}, [])
+    _one_line_error(ex)
+    assert "12.0 MB" in ex.error and ex.current_bytes == before
+    ex.json_area._on_browser_msg(ex.json_area, {"event": "oversize", "chars": 10_000_000}, [])
+    _one_line_error(ex)
+    assert "JSON text is 10.0 MB" in ex.error
+    ex.search._on_browser_msg(ex.search, {"event": "oversize", "chars": 5000}, [])
+    assert "filter text is 5,000 characters" in ex.error
+    assert ex.set_json("{" * 3_000_000) is False and "JSON text is 3.0 MB" in ex.error
+    ex.set_json(to_json_text(ex.value))
+    assert ex.error == ""
+    for junk in ({"event": "oversize", "chars": "many"}, {"event": "oversize", "chars": True}, {"event": "other"}, []):
+        ex.paste_area._on_browser_msg(ex.paste_area, junk, [])
+    assert ex.error == "" and ex.paste_area.max_chars == MAX_PASTE_CHARS

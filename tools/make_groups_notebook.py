@@ -1,6 +1,8 @@
 """Writes notebooks/04_consumer_groups.ipynb (kept as a script so the notebook's source is reviewable)."""
 from nbbuild import code, md, write_notebook
 
+from kipviz.course import kip_link
+
 cells = [
     md("""# 04 · Consumer groups: KIP-848 in the coordinator
 
@@ -16,8 +18,9 @@ what it does.
 4. read the group and member state machines, drawn from the coordinator's own tables.
 
 **Prerequisites:** `01_wire_format`. **Time to complete:** about 30 minutes.
-**Seeds:** KIP-848 excerpts (seed 001: ListGroups v5, OffsetCommit with topic IDs — note the page shows
-TopicId at v9, released Kafka put it at **v10**), KIP-516 (topic IDs)."""),
+**Seeds:** KIP_848 excerpts (seed 001: ListGroups v5, OffsetCommit with topic IDs — note the page shows
+TopicId at v9, released Kafka put it at **v10**), KIP_516 (topic IDs)."""
+       .replace("KIP_848", kip_link(848)).replace("KIP_516", kip_link(516))),
     code("""import pandas as pd
 from IPython.display import SVG, HTML, display
 from kipviz.broker import Cluster

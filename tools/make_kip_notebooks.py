@@ -1,6 +1,8 @@
 """Writes notebooks/03_topic_ids.ipynb and notebooks/05_txn_offset_commit_v6.ipynb."""
 from nbbuild import code, md, write_notebook
 
+from kipviz.course import kip_link
+
 SHOW = '''def show(trace):
     """The checks a scenario asserted, and its requests (errors named)."""
     display(pd.DataFrame([{"check": c.description, "passed": c.passed} for c in trace.checks]))
@@ -21,7 +23,7 @@ scenarios are the same ones the tests and the `kipviz scenario` command run.
 4. say what happens to committed offsets when a topic is deleted and recreated.
 
 **Prerequisites:** `01_wire_format`. **Time to complete:** about 30 minutes.
-**Seeds:** [KIP-516](https://cwiki.apache.org/confluence/display/KAFKA/KIP-516%3A+Topic+Identifiers) (seed 003)."""),
+**Seeds:** KIP_516 (seed 003).""".replace("KIP_516", kip_link(516))),
     code("""import pandas as pd
 from IPython.display import HTML, display
 from kipviz import scenarios, uuids
@@ -106,7 +108,8 @@ persists the real ID in the offsets record. KIP-1319 is *accepted* (on Kafka tru
 4. follow a whole read-process-write transaction through the transaction state machine.
 
 **Prerequisites:** `04_consumer_groups`. **Time to complete:** about 35 minutes.
-**Seeds:** KIP-1319 (seed 000), KIP-848 (seed 001), KIP-516 (seed 003)."""),
+**Seeds:** KIP_1319 (seed 000), KIP_848 (seed 001), KIP_516 (seed 003)."""
+       .replace("KIP_1319", kip_link(1319)).replace("KIP_848", kip_link(848)).replace("KIP_516", kip_link(516))),
     code("""import pandas as pd
 from IPython.display import HTML, SVG, display
 from kipviz import scenarios

@@ -2,6 +2,8 @@
 
 from nbbuild import code, md, write_notebook
 
+from kipviz.course import kip_link
+
 cells = [
     md("""# 02 · Records and logs: what Kafka really writes and sends
 
@@ -18,7 +20,8 @@ the same library the tests use.
 5. turn a packet capture into a request/response table.
 
 **Prerequisites:** `00_welcome`. **Time to complete:** about 25 minutes.
-**Seeds:** KIP-516 (topic IDs), KIP-1319 (OffsetCommitValue v4 topic ID), KIP-98 / KIP-890 (transactions)."""),
+**Seeds:** KIP_516 (topic IDs), KIP_1319 (OffsetCommitValue v4 topic ID), KIP-98 / KIP-890 (transactions)."""
+       .replace("KIP_516", kip_link(516)).replace("KIP_1319", kip_link(1319))),
     code("""import tempfile, uuid
 from pathlib import Path
 import pandas as pd

@@ -2,6 +2,8 @@
 
 from nbbuild import code, md, write_notebook
 
+from kipviz.course import kip_link
+
 cells = [
     md("""# 00 · Welcome to kipviz
 
@@ -17,9 +19,14 @@ tests use.
 
 **Prerequisites:** basic Python; no Kafka cluster needed. **Time to complete:** about 15 minutes.
 
-**Seed documents this kit follows:** [KIP-516](https://cwiki.apache.org/confluence/display/KAFKA/KIP-516%3A+Topic+Identifiers) (topic IDs),
-[KIP-848](https://cwiki.apache.org/confluence/display/KAFKA/KIP-848%3A+The+Next+Generation+of+the+Consumer+Rebalance+Protocol) (new consumer groups),
-KIP-1319 (TxnOffsetCommit v6, accepted) and KIP-1289 (transactional acknowledgements for share groups, proposed)."""),
+**Seed documents this kit follows:** KIP_516 (topic IDs), KIP_848 (new consumer groups),
+KIP_1319 (TxnOffsetCommit v6, accepted) and KIP_1289 (transactional acknowledgements for share groups, proposed).
+
+**On Binder?** Everything runs in your browser's session: nothing to install. A Binder session is
+temporary — download a notebook (File → Download) to keep your answers. If it is slow, see
+`docs/workshop.md` ("When Binder is slow")."""
+       .replace("KIP_516", kip_link(516)).replace("KIP_848", kip_link(848))
+       .replace("KIP_1319", kip_link(1319)).replace("KIP_1289", kip_link(1289))),
     code("""import pandas as pd
 from kipviz import codec
 from kipviz.schema import registry
@@ -80,12 +87,16 @@ v6 = codec.encode("TxnOffsetCommitRequest", 6, v6_example)
 check(len(v6) - len(v5), 9, hint="count the bytes", explain="16 bytes of ID replace 7 bytes of name.")"""),
     md("""## How to use the kit
 
-* `notebooks/` are numbered; each starts with objectives and ends with a summary.
+* `notebooks/` are numbered; each starts with objectives, prerequisites and its time, has exercises
+  whose checks give a hint on a wrong answer, and ends with a summary. The table below is read
+  from the notebooks themselves; click a name to open it.
 * The same functions work from Python: `kipviz.codec.encode/decode/annotate`,
   `kipviz.codec.decode_request(frame)` for a whole size-prefixed request.
 * Any official Kafka schema directory loads too: `kipviz.schema.loader.load_dir(path)`.
-
-## Summary
+* `kipviz export` writes all notebooks, run, as a static HTML site whose animations play without Python."""),
+    code("""from kipviz import course
+course.contents(".")"""),
+    md("""## Summary
 
 * One set of definitions drives the codec; every version is labelled released, accepted or proposed.
 * `encode` → bytes, `decode` → the same dictionary, `annotate` → which bytes are which field.

@@ -1,6 +1,8 @@
 """Writes notebooks/01_wire_format.ipynb (kept as a script so the notebook's source is reviewable)."""
 from nbbuild import code, md, write_notebook
 
+from kipviz.course import kip_link
+
 cells = [
     md("""# 01 · The wire format, byte by byte
 
@@ -17,7 +19,8 @@ by hand — so they cannot disagree with the bytes.
 5. say what KIP-1319 changes in TxnOffsetCommit v6 and when a 16-byte topic ID (KIP-516) is smaller than a name.
 
 **Prerequisites:** `00_welcome`. **Time to complete:** about 35 minutes.
-**Seeds:** KIP-516 (topic IDs), KIP-848 (OffsetCommit/OffsetFetch with topic IDs), KIP-1319 (TxnOffsetCommit v6)."""),
+**Seeds:** KIP_516 (topic IDs), KIP_848 (OffsetCommit/OffsetFetch with topic IDs), KIP_1319 (TxnOffsetCommit v6)."""
+       .replace("KIP_516", kip_link(516)).replace("KIP_848", kip_link(848)).replace("KIP_1319", kip_link(1319))),
     code("""import uuid
 import pandas as pd
 from IPython.display import HTML, SVG, display

@@ -15,6 +15,7 @@ from .model import MessageSpec
 DEFS = Path(__file__).resolve().parent.parent / "defs"
 DEFS_DIR = DEFS / "messages"
 _overrides: dict[str, int] = {}
+_by_key: dict[tuple[int, str], MessageSpec] = {}     # by_api_key's answers (cleared on configure_api_key)
 
 
 @lru_cache(maxsize=1)
@@ -53,8 +54,12 @@ def api_key(spec: MessageSpec) -> int | None:
 
 
 def by_api_key(key: int, kind: str = "request") -> MessageSpec:
+    hit = _by_key.get((key, kind))
+    if hit is not None:
+        return hit
     for spec in _kit().values():
         if spec.type == kind and api_key(spec) == key:
+            _by_key[(key, kind)] = spec
             return spec
     known = kafka_api_keys().get(key)
     extra = f" (Kafka's {known}, which the kit does not define)" if known else ""
@@ -79,6 +84,7 @@ def configure_api_key(api: str, key: int | None) -> list[str]:
     specs = [s for s in _kit().values() if s.api == api]
     if not specs:
         raise UnknownMessageError(f"no RPC named {api!r}")
+    _by_key.clear()
     if key is None:
         _overrides.pop(api, None)
         return []

@@ -8,5 +8,6 @@ from .explorer import Explorer
 from .hexview import HAVE_ANYWIDGET, HexView, show_hex
 from .player import Player, player
 from .strip_player import strip_player
+from .textbox import TextBox
 
-__all__ = ["Explorer", "HexView", "show_hex", "HAVE_ANYWIDGET", "Player", "player", "strip_player"]
+__all__ = ["Explorer", "HexView", "show_hex", "HAVE_ANYWIDGET", "Player", "player", "strip_player", "TextBox"]

@@ -43,12 +43,14 @@ from ..schema.model import MessageSpec
 from ..schema.resolve import resolve
 from ..uuids import to_kafka_str
 from .hexview import HexView
+from .textbox import TextBox
 
 __all__ = ["Explorer", "to_json_text", "from_json_value", "MAX_PASTE_CHARS", "MAX_JSON_CHARS"]
 
 MAX_PASTE_CHARS = 1_000_000      # hex text: about 500 KB of bytes
 MAX_JSON_CHARS = 2_000_000
 MAX_ERROR_CHARS = 300
+MAX_SEARCH_CHARS = 200
 MODES = (("size + header + body", "frame"), ("header + body", "header"), ("body only", "body"))
 _MODE_TEXT = {v: k for k, v in MODES}
 
@@ -197,8 +199,9 @@ class Explorer(W.VBox):
         self._syncing = 0
         self._diagrams: dict = {}
 
-        self.search = W.Text(placeholder="filter: name or api key", description="find",
-                             continuous_update=True, layout=W.Layout(width="230px"))
+        # TextBox: a huge paste is refused in the browser (only its length reaches the kernel)
+        self.search = TextBox(placeholder="filter: name or api key", description="find", multiline=False,
+                              continuous_update=True, max_chars=MAX_SEARCH_CHARS, layout=W.Layout(width="230px"))
         self.message_select = W.Select(options=[], rows=8, layout=W.Layout(width="230px"))
         self.kind_toggle = W.ToggleButtons(options=["request", "response"], value="request",
                                            style={"button_width": "80px"})
@@ -209,11 +212,10 @@ class Explorer(W.VBox):
         self.status = W.HTML()
         self.error_html = W.HTML()
         self.diagram = W.HTML(layout=W.Layout(max_width="560px", overflow="auto"))
-        self.json_area = W.Textarea(continuous_update=False,
-                                    layout=W.Layout(width="380px", height="340px"))
-        self.paste_area = W.Textarea(placeholder="paste hex here (a whole request with size and header, "
-                                     "a request without size, or a body of the selected message)",
-                                     continuous_update=False, layout=W.Layout(width="380px", height="90px"))
+        self.json_area = TextBox(max_chars=MAX_JSON_CHARS, layout=W.Layout(width="380px", height="340px"))
+        self.paste_area = TextBox(placeholder="paste hex here (a whole request with size and header, "
+                                  "a request without size, or a body of the selected message)",
+                                  max_chars=MAX_PASTE_CHARS, layout=W.Layout(width="380px", height="90px"))
         self.hex_view = HexView()
 
         self.search.observe(self._on_search, "value")
@@ -223,6 +225,9 @@ class Explorer(W.VBox):
         self.mode_select.observe(self._on_mode, "value")
         self.json_area.observe(self._on_json, "value")
         self.paste_area.observe(self._on_paste, "value")
+        self.search.on_oversize(self._search_too_long)
+        self.json_area.on_oversize(self._json_too_long)
+        self.paste_area.on_oversize(self._paste_too_long)
 
         controls = W.HBox([W.VBox([self.search, self.message_select]),
                            W.VBox([self.kind_toggle, self.version_slider, self.mode_select, self.status])])
@@ -231,6 +236,11 @@ class Explorer(W.VBox):
         panes = W.HBox([W.VBox([W.HTML("<b>wire diagram</b>"), self.diagram]), editor, self.hex_view],
                        layout=W.Layout(flex_flow="row wrap", align_items="flex-start"))
         super().__init__([controls, self.error_html, panes])
+        # stable names for the page (browser tests and custom CSS find the parts by these)
+        for w, name in ((self, "explorer"), (self.version_slider, "version"), (self.status, "status"),
+                        (self.error_html, "error"), (self.diagram, "diagram"), (self.json_area, "json"),
+                        (self.paste_area, "paste"), (self.message_select, "messages"), (self.search, "search")):
+            w.add_class(f"kipviz-{name}")
         with self._sync():
             self._fill_options()
         self.kind_toggle.value = kind if kind in ("request", "response") else "request"
@@ -280,7 +290,8 @@ class Explorer(W.VBox):
         if not isinstance(text, str):
             raise EncodeError(f"expected JSON text, got {type(text).__name__}")
         if len(text) > MAX_JSON_CHARS:
-            raise EncodeError(f"JSON text is {len(text):,} characters; the explorer takes at most {MAX_JSON_CHARS:,}")
+            self._json_too_long(len(text))
+            return False
         if self.json_area.value != text:
             with self._sync():
                 self.json_area.value = text
@@ -309,11 +320,9 @@ class Explorer(W.VBox):
         if not isinstance(text, str):
             raise DecodeError(f"expected hex text, got {type(text).__name__}", 0, "")
         if len(text) > MAX_PASTE_CHARS:
-            n = len(text)
             with self._sync():
                 self.paste_area.value = ""
-            self._fail(f"pasted text is {n / 1e6:.1f} MB; the explorer takes at most "
-                       f"{MAX_PASTE_CHARS / 1e6:.0f} MB of hex ({MAX_PASTE_CHARS // 2000:,} KB of bytes)")
+            self._paste_too_long(len(text))
             return False
         if self.paste_area.value != text:
             with self._sync():
@@ -329,7 +338,9 @@ class Explorer(W.VBox):
         found, problems = self._detect(data)
         if found is None:
             where, err = max(problems, key=lambda p: p[1].offset)
-            self._fail(f"could not decode {len(data)} bytes (got furthest as {where}): {err}")
+            # the reason first: the line is cut at the widget's width
+            at = f"byte {err.offset}" + (f" ({err.path})" if err.path else "")
+            self._fail(f"could not decode {len(data)} bytes: {err.reason} — at {at}, read as {where}")
             return False
         spec, version, body, mode, spans, header = found
         if header:
@@ -351,6 +362,17 @@ class Explorer(W.VBox):
         self.error_html.value = (f'<div style="color:#b00020;font-family:monospace;white-space:nowrap;'
                                  f'overflow:hidden;text-overflow:ellipsis" title="{html.escape(self.error)}">'
                                  f"⚠ {html.escape(self.error)}</div>")
+
+    def _paste_too_long(self, chars: int) -> None:
+        self._fail(f"pasted text is {chars / 1e6:.1f} MB; the explorer takes at most "
+                   f"{MAX_PASTE_CHARS / 1e6:.0f} MB of hex ({MAX_PASTE_CHARS // 2000:,} KB of bytes)")
+
+    def _json_too_long(self, chars: int) -> None:
+        self._fail(f"JSON text is {chars / 1e6:.1f} MB ({chars:,} characters); the explorer takes at most "
+                   f"{MAX_JSON_CHARS:,}")
+
+    def _search_too_long(self, chars: int) -> None:
+        self._fail(f"filter text is {chars:,} characters; at most {MAX_SEARCH_CHARS} are used")
 
     def _ok(self) -> None:
         self.error = ""

@@ -112,6 +112,7 @@ class Player(W.VBox):
                       W.jslink((self.slider, "value"), (self.view, "index")))
         title = W.HTML(f"<b>{_escape(data['title'])}</b> · {n} frame{'s' if n != 1 else ''}")
         super().__init__([title, W.HBox([self.play, self.slider]), self.view], **kw)
+        self.add_class("kipviz-player")
 
     @property
     def index(self) -> int:

@@ -1,0 +1,47 @@
+"""Every notebook in notebooks/, in JupyterLab in a real browser: Run All through the menu, wait
+for the kernel to go idle, no error output, every widget rendered and working (an explorer's
+version slider moves and its diagram changes; an animation's Play advances frames), a screenshot
+under test-artifacts/browser/. New notebooks are picked up by the glob."""
+from __future__ import annotations
+
+import pytest
+
+from . import pages
+
+pytestmark = pytest.mark.xdist_group("browser")     # one worker: one notebook at a time
+
+NOTEBOOKS = pages.NOTEBOOKS
+
+
+def test_there_are_notebooks():
+    assert len(NOTEBOOKS) >= 6
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_runs_in_jupyterlab(lab, page, path):
+    rel = f"notebooks/{path.name}"
+    try:
+        pages.open_notebook(page, lab, rel)
+        took = pages.run_all(page)
+        cells = pages.cells(page)
+        stem = path.stem
+        pages.screenshot(page, f"lab-{stem}")
+        errors = pages.error_outputs(cells)
+        assert not errors, f"{path.name}: error output after Run All ({took:.0f} s): {errors}"
+        assert all(c["execution_count"] is not None for c in cells
+                   if c["cell_type"] == "code" and "".join(c["source"]).strip()), "a cell did not run"
+
+        n_widgets = pages.widget_outputs(cells)
+        pages.assert_widgets_rendered(page, n_widgets)
+        ex, pl = pages.explorers(page), pages.players(page)
+        for i in range(ex.count()):
+            before, after = pages.move_explorer_slider(page, ex.nth(i))
+            assert before.split(" v")[0] == after.split(" v")[0]      # same message, another version
+            pages.screenshot(page, f"lab-{stem}-explorer{i}", ex.nth(i))
+        for i in range(pl.count()):
+            f0, f1 = pages.play_advances(page, pl.nth(i))
+            assert f1 > f0
+            if i == 0:
+                pages.screenshot(page, f"lab-{stem}-player{i}", pl.nth(i))
+    finally:
+        pages.shutdown_sessions(lab, rel)

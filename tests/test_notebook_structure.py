@@ -1,0 +1,127 @@
+"""Every notebook has the teaching frame (kipviz.course reads it): title, learning objectives,
+prerequisites, time, exercises whose check(...) gives a hint, a summary, links to the seed KIPs it
+mentions, and no stored outputs. The workshop guide's agenda and solutions agree with the notebooks."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from kipviz import course
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+KNOWN = {p.stem for p in NOTEBOOKS}
+GUIDE = (ROOT / "docs" / "workshop.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_has_the_teaching_frame(path):
+    o = course.outline(path)
+    assert course.problems(o, known=KNOWN) == [], path.name
+    assert o.title.startswith(o.number), "the title starts with the notebook's number"
+
+
+def _notebook(tmp_path, cells, name="09_x.ipynb") -> Path:
+    path = tmp_path / name
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+    return path
+
+
+md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+GOOD = [
+    md("# 09 · X\n\n**Learning objectives** — after this notebook you can\n1. one;\n2. two.\n\n"
+       "**Prerequisites:** `00_welcome`. **Time to complete:** about 20 minutes.\n"
+       "**Seeds:** " + course.kip_link(516) + "."),
+    md("### Exercise 1\nWhat?"),
+    code("answer = None\ncheck(answer, 3, hint='count them')"),
+    md("### Solutions"),
+    code("print(check(3, 3))"),
+    md("## Summary\n\n* done"),
+]
+
+
+def test_a_complete_notebook_has_no_problems(tmp_path):
+    o = course.outline(_notebook(tmp_path, GOOD))
+    assert course.problems(o, known={"00_welcome"}) == []
+    assert (o.title, o.minutes, o.prerequisites, o.objectives) == ("09 · X", 20, "`00_welcome`", ["one;", "two."])
+    assert o.exercises == ["Exercise 1"] and o.checks == 1 and o.seed_kips == [516]
+
+
+def test_each_missing_piece_is_named(tmp_path):
+    cells = [md("Some text about KIP-1319 and KIP-848."), code("x = 1")]
+    cells[1].outputs = [nbformat.v4.new_output("stream", text="1")]
+    problems = course.problems(course.outline(_notebook(tmp_path, cells)), known=set())
+    for expected in ("no title", "learning objectives", "Prerequisites", "Time to complete", "no exercise",
+                     "Summary", "links no seed KIP page", "mentions KIP-848 without linking",
+                     "mentions KIP-1319 without linking", "stored with outputs"):
+        assert any(expected in p for p in problems), (expected, problems)
+
+
+def test_an_exercise_needs_a_check_with_a_hint(tmp_path):
+    cells = [*GOOD[:2], code("answer = None\ncheck(answer, 3)"), md("### Exercise 2\nAnd?"), code("answer = 2"),
+             *GOOD[3:]]
+    problems = course.problems(course.outline(_notebook(tmp_path, cells)), known={"00_welcome"})
+    assert problems == ["exercise 'Exercise 2' has no check(...) cell", "check without a hint: check(answer, 3)"]
+
+
+def test_a_prerequisite_must_be_a_notebook(tmp_path):
+    o = course.outline(_notebook(tmp_path, GOOD))
+    assert course.problems(o, known={"01_wire_format"}) == ["prerequisite `00_welcome` is not a notebook here"]
+
+
+def test_contents_table_links_every_notebook():
+    table = course.contents(ROOT / "notebooks")
+    html = table._repr_html_()
+    for path in NOTEBOOKS:
+        assert f'href="{path.name}"' in html
+    assert table.minutes == sum(course.outline(p).minutes for p in NOTEBOOKS)
+    assert f"{table.minutes} min" in html and f"{table.minutes} min" in repr(table)
+
+
+# ---- the workshop guide -----------------------------------------------------------------------------
+def _agenda() -> list[tuple[int, str]]:
+    part = GUIDE.split("## Agenda", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\|\s*\d:\d\d\s*\|\s*(\d+)\s*\|\s*([^|]*?)\s*\|", part, re.M)
+    return [(int(m), nb) for m, nb in rows]
+
+
+def _section(name: str) -> str | None:
+    m = re.search(rf"^### {re.escape(name)} — about (\d+) minutes self-paced\n(.*?)(?=^##)", GUIDE, re.M | re.S)
+    return m and m.group(0)
+
+
+def test_workshop_agenda_is_two_hours_of_existing_notebooks():
+    agenda = _agenda()
+    assert sum(m for m, _ in agenda) == 120
+    notebooks = [nb for _, nb in agenda if nb != "—"]
+    assert notebooks and set(notebooks) <= KNOWN
+    assert notebooks == sorted(notebooks)            # in course order
+    starts = re.findall(r"^\|\s*(\d):(\d\d)\s*\|\s*(\d+)", GUIDE.split("## Agenda", 1)[1], re.M)
+    t = 0
+    for h, mm, minutes in starts:                    # each row starts where the previous one ended
+        assert int(h) * 60 + int(mm) == t
+        t += int(minutes)
+
+
+def test_workshop_guide_has_solutions_for_every_notebook_it_covers():
+    for nb in {nb for _, nb in _agenda() if nb != "—"}:
+        assert _section(nb), f"docs/workshop.md has no section for {nb}"
+    for path in NOTEBOOKS:
+        assert path.stem in GUIDE, f"docs/workshop.md does not mention {path.stem}"
+        section = _section(path.stem)
+        if section is None:
+            continue
+        o = course.outline(path)
+        minutes = int(re.search(r"about (\d+) minutes", section).group(1))
+        assert minutes == o.minutes, f"{path.stem}: the guide says {minutes} min, the notebook {o.minutes}"
+        assert section.count("**Solution:**") == len(o.exercises), path.stem
+        assert section.count("Teaches:") == len(o.exercises), path.stem
+
+
+def test_workshop_guide_says_what_to_do_when_binder_is_slow():
+    slow = GUIDE.split("## When Binder is slow", 1)[1]
+    assert "kipviz export" in slow and "make lab" in slow
+    assert "kipviz export -o site" in GUIDE
