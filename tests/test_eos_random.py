@@ -116,13 +116,13 @@ def _random_schedules_leave_only_the_documented_windows(w):
 
 
 # two halves (one worker / several workers) so pytest-xdist runs them side by side
-@settings(max_examples=700, **SETTINGS)
+@settings(max_examples=1200, **SETTINGS)
 @given(workloads(consumers=(1, 1)))
 def test_random_fault_schedules_leave_only_the_documented_windows_one_worker(w):
     _random_schedules_leave_only_the_documented_windows(w)
 
 
-@settings(max_examples=900, **SETTINGS)
+@settings(max_examples=1500, **SETTINGS)
 @given(workloads(consumers=(2, 3)))
 def test_random_fault_schedules_leave_only_the_documented_windows_several_workers(w):
     _random_schedules_leave_only_the_documented_windows(w)

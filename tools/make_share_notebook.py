@@ -123,7 +123,7 @@ its acknowledgements (TxnShareAcknowledge, broker-internal registration, markers
 `__share_group_state`) — KIP-1289, **proposed**. Both are drawn from real runs of the model."""),
     code("""from kipviz.draw.flows import regular_vs_share_flow
 flow = regular_vs_share_flow()
-display(HTML(flow.html()) if hasattr(flow, "html") else HTML(flow))"""),
+flow          # the two sequence diagrams, then the steps table (flow.save("flows.html") writes a page)"""),
     md("""## 3. The happy paths, record by record
 
 COMMIT moves ACCEPT → ACKNOWLEDGED and REJECT → ARCHIVED; ABORT moves every staged record back

@@ -598,46 +598,13 @@ def write_batch(records=(), **header) -> bytes:
     producer_epoch = _int(g("producer_epoch", -1), "int16", "producer_epoch")
     base_sequence = _int(g("base_sequence", -1), "int32", "base_sequence")
 
-    recs = [_record_fields(r, j) for j, r in enumerate(records)]
+    recs = [_plain_fields(r) or _record_fields(r, j) for j, r in enumerate(records)]
     base_ts = g("base_timestamp")
     if base_ts is None:
         base_ts = -1 if not recs else (recs[0][1] if recs[0][1] is not None else 0)
     base_ts = _int(base_ts, "int64", "base_timestamp")
 
-    body = bytearray()
-    max_ts = None
-    last_od = None
-    for j, (attrs, ts, tsd, od, off, key, value, headers) in enumerate(recs):
-        rp = f"records[{j}]"
-        if tsd is None:
-            tsd = (base_ts if ts is None else ts) - base_ts
-        tsd = _int(tsd, "int64", rp + ".timestamp_delta")
-        if od is None:
-            od = j if off is None else off - base_offset
-        od = _int(od, "int32", rp + ".offset_delta")
-        abs_ts = base_ts + tsd
-        max_ts = abs_ts if max_ts is None or abs_ts > max_ts else max_ts
-        last_od = od
-        rec = bytearray((attrs & 0xFF,))
-        write_uvarint(rec, ((tsd << 1) ^ (tsd >> 63)) & 0xFFFFFFFFFFFFFFFF)
-        _zz(rec, od)
-        for blob in (key, value):
-            if blob is None:
-                rec.append(1)  # zigzag(-1)
-            else:
-                _zz(rec, _int(len(blob), "int32", rp))
-                rec += blob
-        _zz(rec, len(headers))
-        for hk, hv in headers:
-            _zz(rec, len(hk))
-            rec += hk
-            if hv is None:
-                rec.append(1)
-            else:
-                _zz(rec, len(hv))
-                rec += hv
-        _zz(body, _int(len(rec), "int32", rp + ".length"))
-        body += rec
+    body, max_ts, last_od = _encode_records(recs, base_ts, base_offset)
 
     if g("max_timestamp") is not None:
         max_ts = g("max_timestamp")
@@ -661,8 +628,96 @@ def write_batch(records=(), **header) -> bytes:
     return bytes(out)
 
 
+_I32, _I64 = (-2**31, 2**31 - 1), (-2**63, 2**63 - 1)
+
+
+def _encode_records(recs: list, base_ts: int, base_offset: int) -> tuple[bytearray, int | None, int | None]:
+    """The records section: -> (bytes, max timestamp, last offset delta). The hot loop of every
+    produce, log append and fetch in the model: single-byte varints are appended directly, and
+    error paths are only formatted when a value is out of range."""
+    body = bytearray()
+    max_ts = last_od = None
+    for j, (attrs, ts, tsd, od, off, key, value, headers) in enumerate(recs):
+        if tsd is None:
+            tsd = (base_ts if ts is None else ts) - base_ts
+        if type(tsd) is not int or not _I64[0] <= tsd <= _I64[1]:
+            _int(tsd, "int64", f"records[{j}].timestamp_delta")
+        if od is None:
+            od = j if off is None else off - base_offset
+        if type(od) is not int or not _I32[0] <= od <= _I32[1]:
+            _int(od, "int32", f"records[{j}].offset_delta")
+        abs_ts = base_ts + tsd
+        if max_ts is None or abs_ts > max_ts:
+            max_ts = abs_ts
+        last_od = od
+        rec = bytearray((attrs & 0xFF,))
+        z = ((tsd << 1) ^ (tsd >> 63)) & 0xFFFFFFFFFFFFFFFF
+        if z < 0x80:
+            rec.append(z)
+        else:
+            write_uvarint(rec, z)
+        _zz(rec, od)
+        for blob in (key, value):
+            if blob is None:
+                rec.append(1)  # zigzag(-1)
+            else:
+                n = len(blob)
+                if n > _I32[1]:
+                    _int(n, "int32", f"records[{j}]")
+                _zz(rec, n)
+                rec += blob
+        _zz(rec, len(headers))
+        for hk, hv in headers:
+            _zz(rec, len(hk))
+            rec += hk
+            if hv is None:
+                rec.append(1)
+            else:
+                _zz(rec, len(hv))
+                rec += hv
+        n = len(rec)
+        if n > _I32[1]:
+            _int(n, "int32", f"records[{j}].length")
+        _zz(body, n)
+        body += rec
+    return body, max_ts, last_od
+
+
+def _plain_fields(r):
+    """_record_fields for the common case (a dict of bytes, headers as (str|bytes, bytes|None)
+    pairs, int timestamp/offset), without building error paths; None for anything else, which
+    _record_fields then checks and explains."""
+    if type(r) is not dict:
+        return None
+    key, value = r.get("key"), r.get("value")
+    if (key is not None and type(key) is not bytes) or (value is not None and type(value) is not bytes):
+        return None
+    ts, tsd, od, off = r.get("timestamp"), r.get("timestamp_delta"), r.get("offset_delta"), r.get("offset")
+    attrs = r.get("attributes", 0)
+    if type(attrs) is not int or not -128 <= attrs <= 127 or (
+            ts is not None and (type(ts) is not int or not _I64[0] <= ts <= _I64[1])):
+        return None
+    hs = []
+    for h in r.get("headers") or ():
+        if type(h) is not tuple and type(h) is not list or len(h) != 2:
+            return None
+        hk, hv = h
+        if type(hk) is str:
+            hk = hk.encode("utf-8")
+        elif type(hk) is not bytes:
+            return None
+        if hv is not None and type(hv) is not bytes:
+            return None
+        hs.append((hk, hv))
+    return (attrs, ts, tsd, od, off, key, value, hs)
+
+
 def _zz(w: bytearray, v: int) -> None:
-    write_uvarint(w, ((v << 1) ^ (v >> 31)) & 0xFFFFFFFF)
+    z = ((v << 1) ^ (v >> 31)) & 0xFFFFFFFF
+    if z < 0x80:
+        w.append(z)
+    else:
+        write_uvarint(w, z)
 
 
 def _record_fields(r, j: int):
