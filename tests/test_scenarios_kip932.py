@@ -31,4 +31,4 @@ def test_lock_expiry_to_archived_at_limit():
                 and e.from_state == "ACQUIRED"]
     acquired = [e.t for e in t.events if e.kind == "StateChanged" and e.machine == "share-record"
                 and e.to_state == "ACQUIRED"]
-    assert [b - a for a, b in zip(acquired, expiries)] == [30000] * 5
+    assert [b - a for a, b in zip(acquired, expiries, strict=True)] == [30000] * 5

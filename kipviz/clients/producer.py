@@ -347,24 +347,44 @@ class Producer(ClientBase):
     def send(self, topic: str, key: bytes | None, value: bytes | None, partition: int | None = None,
              headers=None) -> RecordMetadata:
         """Produce one record (one batch) and wait for the leader's answer."""
-        if self.transactional_id:
-            self._require("IN_TRANSACTION", what="send")
-        else:
-            self._require("READY", "UNINITIALIZED", what="send")
-            if self.producer_id < 0:
-                self.init_transactions()
+        self._ready_to_send()
         info = self.topic_info(topic)
         if info is None:
             info = self._retrying("Metadata", lambda: self._need_topic(topic))
         if partition is None:
             n = len(info["partitions"])
             partition = default_partition(key, n) if key is not None else next(self._round_robin) % n
-        tp = (topic, partition)
+        tp = self._join_transaction((topic, partition))
+        return self._retrying("Produce", lambda: self._produce_once(tp, [(key, value, headers)]))
+
+    def send_batch(self, topic: str, partition: int, records) -> RecordMetadata | None:
+        """Produce (key, value[, headers]) records to one partition as ONE record batch in one Produce
+        request, as Kafka's RecordAccumulator batches per partition after linger.ms (long workloads
+        need that); returns the first record's metadata, None for no records. Errors as send()."""
+        records = list(records)
+        if not records:
+            return None
+        self._ready_to_send()
+        # (a Metadata round trip that fails is retried like any other, also the first one)
+        self._retrying("Metadata", lambda: self.topic_info(topic) or self._need_topic(topic))
+        tp = self._join_transaction((topic, partition))
+        return self._retrying("Produce", lambda: self._produce_once(tp, records, batched=True))
+
+    def _ready_to_send(self) -> None:
+        if self.transactional_id:
+            self._require("IN_TRANSACTION", what="send")
+        else:
+            self._require("READY", "UNINITIALIZED", what="send")
+            if self.producer_id < 0:
+                self.init_transactions()
+
+    def _join_transaction(self, tp: tuple) -> tuple:
+        """TV1: AddPartitionsToTxn before the first write to tp; TV2: Produce adds it on the broker."""
         if self.transactional_id and not self.tv2 and tp not in self._txn_partitions:
             self._add_partition(tp)
         if self.transactional_id and self.tv2 and not self._transaction_started:
             self._transaction_started = True
-        return self._retrying("Produce", lambda: self._produce_once(tp, key, value, headers))
+        return tp
 
     def _need_topic(self, topic: str) -> dict:
         info = self.topic_info(topic, refresh=True)
@@ -372,7 +392,7 @@ class Producer(ClientBase):
             raise _Retry(E["UNKNOWN_TOPIC_OR_PARTITION"])
         return info
 
-    def _produce_once(self, tp, key, value, headers) -> RecordMetadata:
+    def _produce_once(self, tp, records: list, batched: bool = False) -> RecordMetadata:
         api = "Produce"
         topic, partition = tp
         info = self.topic_info(topic)
@@ -380,8 +400,9 @@ class Producer(ClientBase):
             raise _Retry(E["UNKNOWN_TOPIC_OR_PARTITION"], refresh="metadata")
         v = self.version(api, cap=None if info["id"] is not None else 12)
         seq = self._sequences.get(tp, 0)
-        batch = write_batch([{"key": key, "value": value, "headers": list(headers or []),
-                              "timestamp": self.cluster.now}],
+        now = self.cluster.now
+        batch = write_batch([{"key": r[0], "value": r[1], "headers": list((r[2] if len(r) > 2 else None) or ()),
+                              "timestamp": now} for r in records],
                             producer_id=self.producer_id, producer_epoch=self.producer_epoch,
                             base_sequence=seq if self.producer_id >= 0 else -1,
                             is_transactional=bool(self.transactional_id), base_timestamp=self.cluster.now)
@@ -393,8 +414,9 @@ class Producer(ClientBase):
                     None)
         code = E["UNKNOWN_SERVER_ERROR"] if part is None else part["ErrorCode"]
         if code in (0, DUPLICATE_SEQUENCE_NUMBER):
-            self._sequences[tp] = seq + 1
-            self._act("sent", topic=topic, partition=partition, offset=part["BaseOffset"], version=v)
+            self._sequences[tp] = seq + len(records)
+            more = {"records": len(records)} if batched else {}
+            self._act("sent", topic=topic, partition=partition, offset=part["BaseOffset"], version=v, **more)
             return RecordMetadata(topic, partition, part["BaseOffset"])
         if code in (E["NOT_LEADER_OR_FOLLOWER"], E["UNKNOWN_TOPIC_OR_PARTITION"], E["UNKNOWN_TOPIC_ID"]):
             raise _Retry(code, refresh="metadata")

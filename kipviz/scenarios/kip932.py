@@ -44,7 +44,7 @@ def acquire_and_acknowledge(trace: Trace) -> None:
                  {r.offset for r in got_a}.isdisjoint(r.offset for r in got_b) and len(got_a) == len(got_b) == 4,
                  f"A {[r.offset for r in got_a]}, B {[r.offset for r in got_b]}")
     trace.expect("first acquisition: delivery count 1", {r.delivery_count for r in got_a + got_b} == {1})
-    for r, t in zip(got_a, (ACCEPT, ACCEPT, RELEASE, REJECT)):
+    for r, t in zip(got_a, (ACCEPT, ACCEPT, RELEASE, REJECT), strict=False):
         a.acknowledge(r, t)
     a.commit_sync()
     released = got_a[2].offset

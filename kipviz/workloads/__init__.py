@@ -10,7 +10,6 @@ and the seed's corner-case faults (kipviz/workloads/share_eos.py)."""
 from .share_eos import (
     DEFAULT_KINDS,
     FAULT_KINDS,
-    BatchingProducer,
     Fault,
     ShareEosWorkload,
     WorkloadResult,
@@ -19,4 +18,4 @@ from .share_eos import (
 )
 
 __all__ = ["run_share_eos", "ShareEosWorkload", "WorkloadResult", "Fault", "FAULT_KINDS", "DEFAULT_KINDS",
-           "random_faults", "BatchingProducer"]
+           "random_faults"]

@@ -9,7 +9,7 @@ acknowledgements, and the seed's corner-case faults injected on a schedule.
     result.check().summary()         # kipviz.eos over the run (documented windows 1 and 12 allowed)
 
 THE LOOP. Every consumer is a ShareConsumer (explicit acknowledgement) paired with a transactional
-BatchingProducer (transactional id "{group}-worker-{i}"); one step is one loop iteration of one
+Producer (transactional id "{group}-worker-{i}"); one step is one loop iteration of one
 worker, round robin: poll -> begin -> write one output record per input record, with the header
 kipviz.eos.source_header(...), as one record batch per output partition -> acknowledge ACCEPT (or
 REJECT for a `reject_rate` share of inputs, which write no output) -> shareGroupMetadata() ->
@@ -27,9 +27,8 @@ closes.
 
 Model limits the driver works around (see the report of kipviz issue 6): the ShareConsumer model
 sends every share RPC to broker 0, so the input partitions are led by broker 0 (the output,
-__transaction_state and __share_group_state partitions stay spread over the brokers); Kafka's
-producer batches records per partition (RecordAccumulator) while the kit's Producer.send writes
-one record per Produce, so BatchingProducer adds send_batch (one record batch per Produce).
+__transaction_state and __share_group_state partitions stay spread over the brokers); records are
+written with Producer.send_batch (one record batch per Produce, as Kafka's RecordAccumulator does).
 
 FAULTS: `faults` is a list of Fault(at, kind, params) (or (at, kind[, params]) tuples or dicts).
 `at` is a step number. A fault with a `point` fires at that point of the next iteration of its
@@ -92,26 +91,19 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..broker import Cluster
-from ..broker.error_codes import CODE, NAME, RETRIABLE
+from ..broker.error_codes import CODE, NAME
 from ..broker.events import StateChanged
 from ..broker.share_txn import pending as tx_pending
 from ..clients.producer import (
-    DUPLICATE_SEQUENCE_NUMBER,
-    FENCED,
-    AbortableError,
-    E,
     FatalError,
     IllegalStateError,
     Producer,
     ProducerError,
-    ProducerFencedError,
-    RecordMetadata,
     UnsupportedVersionError,
-    _Retry,
 )
 from ..clients.share_consumer import ShareConsumer
 from ..eos import ShareEosChecker, check_share_eos, source_header
-from ..records import share_coordinator_partition, write_batch
+from ..records import share_coordinator_partition
 
 STATUS = "proposed"
 KIP = "KIP-1289"
@@ -205,69 +197,6 @@ def random_faults(seed, *, steps: int, count: int = 5, kinds=DEFAULT_KINDS, brok
     return sorted(out, key=lambda f: f.at)
 
 
-# ---- a producer that writes record batches ----------------------------------------------------------------
-class BatchingProducer(Producer):
-    """The kit's Producer plus send_batch: several records as ONE record batch in one Produce
-    request, as Kafka's RecordAccumulator batches records per partition."""
-
-    def send_batch(self, topic: str, partition: int, records) -> RecordMetadata | None:
-        """records: [(key, value, headers)] for topic-partition; returns the first record's
-        metadata. Same errors as send()."""
-        records = list(records)
-        if not records:
-            return None
-        if self.transactional_id:
-            self._require("IN_TRANSACTION", what="send")
-        else:
-            self._require("READY", "UNINITIALIZED", what="send")
-            if self.producer_id < 0:
-                self.init_transactions()
-        # (a Metadata round trip that fails is retried like any other, also the first one)
-        self._retrying("Metadata", lambda: self.topic_info(topic) or self._need_topic(topic))
-        tp = (topic, partition)
-        if self.transactional_id and not self.tv2 and tp not in self._txn_partitions:
-            self._add_partition(tp)
-        if self.transactional_id and self.tv2:
-            self._transaction_started = True
-        return self._retrying("Produce", lambda: self._produce_batch_once(tp, records))
-
-    def _produce_batch_once(self, tp, records) -> RecordMetadata:
-        api = "Produce"
-        topic, partition = tp
-        info = self.topic_info(topic)
-        if info is None or partition not in info["partitions"]:
-            raise _Retry(E["UNKNOWN_TOPIC_OR_PARTITION"], refresh="metadata")
-        v = self.version(api, cap=None if info["id"] is not None else 12)
-        seq = self._sequences.get(tp, 0)
-        now = self.cluster.now
-        batch = write_batch([{"key": k, "value": val, "headers": list(h or ()), "timestamp": now}
-                             for k, val, h in records],
-                            producer_id=self.producer_id, producer_epoch=self.producer_epoch,
-                            base_sequence=seq if self.producer_id >= 0 else -1,
-                            is_transactional=bool(self.transactional_id), base_timestamp=now)
-        entry = {"TopicId": info["id"]} if v >= 13 else {"Name": topic}
-        entry["PartitionData"] = [{"Index": partition, "Records": batch}]
-        resp = self._call(api, v, {"TransactionalId": self.transactional_id, "Acks": -1, "TimeoutMs": 30000,
-                                   "TopicData": [entry]}, info["partitions"][partition])
-        part = next((p for t in resp["Responses"] for p in t["PartitionResponses"] if p["Index"] == partition),
-                    None)
-        code = E["UNKNOWN_SERVER_ERROR"] if part is None else part["ErrorCode"]
-        if code in (0, DUPLICATE_SEQUENCE_NUMBER):
-            self._sequences[tp] = seq + len(records)
-            self._act("sent", topic=topic, partition=partition, offset=part["BaseOffset"], version=v,
-                      records=len(records))
-            return RecordMetadata(topic, partition, part["BaseOffset"])
-        if code in (E["NOT_LEADER_OR_FOLLOWER"], E["UNKNOWN_TOPIC_OR_PARTITION"], E["UNKNOWN_TOPIC_ID"]):
-            raise _Retry(code, refresh="metadata")
-        if code in FENCED:
-            raise self._fail(ProducerFencedError(code, api=api))
-        if code == E["INVALID_TXN_STATE"]:
-            raise self._fail(FatalError(code, api=api))
-        if code in RETRIABLE:
-            raise _Retry(code)
-        raise self._fail(AbortableError(code, api=api))
-
-
 # ---- result ------------------------------------------------------------------------------------------------
 @dataclass
 class WorkloadResult:
@@ -303,7 +232,7 @@ class _Worker:
     name: str
     txn_id: str
     sc: ShareConsumer | None = None
-    pr: BatchingProducer | None = None
+    pr: Producer | None = None
     alive: bool = True
     revive_at: int = 0
     last_hb: int = -1
@@ -386,7 +315,7 @@ class ShareEosWorkload:
         for p in range(self.partitions):
             c.topics.partition(self.input, p).leader = 0
         self.input_id = c.topics.get(self.input).topic_id
-        self.loader = BatchingProducer(c, None, client_id="input-loader")
+        self.loader = Producer(c, None, client_id="input-loader")
         self._top_up(min(self.records, self.preload))
         for i in range(self.n_consumers):
             w = _Worker(i, f"worker-{i}", f"{self.group}-worker-{i}")
@@ -401,9 +330,9 @@ class ShareEosWorkload:
         w.alive, w.retry, w.attempts, w.last_hb = True, [], 0, -1
         self._new_producer(w)
 
-    def _new_producer(self, w: _Worker) -> BatchingProducer | None:
+    def _new_producer(self, w: _Worker) -> Producer | None:
         self.stats["producers_created"] += 1
-        pr = BatchingProducer(self.cluster, w.txn_id, client_id=f"{w.name}-producer.{self.stats['producers_created']}",
+        pr = Producer(self.cluster, w.txn_id, client_id=f"{w.name}-producer.{self.stats['producers_created']}",
                               transaction_timeout_ms=self.txn_timeout_ms)
         try:
             pr.init_transactions()
@@ -434,7 +363,7 @@ class ShareEosWorkload:
             except (ProducerError, IllegalStateError) as e:
                 self._error("input", e)
                 if self.loader.state == "FATAL_ERROR":
-                    self.loader = BatchingProducer(self.cluster, None, client_id="input-loader")
+                    self.loader = Producer(self.cluster, None, client_id="input-loader")
                 return
             self.loaded += n
 
@@ -518,7 +447,7 @@ class ShareEosWorkload:
                 x.close()
         return len(recs)
 
-    def _process(self, w: _Worker, pr: BatchingProducer, recs: list, extra: list) -> None:
+    def _process(self, w: _Worker, pr: Producer, recs: list, extra: list) -> None:
         sc = w.sc
         self._hook(w, "after-poll", pr=pr, recs=recs)
         pr.begin_transaction()
@@ -548,7 +477,7 @@ class ShareEosWorkload:
         self.stats["records_committed"] += len(recs)
         self._hook(w, "after-commit", pr=pr, recs=recs, mark=mark, pid=pid)
 
-    def _recover(self, w: _Worker, pr: BatchingProducer, exc: Exception, recs: list) -> None:
+    def _recover(self, w: _Worker, pr: Producer, exc: Exception, recs: list) -> None:
         """The KIP's catch blocks: abort on an abortable error; a fatal one (or an abort that fails)
         drops the producer -- the worker's next step makes a new instance, whose InitProducerId
         fences this one and aborts what it left open."""
