@@ -4,9 +4,14 @@
     run.nb                 # the executed notebook, widget state included
     run.memory.peak        # bytes: kernel + every process it started (Spark's JVM), at their highest
 
-Memory is sampled from a thread while the cells run: the resident set of the kernel and all its
-descendants, summed. Each process's own high-water mark (Linux /proc VmHWM) is read at every
-sample too, so a spike shorter than the sampling interval still counts for that process."""
+Memory is sampled from a thread while the cells run: the kernel and all its descendants, summed.
+Each process counts its proportional set size (Linux /proc/PID/smaps_rollup "Pss": a page shared
+by n processes counts 1/n in each), so Spark's forked Python workers, which share most of their
+pages with the daemon they fork from, are counted once -- as a container's memory limit (Binder's)
+counts them. Where PSS cannot be read, the resident set is used. The plain sum of resident sets
+(which counts shared pages once per process) is kept too, as peak_rss. Each process's own
+high-water mark (VmHWM) is read at every sample, so a spike shorter than the sampling interval
+still counts for that process."""
 from __future__ import annotations
 
 import subprocess
@@ -25,17 +30,21 @@ BINDER_LIMIT = 1536 * MB        # Binder gives 2 GB; the server and the browser'
 
 @dataclass
 class Memory:
-    """peak: highest sampled total (never below one process's own high-water mark);
-    bound: the sum of every process's high-water mark (an upper bound: peaks need not coincide)."""
+    """peak: highest sampled total of proportional set sizes (never below one process's own
+    high-water mark); peak_rss: highest sampled sum of resident sets (shared pages counted once per
+    process: an overestimate); bound: the sum of every process's high-water mark (an upper bound:
+    peaks need not coincide)."""
     peak: int = 0
     bound: int = 0
     samples: int = 0
+    peak_rss: int = 0
     processes: dict[int, tuple[str, int]] = field(default_factory=dict)   # pid -> (name, high-water mark)
 
     def describe(self) -> str:
         procs = ", ".join(f"{name} {hwm / MB:.0f}" for name, hwm in
                           sorted(self.processes.values(), key=lambda p: -p[1]))
-        return f"peak {self.peak / MB:.0f} MB (per process, MB: {procs or 'none'})"
+        return (f"peak {self.peak / MB:.0f} MB (sum of resident sets {self.peak_rss / MB:.0f} MB; "
+                f"per process, MB: {procs or 'none'})")
 
 
 def _hwm(pid: int) -> int | None:
@@ -44,6 +53,18 @@ def _hwm(pid: int) -> int | None:
         with open(f"/proc/{pid}/status", "rb") as fh:
             for line in fh:
                 if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _pss(pid: int) -> int | None:
+    """The process's proportional set size in bytes (Linux 4.14+ smaps_rollup), else None."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Pss:"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
@@ -74,7 +95,7 @@ class MemoryWatch:
             procs = [self.root, *self.root.children(recursive=True)]
         except ps.Error:
             return
-        total = 0
+        total = total_rss = 0
         seen: dict[int, tuple[str, int]] = {}
         for p in procs:
             try:
@@ -82,7 +103,9 @@ class MemoryWatch:
                 name = p.name()
             except ps.Error:          # exited between listing and reading
                 continue
-            total += rss
+            pss = _pss(p.pid)
+            total += rss if pss is None else pss
+            total_rss += rss
             seen[p.pid] = (name, max(rss, _hwm(p.pid) or 0))
         with self._lock:
             m = self.memory
@@ -92,6 +115,7 @@ class MemoryWatch:
                 m.processes[pid] = (name, max(old, hwm))
             m.bound = sum(h for _, h in m.processes.values())
             m.peak = max(m.peak, total, *(h for _, h in seen.values()))
+            m.peak_rss = max(m.peak_rss, total_rss)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):

@@ -284,3 +284,24 @@ def test_widget_snapshot_draws_boxes_outputs_and_a_player_inside_an_output():
                             "frames": [{"p": 0, "caption": "one"}, {"p": 0, "caption": "two"}]}]
     models["view"]["state"] = {}                   # no player: the slider shows its value
     assert '<b>version</b> <span class="kv-val">5</span>' in widget_html(models, "out")
+
+
+def test_memory_watch_counts_pages_shared_by_forked_children_once():
+    """Spark's Python workers are forked from one daemon: what they share counts once (PSS), as a
+    container's memory limit counts it, while the plain sum of resident sets counts it each time."""
+    forker = ("import os, time\n"
+              "a = b'x' * (150 * 2**20)\n"                      # 150 MB, written, then shared by 3 forks
+              "kids = []\n"
+              "for _ in range(3):\n"
+              "    k = os.fork()\n"
+              "    if k == 0:\n"
+              "        time.sleep(2.5); os._exit(0)\n"
+              "    kids.append(k)\n"
+              "time.sleep(2.5); [os.waitpid(k, 0) for k in kids]")
+    proc = subprocess.Popen([sys.executable, "-c", forker])
+    watch = MemoryWatch(proc.pid, interval=0.05).start()
+    proc.wait(timeout=60)
+    m = watch.stop()
+    assert len(m.processes) >= 4
+    assert m.peak_rss >= 4 * 150 * 2**20 * 0.9              # four processes each map the 150 MB
+    assert 150 * 2**20 <= m.peak <= 2 * 150 * 2**20          # but it is there once (plus interpreters)

@@ -125,3 +125,25 @@ def test_workshop_guide_says_what_to_do_when_binder_is_slow():
     slow = GUIDE.split("## When Binder is slow", 1)[1]
     assert "kipviz export" in slow and "make lab" in slow
     assert "kipviz export -o site" in GUIDE
+
+
+# ---- the notebooks are what their scripts write -----------------------------------------------------
+BUILDERS = sorted((ROOT / "tools").glob("make_*.py"))
+
+
+def test_stored_notebooks_are_what_the_builders_write(tmp_path):
+    """Every notebook (and dashboard) comes from a tools/make_*.py script, unchanged: an edit made in
+    JupyterLab and saved, or a script changed without regenerating, shows up here."""
+    import os
+    import subprocess
+    import sys
+    for script in BUILDERS:
+        r = subprocess.run([sys.executable, script.name], cwd=script.parent, capture_output=True, text=True,
+                           env=dict(os.environ, KIPVIZ_NOTEBOOKS_OUT=str(tmp_path)), timeout=300)
+        assert r.returncode == 0, f"{script.name}: {r.stderr[-2000:]}"
+    written = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*.ipynb"))
+    stored = sorted(p.relative_to(ROOT / "notebooks") for p in (ROOT / "notebooks").rglob("*.ipynb")
+                    if ".ipynb_checkpoints" not in p.parts)
+    assert written == stored, "a notebook without a builder script, or a script whose notebook is missing"
+    stale = [str(p) for p in written if (tmp_path / p).read_bytes() != (ROOT / "notebooks" / p).read_bytes()]
+    assert stale == [], f"regenerate (cd tools && ../.venv/bin/python make_X.py): {stale}"

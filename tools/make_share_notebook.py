@@ -1,6 +1,8 @@
 """Writes notebooks/06_share_group_eos.ipynb (kept as a script so the notebook's source is reviewable)."""
 from nbbuild import code, md, write_notebook
 
+from kipviz.course import kip_link
+
 # (scenario, title, what goes wrong, prediction question, expected answer, hint)
 CASES = [
     ("kip1289.case01_broker_crash_tx_pending", "1 · Broker crash while records are TX_PENDING",
@@ -64,7 +66,8 @@ and runs every corner case the KIP lists.
 4. read the exactly-once checker's verdict on a run.
 
 **Prerequisites:** `05_txn_offset_commit_v6`. **Time to complete:** about 45 minutes.
-**Seeds:** KIP-1289 (seed 004), KIP-932 (share groups, FACTS (a))."""),
+**Seeds:** KIP_1289 (seed 004, proposed); share groups are KIP-932 (released, FACTS (a)).""".replace(
+        "KIP_1289", kip_link(1289))),
     code("""import pandas as pd
 from IPython.display import HTML, SVG, display
 from kipviz import scenarios
@@ -107,8 +110,9 @@ colour = state, number = delivery count, label = lock owner. Press Play."""),
     code("""basics = scenarios.run("kip932.acquire_and_acknowledge")
 show(basics)
 strip_player(record_strip(basics.events))"""),
-    md("""**Predict:** a consumer acquires a record and never acknowledges it (it keeps heartbeating).
-How many times is the record delivered before it is archived, with the default settings?"""),
+    md("""### Exercise 1 — predict
+A consumer acquires a record and never acknowledges it (it keeps heartbeating). How many times is
+the record delivered before it is archived, with the default settings?"""),
     code("""answer = None
 check(answer, 5, hint="group.share.delivery.count.limit defaults to 5; the lock (30 s) expires after each delivery.")"""),
     code("""slow = scenarios.run("kip932.lock_expiry_delivery_limit")
@@ -139,14 +143,15 @@ player(abort.animation("share-record"))"""),
     code("""# the KIP's metrics, computed from the events of the abort run
 pd.Series(metrics(abort.events))"""),
 ]
-for name, title, what, question, expected, hint in CASES:
+for n, (name, title, what, question, expected, hint) in enumerate(CASES, start=2):
     var = name.split(".")[1].split("_")[0]
     cells += [
         md(f"""## Case {title}
 
 {what}
 
-**Predict:** {question}"""),
+### Exercise {n} — predict
+{question}"""),
         code(f"""answer = None
 check(answer, {expected!r}, hint={hint!r})"""),
         code(f"""{var} = scenarios.run({name!r})

@@ -163,13 +163,24 @@ def _work_tree(base: Path) -> Path:
     return work
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM it when the process that started it dies, so a test run
+    that is killed (a CI timeout, SIGKILL) leaves no server behind; the server then stops its kernels."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)      # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass
+
+
 def _start(name: str, cmd: list[str], *, base: Path, env: dict, cwd: Path, url: str, ready: str,
            timeout: float = 120) -> Server:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log = ARTIFACTS / f"{name}.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+                                stdin=subprocess.DEVNULL, start_new_session=True,
+                                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
     server = Server(name, url, proc, Path(env["JUPYTER_RUNTIME_DIR"]), log)
     try:
         _wait_until_answers(server, ready, timeout)
@@ -244,6 +255,7 @@ def page(browser_context, request):
     console: list[str] = []
     page.on("console", lambda m: console.append(f"{m.type}: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
+    page.on("requestfailed", lambda r: console.append(f"request failed: {r.url} ({r.failure})"))
     yield page
     page.close()
     if console:          # kept beside the screenshots, for whoever reads a failure

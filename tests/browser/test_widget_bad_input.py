@@ -1,10 +1,16 @@
-"""Bad input typed and pasted into the Explorer in a real browser: invalid hex, a request of a
-version that does not exist, broken JSON, and pastes of 10 MB and 12 MB (the latter is over the
-10 MiB a Jupyter websocket message may carry). Each must give one readable line in the widget,
-and the kernel must still answer afterwards (a new cell runs `1+1` on the same kernel, in Voilà
-the version slider still redraws the diagram).
+"""Bad input typed and pasted into the widgets in a real browser.
 
-Every notebook in notebooks/ (and every Voilà dashboard) that shows an Explorer is opened."""
+The Explorer: invalid hex, a request of a version that does not exist, broken JSON, and pastes
+of 10 MB and 12 MB (the latter is over the 10 MiB a Jupyter websocket message may carry). Each
+must give one readable line in the widget, and the kernel must still answer afterwards (a new
+cell runs `1+1` on the same kernel, in Voilà the version slider still redraws the diagram).
+
+An animation player (its only input is the frame number, typed into the slider's readout): not a
+number, out of range, negative, a 10 MB paste. The frame stays a valid one, Play still plays, and
+the kernel still answers.
+
+Every notebook in notebooks/ (and every Voilà dashboard) that shows an Explorer or a player is
+opened; the other notebooks show no widget that takes input."""
 from __future__ import annotations
 
 import pytest
@@ -18,6 +24,7 @@ from . import pages
 pytestmark = pytest.mark.xdist_group("browser")     # one worker: one notebook at a time
 
 WITH_EXPLORER = [p for p in pages.NOTEBOOKS if "Explorer(" in p.read_text()]
+WITH_PLAYER_ONLY = [p for p in pages.NOTEBOOKS if "player(" in p.read_text() and p not in WITH_EXPLORER]
 DASHBOARDS_WITH_EXPLORER = [p for p in pages.DASHBOARDS if "Explorer(" in p.read_text()]
 
 TEN_MB = 10_000_000
@@ -116,3 +123,58 @@ def test_bad_input_in_voila(voila, page, path):
     explorer = pages.explorers(page).first
     feed_bad_input(page, explorer, f"voila-{path.stem}")
     pages.move_explorer_slider(page, explorer)          # the kernel still answers
+
+
+# typed into a player's frame readout: (what, text); a valid frame (0..n-1) must result
+BAD_FRAMES = [("not a number", "abc"), ("out of range", "999999"), ("negative", "-5"),
+              ("10 MB paste", "9" * TEN_MB)]
+
+
+def feed_bad_frames(page, player) -> None:
+    readout = player.locator(".widget-slider .widget-readout")
+    handle = player.locator(".widget-slider .noUi-handle")
+    top = int(float(handle.get_attribute("aria-valuemax")))
+    for what, text in BAD_FRAMES:
+        readout.click()
+        page.keyboard.press("Control+A")
+        if len(text) > 100:                              # paste, as a person would
+            readout.evaluate("(el, t) => { el.textContent = t; }", text)
+        else:
+            page.keyboard.type(text)
+        page.keyboard.press("Enter")
+        page.wait_for_timeout(300)
+        shown = readout.inner_text().strip()
+        assert shown.isdigit() and 0 <= int(shown) <= top, f"{what}: the readout shows {shown[:40]!r}"
+        assert int(float(handle.get_attribute("aria-valuenow"))) == int(shown), what
+    readout.click()                                       # a good number still works
+    page.keyboard.press("Control+A")
+    page.keyboard.type("1")
+    page.keyboard.press("Enter")
+    page.wait_for_function("el => el.textContent.trim() === '1'", arg=readout.element_handle(), timeout=10_000)
+    f0, f1 = pages.play_advances(page, player)            # and Play still plays
+    assert f1 > f0
+
+
+def test_some_notebook_shows_a_player():
+    assert WITH_PLAYER_ONLY
+
+
+@pytest.mark.parametrize("path", WITH_PLAYER_ONLY, ids=[p.name for p in WITH_PLAYER_ONLY])
+def test_bad_frame_numbers_in_jupyterlab(lab, page, path):
+    rel = f"notebooks/{path.name}"
+    try:
+        pages.open_notebook(page, lab, rel)
+        pages.run_all(page)
+        assert not pages.error_outputs(pages.cells(page))
+        kernel_id = page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.id")
+        players = pages.players(page)
+        assert players.count() >= 1
+        players.first.scroll_into_view_if_needed()      # every player is the same widget: the first will do
+        feed_bad_frames(page, players.first)
+        pages.screenshot(page, f"bad-frames-{path.stem}", players.first)
+        cell = pages.run_code_in_new_cell(page, "1+1")
+        assert cell["outputs"] and cell["outputs"][0]["data"]["text/plain"] == "2", cell["outputs"]
+        assert page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.id") \
+            == kernel_id
+    finally:
+        pages.shutdown_sessions(lab, rel)
