@@ -255,6 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_review(sub)
     from .cli_export import add_export
     add_export(sub)
+    from .cli_spark import add_spark
+    add_spark(sub)
     return p
 
 

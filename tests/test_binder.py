@@ -98,6 +98,22 @@ spark.stop()
 """
 
 
+def _spark_defaults() -> dict[str, str]:
+    out = {}
+    for line in (BINDER / "spark" / "spark-defaults.conf").read_text().splitlines():
+        parts = line.split(None, 1)
+        if parts and not parts[0].startswith("#"):
+            out[parts[0]] = parts[1].strip()
+    return out
+
+
+def test_binder_jvm_flags_are_the_sessions():
+    """binder/spark sets the driver's Java options, so kipviz.spark.session adds none of its own there:
+    Binder's must hold the session's small-footprint flags."""
+    from kipviz.spark.session import JAVA_OPTIONS
+    assert set(JAVA_OPTIONS.split()) <= set(_spark_defaults()["spark.driver.extraJavaOptions"].split())
+
+
 def test_start_gives_spark_quiet_small_defaults():
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
     env.pop("SPARK_CONF_DIR", None)
@@ -106,7 +122,7 @@ def test_start_gives_spark_quiet_small_defaults():
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["rows"] == 7
-    assert out["xmx"] == ["-Xmx768m"] and out["ui"] is None and out["partitions"] == "4"
+    assert out["xmx"] == ["-Xmx512m"] and out["ui"] is None and out["partitions"] == "4"
     assert out["rss_mb"] < 700
     # quiet: no log lines and no "Setting default log level"; the JVM's own notice about the
     # incubator module Spark 4 loads is the only line (log4j cannot silence the JVM)

@@ -130,6 +130,13 @@ runs = {(c, v): scenarios.run(f"kip1319.{c}_v{v}") for c in cases for v in (5, 6
 pd.DataFrame([{"case": c, "version": v, "error": runs[c, v].result["error"] if "error" in runs[c, v].result else "",
                "all checks passed": runs[c, v].passed} for (c, v) in runs])"""),
     code("""HTML(runs["stale_member_epoch", 6].sequence_svg())"""),
+    md("""**In the logs.** Each run above, written as sample logs and read back in PySpark (one
+SparkSession for the notebook: `local[2]`, small, no UI): the TxnOffsetCommit answers by request
+version — the same mistakes, two different error codes."""),
+    code("""from kipviz import spark as ks
+spark = ks.session()
+errs = [ks.request_errors(ks.scenario_logs(t), "TxnOffsetCommit").toPandas().assign(case=c) for (c, v), t in runs.items()]
+pd.concat(errs).pivot_table(index=["case", "version"], columns="error", values="responses", fill_value=0)"""),
     md("""## 2. Topic IDs and the error order
 
 At v6 the broker resolves topic IDs **before** authorization. For one request it answers, per
@@ -141,6 +148,10 @@ show(order)
 pd.DataFrame({"v6": pd.Series(order.result["v6"]), "v5 (by name)": pd.Series(order.result["v5"])})"""),
     code("""persisted = scenarios.run("kip1319.topic_id_persisted")
 show(persisted)"""),
+    code("""# in the logs: the committed offsets decoded from __consumer_offsets, topic IDs resolved to names
+logs = ks.scenario_logs(persisted)
+ks.committed_offsets(logs).select("group", "topic", "partition", "topic_id", "resolved_name", "value_version",
+                                  "status").toPandas()"""),
     md("""## 3. Falling back to v5
 
 The producer uses v6 only when the broker supports it **and** every topic has a known ID; otherwise
@@ -153,6 +164,9 @@ check(answer, 5, hint="4.0 serves TxnOffsetCommit up to v5; v6 is KIP-1319.")"""
     code("""for name in ("kip1319.fallback_old_broker", "kip1319.fallback_unknown_topic_id", "kip1319.producer_error_classes"):
     t = scenarios.run(name)
     print(name, "->", "all checks passed" if t.passed else t.failures(), t.result.get("version_sent", ""))"""),
+    code("""# in the logs: without topic IDs the whole request goes at v5
+logs = ks.scenario_logs("kip1319.fallback_unknown_topic_id")
+ks.request_errors(logs, "TxnOffsetCommit").toPandas()"""),
     md("""## 4. The regular read-process-write transaction, animated
 
 A consumer reads `orders`, a transactional producer writes the results and commits the consumer's
@@ -165,6 +179,9 @@ player(rpw.animation("transaction"))"""),
     code("""HTML(rpw.sequence_svg())"""),
     code("""aborted = scenarios.run("txn.read_process_write_abort")
 show(aborted)"""),
+    code("""# in the logs: one row per transaction from __transaction_state, the abort and the retry
+logs = ks.scenario_logs(aborted)
+ks.transactions(logs).select("transactional_id", "txn", "outcome", "duration_ms", "partitions").toPandas()"""),
     md("""### Solutions"""),
     code("""display(check(runs["group_id_not_found", 5].result["error"], "ILLEGAL_GENERATION"))
 display(check(runs["group_id_not_found", 6].result["error"], "GROUP_ID_NOT_FOUND"))

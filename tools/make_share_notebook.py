@@ -49,6 +49,27 @@ CASES = [
      "Which error?", "PRODUCER_FENCED", "The stale epoch is fenced; nothing is staged."),
 ]
 
+# per case: what its logs show, read back in PySpark (kipviz.spark) from the run's sample logs
+SPARK = {
+    "case01": 'ks.redeliveries(logs).toPandas()  # staged records delivered again after the crash',
+    "case02": 'ks.tx_pending(logs).groupBy("exit_state", "exit_cause").count().toPandas()  # each TX_PENDING stay, how it ended',
+    "case03": 'ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # the zombie\'s call: PRODUCER_FENCED',
+    "case05": 'ks.request_errors(logs, "WriteTxnMarkers").toPandas()  # the markers arrive twice',
+    "case06": 'display(ks.tx_pending(logs).toPandas())  # residency and the lock-expired exits\n'
+              'ks.kip1289_metrics(logs).toPandas()  # TxnPendingLockExpiredCount',
+    "case07": 'display(ks.transactions(logs).select("transactional_id", "outcome", "timed_out", "duration_ms").toPandas())\n'
+              'ks.tx_pending(logs).groupBy("exit_state", "exit_cause").count().toPandas()  # ABORT reverts TX_PENDING',
+    "case08": 'ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # STALE_MEMBER_EPOCH at staging',
+    "case09": 'ks.request_errors(logs).filter("api in (\'ApiVersions\', \'TxnShareAcknowledge\')").toPandas()',
+    "case10": 'ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # INVALID_RECORD_STATE',
+    "case11": 'display(ks.request_errors(logs, "TxnShareAcknowledge").toPandas())\n'
+              'ks.tx_pending(logs).count()  # stays in TX_PENDING in the whole run: only the later, valid call staged',
+    "case12": 'ks.redeliveries(logs).toPandas()  # TX_PENDING lost with the old leader: redelivered',
+    "case13": 'display(ks.tx_pending(logs).toPandas())  # exits by lock expiry\nks.kip1289_metrics(logs).toPandas()',
+    "case14": 'ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # the stale epoch: PRODUCER_FENCED',
+}
+assert set(SPARK) == {c[0].split(".")[1].split("_")[0] for c in CASES}
+
 cells = [
     md("""# 06 · Exactly-once with share groups (KIP-932 + KIP-1289, proposed)
 
@@ -71,6 +92,7 @@ and runs every corner case the KIP lists.
     code("""import pandas as pd
 from IPython.display import HTML, SVG, display
 from kipviz import scenarios
+from kipviz import spark as ks
 from kipviz.broker.share_metrics import metrics
 from kipviz.draw import record_strip, share_state_diagrams, to_svg
 from kipviz.teach import check
@@ -79,6 +101,8 @@ from kipviz.widgets import player, strip_player
 def show(trace):
     \"\"\"The scenario's own checks: what the KIP says must happen, and whether the model did it.\"\"\"
     display(pd.DataFrame([{"check": c.description, "passed": c.passed} for c in trace.checks]))
+
+spark = ks.session()      # one SparkSession for the notebook's log cells (local[2], small, no UI)
 
 def verdict(trace):
     \"\"\"The exactly-once checker's report over the run's events (None when the case never commits).\"\"\"
@@ -158,6 +182,9 @@ check(answer, {expected!r}, hint={hint!r})"""),
 show({var})
 verdict({var})
 strip_player(record_strip({var}.events))"""),
+        code(f"""# in the logs: the run above, written by the sample-data writer and decoded in Spark
+logs = ks.scenario_logs({var})
+{SPARK[var]}"""),
     ]
 cells += [
     md("""### Solutions

@@ -764,6 +764,8 @@ class Consumer(ClientBase):
         for leader, topics in sorted(by_leader.items()):
             req_topics = []
             for t, ps in topics.items():
+                if v >= 13 and t not in self._metadata:
+                    continue        # dropped above for one of its partitions: refetched next poll
                 entry = {"TopicId": self._metadata[t]["id"]} if v >= 13 else {"Topic": t}
                 entry["Partitions"] = [{"Partition": p, "CurrentLeaderEpoch": -1, "FetchOffset": self._positions[(t, p)],
                                         "LastFetchedEpoch": -1, "LogStartOffset": -1, "PartitionMaxBytes": 1048576}
@@ -781,7 +783,7 @@ class Consumer(ClientBase):
             if resp.get("ErrorCode"):
                 self._act("fetch-error", error=NAME.get(resp["ErrorCode"], str(resp["ErrorCode"])))
                 continue
-            names = {self._metadata[t]["id"]: t for t in topics} if v >= 13 else {}
+            names = {self._metadata[t]["id"]: t for t in topics if t in self._metadata} if v >= 13 else {}
             for t in resp["Responses"]:
                 name = names.get(t.get("TopicId")) if v >= 13 else t.get("Topic")
                 for p in t["Partitions"]:

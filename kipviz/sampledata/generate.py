@@ -117,16 +117,35 @@ def _generate(name, out, records, seed, progress, drain_every) -> dict:
         meta["summary"] = run.summary
     else:
         from .. import scenarios
-        trace = scenarios.run(name, seed=seed)
-        writer.add_events(trace.cluster.events)
-        writer.add_logs(trace.cluster)
-        data = sum(1 for t in trace.cluster.topics.by_id.values() if not t.internal
-                   for log in t.partitions for e in log.entries if e.control is None)
-        meta = _meta(name, "scenario", seed, data, trace.cluster, trace.scenario.status, None, None, None)
-        meta["summary"] = {"checks": len(trace.checks), "checks_passed": len(trace.checks) - len(trace.failures()),
-                           "kip": trace.scenario.kip}
-        run = trace
+        return write_trace(scenarios.run(name, seed=seed), writer, seed=seed)
     return writer.close(run.cluster, meta)
+
+
+def write_trace(trace, out, *, seed: int = 0, name: str | None = None) -> dict:
+    """Write a run held in memory as a sample directory `out` (a path or a RunWriter); returns the
+    manifest. `trace`: a kipviz.scenarios Trace (as `kipviz sample-data --scenario NAME` writes it)
+    or a kipviz.workloads WorkloadResult whose events are still on its cluster (e.g. a share_eos run
+    with a fault injected by hand); `name` labels the latter."""
+    writer = out if isinstance(out, RunWriter) else RunWriter(out)
+    cluster = trace.cluster
+    writer.add_events(cluster.events)
+    writer.add_logs(cluster)
+    data = sum(1 for t in cluster.topics.by_id.values() if not t.internal
+               for log in t.partitions for e in log.entries if e.control is None)
+    sc = getattr(trace, "scenario", None)
+    if sc is not None:
+        meta = _meta(sc.name, "scenario", seed, data, cluster, sc.status, None, None, None)
+        meta["summary"] = {"checks": len(trace.checks), "checks_passed": len(trace.checks) - len(trace.failures()),
+                           "kip": sc.kip}
+    else:
+        meta = _meta(name or "run", "memory", seed, data, cluster, "proposed" if cluster.config.share_version >= 2
+                     else "released", getattr(trace, "group", None), getattr(trace, "input_topic", None),
+                     getattr(trace, "output_topic", None))
+        meta["summary"] = {"stats": {k: v for k, v in getattr(trace, "stats", {}).items()
+                                     if k not in ("wall_s", "input_s")},
+                           "faults": [{k: v for k, v in r.items() if not k.startswith("wall")}
+                                      for r in getattr(trace, "faults", [])]}
+    return writer.close(cluster, meta)
 
 
 def _meta(scenario, workload, seed, records, cluster, status, group, input_topic, output_topic) -> dict:
@@ -139,9 +158,51 @@ def _meta(scenario, workload, seed, records, cluster, status, group, input_topic
             "generator": {"command": cmd, "pyarrow": pa.__version__}}
 
 
+SHARE_FAULTS_PER = 1_000       # one scheduled KIP-1289 fault per this many input records (3 to 20)
+
+
+def share_eos_options(records: int, seed: int) -> dict:
+    """The share_eos workload's settings for `records`: 4 workers over 4 input partitions and a
+    seeded schedule of the seed's corner-case faults (random_faults, DEFAULT_KINDS)."""
+    from ..workloads import random_faults
+    batch = max(10, min(500, records // 200))
+    steps = max(1, records // batch)
+    count = max(3, min(20, records // SHARE_FAULTS_PER))
+    return {"records": records, "consumers": 4, "partitions": 4, "seed": seed, "batch": batch,
+            "faults": random_faults(seed, steps=steps, count=count, brokers=3, consumers=4),
+            "load_batch": max(50, min(1000, records // 100))}
+
+
 def _share_eos(records: int, seed: int, sink: _Sink) -> Run:
-    try:
-        from ..workloads import share_eos as shared
-    except ImportError as e:
-        raise KipvizError(f"the share_eos workload is not available in this build ({e})") from None
-    raise KipvizError("the share_eos workload is not wired up yet") if shared is None else None
+    """kipviz.workloads.share_eos (KIP-1289, proposed) with its events handed over in chunks: each
+    chunk goes to the writer with the logs written so far; the input is released below each share
+    partition's start offset (SPSO), the output below its last stable offset."""
+    from ..workloads import ShareEosWorkload
+    opts = share_eos_options(records, seed)
+    from .workloads import START_MS
+    wl = ShareEosWorkload(events_chunk=sink.every, cluster_settings={"start_ms": START_MS}, **opts)
+    state = {"done": 0}
+
+    def on_events(chunk):
+        sink.events(chunk)
+        c = wl.cluster
+        spso = {}
+        if getattr(wl, "input_id", None) is not None:
+            for p in range(wl.partitions):
+                sp = c.shares.partitions.get((wl.group, wl.input_id, p))
+                spso[(wl.input, p)] = sp.spso if sp is not None else 0
+        sink.writer.add_logs(c, release=spso)
+        done = min(records, wl._consumed()) if getattr(wl, "input_id", None) is not None else 0
+        if sink.bar is not None and done > state["done"]:
+            sink.bar.update(done - state["done"])
+            state["done"] = done
+
+    wl.on_events = on_events
+    result = wl.run()
+    if sink.bar is not None and records > state["done"]:
+        sink.bar.update(records - state["done"])
+    stats = {k: v for k, v in result.stats.items() if k not in ("wall_s", "input_s")}   # wall clock: not reproducible
+    faults = [{k: v for k, v in row.items() if not k.startswith("wall")} for row in result.faults]
+    return Run(result.cluster, SHARE_EOS, records, result.group, result.input_topic, result.output_topic,
+               {"stats": stats, "faults": faults,
+                "schedule": [{"at": f.at, "kind": f.kind, "case": f.case, "params": f.params} for f in opts["faults"]]})

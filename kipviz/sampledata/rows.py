@@ -104,7 +104,7 @@ def event_columns(events) -> dict[str, list]:
     """Column lists for events.parquet (one comprehension per column: a long run has millions)."""
     RA, SC = ev.RecordAppended, ev.StateChanged
     kinds = [type(e) for e in events]
-    pairs = list(zip(events, kinds))
+    pairs = list(zip(events, kinds, strict=True))
     return {
         "seq": [e.seq for e in events],
         "time_ms": [e.t for e in events],

@@ -17,7 +17,7 @@
 Each workload is `fn(records, seed, step) -> Run`; `step(cluster, done, readers)` is called after
 every round (the generator drains events and logs there; `readers` are the slowest read positions
 per input partition, below which the written log may be released). Every request is a real frame
-through cluster.handle; the clients are kipviz.clients' models (plus BatchProducer for batches)."""
+through cluster.handle; the clients are kipviz.clients' models (Producer.send_batch writes one record batch per Produce)."""
 from __future__ import annotations
 
 import random
@@ -26,10 +26,9 @@ from dataclasses import dataclass, field
 from ..broker import Cluster
 from ..clients import Consumer
 from ..clients.consumer import ConsumerError
-from ..clients.producer import AbortableError, FatalError, ProducerError, default_partition
+from ..clients.producer import AbortableError, FatalError, Producer, ProducerError, default_partition
 from ..eos.checker import SOURCE_HEADER
 from ..errors import KipvizError
-from .batching import BatchProducer
 
 START_MS = 1_767_225_600_000     # 2026-01-01T00:00:00Z: where the virtual clock starts (timestamps look real)
 CUSTOMERS = 997                  # distinct keys; their partitions are computed once (murmur2)
@@ -69,8 +68,8 @@ class Member:
         self.consumer.subscribe(topics)
         self.producer = self._new_producer()
 
-    def _new_producer(self) -> BatchProducer:
-        p = BatchProducer(self.cluster, f"{self.name}-tx", client_id=f"{self.name}-producer",
+    def _new_producer(self) -> Producer:
+        p = Producer(self.cluster, f"{self.name}-tx", client_id=f"{self.name}-producer",
                           client_versions=self.client_versions)
         p.init_transactions()
         return p
@@ -86,7 +85,7 @@ class Pipeline:
         self.partitions, self.batch = partitions, batch
         for t in (*inputs, output):
             cluster.create_topic(t, partitions)
-        self.loader = BatchProducer(cluster, None, client_id="loader", client_versions=loader_versions)
+        self.loader = Producer(cluster, None, client_id="loader", client_versions=loader_versions)
         self.members = [Member(cluster, group, inputs, f"processor-{i}",
                                client_versions=(member_versions or {}).get(i)) for i in range(processors)]
         self.keys = [b"customer-%04d" % c for c in range(CUSTOMERS)]
@@ -105,7 +104,7 @@ class Pipeline:
         value = b'{"order":%d,"customer":%d,"amount_cents":%d}' % (i, c, cents)
         return self.keys[c], value, self.key_partition[c]
 
-    def load(self, n: int, topic: str | None = None, producer: BatchProducer | None = None) -> int:
+    def load(self, n: int, topic: str | None = None, producer: Producer | None = None) -> int:
         """Write n orders: each partition's share as batches of up to `batch` records."""
         topic, producer = topic or self.inputs[0], producer or self.loader
         by_p: dict[int, list] = {}
@@ -331,7 +330,7 @@ def kip516(records: int, seed: int, step) -> Run:
     batch, per_partition = sizes(records)
     pipe = Pipeline(cluster, rng, inputs=["clicks"], output="clicks-enriched", group="sessionizer", partitions=3,
                     processors=2, batch=batch)
-    legacy_loader = BatchProducer(cluster, None, client_id="legacy-loader", client_versions=LEGACY)
+    legacy_loader = Producer(cluster, None, client_id="legacy-loader", client_versions=LEGACY)
     reader = Consumer(cluster, None, client_id="legacy-reader", isolation="read_uncommitted",
                       client_versions=LEGACY, max_poll_records=1 << 20)
     reader.assign([("clicks", p) for p in range(3)])

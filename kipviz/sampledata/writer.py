@@ -54,6 +54,18 @@ def prepare_dir(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
+def dataset_stem(name: str, b64: str, live: bool) -> tuple[str, str]:
+    """(sub-directory, file stem) of a topic's files. Spark (and Hadoop) skip files whose names
+    start with "_" or ".", so the internal topics go to internal/ without their leading
+    underscores (__consumer_offsets -> internal/consumer_offsets); a deleted topic goes to
+    deleted/ as name@topic-id. manifest.json maps every file back to its topic."""
+    if not live:
+        return "deleted/", f"{name}@{b64}"
+    if name.startswith(("_", ".")):
+        return "internal/", name.lstrip("_.")
+    return "", name
+
+
 class RunWriter:
     def __init__(self, out_dir):
         self.out = Path(out_dir)
@@ -112,8 +124,7 @@ class RunWriter:
         for topic in cluster.topics.by_id.values():
             b64 = to_kafka_str(topic.topic_id)
             live = topic.deleted_at is None
-            sub = "" if live else "deleted/"
-            stem = topic.name if live else f"{topic.name}@{b64}"
+            sub, stem = dataset_stem(topic.name, b64, live)
             paths = {"dataset": f"topics/{sub}{stem}.parquet", "batches": f"batches/{sub}{stem}.parquet"}
             for kind, rel, part in (("topic", paths["dataset"], "records"), ("batch", paths["batches"], "batches")):
                 (self.out / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -67,7 +67,11 @@ def committed_offsets(logs):
       recreated         KIP-516: the topic id is of a deleted topic, the name now has another id --
                         an offset a name-only view would wrongly apply to the new topic
       unknown-topic-id  no topic ever had that id
-      unknown-topic     no id in the record (value v0-3) and no live topic of that name."""
+      unknown-topic     no id in the record (value v0-3) and no live topic of that name
+      before-recreation no id in the record, committed before the live topic of that name was
+                        created: it belongs to a deleted incarnation (by time; KIP-516)
+    incarnations (how many topic ids the name had in the run) and recreated_topic (more than
+    one) flag names that were deleted and re-created, whatever the status."""
     from pyspark.sql import Window
     F = _F()
     o = logs.offsets
@@ -76,8 +80,11 @@ def committed_offsets(logs):
     ids = logs.source.topic_ids()
     have_ids = bool(logs.source.manifest.get("topics"))
     by_id = ids.select("topic_id", F.col("name").alias("id_name"), F.col("deleted").alias("id_deleted"))
-    live = ids.filter(~F.col("deleted")).select(F.col("name").alias("topic"), F.col("topic_id").alias("live_id"))
+    live = ids.filter(~F.col("deleted")).select(F.col("name").alias("topic"), F.col("topic_id").alias("live_id"),
+                                                F.col("created_ms").alias("live_created_ms"))
+    incarnations = ids.groupBy(F.col("name").alias("topic")).agg(F.count("*").alias("incarnations"))
     j = (latest.join(F.broadcast(by_id), "topic_id", "left").join(F.broadcast(live), "topic", "left")
+         .join(F.broadcast(incarnations), "topic", "left")
          .join(log_end_offsets(logs), ["topic", "partition"], "left"))
     has_id = F.col("topic_id").isNotNull()
     status = (F.when(F.lit(not have_ids), F.lit("ok"))
@@ -85,12 +92,15 @@ def committed_offsets(logs):
               .when(has_id & F.col("id_deleted") & F.col("live_id").isNotNull(), F.lit("recreated"))
               .when(has_id & F.col("id_deleted"), F.lit("deleted"))
               .when(~has_id & F.col("live_id").isNull(), F.lit("unknown-topic"))
+              .when(~has_id & (F.col("commit_timestamp_ms") < F.col("live_created_ms")), F.lit("before-recreation"))
               .otherwise(F.lit("ok")))
     j = j.withColumn("status", status)
     return j.select("group", "topic", "partition", "topic_id", F.coalesce("id_name", "topic").alias("resolved_name"),
                     "committed_offset", "commit_timestamp_ms", "value_version", "log_end_offset",
                     F.when(F.col("status") == "ok", F.col("log_end_offset") - F.col("committed_offset"))
-                    .alias("lag"), "status").orderBy("group", "topic", "partition")
+                    .alias("lag"), "status", F.coalesce("incarnations", F.lit(1)).alias("incarnations"),
+                    (F.coalesce("incarnations", F.lit(1)) > 1).alias("recreated_topic")) \
+        .orderBy("group", "topic", "partition")
 
 
 # ---- transactions -------------------------------------------------------------------------------------------

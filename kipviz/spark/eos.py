@@ -100,14 +100,6 @@ def _rid(topic_col, part_col, off_col):
     return F.concat(topic_col, F.lit("-"), part_col.cast("string"), F.lit("@"), off_col.cast("string"))
 
 
-def _parsed(df, col: str = "rid"):
-    from pyspark.sql import functions as F
-    ok = F.col(col).rlike(_RID)
-    return (df.withColumn("topic", F.when(ok, F.regexp_extract(col, _RID, 1)))
-              .withColumn("partition", F.when(ok, F.regexp_extract(col, _RID, 2).cast("int")))
-              .withColumn("offset", F.when(ok, F.regexp_extract(col, _RID, 3).cast("bigint"))))
-
-
 def _offsets_of(view, visibilities):
     """rid of every offset in the batches of `view` whose visibility is one of `visibilities`."""
     from pyspark.sql import functions as F
@@ -145,6 +137,9 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     hist = (events.filter((F.col("kind") == "StateChanged") & (F.col("machine") == checker.MACHINE)
                           & F.col("key").startswith(gp))
             .select(F.expr(f"substring(key, {len(gp) + 1})").alias("rid"), "seq", "from_state", "to_state", "cause"))
+    if not hist.limit(1).count():
+        raise KipvizError(f"no share-record state changes of group {group!r} in this run: verify_eos checks "
+                          f"share-group read-process-write runs (e.g. kipviz sample-data --scenario share_eos)")
     term = F.col("to_state").isin(*checker.TERMINAL)
     per_rid = hist.groupBy("rid").agg(
         F.count("*").alias("n_moves"),
@@ -154,7 +149,7 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
         F.max_by(F.when(F.col("to_state") == checker.ACKNOWLEDGED, F.col("cause")),
                  F.when(F.col("to_state") == checker.ACKNOWLEDGED, F.col("seq"))).alias("ack_cause"),
         F.array_sort(F.collect_list(F.when(term, F.struct("seq", "from_state", "to_state", "cause"))))
-        .alias("terms"))
+        .alias("terms")).persist()
 
     # ---- the input: appended records, minus aborted / open input transactions ------------------------
     inp = src.topic(input_topic)
@@ -166,13 +161,13 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
         in_control = _offsets_of(in_view, ("marker",))
     else:
         unfinished = in_control = spark.createDataFrame([], "rid string")
-    seen_in = (_parsed(per_rid.select("rid")).filter(F.col("topic") == input_topic).select("rid")
+    seen_in = (per_rid.select("rid").filter(F.col("rid").rlike("^\\Q" + input_topic + "\\E-\\d+@\\d+$"))
                .join(in_control, "rid", "left_anti"))
     if expect == "appended":
         must = appended.join(unfinished, "rid", "left_anti").union(seen_in).distinct()
     else:
         must = seen_in
-    known = appended.union(seen_in).distinct()
+    known = appended.union(seen_in).distinct().persist()
 
     # ---- the output: visible attempts per source --------------------------------------------------------
     recs = logs.records(output_topic).select("partition", "offset", "source", "visibility", "attempt",
@@ -183,7 +178,7 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
                     F.sum((F.col("visibility") == "aborted").cast("int")).alias("n_aborted"),
                     F.sum((F.col("visibility") == "open").cast("int")).alias("n_open"),
                     F.array_sort(F.collect_list(F.when(F.col("visibility") == "visible", out_name)))
-                    .alias("outputs")))
+                    .alias("outputs"))).persist()
 
     # ---- one row per input record that matters; only the anomalous ones reach the driver --------------
     per_src_known = per_src.filter(F.col("attempts") > 0).select("rid").join(known, "rid", "left_semi")
@@ -228,7 +223,8 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     cols = [f.name for f in schema.fields]
     vdf = spark.createDataFrame([tuple(r[c] for c in cols) for r in collected], schema)
     stats = _stats(table, recs)
-    table.unpersist()
+    for df in (table, per_rid, per_src, known):
+        df.unpersist()
     if own:
         logs.unpersist()
     return EosResult(group, input_topic, output_topic, vdf, [{c: r[c] for c in cols} for r in collected], stats)

@@ -16,7 +16,7 @@ import html
 
 W, H, LEFT, RIGHT, TOP, BOTTOM = 640, 300, 64, 16, 36, 64
 COLORS = {"ok": "#2f7ed8", "commit": "#2f9e44", "abort": "#e8590c", "timed out": "#c92a2a", "deleted": "#868e96",
-          "recreated": "#c92a2a", "unknown-topic-id": "#ae3ec9", "unknown-topic": "#ae3ec9", "open": "#fab005",
+          "recreated": "#c92a2a", "before-recreation": "#c92a2a", "unknown-topic-id": "#ae3ec9", "unknown-topic": "#ae3ec9", "open": "#fab005",
           "violation": "#c92a2a", "window": "#fab005"}
 PALETTE = ("#2f7ed8", "#e8590c", "#2f9e44", "#ae3ec9", "#fab005", "#15aabf", "#c92a2a")
 

@@ -31,8 +31,6 @@ from pathlib import Path
 from ..errors import KipvizError
 from . import schemas
 
-KAFKA_COLUMNS = [c.split(" ")[0] for c in schemas.KAFKA_DDL.split(", ")]
-
 __all__ = ["Source", "read_samples", "read_kafka", "from_trace", "from_tables", "kafka_frame", "KAFKA_COLUMNS"]
 
 
@@ -50,6 +48,9 @@ def _ddl_types(ddl: str) -> dict[str, str]:
         else:
             cur += ch
     return out
+
+
+KAFKA_COLUMNS = list(_ddl_types(schemas.KAFKA_DDL))
 
 
 def conform(df, ddl: str, dataset: str, errors: list[dict]):
@@ -152,12 +153,18 @@ def read_samples(spark, directory) -> Source:
     if not str(manifest.get("format", "")).startswith("kipviz-sample/"):
         raise KipvizError(f"{mpath}: format {manifest.get('format')!r} is not kipviz-sample/1")
     src = Source(spark, manifest=manifest, origin=str(d))
-    for p in sorted((d / "topics").glob("*.parquet")):
-        src.topics[p.stem] = conform(spark.read.parquet(str(p)), schemas.KAFKA_DDL, f"topics/{p.name}",
-                                     src.read_errors)
-    for p in sorted((d / "batches").glob("*.parquet")):
-        src.batches[p.stem] = conform(spark.read.parquet(str(p)), schemas.BATCHES_DDL, f"batches/{p.name}",
-                                      src.read_errors)
+    for t in manifest.get("topics") or []:
+        if t.get("deleted"):
+            continue                 # a deleted topic's files stay in topics/deleted/ (by id)
+        for rel, ddl, into in ((t.get("dataset"), schemas.KAFKA_DDL, src.topics),
+                               (t.get("batches"), schemas.BATCHES_DDL, src.batches)):
+            p = d / rel if rel else None
+            if p is None or not p.is_file():
+                src.read_errors.append({"dataset": rel or t.get("name"), "partition": None, "offset": None,
+                                        "error_kind": "missing-file", "error": f"{p or rel} not found",
+                                        "error_path": None})
+                continue
+            into[t["name"]] = conform(spark.read.parquet(str(p)), ddl, rel, src.read_errors)
     for attr, ddl in (("requests", schemas.REQUESTS_DDL), ("events", schemas.EVENTS_DDL)):
         p = d / f"{attr}.parquet"
         if p.is_file():
@@ -167,7 +174,7 @@ def read_samples(spark, directory) -> Source:
                                     "error_kind": "missing-file", "error": f"{p} not found",
                                     "error_path": None})
     if not src.topics:
-        raise KipvizError(f"{d}: no topics/*.parquet files")
+        raise KipvizError(f"{d}: no topic files (manifest.json lists none that exist)")
     return src
 
 

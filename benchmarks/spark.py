@@ -1,0 +1,201 @@
+"""kipviz Spark benchmark: sample generation of a share-group EOS workload, then decode + every
+analysis on local[1] and local[2], and a single-process pyarrow/pandas baseline of the same decode.
+
+    python benchmarks/spark.py                       (10M input records: generation takes minutes)
+    python benchmarks/spark.py --records 1000000     (smaller; the 10M generation time is extrapolated)
+    python benchmarks/spark.py --dir DIR             (reuse a sample directory already generated)
+    python benchmarks/spark.py --strict              (exit status 1 when a target is missed)
+
+Generation. `kipviz.sampledata.generate("share_eos", DIR, records=N, seed=5)`: the KIP-1289
+(proposed) share-group read-process-write workload with its seeded fault schedule, written as the
+sample-data Parquet files (topics, batches, requests, events). Timed: wall clock of the whole call.
+
+Spark. Each master runs in a fresh Python process (its own driver JVM, kipviz.spark.session
+defaults but a 1 GB heap and 16 shuffle partitions: --driver-memory, --shuffle-partitions):
+read_samples, then
+  decode:   decode_all (the three internal topics, mapInArrow) + the output topic's batches with
+            read_committed visibility (logs.records), each materialised (count);
+  analyses: every function of kipviz.spark.analyses (counted) + verify_eos.
+Records = the rows of every topic dataset of the run (input, output, internal topics: what
+Spark's Kafka source would deliver) -- the unit of "records/s decoded and analysed".
+
+Baseline. One Python process, no Spark: the same per-batch decoders (kipviz.spark.decode's
+*_arrow functions, which the Spark jobs run inside mapInArrow) over pyarrow record batches of the
+same files, then pandas for the read_committed view of the output (marker per producer). It is
+compared with Spark's decode phase.
+
+Targets: >= 200,000 records/s decoded and analysed on local[2]; local[2] >= 1.6x local[1];
+Spark local[2] decode at least as fast as the single-process baseline; generation of 10M records
+<= 3 minutes (extrapolated linearly when --records is smaller). Each line says PASS or MISS."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TARGET_RPS = 200_000.0
+TARGET_SCALING = 1.6
+TARGET_GEN_S = 180.0
+FULL = 10_000_000
+SEED = 5
+
+
+def generate(records: int, out: Path) -> float:
+    from kipviz.sampledata import generate as gen
+    t0 = time.perf_counter()
+    gen("share_eos", out, records=records, seed=SEED, progress=sys.stderr.isatty())
+    return time.perf_counter() - t0
+
+
+def topic_rows(d: Path) -> int:
+    m = json.loads((d / "manifest.json").read_text())
+    return sum(v["rows"] for k, v in m["datasets"].items() if k.startswith("topics/"))
+
+
+# ---- one Spark master, in its own process ------------------------------------------------------------
+def spark_worker(master: str, d: Path, driver_memory: str, shuffle: int) -> dict:
+    from kipviz import spark as ks
+    from kipviz.spark import analyses
+    t0 = time.perf_counter()
+    spark = ks.session(master, driver_memory=driver_memory, conf={"spark.sql.shuffle.partitions": str(shuffle)})
+    spark.range(1).count()
+    startup = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    src = ks.read_samples(spark, d)
+    logs = ks.decode_all(src)
+    decoded = {"offsets": logs.offsets.count(), "transactions": logs.transactions.count(),
+               "share_state": logs.share_state.count(), "output_records": logs.records(src.output_topic).count()}
+    t2 = time.perf_counter()
+    counts = {name: analyses.by_name(name)(logs).count() for name in analyses.ANALYSES}
+    res = ks.verify_eos(logs, allowed_at_least_once=True)      # as `kipviz verify-eos`: KIP windows classified
+    t3 = time.perf_counter()
+    return {"master": master, "startup_s": startup, "decode_s": t2 - t1, "analyses_s": t3 - t2,
+            "total_s": t3 - t1, "decoded": decoded, "analyses": counts, "eos_ok": res.ok,
+            "eos_rows": len(res.rows)}
+
+
+def run_master(master: str, d: Path, driver_memory: str, shuffle: int) -> dict:
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+    out = subprocess.run([sys.executable, __file__, "--worker", master, "--dir", str(d), "--driver-memory",
+                          driver_memory, "--shuffle-partitions", str(shuffle)], env=env,
+                         capture_output=True, text=True, check=False)
+    line = [x for x in out.stdout.splitlines() if x.startswith("{")]
+    if out.returncode or not line:
+        raise SystemExit(f"{master} failed:\n{out.stderr[-3000:]}")
+    return json.loads(line[-1])
+
+
+# ---- the single-process baseline ------------------------------------------------------------------------
+def baseline(d: Path) -> dict:
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from kipviz.spark import decode
+    m = json.loads((d / "manifest.json").read_text())
+    files = {t["name"]: t for t in m["topics"] if not t["deleted"]}
+    t0 = time.perf_counter()
+    counts = {}
+    for name, fn in (("__consumer_offsets", decode.offsets_arrow), ("__transaction_state", decode.transactions_arrow),
+                     ("__share_group_state", decode.share_state_arrow)):
+        n = 0
+        for rb in pq.ParquetFile(d / files[name]["dataset"]).iter_batches(batch_size=20_000):
+            ts = pc.cast(rb.column(rb.schema.get_field_index("timestamp")), pa.int64())
+            rb = pa.RecordBatch.from_arrays([rb.column(i) for i in range(rb.num_columns)] + [ts],
+                                            names=rb.schema.names + ["timestamp_ms"])
+            n += fn(rb).num_rows
+        counts[name] = n
+    out = m["output_topic"]
+    parts = []
+    for rb in pq.ParquetFile(d / files[out]["batches"]).iter_batches(batch_size=2_000):
+        parts.append(decode.batches_arrow(rb, payload=False).to_pandas())
+    recs = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    # read_committed: each producer's data batches end at its next marker on the partition
+    recs = recs.sort_values(["partition", "producer_id", "offset"])
+    marker = recs["control_type"].where(recs["is_control"])
+    recs["marker"] = marker.groupby([recs["partition"], recs["producer_id"]]).bfill()
+    visible = recs[~recs["is_control"] & ((~recs["is_transactional"]) | (recs["marker"] == "COMMIT"))]
+    counts["output_records"] = len(recs[~recs["is_control"]])
+    counts["visible"] = len(visible)
+    return {"decode_s": time.perf_counter() - t0, "decoded": counts}
+
+
+def _load() -> str:
+    try:
+        return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=FULL)
+    ap.add_argument("--dir", help="sample directory to use (generated there first unless it has a manifest)")
+    ap.add_argument("--strict", action="store_true")
+    ap.add_argument("--driver-memory", default="1g", help="driver heap of each Spark run (default 1g)")
+    ap.add_argument("--shuffle-partitions", type=int, default=16,
+                    help="spark.sql.shuffle.partitions (default 16: kipviz's default of 4 is for notebook-sized runs)")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.worker:
+        print(json.dumps(spark_worker(a.worker, Path(a.dir), a.driver_memory, a.shuffle_partitions)))
+        return 0
+    tmp = None
+    d = Path(a.dir) if a.dir else Path(tmp := tempfile.mkdtemp(prefix="kipviz-spark-bench-")) / "share_eos"
+    print(f"kipviz Spark benchmark - Python {platform.python_version()} on {platform.machine()}, "
+          f"{os.cpu_count()} CPUs, load {_load()}")
+    gen_s = None
+    if not (d / "manifest.json").is_file():
+        gen_s = generate(a.records, d)
+    m = json.loads((d / "manifest.json").read_text())
+    records = topic_rows(d)
+    size = sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
+    print(f"sample: share_eos, {m['records']:,} input records, seed {m['seed']}: {records:,} topic records, "
+          f"{m['datasets']['events.parquet']['rows']:,} events, {size / 2**20:,.0f} MB in {d}")
+    if gen_s is not None:
+        rate = m["records"] / gen_s
+        print(f"generation: {gen_s:.1f} s ({rate:,.0f} input records/s; 10M records: "
+              f"{FULL / rate:,.0f} s{' extrapolated' if m['records'] != FULL else ''})")
+    base = baseline(d)
+    print(f"baseline (one process, pyarrow/pandas): decode {base['decode_s']:.1f} s "
+          f"({records / base['decode_s']:,.0f} records/s) {base['decoded']}")
+    runs = {}
+    for master in ("local[1]", "local[2]"):
+        r = runs[master] = run_master(master, d, a.driver_memory, a.shuffle_partitions)
+        print(f"{master}: start {r['startup_s']:.1f} s, decode {r['decode_s']:.1f} s, analyses + verify_eos "
+              f"{r['analyses_s']:.1f} s, total {r['total_s']:.1f} s = {records / r['total_s']:,.0f} records/s; "
+              f"eos ok={r['eos_ok']} ({r['eos_rows']} rows) {r['decoded']}")
+    one, two = runs["local[1]"], runs["local[2]"]
+    rps = records / two["total_s"]
+    scaling = one["total_s"] / two["total_s"]
+    vs_base = base["decode_s"] / two["decode_s"]
+    same = two["decoded"]["output_records"] == base["decoded"]["output_records"] and all(
+        two["decoded"][k] >= 0 for k in two["decoded"])
+    print("targets")
+    ok = {"rps": rps >= TARGET_RPS, "scaling": scaling >= TARGET_SCALING, "base": vs_base >= 1.0}
+    print(f"  {'PASS' if ok['rps'] else 'MISS'}  >= {TARGET_RPS:,.0f} records/s decoded and analysed on local[2]: "
+          f"{rps:,.0f}")
+    print(f"  {'PASS' if ok['scaling'] else 'MISS'}  local[2] >= {TARGET_SCALING}x local[1]: {scaling:.2f}x")
+    print(f"  {'PASS' if ok['base'] else 'MISS'}  local[2] decode at least as fast as the single-process baseline: "
+          f"{vs_base:.2f}x")
+    if gen_s is not None:
+        full_s = FULL / (m["records"] / gen_s)
+        ok["gen"] = full_s <= TARGET_GEN_S
+        print(f"  {'PASS' if ok['gen'] else 'MISS'}  generation of 10M records <= {TARGET_GEN_S:.0f} s: "
+              f"{full_s:,.0f} s{' (extrapolated from ' + format(m['records'], ',') + ')' if m['records'] != FULL else ''}")
+    print(f"  {'PASS' if same else 'FAIL'}  Spark and the baseline decode the same output records")
+    if tmp:
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if a.strict and not (all(ok.values()) and same) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""`kipviz sample-data`, `kipviz analyze` and `kipviz verify-eos`: sample logs and their Spark analyses.
+
+    kipviz sample-data --scenario share_eos --records 100000 --seed 1 -o out/share_eos
+    kipviz sample-data --all -o sample_data          # the bundled set, byte for byte
+    kipviz analyze out/share_eos [--master URL] [--html report.html]
+    kipviz verify-eos out/share_eos                  # exit 1 if any violation, 0 if none
+
+Bad input (no such directory, not a sample, unknown scenario): one line on stderr, exit 2."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from .errors import KipvizError
+
+# the bundled sample_data/ set: directory -> (scenario, records, seed); `kipviz sample-data --all`
+BUNDLED = {
+    "regular_eos": ("regular_eos", 4000, 0),
+    "share_eos": ("share_eos", 4000, 1),
+    "kip1319": ("kip1319", 4000, 0),
+    "kip516": ("kip516", 4000, 0),
+}
+
+
+def cmd_sample_data(args) -> int:
+    from .sampledata import generate
+    if args.all:
+        if args.scenario or args.records is not None:
+            raise KipvizError("--all writes the bundled set; it takes no --scenario or --records")
+        for name, (scenario, records, seed) in BUNDLED.items():
+            m = generate(scenario, Path(args.output) / name, records=records, seed=seed, progress=args.progress)
+            print(f"wrote {Path(args.output) / name} ({scenario}, {m['records']} records, seed {seed})")
+        return 0
+    if not args.scenario:
+        raise KipvizError("give --scenario NAME (a workload or a scenario; see `kipviz scenarios`) or --all")
+    m = generate(args.scenario, args.output, records=args.records, seed=args.seed, progress=args.progress)
+    rows = sum(d["rows"] for d in m["datasets"].values())
+    print(f"wrote {args.output}: {args.scenario}, {m['records']} records, seed {args.seed}, "
+          f"{len(m['datasets'])} datasets, {rows} rows")
+    return 0
+
+
+def _source(directory: str, master: str | None):
+    d = Path(directory)
+    if not d.is_dir():
+        raise KipvizError(f"{directory}: no such directory")
+    if not (d / "manifest.json").is_file():
+        raise KipvizError(f"{directory}: no manifest.json here; expected a sample-data run directory "
+                          "(kipviz sample-data -o DIR)")
+    from .spark import read_samples, session
+    return read_samples(session(master), d)
+
+
+def cmd_analyze(args) -> int:
+    if args.html and not os.path.isdir(os.path.dirname(os.path.abspath(args.html))):
+        raise KipvizError(f"no such directory for {args.html!r}")
+    from .spark.report import analyze
+    rep = analyze(_source(args.directory, args.master), plot=bool(args.html))
+    print(rep.summary())
+    if args.html:
+        rep.save(args.html)
+        print(f"wrote {args.html}", file=sys.stderr)
+    return 0
+
+
+def cmd_verify_eos(args) -> int:
+    from .spark.eos import line, verify_eos
+    res = verify_eos(_source(args.directory, args.master), group=args.group, input_topic=args.input_topic,
+                     output_topic=args.output_topic, allowed_at_least_once=not args.strict)
+    for r in res.rows:
+        print(line(r))
+    print(res.summary(limit=0).splitlines()[0] + f" ({sum(r['classification'] == 'violation' for r in res.rows)} "
+          f"violation(s))")
+    return 0 if res.ok else 1
+
+
+def add_spark(sub) -> None:
+    sd = sub.add_parser("sample-data", help="run a workload or scenario on the model and write its logs as Parquet "
+                                            "(Kafka-source topic datasets, batches, requests, events)")
+    sd.add_argument("--scenario", help="regular_eos, share_eos, kip1319, kip516, or any `kipviz scenarios` name")
+    sd.add_argument("--records", type=int, help="input records of a workload (default 1000)")
+    sd.add_argument("--seed", type=int, default=0, help="random seed (default 0): same seed, same bytes")
+    sd.add_argument("-o", "--output", required=True, help="directory to write (created; a previous sample there "
+                                                          "is replaced; with --all: the parent of the set)")
+    sd.add_argument("--all", action="store_true", help="write the bundled set (sample_data/) under --output")
+    sd.add_argument("--no-progress", dest="progress", action="store_false", help="no tqdm progress bar")
+    sd.set_defaults(func=cmd_sample_data)
+    an = sub.add_parser("analyze", help="run every Spark analysis over a sample-data directory and print a summary")
+    an.add_argument("directory", help="a directory written by `kipviz sample-data`")
+    an.add_argument("--master", help="Spark master URL (default: KIPVIZ_SPARK_MASTER, Spark's configuration, "
+                                     "else local[2])")
+    an.add_argument("--html", metavar="REPORT", help="also write an HTML report with tables and plots")
+    an.set_defaults(func=cmd_analyze)
+    ve = sub.add_parser("verify-eos", help="Spark exactly-once verification of a share-group run: prints each "
+                                           "violation; exit 1 if there is any, 0 if none")
+    ve.add_argument("directory", help="a directory written by `kipviz sample-data`")
+    ve.add_argument("--master", help="Spark master URL (as for analyze)")
+    ve.add_argument("--group", help="share group (default: the run's manifest)")
+    ve.add_argument("--input-topic", help="input topic (default: the run's manifest)")
+    ve.add_argument("--output-topic", help="output topic (default: the run's manifest)")
+    ve.add_argument("--strict", action="store_true", help="count KIP-1289's documented at-least-once windows "
+                                                          "(cases 1 and 12) as violations too")
+    ve.set_defaults(func=cmd_verify_eos)

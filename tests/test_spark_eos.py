@@ -1,0 +1,100 @@
+"""The Spark exactly-once verification agrees with kipviz.eos, finds injected violations (a fault
+in the model, a record removed from the data), passes clean runs; and the CLI's exit codes."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from kipviz import spark as ks
+from kipviz.cli import main
+from kipviz.sampledata.generate import write_trace
+from kipviz.spark.tables import run_tables
+from kipviz.workloads import Fault, random_faults, run_share_eos
+from tests.spark_session import spark  # noqa: F401 - the shared session fixture
+
+pytestmark = pytest.mark.spark
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_data"
+
+
+def _checker_keys(report) -> set:
+    return {(v["kind"], v["input"], v["classification"], v["case"]) for v in report.violations}
+
+
+@pytest.fixture(scope="module")
+def faulty():
+    """A share-group EOS run with KIP-1289 case 6 injected: the lock expires while TX_PENDING and the
+    commit goes through anyway -- duplicates the KIP does not list as a window."""
+    return run_share_eos(records=200, consumers=2, partitions=1, seed=3, batch=20,
+                         faults=[Fault(3, "lock-expiry-tx-pending")])
+
+
+def test_clean_bundled_run_has_no_violation(spark):  # noqa: F811
+    res = ks.verify_eos(ks.read_samples(spark, SAMPLES / "share_eos"))
+    assert res.ok, res.summary()
+    assert all(r["classification"] != "violation" for r in res.rows)
+    assert res.stats["inputs"] == 4000 and res.stats["acknowledged"] + res.stats["archived"] == 4000
+
+
+def test_injected_fault_is_found_as_kipviz_eos_finds_it(spark, faulty):  # noqa: F811
+    report = faulty.check()
+    assert not report.ok
+    res = ks.verify_eos(ks.from_trace(spark, faulty))
+    assert not res.ok
+    assert res.keys() == _checker_keys(report)
+    assert {r["kind"] for r in res.rows} == {"duplicate-output"}
+    assert all(len(r["outputs"]) == 2 for r in res.rows)          # the offending output records
+
+
+def test_random_faults_agree_with_kipviz_eos(spark):  # noqa: F811
+    run = run_share_eos(records=600, consumers=3, partitions=2, seed=11, batch=25,
+                        faults=random_faults(11, steps=24, count=6, consumers=3))
+    res = ks.verify_eos(ks.from_trace(spark, run))
+    assert res.keys() == _checker_keys(run.check())
+
+
+def test_output_removed_from_the_data_is_ack_without_output(spark):  # noqa: F811
+    run = run_share_eos(records=120, consumers=2, partitions=1, seed=5, batch=20)
+    t = run_tables(run)
+    out = t.batches["out"].to_pandas()
+    victim = out[~out.is_control].iloc[1]              # one committed output batch disappears
+    keep = ~((out.partition == victim.partition) & (out.base_offset == victim.base_offset))
+    t.batches["out"] = pa.Table.from_pandas(out[keep], schema=t.batches["out"].schema, preserve_index=False)
+    gone = range(victim.base_offset, victim.last_offset + 1)
+    recs = t.topics["out"].to_pandas()
+    sources = {dict((h["key"], h["value"]) for h in r.headers)["kipviz-source"].decode()
+               for r in recs[(recs.partition == victim.partition) & recs.offset.isin(gone)].itertuples()}
+    res = ks.verify_eos(ks.readers.from_tables(spark, t))
+    assert not res.ok
+    found = {f"{r['topic']}-{r['partition']}@{r['offset']}" for r in res.rows if r["kind"] == "ack-without-output"}
+    assert found == sources and len(found) == len(gone)
+    assert {r["kind"] for r in res.rows} == {"ack-without-output"}
+
+
+def test_verify_eos_refuses_a_run_without_share_records(spark):  # noqa: F811
+    with pytest.raises(ks.readers.KipvizError, match="share-group"):
+        ks.verify_eos(ks.read_samples(spark, SAMPLES / "regular_eos"))
+
+
+def test_cli_verify_eos_exit_codes(spark, faulty, tmp_path, capsys):  # noqa: F811
+    assert main(["verify-eos", str(SAMPLES / "share_eos")]) == 0
+    assert ": OK" in capsys.readouterr().out
+    write_trace(faulty, tmp_path / "bad", name="share_eos+case6")
+    assert main(["verify-eos", str(tmp_path / "bad")]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert len([x for x in out if x.startswith("[violation] duplicate-output in-0@")]) == len(faulty.check().violations)
+    assert main(["verify-eos", str(SAMPLES / "regular_eos")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kipviz: error:") and err.count("\n") == 1
+    assert main(["verify-eos", str(tmp_path / "missing")]) == 2
+
+
+def test_cli_analyze(spark, tmp_path, capsys):  # noqa: F811
+    assert main(["analyze", str(SAMPLES / "kip516"), "--html", str(tmp_path / "r.html")]) == 0
+    out = capsys.readouterr().out
+    assert "committed_offsets: 3 row(s)" in out and "transaction outcomes: commit 138" in out
+    assert "<svg" in (tmp_path / "r.html").read_text()
+    assert main(["analyze", str(tmp_path)]) == 2
+    assert "no manifest.json" in capsys.readouterr().err
+    assert main(["analyze", str(SAMPLES / "kip516"), "--html", str(tmp_path / "nodir" / "r.html")]) == 2
