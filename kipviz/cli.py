@@ -2,21 +2,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import uuid
 
-from . import codec, uuids
+from . import codec
+from .codec.jsonview import to_json
 from .errors import KipvizError
 from .schema.catalog import catalog
-
-
-def _json_default(o):
-    if isinstance(o, uuid.UUID):
-        return uuids.to_kafka_str(o)
-    if isinstance(o, (bytes, bytearray)):
-        return o.hex()
-    raise TypeError(type(o).__name__)
 
 
 def cmd_list(args) -> int:
@@ -41,7 +32,7 @@ def cmd_decode(args) -> int:
         for s in codec.annotate(args.name, args.version, data):
             print(f"{s.start:>6}-{s.end:<6} {s.path:<50} {s.wire_type:<18} {s.value!r}")
     else:
-        print(json.dumps(codec.decode(args.name, args.version, data), indent=2, default=_json_default))
+        print(to_json(codec.decode(args.name, args.version, data)))
     return 0
 
 

@@ -2,11 +2,10 @@
 same bytes (how a peer that only knows the released definition would see them)."""
 from __future__ import annotations
 
-import json
-import uuid
 from dataclasses import dataclass, field
 
-from .. import codec, uuids
+from .. import codec
+from ..codec.jsonview import to_json
 from ..draw.examples import example_value
 from ..errors import KipvizError
 from ..schema.model import MessageSpec
@@ -27,18 +26,6 @@ class Example:
     @property
     def ok(self) -> bool:
         return self.problem is None
-
-
-def _json_default(o):
-    if isinstance(o, uuid.UUID):
-        return uuids.to_kafka_str(o)
-    if isinstance(o, (bytes, bytearray)):
-        return o.hex()
-    raise TypeError(type(o).__name__)
-
-
-def to_json(value) -> str:
-    return json.dumps(value, indent=2, default=_json_default)
 
 
 def _differences(a, b, path: str = "") -> list[str]:
