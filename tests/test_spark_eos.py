@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pytest
 
@@ -70,6 +71,28 @@ def test_output_removed_from_the_data_is_ack_without_output(spark):  # noqa: F81
     found = {f"{r['topic']}-{r['partition']}@{r['offset']}" for r in res.rows if r["kind"] == "ack-without-output"}
     assert found == sources and len(found) == len(gone)
     assert {r["kind"] for r in res.rows} == {"ack-without-output"}
+
+
+def test_record_terminal_twice_lists_its_terminal_moves_in_order(spark):  # noqa: F811
+    """Only the terminal-twice records' moves are fetched for the detail: every terminal move, in
+    event order, as kipviz.eos words it."""
+    run = run_share_eos(records=60, consumers=2, partitions=1, seed=5, batch=20)
+    t = run_tables(run)
+    ev = t.events.to_pandas()
+    share = ev[(ev.kind == "StateChanged") & (ev.to_state == "ACKNOWLEDGED") & ev.key.str.contains("/in-")]
+    extra = share.iloc[[3]].copy()
+    extra["seq"] = ev.seq.max() + 1
+    extra["from_state"], extra["to_state"], extra["cause"] = "ACQUIRED", "ARCHIVED", "injected"
+    t.events = pa.Table.from_pandas(pd.concat([ev, extra], ignore_index=True), schema=t.events.schema,
+                                    preserve_index=False)
+    res = ks.verify_eos(ks.readers.from_tables(spark, t))
+    twice = [r for r in res.rows if r["kind"] == "terminal-twice"]
+    rid = extra.key.iloc[0].split("/", 1)[1]
+    assert [f"{r['topic']}-{r['partition']}@{r['offset']}" for r in twice] == [rid]
+    first = share.iloc[3]
+    assert twice[0]["detail"] == (f"terminal 2 times: {first.from_state}->ACKNOWLEDGED ({first.cause}), "
+                                  "ACQUIRED->ARCHIVED (injected)")
+    assert not res.ok
 
 
 def test_verify_eos_refuses_a_run_without_share_records(spark):  # noqa: F811

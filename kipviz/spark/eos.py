@@ -148,15 +148,18 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
         F.max_by(F.struct("to_state", "cause"), "seq").alias("last"),
         F.max_by(F.when(F.col("to_state") == checker.ACKNOWLEDGED, F.col("cause")),
                  F.when(F.col("to_state") == checker.ACKNOWLEDGED, F.col("seq"))).alias("ack_cause"),
-        F.array_sort(F.collect_list(F.when(term, F.struct("seq", "from_state", "to_state", "cause"))))
-        .alias("terms")).persist()
+        # the last terminal move only: the full list is fetched for the few records terminal twice
+        F.max_by(F.when(term, F.struct("from_state", "to_state", "cause")), F.when(term, F.col("seq")))
+        .alias("last_term")).persist()
 
     # ---- the input: appended records, minus aborted / open input transactions ------------------------
     inp = src.topic(input_topic)
     appended = inp.select(_rid(F.lit(input_topic), F.col("partition"), F.col("offset")).alias("rid")).distinct()
     in_batches = src.batches_of(input_topic)
     if in_batches is not None:
-        in_view = txnview.batch_view(in_batches.filter(F.col("topic") == input_topic), events)
+        # only visibility is read here, and it does not depend on the order across partitions
+        # (events give txn_no's order): no join with the event log
+        in_view = txnview.batch_view(in_batches.filter(F.col("topic") == input_topic), None)
         unfinished = _offsets_of(in_view, ("aborted", "open"))
         in_control = _offsets_of(in_view, ("marker",))
     else:
@@ -168,17 +171,16 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     else:
         must = seen_in
     known = appended.union(seen_in).distinct().persist()
+    must = must.persist()             # read twice below: the records considered, and the table
 
     # ---- the output: visible attempts per source --------------------------------------------------------
     recs = logs.records(output_topic).select("partition", "offset", "source", "visibility", "attempt",
                                              "producer_id", "is_transactional", "marker_offset", "marker_type")
-    out_name = _rid(F.lit(output_topic), F.col("partition"), F.col("offset"))
+    # counts only: the output names are fetched for the few records reported (_visible_outputs)
     per_src = (recs.filter(F.col("source").isNotNull()).groupBy(F.col("source").alias("rid"))
                .agg(F.countDistinct(F.when(F.col("visibility") == "visible", F.col("attempt"))).alias("attempts"),
                     F.sum((F.col("visibility") == "aborted").cast("int")).alias("n_aborted"),
-                    F.sum((F.col("visibility") == "open").cast("int")).alias("n_open"),
-                    F.array_sort(F.collect_list(F.when(F.col("visibility") == "visible", out_name)))
-                    .alias("outputs"))).persist()
+                    F.sum((F.col("visibility") == "open").cast("int")).alias("n_open"))).persist()
 
     # ---- one row per input record that matters; only the anomalous ones reach the driver --------------
     per_src_known = per_src.filter(F.col("attempts") > 0).select("rid").join(known, "rid", "left_semi")
@@ -191,11 +193,16 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
            | ((F.col("n_ack") > 0) & (F.col("attempts") == 0) & F.lit(require_output))
            | ((F.col("attempts") > 0) & (F.col("n_ack") == 0)))
     collected = []
-    for r in table.filter(odd).collect():
-        collected.extend(_rules(r.asDict(recursive=True), require_output))
-    for r in per_src.filter(F.col("attempts") > 0).join(known, "rid", "left_anti").collect():
-        collected.append({"kind": "unknown-source", "rid": r["rid"], "outputs": r["outputs"],
-                          "detail": f"visible output names {r['rid']!r}, which is no record of {input_topic} "
+    odd_rows = [r.asDict(recursive=True) for r in table.filter(odd).collect()]
+    unknown = [r["rid"] for r in per_src.filter(F.col("attempts") > 0).join(known, "rid", "left_anti").collect()]
+    twice = _terminal_moves(hist, [r["rid"] for r in odd_rows if r["n_term"] > 1], term)
+    outputs = _visible_outputs(recs, [r["rid"] for r in odd_rows] + unknown, output_topic)
+    for r in odd_rows:
+        r["outputs"] = outputs.get(r["rid"], [])
+        collected.extend(_rules(r, require_output, twice.get(r["rid"], [])))
+    for rid in unknown:
+        collected.append({"kind": "unknown-source", "rid": rid, "outputs": outputs.get(rid, []),
+                          "detail": f"visible output names {rid!r}, which is no record of {input_topic} "
                                     f"known to this run"})
     for r in recs.filter((F.col("visibility") == "visible") & F.col("source").isNull()).collect():
         name = f"{output_topic}-{r['partition']}@{r['offset']}"
@@ -223,17 +230,43 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     cols = [f.name for f in schema.fields]
     vdf = spark.createDataFrame([tuple(r[c] for c in cols) for r in collected], schema)
     stats = _stats(table, recs)
-    for df in (table, per_rid, per_src, known):
+    for df in (table, per_rid, per_src, known, must):
         df.unpersist()
     if own:
         logs.unpersist()
     return EosResult(group, input_topic, output_topic, vdf, [{c: r[c] for c in cols} for r in collected], stats)
 
 
-def _rules(r: dict, require_output: bool) -> list[dict]:
-    """The per-record rules of kipviz.eos, over one aggregated row."""
+def _terminal_moves(hist, rids, term) -> dict:
+    """rid -> its terminal moves in seq order (from_state, to_state, cause), for a few records."""
+    from pyspark.sql import functions as F
+    if not rids:
+        return {}
+    wanted = hist.sparkSession.createDataFrame([(x,) for x in sorted(set(rids))], "rid string")
+    out: dict = {}
+    for m in sorted(hist.filter(term).join(F.broadcast(wanted), "rid").collect(), key=lambda m: m["seq"]):
+        out.setdefault(m["rid"], []).append(m.asDict())
+    return out
+
+
+def _visible_outputs(recs, rids, output_topic) -> dict:
+    """rid -> the names of its visible output records, sorted, for a few input records."""
+    from pyspark.sql import functions as F
+    if not rids:
+        return {}
+    wanted = recs.sparkSession.createDataFrame([(x,) for x in sorted(set(rids))], "source string")
+    out: dict = {}
+    for o in (recs.filter(F.col("visibility") == "visible").join(F.broadcast(wanted), "source")
+              .select("source", "partition", "offset").collect()):
+        out.setdefault(o["source"], []).append(f"{output_topic}-{o['partition']}@{o['offset']}")
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def _rules(r: dict, require_output: bool, terms: list) -> list[dict]:
+    """The per-record rules of kipviz.eos, over one aggregated row (`terms`: the record's terminal
+    moves in order when it has more than one)."""
     out = []
-    rid, terms = r["rid"], r["terms"] or []
+    rid = r["rid"]
 
     def add(kind, detail):
         out.append({"kind": kind, "rid": rid, "detail": detail, "outputs": r["outputs"]})
@@ -252,7 +285,8 @@ def _rules(r: dict, require_output: bool) -> list[dict]:
         add("ack-without-output", f"ACKNOWLEDGED ({r['ack_cause']}) but no output visible to read_committed"
             + (": " + "; ".join(why) if why else ": no output record at all"))
     if r["attempts"] > 0 and r["n_ack"] == 0:
-        state = (f"ended {terms[-1]['to_state']} ({terms[-1]['cause']})" if terms
+        lt = r["last_term"]
+        state = (f"ended {lt['to_state']} ({lt['cause']})" if lt
                  else f"last state {r['last']['to_state']}" if r["n_moves"] else "never delivered")
         add("output-without-ack", f"output visible ({r['attempts']} attempt(s)) but never ACKNOWLEDGED: {state}")
     return out

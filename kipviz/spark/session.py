@@ -43,6 +43,8 @@ DEFAULTS = {
     "spark.python.worker.reuse": "true",
     # small splits: the decoders are Python, so even a few-MB dataset should reach every core
     "spark.sql.files.maxPartitionBytes": "4m",
+    # ... and Spark counts 4 MB per file opened, which kept any file under ~8 MB in one split
+    "spark.sql.files.openCostInBytes": "256k",
     # a cached frame's size estimate is its compressed size: broadcasting one near the default 10 MB
     # threshold can need several times that on a 768 MB driver; explicit broadcast() hints remain
     "spark.sql.autoBroadcastJoinThreshold": "1m",
