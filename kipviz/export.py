@@ -17,7 +17,7 @@ from pathlib import Path
 from . import course
 from .errors import KipvizError
 from .export_widgets import static_widgets
-from .nbrun import MB, Memory, run_notebook
+from .nbrun import MB, Memory, read_notebook, run_notebook
 
 __all__ = ["Page", "Site", "export_site", "notebook_html", "external_refs", "find_notebooks"]
 
@@ -136,7 +136,6 @@ def export_site(sources="notebooks", out="site", *, execute: bool = True, only=(
                 progress: bool = True, env: dict | None = None) -> Site:
     """Write one HTML page per notebook and an index.html into `out`. With `execute`, each notebook
     runs first (a fresh kernel in its own folder); without, notebooks are taken as they are."""
-    import nbformat
     from tqdm.auto import tqdm
 
     paths = find_notebooks(sources, only)
@@ -147,6 +146,7 @@ def export_site(sources="notebooks", out="site", *, execute: bool = True, only=(
     names = {p.stem for p in paths}
     exporter = _exporter()
     site = Site(out=out, index=out / "index.html")
+    outlines = []
     bar = tqdm(paths, desc="export", unit="notebook", disable=not progress, file=sys.stderr)
     for path in bar:
         bar.set_postfix_str(path.stem)
@@ -157,15 +157,13 @@ def export_site(sources="notebooks", out="site", *, execute: bool = True, only=(
                 tqdm.write(f"{path.stem}: {run.seconds:.0f} s, peak memory {run.memory.peak / MB:.0f} MB",
                            file=sys.stderr)
         else:
-            try:
-                nb = nbformat.read(path, as_version=4)
-            except (OSError, ValueError) as e:
-                raise KipvizError(f"cannot read notebook {path}: {e}") from None
+            nb = read_notebook(path)
             page = Page(path.stem, out / f"{path.stem}.html", False)
             if not _ran(nb) and progress:
                 tqdm.write(f"{path.stem}: not run (no outputs); exported as it is", file=sys.stderr)
-        title = course.outline(path).title or path.stem
+        outlines.append(course.outline(path))
+        title = outlines[-1].title or path.stem
         page.path.write_text(notebook_html(nb, title=title, names=names, exporter=exporter), encoding="utf-8")
         site.pages.append(page)
-    site.index.write_text(_index_page([course.outline(p) for p in paths], site.pages), encoding="utf-8")
+    site.index.write_text(_index_page(outlines, site.pages), encoding="utf-8")
     return site

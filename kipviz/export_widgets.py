@@ -9,6 +9,7 @@ boxes keep their children, HTML keeps its HTML, inputs show their value."""
 from __future__ import annotations
 
 import copy
+import functools
 import html
 import re
 
@@ -136,21 +137,25 @@ class _Renderer:
 
     def player(self, mid: str, st: dict) -> str:
         fps = 2.0
-        for other in self.models.values():        # the Play jslinked to this view sets the speed
+        for play_id, other in self.models.items():    # the Play jslinked to this view sets the speed
             s = other.get("state", {})
             if other.get("model_name") == "PlayModel" and s.get("interval"):
-                if self._play_drives(other, mid):
+                if self._play_drives(play_id, mid):
                     fps = 1000 / float(s["interval"])
                     break
         data = {"title": "", "pictures": st["pictures"], "frames": st["frames"]}
         return player_fragment(data, fps=round(fps, 3))
 
-    def _play_drives(self, play: dict, view: str) -> bool:
+    @functools.cached_property
+    def _links(self) -> list[tuple[str | None, str | None]]:
+        """(source, target) model ids of every jslink."""
+        return [(_model_id(s.get("source", [None])[0]), _model_id(s.get("target", [None])[0]))
+                for m in self.models.values() if m.get("model_name") in ("LinkModel", "DirectionalLinkModel")
+                for s in [m.get("state", {})] if s.get("source") and s.get("target")]
+
+    def _play_drives(self, play_id: str, view: str) -> bool:
         """Is this Play linked (directly or through one slider) to the frame view?"""
-        links = [(_model_id(s.get("source", [None])[0]), _model_id(s.get("target", [None])[0]))
-                 for m in self.models.values() if m.get("model_name") in ("LinkModel", "DirectionalLinkModel")
-                 for s in [m.get("state", {})] if s.get("source") and s.get("target")]
-        play_id = next((k for k, v in self.models.items() if v is play), None)
+        links = self._links
         near = {play_id}
         for _ in range(3):
             near |= {b for a, b in links if a in near} | {a for a, b in links if b in near}

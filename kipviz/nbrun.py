@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .errors import KipvizError
 
-__all__ = ["Memory", "MemoryWatch", "Run", "run_notebook", "BINDER_LIMIT", "MB"]
+__all__ = ["Memory", "MemoryWatch", "Run", "read_notebook", "run_notebook", "BINDER_LIMIT", "MB"]
 
 MB = 2 ** 20
 BINDER_LIMIT = 1536 * MB        # Binder gives 2 GB; the server and the browser's websocket need the rest
@@ -47,28 +47,26 @@ class Memory:
                 f"per process, MB: {procs or 'none'})")
 
 
-def _hwm(pid: int) -> int | None:
-    """The process's peak resident set (VmHWM) in bytes, where /proc has it."""
+def _proc_kb(path: str, key: bytes) -> int | None:
+    """The value of line `key` (in kB) of a /proc file, in bytes; None where it cannot be read."""
     try:
-        with open(f"/proc/{pid}/status", "rb") as fh:
+        with open(path, "rb") as fh:
             for line in fh:
-                if line.startswith(b"VmHWM:"):
+                if line.startswith(key):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def _hwm(pid: int) -> int | None:
+    """The process's peak resident set (VmHWM) in bytes, where /proc has it."""
+    return _proc_kb(f"/proc/{pid}/status", b"VmHWM:")
 
 
 def _pss(pid: int) -> int | None:
     """The process's proportional set size in bytes (Linux 4.14+ smaps_rollup), else None."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"Pss:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+    return _proc_kb(f"/proc/{pid}/smaps_rollup", b"Pss:")
 
 
 class MemoryWatch:
@@ -149,12 +147,20 @@ def _first_error(nb) -> str | None:
     return None
 
 
+def read_notebook(path: Path):
+    """The notebook at `path` (nbformat 4); a KipvizError names it if it cannot be read."""
+    import nbformat
+    try:
+        return nbformat.read(path, as_version=4)
+    except (OSError, ValueError) as e:       # missing file, not JSON, not a notebook
+        raise KipvizError(f"cannot read notebook {path}: {e}") from None
+
+
 def run_notebook(notebook, *, cwd: str | Path | None = None, timeout: int = 600, env: dict | None = None,
                  kernel_name: str = "python3", interval: float = 0.05, measure: bool = True) -> Run:
     """Execute `notebook` (a path or an nbformat notebook) top to bottom in a fresh kernel started in
     `cwd` (default: the notebook's folder) with environment `env` (default: this process's).
     A cell that raises stops the run with a KipvizError naming the notebook and the cell."""
-    import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
@@ -162,10 +168,7 @@ def run_notebook(notebook, *, cwd: str | Path | None = None, timeout: int = 600,
     if isinstance(notebook, (str, Path)):
         path = Path(notebook)
         name = path.name
-        try:
-            nb = nbformat.read(path, as_version=4)
-        except (OSError, ValueError) as e:       # missing file, not JSON, not a notebook
-            raise KipvizError(f"cannot read notebook {path}: {e}") from None
+        nb = read_notebook(path)
         cwd = cwd or path.parent
     else:
         nb = notebook

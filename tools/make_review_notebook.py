@@ -1,8 +1,9 @@
 """Writes notebooks/08_design_review.ipynb."""
 from nbbuild import code, md, write_notebook
 
-KIP1289 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-1289+Support+Transactional+Acknowledgments+for+Share+Groups"
-KIP1319 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-1319:+Align+TxnOffsetCommit+API+with+OffsetCommit+API"
+from kipviz.course import kip_link
+
+K1289, K1319 = kip_link(1289), kip_link(1319)
 KIP482 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-482%3A+The+Kafka+Protocol+should+Support+Optional+Tagged+Fields"
 
 cells = [
@@ -24,7 +25,7 @@ alone and writes one self-contained HTML page for the review thread. The same ca
 
 **Prerequisites:** `01_wire_format` (flexible versions, tagged fields); `05_txn_offset_commit_v6` helps.
 **Time to complete:** about 30 minutes.
-**Seeds:** [KIP-1289]({KIP1289}) (proposed, seed 004), [KIP-1319]({KIP1319}) (accepted, seed 000);
+**Seeds:** {K1289} (proposed, seed 004), {K1319} (accepted, seed 000);
 background: [KIP-482]({KIP482}) (tagged fields)."""),
     code("""import json
 import tempfile
@@ -218,7 +219,7 @@ display(check(tags.errors[0].rule, "tag-reused"))"""),
   the same bytes — the proof a reviewer can paste.
 * `to_html()` / `kipviz review --html` write one self-contained page for the thread.
 
-Further reading: [KIP-1289]({KIP1289}), [KIP-1319]({KIP1319}), [KIP-482]({KIP482})."""),
+Further reading: {K1289}, {K1319}, [KIP-482]({KIP482})."""),
 ]
 
 write_notebook("08_design_review.ipynb", cells)

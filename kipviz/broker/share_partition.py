@@ -42,7 +42,7 @@ EMPTY_MEMBER = "AAAAAAAAAAAAAAAAAAAAAA"   # Uuid.ZERO_UUID.toString()
 TXN_ACK_EVENTS = {1: "txn-commit-accept", 3: "txn-commit-reject"}
 
 
-# (state, event, share.version >= 2) -> the share-record table's row (SharePartition._move)
+# (state, event, share.version) -> the share-record table's row (SharePartition._move)
 _ROWS: dict[tuple, object] = {}
 
 
@@ -95,10 +95,10 @@ class SharePartition:
     # ---- one transition --------------------------------------------------------------------------
     def _move(self, offset: int, event: str) -> None:
         rec = self.records[offset]
-        proposed = self.cluster.config.share_version >= 2
-        row = _ROWS.get((rec.state, event, proposed))
+        version = self.cluster.config.share_version
+        row = _ROWS.get((rec.state, event, version))
         if row is None:            # the table's answer, remembered (the hot path of long runs)
-            row = _ROWS[(rec.state, event, proposed)] = sr.TABLE.next_state(rec.state, event, self._enabled())
+            row = _ROWS[(rec.state, event, version)] = sr.TABLE.next_state(rec.state, event, self._enabled())
         old, rec.state = rec.state, row.to_state
         self.cluster.emit(StateChanged, machine=sr.TABLE.name, key=self.key(offset), from_state=old,
                           to_state=row.to_state, cause=event, status=row.status)

@@ -156,20 +156,13 @@ def on_marker(cluster, partition: int, producer_id: int, commit: bool, producer_
     shares = cluster.__dict__.get("shares")
     if shares is None:
         return 0
-    why: list[str] = []
+    touched = []
     for (gid, tid, p), sp in list(shares.partitions.items()):
         if _state_partition(cluster, gid, tid, p) != partition:
             continue
-        if sp.offline:
-            mine = _staged_by(sp, producer_id)
-            if mine:
-                why.append(f"{sp.topic}-{sp.partition} {_offsets(mine)}: its leader is down, the in-memory "
-                           "TX_PENDING state is gone")
-            continue
-        moved += len(sp.resolve_txn(producer_id, producer_epoch, commit))
-        left = _staged_by(sp, producer_id)
-        if left:
-            why.append(_filtered(sp, left, producer_epoch))
+        touched.append(sp)
+        if not sp.offline:
+            moved += len(sp.resolve_txn(producer_id, producer_epoch, commit))
     marker = "COMMIT" if commit else "ABORT"
     if moved:
         cluster.note(f"{marker} marker on {SHARE_STATE_TOPIC}-{partition} resolved "
@@ -177,6 +170,8 @@ def on_marker(cluster, partition: int, producer_id: int, commit: bool, producer_
                      producer_id=producer_id, producer_epoch=producer_epoch, commit=commit, records=moved,
                      status=STATUS, kip=KIP)
     else:
+        # nothing moved, so nothing changed: why each share partition kept its records, only now
+        why = [w for sp in touched if (w := _why_left(sp, producer_id, producer_epoch))]
         reason = "; ".join(why) or f"no record is TX_PENDING for producer id {producer_id} (no-op by state)"
         cluster.note(f"{marker} marker on {SHARE_STATE_TOPIC}-{partition} resolved nothing: {reason} "
                      f"(KIP-1289, proposed)", partition=partition, producer_id=producer_id,
@@ -186,6 +181,17 @@ def on_marker(cluster, partition: int, producer_id: int, commit: bool, producer_
 
 def _staged_by(sp, producer_id: int) -> list[int]:
     return [o for o, r in sorted(sp.records.items()) if r.state == "TX_PENDING" and r.staged_pid == producer_id]
+
+
+def _why_left(sp, producer_id: int, producer_epoch: int | None) -> str:
+    """Why the records `producer_id` staged on `sp` are still TX_PENDING after its marker ("" if none are)."""
+    mine = _staged_by(sp, producer_id)
+    if not mine:
+        return ""
+    if sp.offline:
+        return (f"{sp.topic}-{sp.partition} {_offsets(mine)}: its leader is down, the in-memory "
+                "TX_PENDING state is gone")
+    return _filtered(sp, mine, producer_epoch)
 
 
 def _offsets(offsets: list[int]) -> str:

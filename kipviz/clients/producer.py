@@ -405,7 +405,7 @@ class Producer(ClientBase):
                               "timestamp": now} for r in records],
                             producer_id=self.producer_id, producer_epoch=self.producer_epoch,
                             base_sequence=seq if self.producer_id >= 0 else -1,
-                            is_transactional=bool(self.transactional_id), base_timestamp=self.cluster.now)
+                            is_transactional=bool(self.transactional_id), base_timestamp=now)
         topic_entry = {"TopicId": info["id"]} if v >= 13 else {"Name": topic}
         topic_entry["PartitionData"] = [{"Index": partition, "Records": batch}]
         resp = self._call(api, v, {"TransactionalId": self.transactional_id, "Acks": -1, "TimeoutMs": 30000,

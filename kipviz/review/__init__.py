@@ -145,8 +145,8 @@ def review(path_or_spec, against=None, *, examples: bool = True) -> Review:
     findings = checks.run(spec, base.spec, official=base.official)
     findings = [dataclasses.replace(f, line=_line(draft.text, f)) for f in findings]
     subject = checks.Subject(spec, base.spec, base.official)
-    new = subject.new_versions
-    changed = sorted({v for f in findings if f.rule in WIRE_RULES for v in f.versions if v in subject.shared})
+    new, shared = subject.new_versions, subject.shared
+    changed = sorted({v for f in findings if f.rule in WIRE_RULES for v in f.versions if v in shared})
     labelled = _labelled(spec, base.spec, base.official, new, changed)
     r = Review(draft, base, findings, labelled, new, changed)
     if examples:

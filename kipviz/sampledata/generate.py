@@ -14,7 +14,7 @@ from importlib import metadata
 import pyarrow as pa
 
 from ..errors import KipvizError
-from .workloads import WORKLOADS, Run
+from .workloads import START_MS, WORKLOADS, Run
 from .writer import RunWriter
 
 DRAIN_EVENTS = 100_000       # hand events and new log batches to the writer every this many events
@@ -141,11 +141,14 @@ def write_trace(trace, out, *, seed: int = 0, name: str | None = None) -> dict:
         meta = _meta(name or "run", "memory", seed, data, cluster, "proposed" if cluster.config.share_version >= 2
                      else "released", getattr(trace, "group", None), getattr(trace, "input_topic", None),
                      getattr(trace, "output_topic", None))
-        meta["summary"] = {"stats": {k: v for k, v in getattr(trace, "stats", {}).items()
-                                     if k not in ("wall_s", "input_s")},
-                           "faults": [{k: v for k, v in r.items() if not k.startswith("wall")}
-                                      for r in getattr(trace, "faults", [])]}
+        meta["summary"] = _reproducible(getattr(trace, "stats", {}), getattr(trace, "faults", []))
     return writer.close(cluster, meta)
+
+
+def _reproducible(stats: dict, faults: list) -> dict:
+    """A run's stats and fault rows without their wall-clock parts (not reproducible)."""
+    return {"stats": {k: v for k, v in stats.items() if k not in ("wall_s", "input_s")},
+            "faults": [{k: v for k, v in row.items() if not k.startswith("wall")} for row in faults]}
 
 
 def _meta(scenario, workload, seed, records, cluster, status, group, input_topic, output_topic) -> dict:
@@ -179,7 +182,6 @@ def _share_eos(records: int, seed: int, sink: _Sink) -> Run:
     partition's start offset (SPSO), the output below its last stable offset."""
     from ..workloads import ShareEosWorkload
     opts = share_eos_options(records, seed)
-    from .workloads import START_MS
     wl = ShareEosWorkload(events_chunk=sink.every, cluster_settings={"start_ms": START_MS}, **opts)
     state = {"done": 0}
 
@@ -201,8 +203,6 @@ def _share_eos(records: int, seed: int, sink: _Sink) -> Run:
     result = wl.run()
     if sink.bar is not None and records > state["done"]:
         sink.bar.update(records - state["done"])
-    stats = {k: v for k, v in result.stats.items() if k not in ("wall_s", "input_s")}   # wall clock: not reproducible
-    faults = [{k: v for k, v in row.items() if not k.startswith("wall")} for row in result.faults]
     return Run(result.cluster, SHARE_EOS, records, result.group, result.input_topic, result.output_topic,
-               {"stats": stats, "faults": faults,
+               {**_reproducible(result.stats, result.faults),
                 "schedule": [{"at": f.at, "kind": f.kind, "case": f.case, "params": f.params} for f in opts["faults"]]})

@@ -9,6 +9,8 @@ log.entries`, `reversed(...)`) sees the remaining entries only, which is what th
 (aborted transactions, a producer's last epoch) need once the prefix is settled."""
 from __future__ import annotations
 
+from .rows import batch_header
+
 
 class Tail(list):
     """Log entries from offset `base` on, addressed by absolute offset."""
@@ -55,9 +57,7 @@ def release(log, upto: int) -> int:
     log.entries.release(upto)
     k = 0
     for raw in log.batches:
-        base = int.from_bytes(raw[0:8], "big", signed=True)
-        last = base + int.from_bytes(raw[23:27], "big", signed=True)
-        if last >= upto:
+        if batch_header(raw)[1] >= upto:
             break
         k += 1
     if k:

@@ -38,10 +38,9 @@ from .kip1289_errors import (
     ACCEPT,
     GROUP,
     INPUT,
-    KIP,
     OUTPUT,
+    PROPOSED,
     REJECT,
-    STATUS,
     TXN_ID,
     setup,
     share_state_partition,
@@ -51,7 +50,6 @@ from .kip1289_errors import (
 
 DLQ = "dlq"
 MACHINE = "share-record"
-PROPOSED = dict(kip=KIP, status=STATUS, share_version=2)
 
 
 # ---- helpers ---------------------------------------------------------------------------------------------

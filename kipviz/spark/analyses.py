@@ -34,6 +34,14 @@ def _F():
     return F
 
 
+def _key_columns() -> list:
+    """group, topic, partition, offset: a share-record key (group/topic-partition@offset) split."""
+    F = _F()
+    return [F.regexp_extract("key", _KEY, 1).alias("group"), F.regexp_extract("key", _KEY, 2).alias("topic"),
+            F.regexp_extract("key", _KEY, 3).cast("int").alias("partition"),
+            F.regexp_extract("key", _KEY, 4).cast("bigint").alias("offset")]
+
+
 # ---- committed offsets and lag -------------------------------------------------------------------------
 def log_end_offsets(logs):
     """topic, partition, log_end_offset: from the batches (markers included) where the run has
@@ -190,9 +198,7 @@ def tx_pending(logs):
     nxt = F.lead(F.struct("time_ms", "from_state", "to_state", "cause")).over(w)
     m = m.withColumn("_next", nxt).filter(F.col("to_state") == TX_PENDING)
     left = F.col("_next.from_state") == TX_PENDING
-    return m.select(F.regexp_extract("key", _KEY, 1).alias("group"), F.regexp_extract("key", _KEY, 2).alias("topic"),
-                    F.regexp_extract("key", _KEY, 3).cast("int").alias("partition"),
-                    F.regexp_extract("key", _KEY, 4).cast("bigint").alias("offset"),
+    return m.select(*_key_columns(),
                     F.col("time_ms").alias("enter_ms"), F.when(left, F.col("_next.time_ms")).alias("exit_ms"),
                     F.when(left, F.col("_next.time_ms") - F.col("time_ms")).alias("residency_ms"),
                     F.when(left, F.col("_next.to_state")).alias("exit_state"),

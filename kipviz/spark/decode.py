@@ -243,9 +243,8 @@ def decode_batches(df, *, payload: bool = True):
     epoch, transactional and control flags; control records carry their marker type (COMMIT /
     ABORT) and coordinator epoch; `source` is the "kipviz-source" header. payload=False leaves
     key, value and headers null (less memory when only flags and sources matter)."""
-    if payload:
-        return _map(df.select("topic", "partition", "base_offset", "batch"), batches_arrow, schemas.RECORDS)
-    return _map(df.select("topic", "partition", "base_offset", "batch"), _no_payload, schemas.RECORDS)
+    return _map(df.select("topic", "partition", "base_offset", "batch"), batches_arrow if payload else _no_payload,
+                schemas.RECORDS)
 
 
 def _no_payload(rb):

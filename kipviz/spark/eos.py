@@ -32,7 +32,6 @@ from .logs import Logs
 
 VIOLATION = checker.VIOLATION
 KINDS = checker.KINDS
-_RID = r"^(.*)-(\d+)@(\d+)$"
 MAX_CLASSIFIED = 10_000      # outcomes classified on the driver; past that they stay "violation"
 
 __all__ = ["verify_eos", "EosResult"]

@@ -60,7 +60,7 @@ def conform(df, ddl: str, dataset: str, errors: list[dict]):
     have = {f.name: f.dataType.simpleString() for f in df.schema.fields}
     cols = []
     for name, typ in _ddl_types(ddl).items():
-        want = typ.replace(" ", "").replace("bigint", "bigint")
+        want = typ.replace(" ", "")
         if name not in have:
             errors.append({"dataset": dataset, "partition": None, "offset": None, "error_kind": "missing-column",
                            "error": f"column {name!r} ({typ}) is missing; read as nulls", "error_path": name})

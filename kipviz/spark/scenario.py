@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import KipvizError
-from .analyses import _KEY, SHARE_MACHINE
+from .analyses import SHARE_MACHINE, _key_columns
 
 __all__ = ["scenario_logs", "redeliveries", "request_errors"]
 
@@ -64,9 +64,7 @@ def redeliveries(logs, group: str | None = None):
                     lambda m: F.concat(m.from_state, F.lit("->"), m.to_state, F.lit(" ("),
                                        F.coalesce(m.cause, F.lit("")), F.lit(")"))).alias("states"))
     return (per.filter(F.col("deliveries") > 1)
-            .select(F.regexp_extract("key", _KEY, 1).alias("group"), F.regexp_extract("key", _KEY, 2).alias("topic"),
-                    F.regexp_extract("key", _KEY, 3).cast("int").alias("partition"),
-                    F.regexp_extract("key", _KEY, 4).cast("bigint").alias("offset"), "deliveries", "states")
+            .select(*_key_columns(), "deliveries", "states")
             .orderBy("group", "topic", "partition", "offset"))
 
 

@@ -37,9 +37,10 @@ def run_tables(run, *, group: str | None = None, input_topic: str | None = None,
     """The tables of a scenario trace, a workload result or a cluster (see the module docstring).
     group / input_topic / output_topic go to the manifest (the exactly-once check reads them)."""
     from ..sampledata.rows import RequestLog, event_columns, log_rows
+    from ..sampledata.schema import FORMAT
     cluster = getattr(run, "cluster", run)
     topics_meta = []
-    out = RunTables(manifest={"format": "kipviz-sample/1", "scenario": getattr(run, "name", None),
+    out = RunTables(manifest={"format": FORMAT, "scenario": getattr(run, "name", None),
                               "workload": "memory", "seed": getattr(run, "seed", None),
                               "group": group or getattr(run, "group", None),
                               "input_topic": input_topic or getattr(run, "input_topic", None),

@@ -46,7 +46,7 @@ def batch_view(batches, events=None, records=None):
         seqs = (events.filter(F.col("kind") == "RecordAppended")
                 .select("topic", "partition", F.col("offset").alias("base_offset"), "seq"))
         meta = meta.join(seqs, ["topic", "partition", "base_offset"], "left")
-        order = [F.coalesce("seq", F.lit(None).cast("bigint")), "base_ts", "partition", "base_offset"]
+        order = ["seq", "base_ts", "partition", "base_offset"]
     else:
         meta = meta.withColumn("seq", F.lit(None).cast("bigint"))
         order = ["base_ts", "partition", "base_offset"]
