@@ -15,7 +15,8 @@ defaults but a 1 GB heap and 16 shuffle partitions: --driver-memory, --shuffle-p
 read_samples, then
   decode:   decode_all (the three internal topics, mapInArrow) + the output topic's batches with
             read_committed visibility (logs.records), each materialised (count);
-  analyses: every function of kipviz.spark.analyses (counted) + verify_eos.
+  analyses: every analysis as `kipviz analyze` runs them (kipviz.spark.analyses.frames), each
+            computed in full (written to Spark's "noop" sink), + verify_eos.
 Records = the rows of every topic dataset of the run (input, output, internal topics: what
 Spark's Kafka source would deliver) -- the unit of "records/s decoded and analysed".
 
@@ -59,31 +60,46 @@ def topic_rows(d: Path) -> int:
 
 
 # ---- one Spark master, in its own process ------------------------------------------------------------
-def spark_worker(master: str, d: Path, driver_memory: str, shuffle: int) -> dict:
+def spark_worker(master: str, d: Path, driver_memory: str, shuffle: int, java_options: str | None) -> dict:
     from kipviz import spark as ks
     from kipviz.spark import analyses
     t0 = time.perf_counter()
-    spark = ks.session(master, driver_memory=driver_memory, conf={"spark.sql.shuffle.partitions": str(shuffle)})
+    from kipviz.spark.session import BATCH_JAVA_OPTIONS
+    spark = ks.session(master, driver_memory=driver_memory, conf={"spark.sql.shuffle.partitions": str(shuffle)},
+                       java_options=BATCH_JAVA_OPTIONS if java_options is None else java_options)
     spark.range(1).count()
     startup = time.perf_counter() - t0
+    steps = {}
+
+    def timed(name, fn):
+        t = time.perf_counter()
+        out = fn()
+        steps[name] = round(time.perf_counter() - t, 2)
+        return out
     t1 = time.perf_counter()
     src = ks.read_samples(spark, d)
     logs = ks.decode_all(src)
-    decoded = {"offsets": logs.offsets.count(), "transactions": logs.transactions.count(),
-               "share_state": logs.share_state.count(), "output_records": logs.records(src.output_topic).count()}
+    # the decoded frames are kept (persisted): counting one builds the whole cached frame
+    decoded = {"offsets": timed("offsets", logs.offsets.count),
+               "transactions": timed("transactions", logs.transactions.count),
+               "share_state": timed("share_state", logs.share_state.count),
+               "output_records": timed("output_records", logs.records(src.output_topic).count)}
     t2 = time.perf_counter()
-    counts = {name: analyses.by_name(name)(logs).count() for name in analyses.ANALYSES}
-    res = ks.verify_eos(logs, allowed_at_least_once=True)      # as `kipviz verify-eos`: KIP windows classified
+    # every analysis computed in full (a count alone lets Spark skip the columns nobody reads)
+    for name, df in analyses.frames(logs).items():
+        timed("a:" + name, lambda df=df: df.write.format("noop").mode("overwrite").save())
+    res = timed("verify_eos", lambda: ks.verify_eos(logs, allowed_at_least_once=True))   # as `kipviz verify-eos`
     t3 = time.perf_counter()
     return {"master": master, "startup_s": startup, "decode_s": t2 - t1, "analyses_s": t3 - t2,
-            "total_s": t3 - t1, "decoded": decoded, "analyses": counts, "eos_ok": res.ok,
+            "total_s": t3 - t1, "decoded": decoded, "steps": steps, "eos_ok": res.ok,
             "eos_rows": len(res.rows)}
 
 
-def run_master(master: str, d: Path, driver_memory: str, shuffle: int) -> dict:
+def run_master(master: str, d: Path, driver_memory: str, shuffle: int, java_options: str | None) -> dict:
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
     out = subprocess.run([sys.executable, __file__, "--worker", master, "--dir", str(d), "--driver-memory",
-                          driver_memory, "--shuffle-partitions", str(shuffle)], env=env,
+                          driver_memory, "--shuffle-partitions", str(shuffle)]
+                         + (["--java-options", java_options] if java_options is not None else []), env=env,
                          capture_output=True, text=True, check=False)
     line = [x for x in out.stdout.splitlines() if x.startswith("{")]
     if out.returncode or not line:
@@ -142,10 +158,12 @@ def main(argv=None) -> int:
     ap.add_argument("--driver-memory", default="1g", help="driver heap of each Spark run (default 1g)")
     ap.add_argument("--shuffle-partitions", type=int, default=16,
                     help="spark.sql.shuffle.partitions (default 16: kipviz's default of 4 is for notebook-sized runs)")
+    ap.add_argument("--java-options", help="the driver JVM's flags (default: BATCH_JAVA_OPTIONS, as the CLI)")
+    ap.add_argument("--masters", default="local[1],local[2]", help="comma-separated (default local[1],local[2])")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.worker:
-        print(json.dumps(spark_worker(a.worker, Path(a.dir), a.driver_memory, a.shuffle_partitions)))
+        print(json.dumps(spark_worker(a.worker, Path(a.dir), a.driver_memory, a.shuffle_partitions, a.java_options)))
         return 0
     tmp = None
     d = Path(a.dir) if a.dir else Path(tmp := tempfile.mkdtemp(prefix="kipviz-spark-bench-")) / "share_eos"
@@ -167,11 +185,15 @@ def main(argv=None) -> int:
     print(f"baseline (one process, pyarrow/pandas): decode {base['decode_s']:.1f} s "
           f"({records / base['decode_s']:,.0f} records/s) {base['decoded']}")
     runs = {}
-    for master in ("local[1]", "local[2]"):
-        r = runs[master] = run_master(master, d, a.driver_memory, a.shuffle_partitions)
+    for master in a.masters.split(","):
+        r = runs[master] = run_master(master, d, a.driver_memory, a.shuffle_partitions, a.java_options)
         print(f"{master}: start {r['startup_s']:.1f} s, decode {r['decode_s']:.1f} s, analyses + verify_eos "
               f"{r['analyses_s']:.1f} s, total {r['total_s']:.1f} s = {records / r['total_s']:,.0f} records/s; "
               f"eos ok={r['eos_ok']} ({r['eos_rows']} rows) {r['decoded']}")
+        print("    steps (s): " + ", ".join(f"{k} {v}" for k, v in r["steps"].items()))
+    if not {"local[1]", "local[2]"} <= runs.keys():
+        print("targets: need both local[1] and local[2] (--masters)")
+        return 0
     one, two = runs["local[1]"], runs["local[2]"]
     rps = records / two["total_s"]
     scaling = one["total_s"] / two["total_s"]

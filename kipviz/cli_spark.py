@@ -49,7 +49,8 @@ def _source(directory: str, master: str | None):
         raise KipvizError(f"{directory}: no manifest.json here; expected a sample-data run directory "
                           "(kipviz sample-data -o DIR)")
     from .spark import read_samples, session
-    return read_samples(session(master), d)
+    from .spark.session import BATCH_JAVA_OPTIONS
+    return read_samples(session(master, java_options=BATCH_JAVA_OPTIONS), d)
 
 
 def cmd_analyze(args) -> int:

@@ -19,11 +19,10 @@ functions then return empty frames. The others work on a live cluster's topics t
 from __future__ import annotations
 
 from ..errors import KipvizError
+from .moves import share_events, split_key
 
 TX_PENDING = "TX_PENDING"
-SHARE_MACHINE = "share-record"
 KIP1319_ERRORS = ("STALE_MEMBER_EPOCH", "GROUP_ID_NOT_FOUND", "ILLEGAL_GENERATION", "UNKNOWN_TOPIC_ID")
-_KEY = r"^(.*)/(.*)-(\d+)@(\d+)$"       # share-record key: group/topic-partition@offset
 
 __all__ = ["committed_offsets", "transactions", "transaction_summary", "tx_pending", "tx_pending_series",
            "kip1289_metrics", "kip1319_errors", "share_state", "ANALYSES"]
@@ -32,14 +31,6 @@ __all__ = ["committed_offsets", "transactions", "transaction_summary", "tx_pendi
 def _F():
     from pyspark.sql import functions as F
     return F
-
-
-def _key_columns() -> list:
-    """group, topic, partition, offset: a share-record key (group/topic-partition@offset) split."""
-    F = _F()
-    return [F.regexp_extract("key", _KEY, 1).alias("group"), F.regexp_extract("key", _KEY, 2).alias("topic"),
-            F.regexp_extract("key", _KEY, 3).cast("int").alias("partition"),
-            F.regexp_extract("key", _KEY, 4).cast("bigint").alias("offset")]
 
 
 # ---- committed offsets and lag -------------------------------------------------------------------------
@@ -174,13 +165,13 @@ def transaction_summary(logs, txns=None):
 
 # ---- KIP-1289: TX_PENDING ------------------------------------------------------------------------------------
 def _pending_moves(logs):
+    """Share-record events into or out of TX_PENDING (key unsplit)."""
     F = _F()
     e = logs.events
     if e is None:
         return None
-    return e.filter((F.col("kind") == "StateChanged") & (F.col("machine") == SHARE_MACHINE)
-                    & (((F.col("to_state") == TX_PENDING) & (F.col("from_state") != TX_PENDING))
-                       | ((F.col("from_state") == TX_PENDING) & (F.col("to_state") != TX_PENDING))))
+    into, out = F.col("to_state") == TX_PENDING, F.col("from_state") == TX_PENDING
+    return share_events(e).filter((into & ~out) | (out & ~into))
 
 
 def tx_pending(logs):
@@ -196,9 +187,9 @@ def tx_pending(logs):
         return logs.spark.createDataFrame([], cols)
     w = Window.partitionBy("key").orderBy("seq")
     nxt = F.lead(F.struct("time_ms", "from_state", "to_state", "cause")).over(w)
-    m = m.withColumn("_next", nxt).filter(F.col("to_state") == TX_PENDING)
+    m = split_key(m.select("key", "seq", "time_ms", "to_state", nxt.alias("_next")).filter(F.col("to_state") == TX_PENDING))
     left = F.col("_next.from_state") == TX_PENDING
-    return m.select(*_key_columns(),
+    return m.select("group", "topic", "partition", "offset",
                     F.col("time_ms").alias("enter_ms"), F.when(left, F.col("_next.time_ms")).alias("exit_ms"),
                     F.when(left, F.col("_next.time_ms") - F.col("time_ms")).alias("residency_ms"),
                     F.when(left, F.col("_next.to_state")).alias("exit_state"),
@@ -296,6 +287,17 @@ def share_state(logs):
 
 ANALYSES = ("committed_offsets", "transactions", "transaction_summary", "tx_pending", "tx_pending_series",
             "kip1289_metrics", "kip1319_errors", "share_state")
+
+
+def frames(logs) -> dict:
+    """Every analysis of ANALYSES by name, as `kipviz analyze` runs them: transactions and the
+    TX_PENDING stays are kept (logs.unpersist() frees them) and reused by the summary and the
+    KIP-1289 metrics instead of being worked out twice."""
+    txns = logs.keep(transactions(logs))
+    stays = logs.keep(tx_pending(logs))
+    made = {"transactions": txns, "tx_pending": stays, "transaction_summary": transaction_summary(logs, txns),
+            "kip1289_metrics": kip1289_metrics(logs, stays)}
+    return {name: made[name] if name in made else by_name(name)(logs) for name in ANALYSES}
 
 
 def by_name(name: str):

@@ -174,7 +174,6 @@ def batches_arrow(rb: pa.RecordBatch, payload: bool = True) -> pa.RecordBatch:
     parts = rb.column(c.index("partition")).to_pylist()
     bases = rb.column(c.index("base_offset")).to_pylist()
     datas = rb.column(c.index("batch")).to_pylist()
-    names = out.names
     for i in range(len(datas)):
         topic, part = topics[i], parts[i]
         try:
@@ -186,19 +185,29 @@ def batches_arrow(rb: pa.RecordBatch, payload: bool = True) -> pa.RecordBatch:
                      "error_kind": error_kind(e), "error_path": e.path or None})
             continue
         for b in decoded:
-            pid, epoch, txn, ctl, crc, base = (b["producer_id"], b["producer_epoch"], b["is_transactional"],
-                                               b["is_control"], b["crc_valid"], b["base_offset"])
-            for r in b["records"]:
-                control = r.get("control")
-                hs = r["headers"]
-                vals = (topic, part, r["offset"], r["timestamp"],
-                        r["key"] if payload else None, r["value"] if payload else None,
-                        [{"key": k, "value": v} for k, v in hs] if payload else None,
-                        _source_of(hs) if hs else None, pid, epoch, txn, ctl,
-                        control["type"] if control else None, control["coordinator_epoch"] if control else None,
-                        base, crc, None, None, None)
-                for n, v in zip(names, vals, strict=True):
-                    cols[n].append(v)
+            recs = b["records"]
+            n = len(recs)
+            # the batch's own fields repeat for each of its records: extended once per batch
+            for name, v in (("topic", topic), ("partition", part), ("producer_id", b["producer_id"]),
+                            ("producer_epoch", b["producer_epoch"]), ("is_transactional", b["is_transactional"]),
+                            ("is_control", b["is_control"]), ("base_offset", b["base_offset"]),
+                            ("crc_valid", b["crc_valid"]), ("error", None), ("error_kind", None),
+                            ("error_path", None)):
+                cols[name].extend([v] * n)
+            cols["offset"].extend([r["offset"] for r in recs])
+            cols["timestamp_ms"].extend([r["timestamp"] for r in recs])
+            hs = [r["headers"] for r in recs]
+            cols["source"].extend([_source_of(h) if h else None for h in hs])
+            ctls = [r.get("control") for r in recs]
+            cols["control_type"].extend([c["type"] if c else None for c in ctls])
+            cols["coordinator_epoch"].extend([c["coordinator_epoch"] if c else None for c in ctls])
+            if payload:
+                cols["key"].extend([r["key"] for r in recs])
+                cols["value"].extend([r["value"] for r in recs])
+                cols["headers"].extend([[{"key": k, "value": v} for k, v in h] for h in hs])
+            else:
+                for name in ("key", "value", "headers"):
+                    cols[name].extend([None] * n)
     return out.batch()
 
 

@@ -29,6 +29,7 @@ from ..eos import checker
 from ..errors import KipvizError
 from . import txnview
 from .logs import Logs
+from .moves import share_events, share_moves
 
 VIOLATION = checker.VIOLATION
 KINDS = checker.KINDS
@@ -94,19 +95,6 @@ def line(r: dict) -> str:
     return f"[{r['classification']}] {r['kind']} {inp}: {r['detail']}{outs}"
 
 
-def _rid(topic_col, part_col, off_col):
-    from pyspark.sql import functions as F
-    return F.concat(topic_col, F.lit("-"), part_col.cast("string"), F.lit("@"), off_col.cast("string"))
-
-
-def _offsets_of(view, visibilities):
-    """rid of every offset in the batches of `view` whose visibility is one of `visibilities`."""
-    from pyspark.sql import functions as F
-    v = view.filter(F.col("visibility").isin(*visibilities))
-    v = v.select("topic", "partition", F.explode(F.sequence("base_offset", "last_offset")).alias("offset"))
-    return v.select(_rid(F.col("topic"), F.col("partition"), F.col("offset")).alias("rid"))
-
-
 def verify_eos(src, *, group: str | None = None, input_topic: str | None = None, output_topic: str | None = None,
                allowed_at_least_once=False, expect: str = "appended", require_output: bool = True) -> EosResult:
     """Check one run (a kipviz.spark Source, or its Logs to reuse their decoded records) for
@@ -130,77 +118,39 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
                           "a live cluster's topics do not say which member acknowledged what")
     spark = src.spark
     events = src.events
-    gp = group + "/"
-
-    # ---- acknowledgements: every share-record move of the group, per input record ---------------------
-    hist = (events.filter((F.col("kind") == "StateChanged") & (F.col("machine") == checker.MACHINE)
-                          & F.col("key").startswith(gp))
-            .select(F.expr(f"substring(key, {len(gp) + 1})").alias("rid"), "seq", "from_state", "to_state", "cause"))
-    if not hist.limit(1).count():
+    moves = share_moves(events, group=group, topic=input_topic)
+    if not share_events(events).filter(F.col("key").startswith(group + "/")).limit(1).count():
         raise KipvizError(f"no share-record state changes of group {group!r} in this run: verify_eos checks "
                           f"share-group read-process-write runs (e.g. kipviz sample-data --scenario share_eos)")
-    term = F.col("to_state").isin(*checker.TERMINAL)
-    per_rid = hist.groupBy("rid").agg(
-        F.count("*").alias("n_moves"),
-        F.sum(term.cast("int")).alias("n_term"),
-        F.sum((F.col("to_state") == checker.ACKNOWLEDGED).cast("int")).alias("n_ack"),
-        F.max_by(F.struct("to_state", "cause"), "seq").alias("last"),
-        F.max_by(F.when(F.col("to_state") == checker.ACKNOWLEDGED, F.col("cause")),
-                 F.when(F.col("to_state") == checker.ACKNOWLEDGED, F.col("seq"))).alias("ack_cause"),
-        # the last terminal move only: the full list is fetched for the few records terminal twice
-        F.max_by(F.when(term, F.struct("from_state", "to_state", "cause")), F.when(term, F.col("seq")))
-        .alias("last_term")).persist()
-
-    # ---- the input: appended records, minus aborted / open input transactions ------------------------
-    inp = src.topic(input_topic)
-    appended = inp.select(_rid(F.lit(input_topic), F.col("partition"), F.col("offset")).alias("rid")).distinct()
-    in_batches = src.batches_of(input_topic)
-    if in_batches is not None:
-        # only visibility is read here, and it does not depend on the order across partitions
-        # (events give txn_no's order): no join with the event log
-        in_view = txnview.batch_view(in_batches.filter(F.col("topic") == input_topic), None)
-        unfinished = _offsets_of(in_view, ("aborted", "open"))
-        in_control = _offsets_of(in_view, ("marker",))
-    else:
-        unfinished = in_control = spark.createDataFrame([], "rid string")
-    seen_in = (per_rid.select("rid").filter(F.col("rid").rlike("^\\Q" + input_topic + "\\E-\\d+@\\d+$"))
-               .join(in_control, "rid", "left_anti"))
-    if expect == "appended":
-        must = appended.join(unfinished, "rid", "left_anti").union(seen_in).distinct()
-    else:
-        must = seen_in
-    known = appended.union(seen_in).distinct().persist()
-    must = must.persist()             # read twice below: the records considered, and the table
-
-    # ---- the output: visible attempts per source --------------------------------------------------------
-    recs = logs.records(output_topic).select("partition", "offset", "source", "visibility", "attempt",
-                                             "producer_id", "is_transactional", "marker_offset", "marker_type")
-    # counts only: the output names are fetched for the few records reported (_visible_outputs)
-    per_src = (recs.filter(F.col("source").isNotNull()).groupBy(F.col("source").alias("rid"))
-               .agg(F.countDistinct(F.when(F.col("visibility") == "visible", F.col("attempt"))).alias("attempts"),
-                    F.sum((F.col("visibility") == "aborted").cast("int")).alias("n_aborted"),
-                    F.sum((F.col("visibility") == "open").cast("int")).alias("n_open"))).persist()
+    recs = logs.records(output_topic)
+    per_input = _per_input(spark, moves, src, recs, input_topic).persist()
 
     # ---- one row per input record that matters; only the anomalous ones reach the driver --------------
-    per_src_known = per_src.filter(F.col("attempts") > 0).select("rid").join(known, "rid", "left_semi")
-    considered = must.union(per_src_known).distinct()
-    table = (considered.join(must.withColumn("must", F.lit(True)), "rid", "left")
-             .join(per_rid, "rid", "left").join(per_src, "rid", "left")
-             .fillna({"n_term": 0, "n_ack": 0, "n_moves": 0, "attempts": 0, "n_aborted": 0, "n_open": 0,
-                      "must": False})).persist()
-    odd = ((F.col("must") & (F.col("n_term") == 0)) | (F.col("n_term") > 1) | (F.col("attempts") > 1)
-           | ((F.col("n_ack") > 0) & (F.col("attempts") == 0) & F.lit(require_output))
-           | ((F.col("attempts") > 0) & (F.col("n_ack") == 0)))
+    seen_in = (F.col("n_moves") > 0) & (F.col("n_control") == 0)
+    known = (F.col("n_appended") > 0) | seen_in
+    must = (((F.col("n_appended") > 0) & (F.col("n_unfinished") == 0)) | seen_in) if expect == "appended" \
+        else seen_in
+    visible = F.col("n_visible") > 0
+    table = per_input.withColumn("must", must).filter(F.col("must") | (visible & known))
+    odd = ((F.col("must") & (F.col("n_term") == 0)) | (F.col("n_term") > 1)
+           | (F.col("attempt_min") != F.col("attempt_max"))
+           | ((F.col("n_ack") > 0) & ~visible & F.lit(require_output)) | (visible & (F.col("n_ack") == 0)))
+    odd_rows = table.filter(odd).collect()
+    unknown = [_rid(input_topic, r) for r in per_input.filter(visible & ~known).select("partition", "offset")
+               .collect()]
+    unknown += [r["source"] for r in recs.filter((F.col("visibility") == "visible") & F.col("source").isNotNull())
+                .filter(_source_offset(F.col("source"), input_topic).isNull()).select("source").distinct()
+                .collect()]
+    rids = [_rid(input_topic, r) for r in odd_rows]
+    hist = _moves_of(events, group, input_topic, [(r["partition"], r["offset"]) for r in odd_rows])
+    outputs = _visible_outputs(recs, rids + unknown, output_topic)
     collected = []
-    odd_rows = [r.asDict(recursive=True) for r in table.filter(odd).collect()]
-    unknown = [r["rid"] for r in per_src.filter(F.col("attempts") > 0).join(known, "rid", "left_anti").collect()]
-    twice = _terminal_moves(hist, [r["rid"] for r in odd_rows if r["n_term"] > 1], term)
-    outputs = _visible_outputs(recs, [r["rid"] for r in odd_rows] + unknown, output_topic)
-    for r in odd_rows:
-        r["outputs"] = outputs.get(r["rid"], [])
-        collected.extend(_rules(r, require_output, twice.get(r["rid"], [])))
+    for r, rid in zip(odd_rows, rids, strict=True):
+        row = dict(r.asDict(), rid=rid, outputs=[o for o, _ in outputs.get(rid, [])],
+                   attempts=len({a for _, a in outputs.get(rid, [])}))
+        collected.extend(_rules(row, require_output, hist.get(rid, [])))
     for rid in unknown:
-        collected.append({"kind": "unknown-source", "rid": rid, "outputs": outputs.get(rid, []),
+        collected.append({"kind": "unknown-source", "rid": rid, "outputs": [o for o, _ in outputs.get(rid, [])],
                           "detail": f"visible output names {rid!r}, which is no record of {input_topic} "
                                     f"known to this run"})
     for r in recs.filter((F.col("visibility") == "visible") & F.col("source").isNull()).collect():
@@ -229,49 +179,111 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     cols = [f.name for f in schema.fields]
     vdf = spark.createDataFrame([tuple(r[c] for c in cols) for r in collected], schema)
     stats = _stats(table, recs)
-    for df in (table, per_rid, per_src, known, must):
-        df.unpersist()
+    per_input.unpersist()
     if own:
         logs.unpersist()
     return EosResult(group, input_topic, output_topic, vdf, [{c: r[c] for c in cols} for r in collected], stats)
 
 
-def _terminal_moves(hist, rids, term) -> dict:
-    """rid -> its terminal moves in seq order (from_state, to_state, cause), for a few records."""
+def _rid(topic: str, row) -> str:
+    return f"{topic}-{row['partition']}@{row['offset']}"
+
+
+def _source_offset(source, input_topic):
+    """(partition, offset) of an output's source header when it names a record of `input_topic` in
+    the convention's exact spelling ("in-0@17"; kipviz.eos compares the text), else null."""
     from pyspark.sql import functions as F
-    if not rids:
+    prefix = input_topic + "-"
+    rest = F.substring(source, len(prefix) + 1, 1 << 30)
+    p, o = F.substring_index(rest, "@", 1).try_cast("int"), F.substring_index(rest, "@", -1).try_cast("bigint")
+    canonical = F.concat(F.lit(prefix), p.cast("string"), F.lit("@"), o.cast("string")) == source
+    return F.when(source.startswith(prefix) & F.coalesce(canonical, F.lit(False)),
+                  F.struct(p.alias("partition"), o.alias("offset")))
+
+
+def _per_input(spark, moves, src, recs, input_topic):
+    """One row per (partition, offset) of the input topic that anything names -- its share-record
+    moves, its appearance in the input, an input transaction that never committed, a marker, the
+    output records naming it -- as counts: n_moves, n_term, n_ack, n_appended, n_unfinished,
+    n_control, n_visible, n_aborted, n_open, and attempt_min/attempt_max (hashes of the visible
+    outputs' attempts: equal when one attempt). One union and one aggregation, numeric keys only."""
+    from pyspark.sql import functions as F
+    zero = F.lit(0)
+    cols = ("n_moves", "n_term", "n_ack", "n_appended", "n_unfinished", "n_control", "n_visible", "n_aborted",
+            "n_open")
+
+    def part(df, **given):
+        return df.select("partition", "offset", *[(given.get(c, zero)).alias(c) for c in cols],
+                         given.get("attempt", F.lit(None).cast("bigint")).alias("attempt"))
+    term = F.col("to_state").isin(*checker.TERMINAL).cast("int")
+    parts = [part(moves, n_moves=F.lit(1), n_term=term, n_ack=(F.col("to_state") == checker.ACKNOWLEDGED).cast("int")),
+             part(src.topic(input_topic), n_appended=F.lit(1))]
+    in_batches = src.batches_of(input_topic)
+    if in_batches is not None:
+        # only visibility is read here, and it does not depend on the order across partitions
+        # (events give txn_no's order): no join with the event log
+        view = txnview.batch_view(in_batches.filter(F.col("topic") == input_topic), None)
+        spans = view.filter(F.col("visibility").isin("aborted", "open", "marker")).select(
+            "partition", F.explode(F.sequence("base_offset", "last_offset")).alias("offset"),
+            (F.col("visibility") == "marker").cast("int").alias("_marker"))
+        parts.append(part(spans, n_unfinished=1 - F.col("_marker"), n_control=F.col("_marker")))
+    vis = F.col("visibility")
+    named = recs.filter(F.col("source").isNotNull()).select(
+        _source_offset(F.col("source"), input_topic).alias("_in"), "visibility", "attempt").filter("_in is not null")
+    parts.append(part(named.select("_in.partition", "_in.offset", "visibility", "attempt"),
+                      n_visible=(vis == "visible").cast("int"), n_aborted=(vis == "aborted").cast("int"),
+                      n_open=(vis == "open").cast("int"),
+                      attempt=F.when(vis == "visible", F.xxhash64("attempt"))))
+    tall = parts[0]
+    for p in parts[1:]:
+        tall = tall.unionByName(p)
+    return tall.groupBy("partition", "offset").agg(
+        *[F.sum(c).alias(c) for c in cols], F.min("attempt").alias("attempt_min"),
+        F.max("attempt").alias("attempt_max"))
+
+
+def _moves_of(events, group, input_topic, records) -> dict:
+    """rid -> its share-record moves in seq order (seq, from_state, to_state, cause), for a few
+    records: their keys are matched as text first, so only their events are split."""
+    from pyspark.sql import functions as F
+    if not records:
         return {}
-    wanted = hist.sparkSession.createDataFrame([(x,) for x in sorted(set(rids))], "rid string")
+    keys = sorted({f"{group}/{input_topic}-{p}@{o}" for p, o in records})
+    few = events.filter(F.col("key").isin(keys))
     out: dict = {}
-    for m in sorted(hist.filter(term).join(F.broadcast(wanted), "rid").collect(), key=lambda m: m["seq"]):
-        out.setdefault(m["rid"], []).append(m.asDict())
+    rows = share_moves(few, group=group, topic=input_topic).select(
+        "partition", "offset", "seq", "from_state", "to_state", "cause").collect()
+    for m in sorted(rows, key=lambda m: m["seq"]):
+        out.setdefault(_rid(input_topic, m), []).append(m.asDict())
     return out
 
 
 def _visible_outputs(recs, rids, output_topic) -> dict:
-    """rid -> the names of its visible output records, sorted, for a few input records."""
+    """rid -> [(name, attempt)] of its visible output records, sorted by name, for a few input
+    records."""
     from pyspark.sql import functions as F
     if not rids:
         return {}
     wanted = recs.sparkSession.createDataFrame([(x,) for x in sorted(set(rids))], "source string")
     out: dict = {}
     for o in (recs.filter(F.col("visibility") == "visible").join(F.broadcast(wanted), "source")
-              .select("source", "partition", "offset").collect()):
-        out.setdefault(o["source"], []).append(f"{output_topic}-{o['partition']}@{o['offset']}")
+              .select("source", "partition", "offset", "attempt").collect()):
+        out.setdefault(o["source"], []).append((f"{output_topic}-{o['partition']}@{o['offset']}", o["attempt"]))
     return {k: sorted(v) for k, v in out.items()}
 
 
-def _rules(r: dict, require_output: bool, terms: list) -> list[dict]:
-    """The per-record rules of kipviz.eos, over one aggregated row (`terms`: the record's terminal
-    moves in order when it has more than one)."""
+def _rules(r: dict, require_output: bool, moves: list) -> list[dict]:
+    """The per-record rules of kipviz.eos, over one aggregated row and the record's moves in order."""
     out = []
     rid = r["rid"]
+    terms = [m for m in moves if m["to_state"] in checker.TERMINAL]
+    acks = [m for m in terms if m["to_state"] == checker.ACKNOWLEDGED]
 
     def add(kind, detail):
         out.append({"kind": kind, "rid": rid, "detail": detail, "outputs": r["outputs"]})
     if r["must"] and r["n_term"] == 0:
-        last = r["last"]
-        add("lost", f"never terminal: last state {last['to_state']} ({last['cause']})" if r["n_moves"]
+        last = moves[-1] if moves else None
+        add("lost", f"never terminal: last state {last['to_state']} ({last['cause']})" if last
             else "never delivered to the group (no share-record state change)")
     if r["n_term"] > 1:
         add("terminal-twice", f"terminal {r['n_term']} times: "
@@ -281,12 +293,12 @@ def _rules(r: dict, require_output: bool, terms: list) -> list[dict]:
     if require_output and r["n_ack"] > 0 and r["attempts"] == 0:
         why = ([f"{r['n_aborted']} output record(s) aborted"] if r["n_aborted"] else []) + \
               ([f"{r['n_open']} output record(s) in a transaction never ended"] if r["n_open"] else [])
-        add("ack-without-output", f"ACKNOWLEDGED ({r['ack_cause']}) but no output visible to read_committed"
+        add("ack-without-output", f"ACKNOWLEDGED ({acks[-1]['cause']}) but no output visible to read_committed"
             + (": " + "; ".join(why) if why else ": no output record at all"))
     if r["attempts"] > 0 and r["n_ack"] == 0:
-        lt = r["last_term"]
+        lt = terms[-1] if terms else None
         state = (f"ended {lt['to_state']} ({lt['cause']})" if lt
-                 else f"last state {r['last']['to_state']}" if r["n_moves"] else "never delivered")
+                 else f"last state {moves[-1]['to_state']}" if moves else "never delivered")
         add("output-without-ack", f"output visible ({r['attempts']} attempt(s)) but never ACKNOWLEDGED: {state}")
     return out
 
@@ -306,7 +318,7 @@ def _stats(table, recs) -> dict:
             "open_records": o["open"] or 0}
 
 
-def _recheck(rows, hist, recs, events, group, input_topic, output_topic, allowed_at_least_once,
+def _recheck(rows, hist: dict, recs, events, group, input_topic, output_topic, allowed_at_least_once,
              expect, require_output) -> None:
     """Classify duplicate-output / output-without-ack with kipviz.eos itself: the records' own
     events (their share-record moves, their output records and the markers that ended them) are
@@ -318,31 +330,31 @@ def _recheck(rows, hist, recs, events, group, input_topic, output_topic, allowed
     from ..broker.events import RecordAppended, StateChanged
     spark = events.sparkSession
     rids = sorted({r["rid"] for r in rows})
-    wanted = spark.createDataFrame([(x,) for x in rids], "rid string")
-    h = hist.join(F.broadcast(wanted), "rid").collect()
-    appended = (events.filter((F.col("kind") == "RecordAppended") & (F.col("topic") == output_topic))
-                .select("partition", "offset", "seq"))
-    outs = recs.join(F.broadcast(wanted.withColumnRenamed("rid", "source")), "source") \
-        .join(appended, ["partition", "offset"], "left").collect()
+    wanted = spark.createDataFrame([(x,) for x in rids], "source string")
+    outs = recs.join(F.broadcast(wanted), "source").collect()
     marks = {(o["partition"], o["marker_offset"]) for o in outs if o["marker_offset"] is not None}
-    mrows = []
-    if marks:
-        mk = spark.createDataFrame(list(marks), "partition int, offset bigint")
-        mrows = appended.join(F.broadcast(mk), ["partition", "offset"]).collect()
-    mseq = {(m["partition"], m["offset"]): m["seq"] for m in mrows}
-    if any(o["seq"] is None for o in outs) or any(mseq.get(k) is None for k in marks):
+    keys = marks | {(o["partition"], o["offset"]) for o in outs}
+    seqs = {}
+    if keys:       # the output records' and their markers' places in the event order, in one scan
+        kd = spark.createDataFrame(sorted(keys), "partition int, offset bigint")
+        seqs = {(m["partition"], m["offset"]): m["seq"] for m in
+                events.filter((F.col("kind") == "RecordAppended") & (F.col("topic") == output_topic))
+                .join(F.broadcast(kd), ["partition", "offset"]).select("partition", "offset", "seq").collect()}
+    if any(seqs.get(k) is None for k in keys):
         return
-    evs = [StateChanged(seq=e["seq"], t=0, machine=checker.MACHINE, key=f"{group}/{e['rid']}",
-                        from_state=e["from_state"], to_state=e["to_state"], cause=e["cause"]) for e in h]
+    evs = [StateChanged(seq=e["seq"], t=0, machine=checker.MACHINE, key=f"{group}/{rid}",
+                        from_state=e["from_state"], to_state=e["to_state"], cause=e["cause"])
+           for rid in rids for e in hist.get(rid, ())]
     for o in outs:
-        evs.append(RecordAppended(seq=o["seq"], t=0, topic=output_topic, partition=o["partition"], offset=o["offset"],
+        evs.append(RecordAppended(seq=seqs[(o["partition"], o["offset"])], t=0, topic=output_topic,
+                                  partition=o["partition"], offset=o["offset"],
                                   record={"headers": [(checker.SOURCE_HEADER, o["source"])]},
                                   producer_id=o["producer_id"], transactional=bool(o["is_transactional"])))
-    for (p, off), q in mseq.items():
-        mt = next(o["marker_type"] for o in outs if o["partition"] == p and o["marker_offset"] == off)
-        pid = next(o["producer_id"] for o in outs if o["partition"] == p and o["marker_offset"] == off)
-        evs.append(RecordAppended(seq=q, t=0, topic=output_topic, partition=p, offset=off, record={"type": mt},
-                                  producer_id=pid, transactional=True, control=True))
+    for p, off in marks:
+        o = next(o for o in outs if o["partition"] == p and o["marker_offset"] == off)
+        evs.append(RecordAppended(seq=seqs[(p, off)], t=0, topic=output_topic, partition=p, offset=off,
+                                  record={"type": o["marker_type"]}, producer_id=o["producer_id"],
+                                  transactional=True, control=True))
     evs.sort(key=lambda e: e.seq)
     rep = checker.check_share_eos(evs, group=group, input_topic=input_topic, output_topic=output_topic,
                                   allowed_at_least_once=allowed_at_least_once, expect=expect,

@@ -56,11 +56,13 @@ class Logs:
                 self._records[topic] = recs
             else:
                 batches = batches.filter(F.col("topic") == topic)
-                decoded = self._keep(decode.decode_batches(batches, payload=False))
-                ok, bad = decode.split_errors(decoded, f"batches/{topic}")
+                # one decode, kept once: the view decodes only the (few) control batches itself, and
+                # the error rows ride along the left join to be split off the kept frame
+                view = txnview.batch_view(batches, self.events)
+                full = self.keep(txnview.with_visibility(decode.decode_batches(batches, payload=False), view))
+                ok, bad = decode.split_errors(full, f"batches/{topic}")
                 self._errors.append(bad)
-                view = txnview.batch_view(batches, self.events, records=decoded)
-                self._records[topic] = self._keep(txnview.with_visibility(ok.filter(~F.col("is_control")), view))
+                self._records[topic] = ok.filter(~F.col("is_control"))
         return self._records[topic]
 
     @property
@@ -74,7 +76,8 @@ class Logs:
             out = out.unionByName(e)
         return out
 
-    def _keep(self, df):
+    def keep(self, df):
+        """df persisted (memory, spilling to disk) until unpersist()."""
         from pyspark import StorageLevel
         df = df.persist(StorageLevel.MEMORY_AND_DISK)
         self._persisted.append(df)
@@ -94,7 +97,7 @@ def decode_all(src) -> Logs:
     parts = {}
     for topic, fn in ((CONSUMER_OFFSETS, decode.decode_offsets), (TRANSACTION_STATE, decode.decode_transactions),
                       (SHARE_GROUP_STATE, decode.decode_share_state)):
-        decoded = logs._keep(fn(src.topic(topic)))
+        decoded = logs.keep(fn(src.topic(topic)))
         ok, bad = decode.split_errors(decoded, topic)
         logs._errors.append(bad)
         parts[topic] = ok

@@ -71,15 +71,9 @@ def analyze(src, *, plot: bool = True) -> Report:
     logs = decode_all(src)
     rep = Report(src.origin, dict(src.manifest))
     try:
-        txns = analyses.transactions(logs).persist()
-        stays = analyses.tx_pending(logs).persist()
-        frames = {"transactions": txns, "tx_pending": stays,
-                  "transaction_summary": analyses.transaction_summary(logs, txns),
-                  "kip1289_metrics": analyses.kip1289_metrics(logs, stays)}
-        for name in analyses.ANALYSES:
-            df = frames.get(name)
-            if df is None:
-                df = analyses.by_name(name)(logs)
+        frames = analyses.frames(logs)
+        txns = frames["transactions"]
+        for name, df in frames.items():
             rep.counts[name] = df.count()
             rep.frames[name] = df.limit(HEAD).toPandas()
             fn = PLOTS.get(name)
@@ -91,8 +85,6 @@ def analyze(src, *, plot: bool = True) -> Report:
         if len(t):
             rep.facts["timed out"] = int(txns.filter("timed_out").count())
         rep.errors = logs.errors.toPandas()
-        txns.unpersist()
-        stays.unpersist()
     finally:
         logs.unpersist()
     return rep

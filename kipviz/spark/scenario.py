@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import KipvizError
-from .analyses import SHARE_MACHINE, _key_columns
+from .moves import share_moves
 
 __all__ = ["scenario_logs", "redeliveries", "request_errors"]
 
@@ -54,17 +54,17 @@ def redeliveries(logs, group: str | None = None):
     cols = "group string, topic string, partition int, offset bigint, deliveries bigint, states array<string>"
     if e is None:
         return logs.spark.createDataFrame([], cols)
-    moves = e.filter((F.col("kind") == "StateChanged") & (F.col("machine") == SHARE_MACHINE))
+    moves = share_moves(e)
     if group:
-        moves = moves.filter(F.col("key").startswith(group + "/"))
-    per = moves.groupBy("key").agg(
+        moves = moves.filter(F.col("group") == group)
+    per = moves.groupBy("group", "topic", "partition", "offset").agg(
         F.sum(((F.col("to_state") == "ACQUIRED") & (F.col("from_state") == "AVAILABLE"))
               .cast("int")).cast("bigint").alias("deliveries"),
         F.transform(F.array_sort(F.collect_list(F.struct("seq", "from_state", "to_state", "cause"))),
                     lambda m: F.concat(m.from_state, F.lit("->"), m.to_state, F.lit(" ("),
                                        F.coalesce(m.cause, F.lit("")), F.lit(")"))).alias("states"))
     return (per.filter(F.col("deliveries") > 1)
-            .select(*_key_columns(), "deliveries", "states")
+            .select("group", "topic", "partition", "offset", "deliveries", "states")
             .orderBy("group", "topic", "partition", "offset"))
 
 

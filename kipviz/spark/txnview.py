@@ -41,11 +41,16 @@ def batch_view(batches, events=None, records=None):
         records = decode.decode_batches(batches.filter("is_control"), payload=False)
     ctl = (records.filter(F.col("is_control") & F.col("error").isNull())
            .select("topic", "partition", "base_offset", "control_type"))
-    meta = meta.join(ctl, ["topic", "partition", "base_offset"], "left")
+    keys = ["topic", "partition", "base_offset"]
+    # the metadata is one row per batch and markers / first records are fewer still: broadcast
+    # joins, one window per ordering, so the few rows go through few stages
+    meta = meta.join(F.broadcast(ctl), keys, "left")
     if events is not None:
+        # every record has a RecordAppended event: keep those of the batches' first records
         seqs = (events.filter(F.col("kind") == "RecordAppended")
-                .select("topic", "partition", F.col("offset").alias("base_offset"), "seq"))
-        meta = meta.join(seqs, ["topic", "partition", "base_offset"], "left")
+                .select("topic", "partition", F.col("offset").alias("base_offset"), "seq")
+                .join(F.broadcast(batches.select(*keys)), keys))
+        meta = meta.join(F.broadcast(seqs), keys, "left")
         order = ["seq", "base_ts", "partition", "base_offset"]
     else:
         meta = meta.withColumn("seq", F.lit(None).cast("bigint"))
@@ -61,21 +66,18 @@ def batch_view(batches, events=None, records=None):
            .when(F.col("_m").isNull(), F.lit("open"))
            .when(F.col("_m.type") == "COMMIT", F.lit("visible"))
            .otherwise(F.lit("aborted")))
-    by_pid = Window.partitionBy("topic", "producer_id").orderBy(*order)
+    # transactional batches are numbered among themselves (non-transactional ones get no number)
+    by_pid = Window.partitionBy("topic", "producer_id", "is_transactional").orderBy(*order)
     prev_ctl = F.lag("is_control").over(by_pid)
     start = (F.col("is_transactional") & ~F.col("is_control")
              & (prev_ctl.isNull() | prev_ctl)).cast("int")
     # a run of data batches after a marker starts a transaction: number them per producer id
-    txn_batches = meta.filter("is_transactional").withColumn("_start", start)
-    txn_batches = txn_batches.withColumn(
-        "txn_no", F.sum("_start").over(by_pid.rowsBetween(Window.unboundedPreceding, 0)))
-    plain = meta.filter(~F.col("is_transactional")).withColumn("_start", F.lit(0)).withColumn(
-        "txn_no", F.lit(None).cast("bigint"))
-    out = txn_batches.unionByName(plain)
-    return out.select("topic", "partition", "base_offset", "last_offset", "producer_id", "producer_epoch",
-                      "is_transactional", "is_control", "control_type", "seq", "base_ts",
-                      F.col("_m.offset").alias("marker_offset"), F.col("_m.type").alias("marker_type"),
-                      F.col("_m.epoch").alias("marker_epoch"), vis.alias("visibility"), "txn_no")
+    txn_no = F.when(F.col("is_transactional"), F.sum(start).over(by_pid.rowsBetween(Window.unboundedPreceding, 0)))
+    return meta.select("topic", "partition", "base_offset", "last_offset", "producer_id", "producer_epoch",
+                       "is_transactional", "is_control", "control_type", "seq", "base_ts",
+                       F.col("_m.offset").alias("marker_offset"), F.col("_m.type").alias("marker_type"),
+                       F.col("_m.epoch").alias("marker_epoch"), vis.alias("visibility"),
+                       txn_no.cast("bigint").alias("txn_no"))
 
 
 def with_visibility(records, view):
