@@ -138,25 +138,31 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     odd_rows = table.filter(odd).collect()
     unknown = [_rid(input_topic, r) for r in per_input.filter(visible & ~known).select("partition", "offset")
                .collect()]
-    unknown += [r["source"] for r in recs.filter((F.col("visibility") == "visible") & F.col("source").isNotNull())
-                .filter(_source_offset(F.col("source"), input_topic).isNull()).select("source").distinct()
-                .collect()]
+    # visible output naming no input record by the convention's spelling, or nothing at all
+    stray = recs.filter((F.col("visibility") == "visible")
+                        & _source_offset(F.col("source"), input_topic).isNull()).select("source", "partition",
+                                                                                        "offset").collect()
+    unknown += sorted({r["source"] for r in stray if r["source"] is not None})
     rids = [_rid(input_topic, r) for r in odd_rows]
     hist = _moves_of(events, group, input_topic, [(r["partition"], r["offset"]) for r in odd_rows])
-    outputs = _visible_outputs(recs, rids + unknown, output_topic)
+    outputs = _outputs_of(recs, rids + unknown, output_topic)
     collected = []
     for r, rid in zip(odd_rows, rids, strict=True):
-        row = dict(r.asDict(), rid=rid, outputs=[o for o, _ in outputs.get(rid, [])],
-                   attempts=len({a for _, a in outputs.get(rid, [])}))
+        outs = outputs.get(rid, [])
+        vis = [o for o in outs if o[2] == "visible"]
+        row = dict(r.asDict(), rid=rid, outputs=[o[0] for o in vis], attempts=len({o[1] for o in vis}),
+                   n_aborted=sum(o[2] == "aborted" for o in outs), n_open=sum(o[2] == "open" for o in outs))
         collected.extend(_rules(row, require_output, hist.get(rid, [])))
     for rid in unknown:
-        collected.append({"kind": "unknown-source", "rid": rid, "outputs": [o for o, _ in outputs.get(rid, [])],
+        collected.append({"kind": "unknown-source", "rid": rid,
+                          "outputs": [o[0] for o in outputs.get(rid, []) if o[2] == "visible"],
                           "detail": f"visible output names {rid!r}, which is no record of {input_topic} "
                                     f"known to this run"})
-    for r in recs.filter((F.col("visibility") == "visible") & F.col("source").isNull()).collect():
-        name = f"{output_topic}-{r['partition']}@{r['offset']}"
-        collected.append({"kind": "unattributed-output", "rid": None, "outputs": [name],
-                          "detail": f"visible output {name} has no {checker.SOURCE_HEADER!r} header"})
+    for r in stray:
+        if r["source"] is None:
+            name = f"{output_topic}-{r['partition']}@{r['offset']}"
+            collected.append({"kind": "unattributed-output", "rid": None, "outputs": [name],
+                              "detail": f"visible output {name} has no {checker.SOURCE_HEADER!r} header"})
     for r in collected:
         p = checker.parse_source(r["rid"]) if r["rid"] is not None else None
         r["topic"], r["partition"], r["offset"] = p if p else (None, None, None)
@@ -205,12 +211,12 @@ def _per_input(spark, moves, src, recs, input_topic):
     """One row per (partition, offset) of the input topic that anything names -- its share-record
     moves, its appearance in the input, an input transaction that never committed, a marker, the
     output records naming it -- as counts: n_moves, n_term, n_ack, n_appended, n_unfinished,
-    n_control, n_visible, n_aborted, n_open, and attempt_min/attempt_max (hashes of the visible
-    outputs' attempts: equal when one attempt). One union and one aggregation, numeric keys only."""
+    n_control, n_visible, and attempt_min/attempt_max (hashes of the visible
+    outputs' attempts: equal when one attempt). One union and one aggregation, numeric keys only;
+    what the reported records' details need more is fetched for them alone (_outputs_of, _moves_of)."""
     from pyspark.sql import functions as F
     zero = F.lit(0)
-    cols = ("n_moves", "n_term", "n_ack", "n_appended", "n_unfinished", "n_control", "n_visible", "n_aborted",
-            "n_open")
+    cols = ("n_moves", "n_term", "n_ack", "n_appended", "n_unfinished", "n_control", "n_visible")
 
     def part(df, **given):
         return df.select("partition", "offset", *[(given.get(c, zero)).alias(c) for c in cols],
@@ -227,13 +233,10 @@ def _per_input(spark, moves, src, recs, input_topic):
             "partition", F.explode(F.sequence("base_offset", "last_offset")).alias("offset"),
             (F.col("visibility") == "marker").cast("int").alias("_marker"))
         parts.append(part(spans, n_unfinished=1 - F.col("_marker"), n_control=F.col("_marker")))
-    vis = F.col("visibility")
-    named = recs.filter(F.col("source").isNotNull()).select(
+    named = recs.filter(F.col("source").isNotNull() & (F.col("visibility") == "visible")).select(
         _source_offset(F.col("source"), input_topic).alias("_in"), "visibility", "attempt").filter("_in is not null")
-    parts.append(part(named.select("_in.partition", "_in.offset", "visibility", "attempt"),
-                      n_visible=(vis == "visible").cast("int"), n_aborted=(vis == "aborted").cast("int"),
-                      n_open=(vis == "open").cast("int"),
-                      attempt=F.when(vis == "visible", F.xxhash64("attempt"))))
+    parts.append(part(named.select("_in.partition", "_in.offset", "attempt"),
+                      n_visible=F.lit(1), attempt=F.xxhash64("attempt")))
     tall = parts[0]
     for p in parts[1:]:
         tall = tall.unionByName(p)
@@ -258,17 +261,18 @@ def _moves_of(events, group, input_topic, records) -> dict:
     return out
 
 
-def _visible_outputs(recs, rids, output_topic) -> dict:
-    """rid -> [(name, attempt)] of its visible output records, sorted by name, for a few input
-    records."""
+def _outputs_of(recs, rids, output_topic) -> dict:
+    """rid -> [(name, attempt, visibility)] of the output records naming it, sorted by name, for a
+    few input records."""
     from pyspark.sql import functions as F
     if not rids:
         return {}
     wanted = recs.sparkSession.createDataFrame([(x,) for x in sorted(set(rids))], "source string")
     out: dict = {}
-    for o in (recs.filter(F.col("visibility") == "visible").join(F.broadcast(wanted), "source")
-              .select("source", "partition", "offset", "attempt").collect()):
-        out.setdefault(o["source"], []).append((f"{output_topic}-{o['partition']}@{o['offset']}", o["attempt"]))
+    for o in (recs.join(F.broadcast(wanted), "source")
+              .select("source", "partition", "offset", "attempt", "visibility").collect()):
+        out.setdefault(o["source"], []).append((f"{output_topic}-{o['partition']}@{o['offset']}", o["attempt"],
+                                                o["visibility"]))
     return {k: sorted(v) for k, v in out.items()}
 
 
