@@ -197,19 +197,22 @@ def tx_pending(logs):
                     F.lit("proposed").alias("status"))
 
 
-def tx_pending_series(logs):
+def tx_pending_series(logs, stays=None):
     """KIP-1289 (proposed) gauges over time: time_ms, TxnPendingRecordsCount (records in
     TX_PENDING after every change; several changes at one instant keep the last value) and
-    TxnPendingLockExpiredCount (TX_PENDING -> ACQUIRED moves by lock-expired, so far)."""
+    TxnPendingLockExpiredCount (TX_PENDING -> ACQUIRED moves by lock-expired, so far). Counted from
+    the stays (tx_pending, or `stays` already worked out): +1 at each entry, -1 at each exit."""
     from pyspark.sql import Window
     F = _F()
-    m = _pending_moves(logs)
-    if m is None:
+    if logs.events is None:
         return logs.spark.createDataFrame([], "time_ms bigint, TxnPendingRecordsCount bigint, "
                                               "TxnPendingLockExpiredCount bigint")
-    d = m.select("time_ms", F.when(F.col("to_state") == TX_PENDING, 1).otherwise(-1).alias("d"),
-                 ((F.col("from_state") == TX_PENDING) & (F.col("cause") == "lock-expired")).cast("int").alias("x"))
-    per_t = d.groupBy("time_ms").agg(F.sum("d").alias("d"), F.sum("x").alias("x"))
+    s = stays if stays is not None else tx_pending(logs)
+    enters = s.select(F.col("enter_ms").alias("time_ms"), F.lit(1).alias("d"), F.lit(0).alias("x"))
+    exits = s.filter(F.col("exit_ms").isNotNull()).select(
+        F.col("exit_ms").alias("time_ms"), F.lit(-1).alias("d"),
+        (F.col("exit_cause") == "lock-expired").cast("int").alias("x"))
+    per_t = enters.unionByName(exits).groupBy("time_ms").agg(F.sum("d").alias("d"), F.sum("x").alias("x"))
     w = Window.orderBy("time_ms").rowsBetween(Window.unboundedPreceding, 0)
     return per_t.select("time_ms", F.sum("d").over(w).alias("TxnPendingRecordsCount"),
                         F.sum("x").over(w).alias("TxnPendingLockExpiredCount")).orderBy("time_ms")
@@ -291,12 +294,12 @@ ANALYSES = ("committed_offsets", "transactions", "transaction_summary", "tx_pend
 
 def frames(logs) -> dict:
     """Every analysis of ANALYSES by name, as `kipviz analyze` runs them: transactions and the
-    TX_PENDING stays are kept (logs.unpersist() frees them) and reused by the summary and the
-    KIP-1289 metrics instead of being worked out twice."""
+    TX_PENDING stays are kept (logs.unpersist() frees them) and reused by the summary, the series
+    and the KIP-1289 metrics instead of being worked out again."""
     txns = logs.keep(transactions(logs))
     stays = logs.keep(tx_pending(logs))
     made = {"transactions": txns, "tx_pending": stays, "transaction_summary": transaction_summary(logs, txns),
-            "kip1289_metrics": kip1289_metrics(logs, stays)}
+            "tx_pending_series": tx_pending_series(logs, stays), "kip1289_metrics": kip1289_metrics(logs, stays)}
     return {name: made[name] if name in made else by_name(name)(logs) for name in ANALYSES}
 
 
