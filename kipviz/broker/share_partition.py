@@ -70,6 +70,7 @@ class SharePartition:
     def __init__(self, cluster, group_id: str, topic_name: str, topic_id, partition: int):
         self.cluster = cluster
         self.group_id, self.topic, self.topic_id, self.partition = group_id, topic_name, topic_id, partition
+        self._key_prefix = f"{group_id}/{topic_name}-{partition}@"     # key(): one per record move
         self.records: dict[int, InFlight] = {}     # offsets spso .. end-1
         self.spso = 0
         self.end = 0                                # first offset not yet in the cache
@@ -90,7 +91,7 @@ class SharePartition:
         return sr.enabled(self.cluster.config.share_version)
 
     def key(self, offset: int) -> str:
-        return f"{self.group_id}/{self.topic}-{self.partition}@{offset}"
+        return f"{self._key_prefix}{offset}"
 
     # ---- one transition --------------------------------------------------------------------------
     def _move(self, offset: int, event: str) -> None:
@@ -100,8 +101,8 @@ class SharePartition:
         if row is None:            # the table's answer, remembered (the hot path of long runs)
             row = _ROWS[(rec.state, event, version)] = sr.TABLE.next_state(rec.state, event, self._enabled())
         old, rec.state = rec.state, row.to_state
-        self.cluster.emit(StateChanged, machine=sr.TABLE.name, key=self.key(offset), from_state=old,
-                          to_state=row.to_state, cause=event, status=row.status)
+        # StateChanged(machine, key, from_state, to_state, cause, status), by position: one per move
+        self.cluster.emit(StateChanged, sr.TABLE.name, self.key(offset), old, row.to_state, event, row.status)
         if row.to_state not in (sr.ACQUIRED, sr.TX_PENDING):   # TX_PENDING keeps its owner (KIP-1289)
             rec.member = EMPTY_MEMBER
         if rec.state != sr.TX_PENDING:
@@ -155,10 +156,11 @@ class SharePartition:
             self.end += 1
             self._take(o, member, token)
             got.append(o)
-            entry = log.entries[o]
-            if isolation == 1 and entry.aborted and entry.control is None:
-                self._move(o, "aborted-txn")     # read_committed: never handed to the client
-                got.pop()
+            if isolation == 1:
+                entry = log.entries[o]
+                if entry.aborted and entry.control is None:
+                    self._move(o, "aborted-txn")     # read_committed: never handed to the client
+                    got.pop()
         if got:
             self.cluster.clock.schedule(self.cluster.now + self.lock_ms, lambda: self._expire(token))
         self._advance_spso()

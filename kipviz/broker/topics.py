@@ -51,14 +51,15 @@ class PartitionLog:
         base = self.log_end_offset
         if transactional and items:
             self.open_txns.setdefault(producer_id, base)
+        records = []            # (key, value, headers, timestamp): the log's batch gives every record `now`
         for i, item in enumerate(items):
             key, value = item[0], item[1]
             headers = list(item[2]) if len(item) > 2 else []
             self.entries.append(Entry(base + i, now, key, value, headers, producer_id, producer_epoch, transactional))
+            records.append((key, value, headers, None))
         if items:
             self.batches.append(rec.write_batch(
-                [{"key": e.key, "value": e.value, "headers": e.headers} for e in self.entries[base:]],
-                base_offset=base, base_timestamp=now, producer_id=producer_id, producer_epoch=producer_epoch,
+                records, base_offset=base, base_timestamp=now, producer_id=producer_id, producer_epoch=producer_epoch,
                 base_sequence=base_sequence, is_transactional=transactional,
                 partition_leader_epoch=self.leader_epoch))
         return base

@@ -118,17 +118,16 @@ class ShareConsumer:
             for pd in t["Partitions"]:
                 if pd["ErrorCode"]:
                     continue
-                data = {}
-                for b in rec.read_batches(pd["Records"] or b""):
-                    for x in b["records"]:
-                        data[x["offset"]] = x
+                data = {x["offset"]: x for b in rec.read_batches(pd["Records"] or b"") for x in b["records"]}
+                name, tid, p = topic.name if topic else "", t["TopicId"], pd["PartitionIndex"]
                 for a in pd["AcquiredRecords"]:
+                    count = a["DeliveryCount"]
                     for o in range(a["FirstOffset"], a["LastOffset"] + 1):
-                        if o in data:
-                            out.append(ShareRecord(topic.name if topic else "", t["TopicId"], pd["PartitionIndex"],
-                                                   o, data[o].get("key"), data[o].get("value"), a["DeliveryCount"]))
+                        x = data.get(o)
+                        if x is not None:
+                            out.append(ShareRecord(name, tid, p, o, x.get("key"), x.get("value"), count))
                         else:
-                            self.pending.setdefault((t["TopicId"], pd["PartitionIndex"]), {})[o] = 0   # gap
+                            self.pending.setdefault((tid, p), {})[o] = 0   # gap
         return out
 
     def acknowledge(self, record: ShareRecord, ack_type: int = 1) -> None:

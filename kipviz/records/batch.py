@@ -368,12 +368,22 @@ def _fast(rb: bytes, count: int, base_offset: int, base_ts: int, lat,
                 raise _Bad
             headers = []
             for _h in range(hc):
-                hkl, p = _zz32(rb, p)
+                b = rb[p]
+                if b < 128:
+                    hkl = (b >> 1) ^ -(b & 1)
+                    p += 1
+                else:
+                    hkl, p = _zz32(rb, p)
                 if hkl < 0:
                     raise _Bad
                 hk = rb[p:p + hkl].decode()
                 p += hkl
-                hvl, p = _zz32(rb, p)
+                b = rb[p]
+                if b < 128:
+                    hvl = (b >> 1) ^ -(b & 1)
+                    p += 1
+                else:
+                    hvl, p = _zz32(rb, p)
                 if hvl >= 0:
                     hv = rb[p:p + hvl]
                     p += hvl
@@ -598,13 +608,18 @@ def write_batch(records=(), **header) -> bytes:
     producer_epoch = _int(g("producer_epoch", -1), "int16", "producer_epoch")
     base_sequence = _int(g("base_sequence", -1), "int32", "base_sequence")
 
-    recs = [_plain_fields(r) or _record_fields(r, j) for j, r in enumerate(records)]
+    if type(records) is not list and type(records) is not tuple:
+        records = list(records)
     base_ts = g("base_timestamp")
-    if base_ts is None:
-        base_ts = -1 if not recs else (recs[0][1] if recs[0][1] is not None else 0)
-    base_ts = _int(base_ts, "int64", "base_timestamp")
-
-    body, max_ts, last_od = _encode_records(recs, base_ts, base_offset)
+    fast = _encode_tuples(records, base_ts) if type(base_ts) is int and _I64[0] <= base_ts <= _I64[1] else None
+    if fast is not None:
+        body, max_ts, last_od = fast
+    else:       # any other form, or something to report: checked record by record
+        recs = [_plain_fields(r) or _record_fields(r, j) for j, r in enumerate(records)]
+        if base_ts is None:
+            base_ts = -1 if not recs else (recs[0][1] if recs[0][1] is not None else 0)
+        base_ts = _int(base_ts, "int64", "base_timestamp")
+        body, max_ts, last_od = _encode_records(recs, base_ts, base_offset)
 
     if g("max_timestamp") is not None:
         max_ts = g("max_timestamp")
@@ -623,7 +638,7 @@ def write_batch(records=(), **header) -> bytes:
     out = bytearray(HEADER_SIZE)
     out += payload
     HEADER.pack_into(out, 0, base_offset, len(out) - LOG_OVERHEAD, leader_epoch, 2, 0, attributes,
-                     lod, base_ts, max_ts, producer_id, producer_epoch, base_sequence, len(recs))
+                     lod, base_ts, max_ts, producer_id, producer_epoch, base_sequence, len(records))
     struct.pack_into(">I", out, 17, _crc32c(memoryview(out)[21:]))
     return bytes(out)
 
@@ -631,11 +646,34 @@ def write_batch(records=(), **header) -> bytes:
 _I32, _I64 = (-2**31, 2**31 - 1), (-2**63, 2**63 - 1)
 
 
-def _encode_records(recs: list, base_ts: int, base_offset: int) -> tuple[bytearray, int | None, int | None]:
+def _zigzag_varint(v: int, bits: int = 32) -> bytes:
+    """Zigzag varint of a signed int32 (bits=32) or int64 (bits=64), as Kafka's ByteUtils writes it."""
+    w = bytearray()
+    write_uvarint(w, ((v << 1) ^ (v >> (bits - 1))) & ((1 << bits) - 1))
+    return bytes(w)
+
+
+# The varints of ordinary records (lengths, offset deltas, small timestamp deltas: 0 .. 8191, one or
+# two bytes) are looked up in a table instead of being encoded byte by byte; _VARINT[v] is the
+# zigzag varint of v (the same bytes for int32 and int64).
+_SMALL = 1 << 13
+_VARINT = tuple(_zigzag_varint(v) for v in range(_SMALL))
+_BYTE = tuple(bytes((b,)) for b in range(256))
+_NULL = b"\x01"                     # zigzag(-1): a null key, value or header value
+
+
+def _length(n: int) -> bytes:
+    """The zigzag varint of a length (never negative)."""
+    return _VARINT[n] if n < _SMALL else _zigzag_varint(n)
+
+
+def _encode_records(recs: list, base_ts: int, base_offset: int) -> tuple[bytes, int | None, int | None]:
     """The records section: -> (bytes, max timestamp, last offset delta). The hot loop of every
-    produce, log append and fetch in the model: single-byte varints are appended directly, and
-    error paths are only formatted when a value is out of range."""
-    body = bytearray()
+    produce, log append and fetch in the model: each record is joined from table-looked-up varints
+    and its blobs, and error paths are only formatted when a value is out of range."""
+    parts = []
+    add = parts.append
+    varint, small, null = _VARINT, _SMALL, _NULL
     max_ts = last_od = None
     for j, (attrs, ts, tsd, od, off, key, value, headers) in enumerate(recs):
         if tsd is None:
@@ -650,37 +688,105 @@ def _encode_records(recs: list, base_ts: int, base_offset: int) -> tuple[bytearr
         if max_ts is None or abs_ts > max_ts:
             max_ts = abs_ts
         last_od = od
-        rec = bytearray((attrs & 0xFF,))
-        z = ((tsd << 1) ^ (tsd >> 63)) & 0xFFFFFFFFFFFFFFFF
-        if z < 0x80:
-            rec.append(z)
+        if key is None:
+            kn, key = null, b""
         else:
-            write_uvarint(rec, z)
-        _zz(rec, od)
-        for blob in (key, value):
-            if blob is None:
-                rec.append(1)  # zigzag(-1)
-            else:
-                n = len(blob)
-                if n > _I32[1]:
-                    _int(n, "int32", f"records[{j}]")
-                _zz(rec, n)
-                rec += blob
-        _zz(rec, len(headers))
-        for hk, hv in headers:
-            _zz(rec, len(hk))
-            rec += hk
-            if hv is None:
-                rec.append(1)
-            else:
-                _zz(rec, len(hv))
-                rec += hv
+            kn = len(key)
+            if kn > _I32[1]:
+                _int(kn, "int32", f"records[{j}]")
+            kn = varint[kn] if kn < small else _zigzag_varint(kn)
+        if value is None:
+            vn, value = null, b""
+        else:
+            vn = len(value)
+            if vn > _I32[1]:
+                _int(vn, "int32", f"records[{j}]")
+            vn = varint[vn] if vn < small else _zigzag_varint(vn)
+        rec = b"".join((_BYTE[attrs & 0xFF], varint[tsd] if 0 <= tsd < small else _zigzag_varint(tsd, 64),
+                        varint[od] if 0 <= od < small else _zigzag_varint(od), kn, key, vn, value,
+                        _headers(headers) if headers else varint[0]))
         n = len(rec)
         if n > _I32[1]:
             _int(n, "int32", f"records[{j}].length")
-        _zz(body, n)
-        body += rec
-    return body, max_ts, last_od
+        add(varint[n] if n < small else _zigzag_varint(n))
+        add(rec)
+    return b"".join(parts), max_ts, last_od
+
+
+def _headers(headers) -> bytes | None:
+    """A record's header count and headers, from a list or tuple of (str | bytes key, bytes | None
+    value) pairs; None for anything else."""
+    if type(headers) is not list and type(headers) is not tuple:
+        return None
+    parts = [_length(len(headers))]
+    for h in headers:
+        if type(h) is not tuple and type(h) is not list or len(h) != 2:
+            return None
+        hk, hv = h
+        if type(hk) is str:
+            hk = hk.encode("utf-8")
+        elif type(hk) is not bytes:
+            return None
+        if hv is None:
+            parts += (_length(len(hk)), hk, _NULL)
+        elif type(hv) is bytes:
+            parts += (_length(len(hk)), hk, _length(len(hv)), hv)
+        else:
+            return None
+    return b"".join(parts)
+
+
+def _encode_tuples(records, base_ts: int) -> tuple[bytes, int | None, int | None] | None:
+    """_encode_records for the form the model's clients and logs use: (key, value, headers,
+    timestamp) tuples of bytes or None, (str, bytes | None) header pairs and an int or None
+    timestamp; offset deltas 0, 1, 2, ... Checks and encodes in one pass; None as soon as a record
+    is anything else or out of range, and write_batch then takes the careful path (which also says
+    what is wrong)."""
+    parts = []
+    add = parts.append
+    varint, small, null = _VARINT, _SMALL, _NULL
+    lo, hi = _I64
+    max_ts = last_od = None
+    for j, r in enumerate(records):
+        if type(r) is not tuple or len(r) != 4:
+            return None
+        key, value, headers, ts = r
+        if ts is None:
+            ts = base_ts
+        elif type(ts) is not int or not lo <= ts <= hi or not lo <= ts - base_ts <= hi:
+            return None
+        if max_ts is None or ts > max_ts:
+            max_ts = ts
+        last_od = j
+        if key is None:
+            kn, key = null, b""
+        elif type(key) is bytes:
+            kn = varint[len(key)] if len(key) < small else _size(len(key))
+        else:
+            return None
+        if value is None:
+            vn, value = null, b""
+        elif type(value) is bytes:
+            vn = varint[len(value)] if len(value) < small else _size(len(value))
+        else:
+            return None
+        hb = _headers(headers) if headers else varint[0]
+        if kn is None or vn is None or hb is None:
+            return None
+        tsd = ts - base_ts
+        rec = b"".join((b"\x00", varint[tsd] if 0 <= tsd < small else _zigzag_varint(tsd, 64),
+                        varint[j] if j < small else _zigzag_varint(j), kn, key, vn, value, hb))
+        n = len(rec)
+        if n >= small and _size(n) is None:
+            return None
+        add(varint[n] if n < small else _zigzag_varint(n))
+        add(rec)
+    return b"".join(parts), max_ts, last_od
+
+
+def _size(n: int) -> bytes | None:
+    """The zigzag varint of a length, None for one past int32 (the careful path reports it)."""
+    return _zigzag_varint(n) if n <= _I32[1] else None
 
 
 def _plain_fields(r):
@@ -689,16 +795,28 @@ def _plain_fields(r):
     _record_fields then checks and explains."""
     if type(r) is not dict:
         return None
-    key, value = r.get("key"), r.get("value")
+    g = r.get
+    key, value = g("key"), g("value")
     if (key is not None and type(key) is not bytes) or (value is not None and type(value) is not bytes):
         return None
-    ts, tsd, od, off = r.get("timestamp"), r.get("timestamp_delta"), r.get("offset_delta"), r.get("offset")
-    attrs = r.get("attributes", 0)
+    ts, attrs = g("timestamp"), g("attributes", 0)
     if type(attrs) is not int or not -128 <= attrs <= 127 or (
             ts is not None and (type(ts) is not int or not _I64[0] <= ts <= _I64[1])):
         return None
+    headers = g("headers")
+    hs = _plain_headers(headers) if headers else _NO_HEADERS
+    if hs is None:
+        return None
+    return (attrs, ts, g("timestamp_delta"), g("offset_delta"), g("offset"), key, value, hs)
+
+
+_NO_HEADERS: tuple = ()
+
+
+def _plain_headers(headers):
+    """_plain_fields' check of the headers: [(bytes key, bytes | None value)], or None."""
     hs = []
-    for h in r.get("headers") or ():
+    for h in headers:
         if type(h) is not tuple and type(h) is not list or len(h) != 2:
             return None
         hk, hv = h
@@ -709,15 +827,7 @@ def _plain_fields(r):
         if hv is not None and type(hv) is not bytes:
             return None
         hs.append((hk, hv))
-    return (attrs, ts, tsd, od, off, key, value, hs)
-
-
-def _zz(w: bytearray, v: int) -> None:
-    z = ((v << 1) ^ (v >> 31)) & 0xFFFFFFFF
-    if z < 0x80:
-        w.append(z)
-    else:
-        write_uvarint(w, z)
+    return hs
 
 
 def _record_fields(r, j: int):

@@ -25,6 +25,8 @@ class Tail(list):
 
     def __getitem__(self, i):
         b = self.base
+        if type(i) is int and i >= b:       # the common case first: one offset still in the log
+            return list.__getitem__(self, i - b)
         if isinstance(i, slice):
             if i.step not in (None, 1) or (i.start is not None and i.start < 0) or (i.stop is not None and i.stop < 0):
                 raise IndexError("released log: only forward slices by absolute offset")

@@ -4,18 +4,21 @@ where the rows go."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
+import operator
 import struct
 import uuid
 from collections import deque
 
+import numpy as np
 import pyarrow as pa
 
 from ..broker import events as ev
 from ..broker.error_codes import name_of
 from ..schema import registry
 from ..uuids import to_kafka_str
-from .schema import BATCH, HEADER, TOPIC
+from .schema import BATCH, EVENT, HEADER, TOPIC
 
 SHORT_BYTES = 64          # bytes up to this size are shown in full ("0x.."), longer as "<N bytes>"
 _BATCH_HEAD = struct.Struct(">q13xhi8xqqh")    # base offset, attributes, last offset delta, max ts, pid, epoch
@@ -23,13 +26,24 @@ _TRANSACTIONAL, _CONTROL, _LOG_APPEND_TIME = 0x10, 0x20, 0x08
 
 
 # ---- detail JSON -------------------------------------------------------------------------------------------
+_SCALARS = frozenset({str, int, bool, float, type(None)})    # plain() returns these as they are
+
+
 def plain(o):
     """A JSON-ready copy: bytes as "0x<hex>" (or "<N bytes>" when longer than SHORT_BYTES),
-    UUIDs in Kafka's base64 form, tuples/sets as lists, every dict key a string."""
+    UUIDs in Kafka's base64 form, tuples/sets as lists, every dict key a string. (Scalars and
+    string keys, most of a request body, are taken as they are without a call.)"""
+    t = type(o)
+    if t in _SCALARS:
+        return o
+    if t is dict:
+        return {k if type(k) is str else _plain_key(k): v if type(v) in _SCALARS else plain(v) for k, v in o.items()}
+    if t is list or t is tuple:
+        return [v if type(v) in _SCALARS else plain(v) for v in o]
     if o is None or isinstance(o, (str, bool, int, float)):
         return o
     if isinstance(o, dict):
-        return {str(k) if not isinstance(k, tuple) else "-".join(map(str, k)): plain(v) for k, v in o.items()}
+        return {_plain_key(k): plain(v) for k, v in o.items()}
     if isinstance(o, (list, tuple)):
         return [plain(v) for v in o]
     if isinstance(o, (set, frozenset)):
@@ -42,8 +56,15 @@ def plain(o):
     return str(o)
 
 
+def _plain_key(k) -> str:
+    return str(k) if not isinstance(k, tuple) else "-".join(map(str, k))
+
+
+_JSON = json.JSONEncoder(separators=(",", ":"), sort_keys=True, ensure_ascii=False)    # made once
+
+
 def to_json(d: dict) -> str:
-    return json.dumps(plain(d), separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    return _JSON.encode(plain(d))
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
@@ -76,9 +97,10 @@ def event_detail(e: ev.Event) -> str:
 
 
 def _data_record_detail(e: ev.RecordAppended) -> str | None:
-    """event_detail for a plain data record, without json.dumps (millions of these in a long run)."""
+    """event_detail for a plain data record, without json.dumps (millions of these in a long run);
+    None for any other record."""
     r = e.record
-    if r.keys() != _DATA_KEYS:
+    if type(r) is not dict or r.keys() != _DATA_KEYS or r["kind"] != "data":
         return None
     ct, ts = r["client_timestamp"], r["timestamp"]
     if type(ts) is not int or (ct is not None and type(ct) is not int):
@@ -90,36 +112,60 @@ def _data_record_detail(e: ev.RecordAppended) -> str | None:
 
 
 # ---- events ----------------------------------------------------------------------------------------------------
-def _detail(e, cls) -> str:
-    if cls is ev.StateChanged:
-        return "{}"
-    if cls is ev.RecordAppended and type(e.record) is dict and e.record.get("kind") == "data":
+_SC_COLUMNS = ("machine", "key", "from_state", "to_state", "cause", "status")
+_RA_COLUMNS = ("topic", "partition", "offset")
+_STATE_DETAIL = "{}"          # a StateChanged has no field outside its columns
+
+
+def _detail(e) -> str:
+    cls = type(e)
+    if cls is ev.RecordAppended:
         d = _data_record_detail(e)
         if d is not None:
             return d
+    elif cls is ev.StateChanged:
+        return _STATE_DETAIL
     return event_detail(e)
 
 
-def event_columns(events) -> dict[str, list]:
-    """Column lists for events.parquet (one comprehension per column: a long run has millions)."""
-    RA, SC = ev.RecordAppended, ev.StateChanged
-    kinds = [type(e) for e in events]
-    pairs = list(zip(events, kinds, strict=True))
-    return {
-        "seq": [e.seq for e in events],
-        "time_ms": [e.t for e in events],
-        "kind": [k.__name__ for k in kinds],
-        "machine": [e.machine if k is SC else None for e, k in pairs],
-        "key": [e.key if k is SC else None for e, k in pairs],
-        "from_state": [e.from_state if k is SC else None for e, k in pairs],
-        "to_state": [e.to_state if k is SC else None for e, k in pairs],
-        "cause": [e.cause if k is SC else None for e, k in pairs],
-        "status": [e.status if k is SC else None for e, k in pairs],
-        "topic": [e.topic if k is RA else None for e, k in pairs],
-        "partition": [e.partition if k is RA else None for e, k in pairs],
-        "offset": [e.offset if k is RA else None for e, k in pairs],
-        "detail": [_detail(e, k) for e, k in pairs],
-    }
+def _is(kinds: list, cls: type) -> np.ndarray:
+    """Mask of the rows whose event is of type `cls`."""
+    return np.fromiter(map(operator.is_, kinds, itertools.repeat(cls)), bool, len(kinds))
+
+
+def _spreader(n: int, mask: np.ndarray) -> np.ndarray:
+    """Take indices that spread the values of the masked rows over n rows: values[i] goes to the
+    i-th masked row, every other row gets the value after the last (the fill)."""
+    rows = np.flatnonzero(mask)
+    idx = np.full(n, len(rows), np.int64)
+    idx[rows] = np.arange(len(rows))
+    return idx
+
+
+def _spread(idx: np.ndarray, values: list, type_: pa.DataType, fill=None) -> pa.Array:
+    """The column `values` (a list of its own, extended here by `fill`) spread by _spreader's `idx`."""
+    values.append(fill)
+    return pa.array(values, type_).take(idx)
+
+
+def event_columns(events) -> dict[str, list | pa.Array]:
+    """Columns for events.parquet. A long run has millions of events, mostly StateChanged and
+    RecordAppended: the columns of one kind are read from its events only (attrgetter, in C) and
+    spread over the rows with Arrow's take (null on the other rows)."""
+    n = len(events)
+    kinds = list(map(type, events))
+    cols = {"seq": list(map(operator.attrgetter("seq"), events)),
+            "time_ms": list(map(operator.attrgetter("t"), events)),
+            "kind": list(map(operator.attrgetter("__name__"), kinds))}
+    state_changed = _is(kinds, ev.StateChanged)
+    for mask, names in ((state_changed, _SC_COLUMNS), (_is(kinds, ev.RecordAppended), _RA_COLUMNS)):
+        idx, chosen = _spreader(n, mask), list(itertools.compress(events, mask))
+        for name in names:
+            cols[name] = _spread(idx, list(map(operator.attrgetter(name), chosen)), EVENT.field(name).type)
+    others = ~state_changed
+    cols["detail"] = _spread(_spreader(n, others), list(map(_detail, itertools.compress(events, others))),
+                             pa.string(), _STATE_DETAIL)
+    return cols
 
 
 # ---- requests --------------------------------------------------------------------------------------------------
@@ -133,6 +179,9 @@ def api_key_of(api: str) -> int:
     if k is None:
         k = _API_KEYS[api] = registry.api_key(registry.get(api + "Request"))
     return k
+
+
+_REQUEST_LOG_KINDS = frozenset({ev.RequestReceived, ev.ResponseSent, ev.Note})
 
 
 class RequestLog:
@@ -152,7 +201,9 @@ class RequestLog:
     def add(self, events) -> dict[str, list]:
         """Take a chunk of events; return the rows that are complete, as columns."""
         out: list[list] = []
-        for e in events:
+        # only requests, responses and notes matter here: picked out in C (a long run has millions of
+        # other events)
+        for e in itertools.compress(events, map(_REQUEST_LOG_KINDS.__contains__, map(type, events))):
             cls = type(e)
             if cls is ev.RequestReceived:
                 row = [e.seq, e.t, e.broker, e.client, e.api, e.version, e.correlation_id, (), e.frame, None]
@@ -172,13 +223,19 @@ class RequestLog:
                 else:           # an answer without a recorded request (malformed frame, or given up on)
                     self._queue.append([e.seq, e.t, e.broker, e.client, e.api, e.version, e.correlation_id,
                                         tuple(e.error_codes), b"", e.frame])
-            elif cls is ev.Note and isinstance(e.detail, dict) and isinstance(e.detail.get("broker"), int):
-                if e.text.endswith(" crashed"):
-                    self._down.add(e.detail["broker"])
-                elif e.text.endswith(" restarted"):
-                    self._down.discard(e.detail["broker"])
+            else:               # a Note: the queue did not change, nothing new to hand out
+                self._note(e)
+                continue
             self._pop_ready(out)
         return _request_columns(out)
+
+    def _note(self, e: ev.Note) -> None:
+        """A broker crashed or restarted: requests to a down broker get no answer."""
+        if isinstance(e.detail, dict) and isinstance(e.detail.get("broker"), int):
+            if e.text.endswith(" crashed"):
+                self._down.add(e.detail["broker"])
+            elif e.text.endswith(" restarted"):
+                self._down.discard(e.detail["broker"])
 
     def _pop_ready(self, out: list, everything: bool = False) -> None:
         q = self._queue
@@ -226,6 +283,10 @@ def batch_header(raw: bytes) -> tuple[int, int, int, int, bool, bool, bool]:
             bool(attrs & _LOG_APPEND_TIME))
 
 
+_KEY, _VALUE, _OFFSET = operator.attrgetter("key"), operator.attrgetter("value"), operator.attrgetter("offset")
+_TIMESTAMP, _HEADERS = operator.attrgetter("timestamp"), operator.attrgetter("headers")
+
+
 def log_rows(topic: str, log, batches) -> tuple[pa.RecordBatch | None, pa.RecordBatch | None]:
     """Rows for `batches` (raw record batches of `log`, in log order): one batch row each, and a
     topic row per data record (taken from the log's entries at the batch's offsets; control batches
@@ -233,7 +294,7 @@ def log_rows(topic: str, log, batches) -> tuple[pa.RecordBatch | None, pa.Record
     if not batches:
         return None, None
     b_base, b_last, b_pid, b_epoch, b_txn, b_ctl = [], [], [], [], [], []
-    keys, values, offsets, stamps, ts_types, h_offsets, h_keys, h_values = [], [], [], [], [], [0], [], []
+    keys, values, offsets, stamps, ts_types, h_counts, h_keys, h_values = [], [], [], [], [], [], [], []
     entries = log.entries
     for raw in batches:
         base, last, pid, epoch, txn, control, lat = batch_header(raw)
@@ -244,19 +305,17 @@ def log_rows(topic: str, log, batches) -> tuple[pa.RecordBatch | None, pa.Record
         ents = entries[base:last + 1]
         if not ents or ents[0].offset != base or len(ents) != last - base + 1:
             raise RuntimeError(f"{topic}-{log.partition}: batch at {base}..{last} does not match the log entries")
-        kind = 1 if lat else 0
-        for e in ents:
-            keys.append(e.key)
-            values.append(e.value)
-            offsets.append(e.offset)
-            stamps.append(e.timestamp)
-            ts_types.append(kind)
-            h = e.headers
-            if h:
-                for hk, hv in h:
-                    h_keys.append(hk if type(hk) is str else bytes(hk).decode("utf-8", "replace"))
-                    h_values.append(hv)
-            h_offsets.append(len(h_keys))
+        # column by column (attrgetter, in C): a long run writes millions of entries
+        keys += map(_KEY, ents)
+        values += map(_VALUE, ents)
+        offsets += map(_OFFSET, ents)
+        stamps += map(_TIMESTAMP, ents)
+        ts_types += [1 if lat else 0] * len(ents)
+        headers = list(map(_HEADERS, ents))
+        h_counts += map(len, headers)
+        for hk, hv in itertools.chain.from_iterable(headers):
+            h_keys.append(hk if type(hk) is str else bytes(hk).decode("utf-8", "replace"))
+            h_values.append(hv)
     n = len(b_base)
     batch_rows = pa.RecordBatch.from_arrays(
         [pa.array([topic] * n, pa.string()), pa.array([log.partition] * n, pa.int32()),
@@ -267,6 +326,7 @@ def log_rows(topic: str, log, batches) -> tuple[pa.RecordBatch | None, pa.Record
     if not offsets:
         return batch_rows, None
     m = len(offsets)
+    h_offsets = np.concatenate(([0], np.cumsum(h_counts)))
     headers = pa.ListArray.from_arrays(
         pa.array(h_offsets, pa.int32()),
         pa.StructArray.from_arrays([pa.array(h_keys, pa.string()), pa.array(h_values, pa.binary())],

@@ -232,13 +232,15 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
                       base_sequence=batch["base_sequence"], transactional=batch["is_transactional"])
     if batch["producer_id"] >= 0:
         _record_producer(cluster, log, batch, base)
+    pid, epoch, txn, now = batch["producer_id"], batch["producer_epoch"], batch["is_transactional"], cluster.now
     for i, r in enumerate(records):
-        cluster.emit(ev.RecordAppended, topic=name, partition=idx, offset=base + i,
-                     record={"kind": "data", "key": r["key"], "value": r["value"], "headers": r["headers"],
-                             "timestamp": cluster.now, "client_timestamp": r["timestamp"]},
-                     key=r["key"], value=r["value"], producer_id=batch["producer_id"],
-                     producer_epoch=batch["producer_epoch"], transactional=batch["is_transactional"],
-                     broker=log.leader)
+        key, value = r["key"], r["value"]
+        # RecordAppended(topic, partition, offset, record, key, value, producer_id, producer_epoch,
+        # transactional, control, broker), by position: one event per record
+        cluster.emit(ev.RecordAppended, name, idx, base + i,
+                     {"kind": "data", "key": key, "value": value, "headers": r["headers"], "timestamp": now,
+                      "client_timestamp": r["timestamp"]},
+                     key, value, pid, epoch, txn, False, log.leader)
     out.update(BaseOffset=base, LogStartOffset=0)
     return out
 

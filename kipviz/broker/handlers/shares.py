@@ -107,8 +107,8 @@ def _records(log, offsets: list[int]) -> bytes:
     def flush():
         if run:
             e0 = run[0]
-            out.append(rec.write_batch([{"key": e.key, "value": e.value, "headers": e.headers,
-                                         "offset": e.offset, "timestamp": e.timestamp} for e in run],
+            # a run has consecutive offsets: record j's offset delta is j
+            out.append(rec.write_batch([(e.key, e.value, e.headers, e.timestamp) for e in run],
                                        base_offset=e0.offset, base_timestamp=e0.timestamp,
                                        producer_id=e0.producer_id, producer_epoch=e0.producer_epoch,
                                        is_transactional=e0.transactional,
