@@ -55,9 +55,12 @@ def batch_view(batches, events=None, records=None):
     else:
         meta = meta.withColumn("seq", F.lit(None).cast("bigint"))
         order = ["base_ts", "partition", "base_offset"]
-    ahead = (Window.partitionBy("topic", "partition", "producer_id").orderBy("base_offset")
-             .rowsBetween(0, Window.unboundedFollowing))
-    marker = F.first(F.when(F.col("is_control"), F.struct(
+    # the producer's next marker at or after the batch: walked from the end of the partition, so
+    # that the frame grows (Spark updates it row by row; a shrinking "to unbounded following" frame
+    # is recomputed for every row, quadratic in a producer's batches per partition)
+    ahead = (Window.partitionBy("topic", "partition", "producer_id").orderBy(F.desc("base_offset"))
+             .rowsBetween(Window.unboundedPreceding, 0))
+    marker = F.last(F.when(F.col("is_control"), F.struct(
         F.col("base_offset").alias("offset"), F.col("control_type").alias("type"),
         F.col("producer_epoch").alias("epoch"))), ignorenulls=True).over(ahead)
     meta = meta.withColumn("_m", marker)
