@@ -138,10 +138,11 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     odd_rows = table.filter(odd).collect()
     unknown = [_rid(input_topic, r) for r in per_input.filter(visible & ~known).select("partition", "offset")
                .collect()]
-    # visible output naming no input record by the convention's spelling, or nothing at all
-    stray = recs.filter((F.col("visibility") == "visible")
-                        & _source_offset(F.col("source"), input_topic).isNull()).select("source", "partition",
-                                                                                        "offset").collect()
+    out_stats = _output_stats(recs, input_topic)
+    # visible output naming no input record by the convention's spelling, or nothing at all: looked
+    # up only when the output's counts say there is some
+    stray = recs.filter((F.col("visibility") == "visible") & _source_offset(F.col("source"), input_topic).isNull()) \
+        .select("source", "partition", "offset").collect() if out_stats.pop("stray") else []
     unknown += sorted({r["source"] for r in stray if r["source"] is not None})
     rids = [_rid(input_topic, r) for r in odd_rows]
     hist = _moves_of(events, group, input_topic, [(r["partition"], r["offset"]) for r in odd_rows])
@@ -149,13 +150,14 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     collected = []
     for r, rid in zip(odd_rows, rids, strict=True):
         outs = outputs.get(rid, [])
-        vis = [o for o in outs if o[2] == "visible"]
-        row = dict(r.asDict(), rid=rid, outputs=[o[0] for o in vis], attempts=len({o[1] for o in vis}),
-                   n_aborted=sum(o[2] == "aborted" for o in outs), n_open=sum(o[2] == "open" for o in outs))
+        vis = [o for o in outs if o["visibility"] == "visible"]
+        row = dict(r.asDict(), rid=rid, outputs=[o["name"] for o in vis], attempts=len({_attempt(o) for o in vis}),
+                   n_aborted=sum(o["visibility"] == "aborted" for o in outs),
+                   n_open=sum(o["visibility"] == "open" for o in outs))
         collected.extend(_rules(row, require_output, hist.get(rid, [])))
     for rid in unknown:
         collected.append({"kind": "unknown-source", "rid": rid,
-                          "outputs": [o[0] for o in outputs.get(rid, []) if o[2] == "visible"],
+                          "outputs": [o["name"] for o in outputs.get(rid, []) if o["visibility"] == "visible"],
                           "detail": f"visible output names {rid!r}, which is no record of {input_topic} "
                                     f"known to this run"})
     for r in stray:
@@ -173,7 +175,7 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     # ---- the few that may be KIP-1289 at-least-once windows: classified by kipviz.eos itself --------
     maybe = [r for r in collected if r["kind"] in ("duplicate-output", "output-without-ack")]
     if maybe and len(maybe) <= MAX_CLASSIFIED:
-        _recheck(maybe, hist, recs, events, group, input_topic, output_topic, allowed_at_least_once,
+        _recheck(maybe, hist, outputs, events, group, input_topic, output_topic, allowed_at_least_once,
                  expect, require_output)
     collected.sort(key=lambda r: (r["topic"] is None, (r["topic"] or "", r["partition"] or 0, r["offset"] or 0),
                                   KINDS.index(r["kind"])))
@@ -184,7 +186,7 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
                            T.StructField("outputs", T.ArrayType(T.StringType()))])
     cols = [f.name for f in schema.fields]
     vdf = spark.createDataFrame([tuple(r[c] for c in cols) for r in collected], schema)
-    stats = _stats(table, recs)
+    stats = {**_input_stats(table), **out_stats}
     per_input.unpersist()
     if own:
         logs.unpersist()
@@ -234,9 +236,10 @@ def _per_input(spark, moves, src, recs, input_topic):
             (F.col("visibility") == "marker").cast("int").alias("_marker"))
         parts.append(part(spans, n_unfinished=1 - F.col("_marker"), n_control=F.col("_marker")))
     named = recs.filter(F.col("source").isNotNull() & (F.col("visibility") == "visible")).select(
-        _source_offset(F.col("source"), input_topic).alias("_in"), "visibility", "attempt").filter("_in is not null")
-    parts.append(part(named.select("_in.partition", "_in.offset", "attempt"),
-                      n_visible=F.lit(1), attempt=F.xxhash64("attempt")))
+        _source_offset(F.col("source"), input_topic).alias("_in"), _attempt_hash().alias("_attempt")) \
+        .filter("_in is not null")
+    parts.append(part(named.select("_in.partition", "_in.offset", "_attempt"), n_visible=F.lit(1),
+                      attempt=F.col("_attempt")))
     tall = parts[0]
     for p in parts[1:]:
         tall = tall.unionByName(p)
@@ -262,18 +265,32 @@ def _moves_of(events, group, input_topic, records) -> dict:
 
 
 def _outputs_of(recs, rids, output_topic) -> dict:
-    """rid -> [(name, attempt, visibility)] of the output records naming it, sorted by name, for a
-    few input records."""
+    """rid -> the output records naming it (as dicts: name, partition, offset, visibility,
+    producer_id, is_transactional, txn_no, marker_offset, marker_type, source), sorted by name,
+    for a few input records."""
     from pyspark.sql import functions as F
     if not rids:
         return {}
     wanted = recs.sparkSession.createDataFrame([(x,) for x in sorted(set(rids))], "source string")
     out: dict = {}
     for o in (recs.join(F.broadcast(wanted), "source")
-              .select("source", "partition", "offset", "attempt", "visibility").collect()):
-        out.setdefault(o["source"], []).append((f"{output_topic}-{o['partition']}@{o['offset']}", o["attempt"],
-                                                o["visibility"]))
-    return {k: sorted(v) for k, v in out.items()}
+              .select("source", "partition", "offset", "visibility", "producer_id", "is_transactional", "txn_no",
+                      "marker_offset", "marker_type").collect()):
+        out.setdefault(o["source"], []).append(dict(o.asDict(), name=f"{output_topic}-{o['partition']}@{o['offset']}"))
+    return {k: sorted(v, key=lambda o: o["name"]) for k, v in out.items()}
+
+
+def _attempt(o: dict) -> tuple:
+    """The attempt an output record belongs to, as kipviz.eos counts them: its producer's
+    transaction, or the record itself when it is not transactional."""
+    return ("txn", o["producer_id"], o["txn_no"]) if o["is_transactional"] else ("nt", o["partition"], o["offset"])
+
+
+def _attempt_hash():
+    """_attempt as a 64-bit hash, for comparing a record's attempts in an aggregation."""
+    from pyspark.sql import functions as F
+    return F.when(F.col("is_transactional"), F.xxhash64(F.lit("txn"), "producer_id", "txn_no")) \
+        .otherwise(F.xxhash64(F.lit("nt"), "partition", "offset"))
 
 
 def _rules(r: dict, require_output: bool, moves: list) -> list[dict]:
@@ -307,35 +324,41 @@ def _rules(r: dict, require_output: bool, moves: list) -> list[dict]:
     return out
 
 
-def _stats(table, recs) -> dict:
+def _input_stats(table) -> dict:
     from pyspark.sql import functions as F
     t = table.agg(F.count("*").alias("inputs"),
                   F.sum((F.col("n_ack") > 0).cast("int")).alias("acknowledged"),
                   F.sum(((F.col("n_ack") == 0) & (F.col("n_term") > 0)).cast("int")).alias("archived")).first()
-    o = recs.agg(F.count("*").alias("n"),
-                 F.sum((F.col("visibility") == "visible").cast("int")).alias("visible"),
-                 F.sum((F.col("visibility") == "aborted").cast("int")).alias("aborted"),
-                 F.sum((F.col("visibility") == "open").cast("int")).alias("open")).first()
-    return {"inputs": t["inputs"], "acknowledged": t["acknowledged"] or 0, "archived": t["archived"] or 0,
-            "terminal": (t["acknowledged"] or 0) + (t["archived"] or 0), "output_records": o["n"],
-            "visible_records": o["visible"] or 0, "aborted_records": o["aborted"] or 0,
-            "open_records": o["open"] or 0}
+    ack, arch = t["acknowledged"] or 0, t["archived"] or 0
+    return {"inputs": t["inputs"], "acknowledged": ack, "archived": arch, "terminal": ack + arch}
 
 
-def _recheck(rows, hist: dict, recs, events, group, input_topic, output_topic, allowed_at_least_once,
+def _output_stats(recs, input_topic) -> dict:
+    """The output's records by visibility, and `stray`: visible ones naming no input record."""
+    from pyspark.sql import functions as F
+    vis = F.col("visibility")
+    o = recs.agg(F.count("*").alias("n"), F.sum((vis == "visible").cast("int")).alias("visible"),
+                 F.sum((vis == "aborted").cast("int")).alias("aborted"),
+                 F.sum((vis == "open").cast("int")).alias("open"),
+                 F.sum(((vis == "visible") & _source_offset(F.col("source"), input_topic).isNull()).cast("int"))
+                 .alias("stray")).first()
+    return {"output_records": o["n"], "visible_records": o["visible"] or 0, "aborted_records": o["aborted"] or 0,
+            "open_records": o["open"] or 0, "stray": o["stray"] or 0}
+
+
+def _recheck(rows, hist: dict, outputs: dict, events, group, input_topic, output_topic, allowed_at_least_once,
              expect, require_output) -> None:
     """Classify duplicate-output / output-without-ack with kipviz.eos itself: the records' own
     events (their share-record moves, their output records and the markers that ended them) are
-    rebuilt from the DataFrames and checked by check_share_eos, whose classification, KIP-1289
-    case and wording are then taken. Needs the model's event order (RecordAppended seq); without
+    rebuilt from what was fetched for them (hist: moves, outputs: _outputs_of) and the event order,
+    and checked by check_share_eos, whose classification, KIP-1289 case and wording are then taken. Needs the model's event order (RecordAppended seq); without
     it the outcome stays a plain violation."""
     from pyspark.sql import functions as F
 
     from ..broker.events import RecordAppended, StateChanged
     spark = events.sparkSession
     rids = sorted({r["rid"] for r in rows})
-    wanted = spark.createDataFrame([(x,) for x in rids], "source string")
-    outs = recs.join(F.broadcast(wanted), "source").collect()
+    outs = [o for rid in rids for o in outputs.get(rid, ())]
     marks = {(o["partition"], o["marker_offset"]) for o in outs if o["marker_offset"] is not None}
     keys = marks | {(o["partition"], o["offset"]) for o in outs}
     seqs = {}

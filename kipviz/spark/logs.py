@@ -42,17 +42,17 @@ class Logs:
         return self.source.requests
 
     def records(self, topic: str):
-        """The topic's records (decode_batches layout, no payload) with visibility, marker_* and
-        attempt (kipviz.spark.txnview); from the Kafka-source frame when the run has no batches."""
+        """The topic's records (decode_batches layout, no payload) with batch_seq, marker_*,
+        visibility and txn_no (kipviz.spark.txnview); from the Kafka-source frame when the run has
+        no batches (everything visible, no transaction numbers)."""
         if topic not in self._records:
             from pyspark.sql import functions as F
             batches = self.source.batches_of(topic)
             if batches is None:
-                recs = (decode.decode_topic(self.source.topic(topic)).withColumn("visibility", F.lit("visible"))
-                        .withColumn("attempt", F.concat(F.lit("nt:"), F.col("partition").cast("string"), F.lit("@"),
-                                                        F.col("offset").cast("string")))
-                        .withColumn("marker_offset", F.lit(None).cast("bigint"))
-                        .withColumn("marker_type", F.lit(None).cast("string")))
+                recs = decode.decode_topic(self.source.topic(topic)).withColumns({
+                    "batch_seq": F.lit(None).cast("bigint"), "marker_offset": F.lit(None).cast("bigint"),
+                    "marker_type": F.lit(None).cast("string"), "visibility": F.lit("visible"),
+                    "txn_no": F.lit(None).cast("bigint")})
                 self._records[topic] = recs
             else:
                 batches = batches.filter(F.col("topic") == topic)

@@ -1,7 +1,7 @@
 """What a read_committed reader sees of a topic, worked out per record batch in Spark.
 
     view = batch_view(src.batches_of("out"), events=src.events)
-    records = with_visibility(decode_batches(...), view)     # + visibility, marker_*, attempt
+    records = with_visibility(decode_batches(...), view)     # + visibility, marker_*, txn_no
 
 A producer's transactional batches on a partition end at the next COMMIT/ABORT marker of the same
 producer id on that partition (kipviz.broker.topics.PartitionLog: markers are matched by
@@ -9,8 +9,8 @@ producer id, since under transaction version 2 the marker carries the bumped epo
 a COMMIT, invisible for ever after an ABORT, `open` with no marker yet. Non-transactional batches
 are visible at once.
 
-`attempt` numbers a producer's transactions as kipviz.eos does: a producer id's transactional data
-after one of its markers on the topic starts its next transaction. The order across partitions is
+`txn_no` numbers a producer's transactions as kipviz.eos numbers its attempts: a producer id's
+transactional data after one of its markers on the topic starts its next transaction. The order across partitions is
 the model's event order (RecordAppended seq) when the run's events are there, else (batch
 timestamp, partition, offset).
 
@@ -84,14 +84,9 @@ def batch_view(batches, events=None, records=None):
 
 
 def with_visibility(records, view):
-    """Decoded records (decode_batches) + their batch's visibility, marker_* and attempt columns.
-    attempt: "pid:txn_no" for transactional data, "nt:partition@offset" for non-transactional."""
+    """Decoded records (decode_batches) + their batch's visibility, marker_* and txn_no columns
+    (producer_id and txn_no together name a transactional record's attempt)."""
     from pyspark.sql import functions as F
     v = view.select("topic", "partition", "base_offset", F.col("seq").alias("batch_seq"), "marker_offset",
                     "marker_type", "visibility", "txn_no")
-    out = records.join(F.broadcast(v), ["topic", "partition", "base_offset"], "left")
-    attempt = (F.when(F.col("is_transactional"), F.concat_ws(":", F.col("producer_id").cast("string"),
-                                                              F.col("txn_no").cast("string")))
-               .otherwise(F.concat(F.lit("nt:"), F.col("partition").cast("string"), F.lit("@"),
-                                   F.col("offset").cast("string"))))
-    return out.withColumn("attempt", attempt)
+    return records.join(F.broadcast(v), ["topic", "partition", "base_offset"], "left")
