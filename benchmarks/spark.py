@@ -11,7 +11,7 @@ Generation. `kipviz.sampledata.generate("share_eos", DIR, records=N, seed=5)`: t
 sample-data Parquet files (topics, batches, requests, events). Timed: wall clock of the whole call.
 
 Spark. Each master runs in a fresh Python process (its own driver JVM, kipviz.spark.session
-defaults with the CLI's BATCH_JAVA_OPTIONS, a 1 GB heap and 16 shuffle partitions: --java-options,
+defaults with the CLI's BATCH_JAVA_OPTIONS, a 1 GB heap and 32 shuffle partitions: --java-options,
 --driver-memory, --shuffle-partitions). Start-up (not in the rate): the JVM, the session and the
 Python workers (a two-row job that imports kipviz there). Then, timed: read_samples, then
   decode:   decode_all (the three internal topics, mapInArrow) + the output topic's batches with
@@ -165,8 +165,9 @@ def main(argv=None) -> int:
     ap.add_argument("--dir", help="sample directory to use (generated there first unless it has a manifest)")
     ap.add_argument("--strict", action="store_true")
     ap.add_argument("--driver-memory", default="1g", help="driver heap of each Spark run (default 1g)")
-    ap.add_argument("--shuffle-partitions", type=int, default=16,
-                    help="spark.sql.shuffle.partitions (default 16: kipviz's default of 4 is for notebook-sized runs)")
+    ap.add_argument("--shuffle-partitions", type=int, default=32,
+                    help="spark.sql.shuffle.partitions (default 32, for the 10M run; kipviz's default of 4 is for "
+                         "notebook-sized runs)")
     ap.add_argument("--java-options", help="the driver JVM's flags (default: BATCH_JAVA_OPTIONS, as the CLI)")
     ap.add_argument("--masters", default="local[1],local[2]", help="comma-separated (default local[1],local[2])")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
