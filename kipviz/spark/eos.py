@@ -123,7 +123,7 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
         raise KipvizError(f"no share-record state changes of group {group!r} in this run: verify_eos checks "
                           f"share-group read-process-write runs (e.g. kipviz sample-data --scenario share_eos)")
     recs = logs.records(output_topic)
-    per_input = _per_input(spark, moves, src, recs, input_topic).persist()
+    per_input = _per_input(moves, src, recs, input_topic).persist()
 
     # ---- one row per input record that matters; only the anomalous ones reach the driver --------------
     seen_in = (F.col("n_moves") > 0) & (F.col("n_control") == 0)
@@ -209,13 +209,14 @@ def _source_offset(source, input_topic):
                   F.struct(p.alias("partition"), o.alias("offset")))
 
 
-def _per_input(spark, moves, src, recs, input_topic):
+def _per_input(moves, src, recs, input_topic):
     """One row per (partition, offset) of the input topic that anything names -- its share-record
     moves, its appearance in the input, an input transaction that never committed, a marker, the
-    output records naming it -- as counts: n_moves, n_term, n_ack, n_appended, n_unfinished,
-    n_control, n_visible, and attempt_min/attempt_max (hashes of the visible
-    outputs' attempts: equal when one attempt). One union and one aggregation, numeric keys only;
-    what the reported records' details need more is fetched for them alone (_outputs_of, _moves_of)."""
+    visible output records naming it -- as counts: n_moves, n_term, n_ack, n_appended,
+    n_unfinished, n_control, n_visible, and attempt_min / attempt_max, 64-bit hashes of the visible
+    outputs' attempts (equal: one attempt; two attempts hashing alike, about 1 in 2**64, would hide
+    a duplicate). One union and one aggregation, numeric keys only; what the reported records'
+    details need more is fetched for them alone (_outputs_of, _moves_of)."""
     from pyspark.sql import functions as F
     zero = F.lit(0)
     cols = ("n_moves", "n_term", "n_ack", "n_appended", "n_unfinished", "n_control", "n_visible")
