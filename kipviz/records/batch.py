@@ -675,7 +675,7 @@ def _encode_records(recs: list, base_ts: int, base_offset: int) -> tuple[bytes, 
     add = parts.append
     varint, small, null = _VARINT, _SMALL, _NULL
     max_ts = last_od = None
-    for j, (attrs, ts, tsd, od, off, key, value, headers) in enumerate(recs):
+    for j, (attrs, ts, tsd, od, off, key, value, headers) in enumerate(recs):    # headers: encoded
         if tsd is None:
             tsd = (base_ts if ts is None else ts) - base_ts
         if type(tsd) is not int or not _I64[0] <= tsd <= _I64[1]:
@@ -703,8 +703,7 @@ def _encode_records(recs: list, base_ts: int, base_offset: int) -> tuple[bytes, 
                 _int(vn, "int32", f"records[{j}]")
             vn = varint[vn] if vn < small else _zigzag_varint(vn)
         rec = b"".join((_BYTE[attrs & 0xFF], varint[tsd] if 0 <= tsd < small else _zigzag_varint(tsd, 64),
-                        varint[od] if 0 <= od < small else _zigzag_varint(od), kn, key, vn, value,
-                        _headers(headers) if headers else varint[0]))
+                        varint[od] if 0 <= od < small else _zigzag_varint(od), kn, key, vn, value, headers))
         n = len(rec)
         if n > _I32[1]:
             _int(n, "int32", f"records[{j}].length")
@@ -714,8 +713,9 @@ def _encode_records(recs: list, base_ts: int, base_offset: int) -> tuple[bytes, 
 
 
 def _headers(headers) -> bytes | None:
-    """A record's header count and headers, from a list or tuple of (str | bytes key, bytes | None
-    value) pairs; None for anything else."""
+    """A record's header count and headers, encoded, from a list or tuple of (str | bytes key,
+    bytes | None value) pairs; None for anything else (the careful path, _record_fields, then
+    says what is wrong). Every path of write_batch encodes its headers here."""
     if type(headers) is not list and type(headers) is not tuple:
         return None
     parts = [_length(len(headers))]
@@ -792,7 +792,7 @@ def _size(n: int) -> bytes | None:
 def _plain_fields(r):
     """_record_fields for the common case (a dict of bytes, headers as (str|bytes, bytes|None)
     pairs, int timestamp/offset), without building error paths; None for anything else, which
-    _record_fields then checks and explains."""
+    _record_fields then checks and explains. Both give the headers encoded (_headers)."""
     if type(r) is not dict:
         return None
     g = r.get
@@ -803,31 +803,10 @@ def _plain_fields(r):
     if type(attrs) is not int or not -128 <= attrs <= 127 or (
             ts is not None and (type(ts) is not int or not _I64[0] <= ts <= _I64[1])):
         return None
-    headers = g("headers")
-    hs = _plain_headers(headers) if headers else _NO_HEADERS
+    hs = _headers(g("headers") or ())
     if hs is None:
         return None
     return (attrs, ts, g("timestamp_delta"), g("offset_delta"), g("offset"), key, value, hs)
-
-
-_NO_HEADERS: tuple = ()
-
-
-def _plain_headers(headers):
-    """_plain_fields' check of the headers: [(bytes key, bytes | None value)], or None."""
-    hs = []
-    for h in headers:
-        if type(h) is not tuple and type(h) is not list or len(h) != 2:
-            return None
-        hk, hv = h
-        if type(hk) is str:
-            hk = hk.encode("utf-8")
-        elif type(hk) is not bytes:
-            return None
-        if hv is not None and type(hv) is not bytes:
-            return None
-        hs.append((hk, hv))
-    return hs
 
 
 def _record_fields(r, j: int):
@@ -863,4 +842,4 @@ def _record_fields(r, j: int):
         elif not isinstance(hk, (bytes, bytearray)):
             raise EncodeError(f"header key must be str, got {type(hk).__name__}", hp + ".key")
         hs.append((bytes(hk), _blob(hv, hp + ".value")))
-    return (attrs, ts, tsd, od, off, _blob(key, rp + ".key"), _blob(value, rp + ".value"), hs)
+    return (attrs, ts, tsd, od, off, _blob(key, rp + ".key"), _blob(value, rp + ".value"), _headers(hs))

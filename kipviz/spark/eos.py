@@ -29,7 +29,7 @@ from ..eos import checker
 from ..errors import KipvizError
 from . import txnview
 from .logs import Logs
-from .moves import share_events, share_moves
+from .moves import partition_offset_after, share_events, share_moves
 
 VIOLATION = checker.VIOLATION
 KINDS = checker.KINDS
@@ -131,18 +131,21 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     must = (((F.col("n_appended") > 0) & (F.col("n_unfinished") == 0)) | seen_in) if expect == "appended" \
         else seen_in
     visible = F.col("n_visible") > 0
-    table = per_input.withColumn("must", must).filter(F.col("must") | (visible & known))
+    with_must = per_input.withColumn("must", must)
+    considered = F.col("must") | (visible & known)
+    table = with_must.filter(considered)
     odd = ((F.col("must") & (F.col("n_term") == 0)) | (F.col("n_term") > 1)
            | (F.col("attempt_min") != F.col("attempt_max"))
            | ((F.col("n_ack") > 0) & ~visible & F.lit(require_output)) | (visible & (F.col("n_ack") == 0)))
     odd_rows = table.filter(odd).collect()
     unknown = [_rid(input_topic, r) for r in per_input.filter(visible & ~known).select("partition", "offset")
                .collect()]
-    out_stats = _output_stats(recs, input_topic)
-    # visible output naming no input record by the convention's spelling, or nothing at all: looked
-    # up only when the output's counts say there is some
+    in_stats, named = _input_stats(with_must, considered)
+    out_stats = _output_stats(recs)
+    # visible output naming no input record by the convention's spelling, or nothing at all: the
+    # visible outputs the aggregation did not count, looked up only when there are some
     stray = recs.filter((F.col("visibility") == "visible") & _source_offset(F.col("source"), input_topic).isNull()) \
-        .select("source", "partition", "offset").collect() if out_stats.pop("stray") else []
+        .select("source", "partition", "offset").collect() if out_stats["visible_records"] > named else []
     unknown += sorted({r["source"] for r in stray if r["source"] is not None})
     rids = [_rid(input_topic, r) for r in odd_rows]
     hist = _moves_of(events, group, input_topic, [(r["partition"], r["offset"]) for r in odd_rows])
@@ -186,7 +189,7 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
                            T.StructField("outputs", T.ArrayType(T.StringType()))])
     cols = [f.name for f in schema.fields]
     vdf = spark.createDataFrame([tuple(r[c] for c in cols) for r in collected], schema)
-    stats = {**_input_stats(table), **out_stats}
+    stats = {**in_stats, **out_stats}
     per_input.unpersist()
     if own:
         logs.unpersist()
@@ -202,8 +205,7 @@ def _source_offset(source, input_topic):
     the convention's exact spelling ("in-0@17"; kipviz.eos compares the text), else null."""
     from pyspark.sql import functions as F
     prefix = input_topic + "-"
-    rest = F.substring(source, len(prefix) + 1, 1 << 30)
-    p, o = F.substring_index(rest, "@", 1).try_cast("int"), F.substring_index(rest, "@", -1).try_cast("bigint")
+    p, o = partition_offset_after(source, prefix)
     canonical = F.concat(F.lit(prefix), p.cast("string"), F.lit("@"), o.cast("string")) == source
     return F.when(source.startswith(prefix) & F.coalesce(canonical, F.lit(False)),
                   F.struct(p.alias("partition"), o.alias("offset")))
@@ -325,26 +327,30 @@ def _rules(r: dict, require_output: bool, moves: list) -> list[dict]:
     return out
 
 
-def _input_stats(table) -> dict:
+def _input_stats(per_input, considered) -> tuple[dict, int]:
+    """The considered input records' counts, and how many visible outputs the aggregation counted
+    (those naming an input record)."""
     from pyspark.sql import functions as F
-    t = table.agg(F.count("*").alias("inputs"),
-                  F.sum((F.col("n_ack") > 0).cast("int")).alias("acknowledged"),
-                  F.sum(((F.col("n_ack") == 0) & (F.col("n_term") > 0)).cast("int")).alias("archived")).first()
+
+    def count(cond):
+        return F.sum(cond.cast("int"))
+    t = per_input.agg(count(considered).alias("inputs"),
+                      count(considered & (F.col("n_ack") > 0)).alias("acknowledged"),
+                      count(considered & (F.col("n_ack") == 0) & (F.col("n_term") > 0)).alias("archived"),
+                      F.sum("n_visible").alias("named")).first()
     ack, arch = t["acknowledged"] or 0, t["archived"] or 0
-    return {"inputs": t["inputs"], "acknowledged": ack, "archived": arch, "terminal": ack + arch}
+    return {"inputs": t["inputs"] or 0, "acknowledged": ack, "archived": arch, "terminal": ack + arch}, t["named"] or 0
 
 
-def _output_stats(recs, input_topic) -> dict:
-    """The output's records by visibility, and `stray`: visible ones naming no input record."""
+def _output_stats(recs) -> dict:
+    """The output's records by visibility."""
     from pyspark.sql import functions as F
     vis = F.col("visibility")
     o = recs.agg(F.count("*").alias("n"), F.sum((vis == "visible").cast("int")).alias("visible"),
                  F.sum((vis == "aborted").cast("int")).alias("aborted"),
-                 F.sum((vis == "open").cast("int")).alias("open"),
-                 F.sum(((vis == "visible") & _source_offset(F.col("source"), input_topic).isNull()).cast("int"))
-                 .alias("stray")).first()
+                 F.sum((vis == "open").cast("int")).alias("open")).first()
     return {"output_records": o["n"], "visible_records": o["visible"] or 0, "aborted_records": o["aborted"] or 0,
-            "open_records": o["open"] or 0, "stray": o["stray"] or 0}
+            "open_records": o["open"] or 0}
 
 
 def _recheck(rows, hist: dict, outputs: dict, events, group, input_topic, output_topic, allowed_at_least_once,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..eos.checker import MACHINE
 
-__all__ = ["share_moves", "share_events", "split_key", "MOVE_COLUMNS"]
+__all__ = ["share_moves", "share_events", "split_key", "partition_offset_after", "MOVE_COLUMNS"]
 
 MOVE_COLUMNS = ("group", "topic", "partition", "offset", "seq", "time_ms", "from_state", "to_state", "cause")
 
@@ -36,6 +36,15 @@ def split_key(df):
             .withColumn("offset", F.substring_index("key", "@", -1).try_cast("bigint")).drop("_tp", "_p"))
 
 
+def partition_offset_after(text, prefix: str):
+    """(partition int, offset bigint) columns parsed from `text` = prefix + "partition@offset"
+    (a share-record key after "group/topic-", a source header after "topic-"); null where the
+    rest does not parse. `text`: a column or a column name."""
+    from pyspark.sql import functions as F
+    rest = F.substring(text, len(prefix) + 1, 1 << 30)
+    return (F.substring_index(rest, "@", 1).try_cast("int"), F.substring_index(rest, "@", -1).try_cast("bigint"))
+
+
 def share_moves(events, *, group: str | None = None, topic: str | None = None):
     """The share-record moves (see the module docstring); with `group` and `topic` only that
     group's records of that topic (a key whose rest does not split belongs to another topic whose
@@ -45,10 +54,8 @@ def share_moves(events, *, group: str | None = None, topic: str | None = None):
     if group is None or topic is None:
         return split_key(e).select(*MOVE_COLUMNS)
     prefix = f"{group}/{topic}-"
-    rest = F.substring("key", len(prefix) + 1, 1 << 30)                  # partition@offset
+    p, o = partition_offset_after("key", prefix)
     out = e.filter(F.col("key").startswith(prefix)).select(
-        F.lit(group).alias("group"), F.lit(topic).alias("topic"),
-        F.substring_index(rest, "@", 1).try_cast("int").alias("partition"),
-        F.substring_index("key", "@", -1).try_cast("bigint").alias("offset"),
+        F.lit(group).alias("group"), F.lit(topic).alias("topic"), p.alias("partition"), o.alias("offset"),
         *MOVE_COLUMNS[4:])
     return out.filter(F.col("partition").isNotNull() & F.col("offset").isNotNull())
