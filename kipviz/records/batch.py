@@ -673,7 +673,7 @@ def _encode_records(recs: list, base_ts: int, base_offset: int) -> tuple[bytes, 
     and its blobs, and error paths are only formatted when a value is out of range."""
     parts = []
     add = parts.append
-    varint, small, null = _VARINT, _SMALL, _NULL
+    varint, small = _VARINT, _SMALL
     max_ts = last_od = None
     for j, (attrs, ts, tsd, od, off, key, value, headers) in enumerate(recs):    # headers: encoded
         if tsd is None:
@@ -688,20 +688,8 @@ def _encode_records(recs: list, base_ts: int, base_offset: int) -> tuple[bytes, 
         if max_ts is None or abs_ts > max_ts:
             max_ts = abs_ts
         last_od = od
-        if key is None:
-            kn, key = null, b""
-        else:
-            kn = len(key)
-            if kn > _I32[1]:
-                _int(kn, "int32", f"records[{j}]")
-            kn = varint[kn] if kn < small else _zigzag_varint(kn)
-        if value is None:
-            vn, value = null, b""
-        else:
-            vn = len(value)
-            if vn > _I32[1]:
-                _int(vn, "int32", f"records[{j}]")
-            vn = varint[vn] if vn < small else _zigzag_varint(vn)
+        kn, key = _blob_field(key, j)
+        vn, value = _blob_field(value, j)
         rec = b"".join((_BYTE[attrs & 0xFF], varint[tsd] if 0 <= tsd < small else _zigzag_varint(tsd, 64),
                         varint[od] if 0 <= od < small else _zigzag_varint(od), kn, key, vn, value, headers))
         n = len(rec)
@@ -710,6 +698,16 @@ def _encode_records(recs: list, base_ts: int, base_offset: int) -> tuple[bytes, 
         add(varint[n] if n < small else _zigzag_varint(n))
         add(rec)
     return b"".join(parts), max_ts, last_od
+
+
+def _blob_field(blob: bytes | None, j: int) -> tuple[bytes, bytes]:
+    """(length varint, bytes) of record j's key or value; null is length -1."""
+    if blob is None:
+        return _NULL, b""
+    n = len(blob)
+    if n > _I32[1]:
+        _int(n, "int32", f"records[{j}]")
+    return _length(n), blob
 
 
 def _headers(headers) -> bytes | None:
