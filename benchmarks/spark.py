@@ -10,9 +10,9 @@ Generation. `kipviz.sampledata.generate("share_eos", DIR, records=N, seed=5)`: t
 (proposed) share-group read-process-write workload with its seeded fault schedule, written as the
 sample-data Parquet files (topics, batches, requests, events). Timed: wall clock of the whole call.
 
-Spark. Each master runs in a fresh Python process (its own driver JVM, kipviz.spark.session
-defaults with the CLI's BATCH_JAVA_OPTIONS, a 1 GB heap and 32 shuffle partitions: --java-options,
---driver-memory, --shuffle-partitions). Start-up (not in the rate): the JVM, the session and the
+Spark. Each master runs in a fresh Python process (its own driver JVM, the CLI's session:
+kipviz.spark.session(batch=True), i.e. BATCH_JAVA_OPTIONS and BATCH_LOCAL_DEFAULTS, with a 1 GB
+heap: --java-options, --driver-memory, --shuffle-partitions, --conf KEY=VALUE). Start-up (not in the rate): the JVM, the session and the
 Python workers (a two-row job that imports kipviz there). Then, timed: read_samples, then
   decode:   decode_all (the three internal topics, mapInArrow) + the output topic's batches with
             read_committed visibility (logs.records), each materialised (count);
@@ -60,19 +60,31 @@ def topic_rows(d: Path) -> int:
     return sum(v["rows"] for k, v in m["datasets"].items() if k.startswith("topics/"))
 
 
+def _cpu_seconds() -> float | None:
+    """CPU time used so far by the whole machine, all cores (Linux /proc/stat; None elsewhere): with
+    nothing else running, (after - before) / wall time is how many cores a run kept busy."""
+    try:
+        with open("/proc/stat") as fh:
+            f = fh.readline().split()
+    except OSError:
+        return None
+    busy = sum(int(x) for x in f[1:4] + f[6:9])       # user nice system, irq softirq steal
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
 def _warm(batches):
     from kipviz.spark import decode  # noqa: F401 - what the first decoding task imports
     yield from batches
 
 
 # ---- one Spark master, in its own process ------------------------------------------------------------
-def spark_worker(master: str, d: Path, driver_memory: str, shuffle: int, java_options: str | None) -> dict:
+def spark_worker(master: str, d: Path, driver_memory: str, shuffle: int, java_options: str | None,
+                 conf: dict | None = None) -> dict:
     from kipviz import spark as ks
     from kipviz.spark import analyses
     t0 = time.perf_counter()
-    from kipviz.spark.session import BATCH_JAVA_OPTIONS
-    spark = ks.session(master, driver_memory=driver_memory, conf={"spark.sql.shuffle.partitions": str(shuffle)},
-                       java_options=BATCH_JAVA_OPTIONS if java_options is None else java_options)
+    conf = {**({"spark.sql.shuffle.partitions": str(shuffle)} if shuffle else {}), **(conf or {})}
+    spark = ks.session(master, driver_memory=driver_memory, conf=conf, java_options=java_options, batch=True)
     spark.range(1).count()
     # the Python workers start (and import kipviz) once per session: part of start-up, as the
     # baseline's own imports are not timed either
@@ -85,7 +97,7 @@ def spark_worker(master: str, d: Path, driver_memory: str, shuffle: int, java_op
         out = fn()
         steps[name] = round(time.perf_counter() - t, 2)
         return out
-    t1 = time.perf_counter()
+    t1, cpu1 = time.perf_counter(), _cpu_seconds()
     src = ks.read_samples(spark, d)
     logs = ks.decode_all(src)
     # the decoded frames are kept (persisted): counting one builds the whole cached frame
@@ -98,17 +110,19 @@ def spark_worker(master: str, d: Path, driver_memory: str, shuffle: int, java_op
     for name, df in analyses.frames(logs).items():
         timed("a:" + name, lambda df=df: df.write.format("noop").mode("overwrite").save())
     res = timed("verify_eos", lambda: ks.verify_eos(logs, allowed_at_least_once=True))   # as `kipviz verify-eos`
-    t3 = time.perf_counter()
+    t3, cpu3 = time.perf_counter(), _cpu_seconds()
     return {"master": master, "startup_s": startup, "decode_s": t2 - t1, "analyses_s": t3 - t2,
-            "total_s": t3 - t1, "decoded": decoded, "steps": steps, "eos_ok": res.ok,
+            "total_s": t3 - t1, "cores_busy": None if cpu1 is None else (cpu3 - cpu1) / (t3 - t1), "decoded": decoded, "steps": steps, "eos_ok": res.ok,
             "eos_rows": len(res.rows)}
 
 
-def run_master(master: str, d: Path, driver_memory: str, shuffle: int, java_options: str | None) -> dict:
+def run_master(master: str, d: Path, driver_memory: str, shuffle: int, java_options: str | None,
+               conf: list[str]) -> dict:
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
     out = subprocess.run([sys.executable, __file__, "--worker", master, "--dir", str(d), "--driver-memory",
                           driver_memory, "--shuffle-partitions", str(shuffle)]
-                         + (["--java-options", java_options] if java_options is not None else []), env=env,
+                         + (["--java-options", java_options] if java_options is not None else [])
+                         + [x for kv in conf for x in ("--conf", kv)], env=env,
                          capture_output=True, text=True, check=False)
     line = [x for x in out.stdout.splitlines() if x.startswith("{")]
     if out.returncode or not line:
@@ -165,15 +179,19 @@ def main(argv=None) -> int:
     ap.add_argument("--dir", help="sample directory to use (generated there first unless it has a manifest)")
     ap.add_argument("--strict", action="store_true")
     ap.add_argument("--driver-memory", default="1g", help="driver heap of each Spark run (default 1g)")
-    ap.add_argument("--shuffle-partitions", type=int, default=32,
-                    help="spark.sql.shuffle.partitions (default 32, for the 10M run; kipviz's default of 4 is for "
-                         "notebook-sized runs)")
+    ap.add_argument("--shuffle-partitions", type=int, default=0,
+                    help="spark.sql.shuffle.partitions (default: the CLI's, BATCH_LOCAL_DEFAULTS: 32 with adaptive "
+                         "execution merging small ones)")
     ap.add_argument("--java-options", help="the driver JVM's flags (default: BATCH_JAVA_OPTIONS, as the CLI)")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="more Spark configuration for each run (repeatable)")
     ap.add_argument("--masters", default="local[1],local[2]", help="comma-separated (default local[1],local[2])")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.worker:
-        print(json.dumps(spark_worker(a.worker, Path(a.dir), a.driver_memory, a.shuffle_partitions, a.java_options)))
+        conf = dict(kv.split("=", 1) for kv in a.conf)
+        print(json.dumps(spark_worker(a.worker, Path(a.dir), a.driver_memory, a.shuffle_partitions, a.java_options,
+                                      conf)))
         return 0
     tmp = None
     d = Path(a.dir) if a.dir else Path(tmp := tempfile.mkdtemp(prefix="kipviz-spark-bench-")) / "share_eos"
@@ -196,10 +214,12 @@ def main(argv=None) -> int:
           f"({records / base['decode_s']:,.0f} records/s) {base['decoded']}")
     runs = {}
     for master in a.masters.split(","):
-        r = runs[master] = run_master(master, d, a.driver_memory, a.shuffle_partitions, a.java_options)
+        r = runs[master] = run_master(master, d, a.driver_memory, a.shuffle_partitions, a.java_options, a.conf)
         print(f"{master}: start {r['startup_s']:.1f} s, decode {r['decode_s']:.1f} s, analyses + verify_eos "
               f"{r['analyses_s']:.1f} s, total {r['total_s']:.1f} s = {records / r['total_s']:,.0f} records/s; "
               f"eos ok={r['eos_ok']} ({r['eos_rows']} rows) {r['decoded']}")
+        if r.get("cores_busy") is not None:
+            print(f"    cores busy (whole machine, /proc/stat): {r['cores_busy']:.2f} of {os.cpu_count()}")
         print("    steps (s): " + ", ".join(f"{k} {v}" for k, v in r["steps"].items()))
     if not {"local[1]", "local[2]"} <= runs.keys():
         print("targets: need both local[1] and local[2] (--masters)")

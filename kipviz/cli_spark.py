@@ -49,8 +49,7 @@ def _source(directory: str, master: str | None):
         raise KipvizError(f"{directory}: no manifest.json here; expected a sample-data run directory "
                           "(kipviz sample-data -o DIR)")
     from .spark import read_samples, session
-    from .spark.session import BATCH_JAVA_OPTIONS
-    return read_samples(session(master, java_options=BATCH_JAVA_OPTIONS), d)
+    return read_samples(session(master, batch=True), d)
 
 
 def cmd_analyze(args) -> int:

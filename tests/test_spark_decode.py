@@ -49,6 +49,18 @@ def test_kafka_source_frame_gives_the_same_results_as_the_files(spark):  # noqa:
     assert live.errors.count() == 0
 
 
+def test_a_kafka_source_frame_gives_the_output_records_without_batch_flags(spark):  # noqa: F811
+    df, manifest = _kafka_frame(spark, "share_eos")
+    out = manifest["output_topic"]
+    live = ks.decode_all(ks.from_kafka_frame(spark, df, manifest=manifest)).records(out)
+    files = ks.decode_all(ks.read_samples(spark, SAMPLES / "share_eos")).records(out)
+    assert live.columns == files.columns
+    assert _rows(live, "partition", "offset", "source") == _rows(files, "partition", "offset", "source")
+    # the Kafka source shows no batches: every record counts as visible, with no producer or transaction
+    assert _rows(live.groupBy("visibility", "producer_id", "txn_no").count(), "visibility", "producer_id",
+                 "txn_no") == [("visible", None, None)]
+
+
 def test_decoders_are_vectorised_map_in_arrow(spark):  # noqa: F811
     src = ks.read_samples(spark, SAMPLES / "share_eos")
     for df in (decode.decode_offsets(src.topic("__consumer_offsets")),

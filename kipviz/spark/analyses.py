@@ -165,13 +165,16 @@ def transaction_summary(logs, txns=None):
 
 # ---- KIP-1289: TX_PENDING ------------------------------------------------------------------------------------
 def _pending_moves(logs):
-    """Share-record events into or out of TX_PENDING (key unsplit)."""
+    """Share-record events into or out of TX_PENDING (key unsplit): key, seq, time_ms, _exit (out
+    of TX_PENDING), and to_state and cause of the exits (null for the entries: nobody reads them)."""
     F = _F()
     e = logs.events
     if e is None:
         return None
     into, out = F.col("to_state") == TX_PENDING, F.col("from_state") == TX_PENDING
-    return share_events(e).filter((into & ~out) | (out & ~into))
+    return share_events(e).filter((into & ~out) | (out & ~into)).select(
+        "key", "seq", "time_ms", out.alias("_exit"), F.when(out, F.col("to_state")).alias("to_state"),
+        F.when(out, F.col("cause")).alias("cause"))
 
 
 def tx_pending(logs):
@@ -185,10 +188,11 @@ def tx_pending(logs):
             "residency_ms bigint, exit_state string, exit_cause string, status string")
     if m is None:
         return logs.spark.createDataFrame([], cols)
+    # each entry and the record's next move: an exit ends the stay (another entry would leave it open)
     w = Window.partitionBy("key").orderBy("seq")
-    nxt = F.lead(F.struct("time_ms", "from_state", "to_state", "cause")).over(w)
-    m = split_key(m.select("key", "seq", "time_ms", "to_state", nxt.alias("_next")).filter(F.col("to_state") == TX_PENDING))
-    left = F.col("_next.from_state") == TX_PENDING
+    nxt = F.lead(F.struct("time_ms", "_exit", "to_state", "cause")).over(w)
+    m = split_key(m.select("key", "time_ms", "_exit", nxt.alias("_next")).filter(~F.col("_exit")))
+    left = F.col("_next._exit")
     return m.select("group", "topic", "partition", "offset",
                     F.col("time_ms").alias("enter_ms"), F.when(left, F.col("_next.time_ms")).alias("exit_ms"),
                     F.when(left, F.col("_next.time_ms") - F.col("time_ms")).alias("residency_ms"),

@@ -16,12 +16,16 @@ The functions named *_arrow are the per-batch decoders themselves, usable withou
 benchmark's single-process baseline runs exactly them)."""
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
 from ..eos.checker import SOURCE_HEADER
 from ..errors import DecodeError
 from ..records import read_batches
+from ..records.batch import TIMESTAMP_TYPE_MASK as _LOG_APPEND_TIME
+from ..records.batch import TRANSACTIONAL_MASK as _TRANSACTIONAL
 from ..records.internal import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TRANSACTION_STATE, decode_internal
+from ..records.skim import skim_batch
 from . import schemas
 
 __all__ = ["decode_offsets", "decode_transactions", "decode_share_state", "decode_batches", "decode_topic",
@@ -166,49 +170,95 @@ def _source_of(headers) -> str | None:
 
 
 def batches_arrow(rb: pa.RecordBatch, payload: bool = True) -> pa.RecordBatch:
-    """One row per record of each batch (control records included, with their marker type)."""
-    out = _Out(schemas.RECORDS)
-    cols = out.cols
+    """One row per record of each batch (control records included, with their marker type). With
+    payload=False, plain data batches (most of a topic) are skimmed (kipviz.records.skim: no
+    record dicts); anything the skim does not take goes through read_batches."""
+    out = _Records(payload)
     c = rb.schema.names
     topics = rb.column(c.index("topic")).to_pylist()
     parts = rb.column(c.index("partition")).to_pylist()
     bases = rb.column(c.index("base_offset")).to_pylist()
     datas = rb.column(c.index("batch")).to_pylist()
     for i in range(len(datas)):
-        topic, part = topics[i], parts[i]
+        topic, part, data = topics[i], parts[i], datas[i]
+        got = skim_batch(data, _SOURCE_B) if not payload and data is not None else None
+        if got is not None:
+            out.skimmed(topic, part, got)
+            continue
         try:
-            if datas[i] is None:
+            if data is None:
                 raise DecodeError("null batch", 0, "batch")
-            decoded = read_batches(datas[i], strict=True)
+            decoded = read_batches(data, strict=True)
         except DecodeError as e:
-            out.add({"topic": topic, "partition": part, "offset": bases[i], "error": str(e),
-                     "error_kind": error_kind(e), "error_path": e.path or None})
+            out.error(topic, part, bases[i], e)
             continue
         for b in decoded:
-            recs = b["records"]
-            n = len(recs)
-            # the batch's own fields repeat for each of its records: extended once per batch
-            for name, v in (("topic", topic), ("partition", part), ("producer_id", b["producer_id"]),
-                            ("producer_epoch", b["producer_epoch"]), ("is_transactional", b["is_transactional"]),
-                            ("is_control", b["is_control"]), ("base_offset", b["base_offset"]),
-                            ("crc_valid", b["crc_valid"]), ("error", None), ("error_kind", None),
-                            ("error_path", None)):
-                cols[name].extend([v] * n)
-            cols["offset"].extend([r["offset"] for r in recs])
-            cols["timestamp_ms"].extend([r["timestamp"] for r in recs])
-            hs = [r["headers"] for r in recs]
-            cols["source"].extend([_source_of(h) if h else None for h in hs])
-            ctls = [r.get("control") for r in recs]
-            cols["control_type"].extend([c["type"] if c else None for c in ctls])
-            cols["coordinator_epoch"].extend([c["coordinator_epoch"] if c else None for c in ctls])
-            if payload:
-                cols["key"].extend([r["key"] for r in recs])
-                cols["value"].extend([r["value"] for r in recs])
-                cols["headers"].extend([[{"key": k, "value": v} for k, v in h] for h in hs])
-            else:
-                for name in ("key", "value", "headers"):
-                    cols[name].extend([None] * n)
-    return out.batch()
+            out.batch(topic, part, b)
+    return out.arrow()
+
+
+_BATCH_COLUMNS = ("topic", "partition", "producer_id", "producer_epoch", "is_transactional", "is_control",
+                  "base_offset", "crc_valid", "error", "error_kind", "error_path")
+_RECORD_COLUMNS = ("offset", "timestamp_ms", "source", "control_type", "coordinator_epoch")
+_PAYLOAD_COLUMNS = ("key", "value", "headers")
+
+
+class _Records:
+    """batches_arrow's rows: the batch-level columns once per batch (spread over its records with
+    Arrow's take), the record-level ones per record."""
+
+    def __init__(self, payload: bool):
+        self.payload = payload
+        self.per_batch = {n: [] for n in _BATCH_COLUMNS}
+        self.per_record = {n: [] for n in _RECORD_COLUMNS + (_PAYLOAD_COLUMNS if payload else ())}
+        self.counts: list[int] = []
+
+    def _head(self, values: tuple, n: int) -> None:
+        for col, v in zip(self.per_batch.values(), values, strict=True):
+            col.append(v)
+        self.counts.append(n)
+
+    def skimmed(self, topic, part, got) -> None:
+        h, ods, tsds, sources = got
+        base, attrs, n = h[0], h[5], len(ods)
+        self._head((topic, part, h[9], h[10], bool(attrs & _TRANSACTIONAL), False, base, True, None, None, None), n)
+        r = self.per_record
+        r["offset"].extend([base + d for d in ods])
+        r["timestamp_ms"].extend([h[8]] * n if attrs & _LOG_APPEND_TIME else [h[7] + d for d in tsds])
+        r["source"].extend(sources)
+        r["control_type"].extend([None] * n)
+        r["coordinator_epoch"].extend([None] * n)
+
+    def batch(self, topic, part, b: dict) -> None:
+        recs = b["records"]
+        self._head((topic, part, b["producer_id"], b["producer_epoch"], b["is_transactional"], b["is_control"],
+                    b["base_offset"], b["crc_valid"], None, None, None), len(recs))
+        r = self.per_record
+        r["offset"].extend([x["offset"] for x in recs])
+        r["timestamp_ms"].extend([x["timestamp"] for x in recs])
+        hs = [x["headers"] for x in recs]
+        r["source"].extend([_source_of(h) if h else None for h in hs])
+        ctls = [x.get("control") for x in recs]
+        r["control_type"].extend([c["type"] if c else None for c in ctls])
+        r["coordinator_epoch"].extend([c["coordinator_epoch"] if c else None for c in ctls])
+        if self.payload:
+            r["key"].extend([x["key"] for x in recs])
+            r["value"].extend([x["value"] for x in recs])
+            r["headers"].extend([[{"key": k, "value": v} for k, v in h] for h in hs])
+
+    def error(self, topic, part, base_offset, e: DecodeError) -> None:
+        self._head((topic, part, None, None, None, None, None, None, str(e), error_kind(e), e.path or None), 1)
+        for name, col in self.per_record.items():
+            col.append(base_offset if name == "offset" else None)
+
+    def arrow(self) -> pa.RecordBatch:
+        schema = schemas.RECORDS
+        n = sum(self.counts)
+        spread = pa.array(np.repeat(np.arange(len(self.counts)), self.counts))
+        cols = {name: pa.array(v, schema.field(name).type).take(spread) for name, v in self.per_batch.items()}
+        cols.update((name, pa.array(v, schema.field(name).type)) for name, v in self.per_record.items())
+        return pa.RecordBatch.from_arrays([cols[f.name] if f.name in cols else pa.nulls(n, f.type) for f in schema],
+                                          schema=schema)
 
 
 # ---- Spark wrappers --------------------------------------------------------------------------------

@@ -148,8 +148,9 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
         .select("source", "partition", "offset").collect() if out_stats["visible_records"] > named else []
     unknown += sorted({r["source"] for r in stray if r["source"] is not None})
     rids = [_rid(input_topic, r) for r in odd_rows]
-    hist = _moves_of(events, group, input_topic, [(r["partition"], r["offset"]) for r in odd_rows])
     outputs = _outputs_of(recs, rids + unknown, output_topic)
+    hist, seqs = _history(events, group, input_topic, output_topic, [(r["partition"], r["offset"]) for r in odd_rows],
+                          [o for rid in rids for o in outputs.get(rid, ())])
     collected = []
     for r, rid in zip(odd_rows, rids, strict=True):
         outs = outputs.get(rid, [])
@@ -178,7 +179,7 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     # ---- the few that may be KIP-1289 at-least-once windows: classified by kipviz.eos itself --------
     maybe = [r for r in collected if r["kind"] in ("duplicate-output", "output-without-ack")]
     if maybe and len(maybe) <= MAX_CLASSIFIED:
-        _recheck(maybe, hist, outputs, events, group, input_topic, output_topic, allowed_at_least_once,
+        _recheck(maybe, hist, outputs, seqs, group, input_topic, output_topic, allowed_at_least_once,
                  expect, require_output)
     collected.sort(key=lambda r: (r["topic"] is None, (r["topic"] or "", r["partition"] or 0, r["offset"] or 0),
                                   KINDS.index(r["kind"])))
@@ -218,7 +219,7 @@ def _per_input(moves, src, recs, input_topic):
     n_unfinished, n_control, n_visible, and attempt_min / attempt_max, 64-bit hashes of the visible
     outputs' attempts (equal: one attempt; two attempts hashing alike, about 1 in 2**64, would hide
     a duplicate). One union and one aggregation, numeric keys only; what the reported records'
-    details need more is fetched for them alone (_outputs_of, _moves_of)."""
+    details need more is fetched for them alone (_outputs_of, _history)."""
     from pyspark.sql import functions as F
     zero = F.lit(0)
     cols = ("n_moves", "n_term", "n_ack", "n_appended", "n_unfinished", "n_control", "n_visible")
@@ -251,20 +252,37 @@ def _per_input(moves, src, recs, input_topic):
         F.max("attempt").alias("attempt_max"))
 
 
-def _moves_of(events, group, input_topic, records) -> dict:
-    """rid -> its share-record moves in seq order (seq, from_state, to_state, cause), for a few
-    records: their keys are matched as text first, so only their events are split."""
+def _history(events, group, input_topic, output_topic, records, outputs) -> tuple[dict, dict]:
+    """What the reported records' details need from the event log, in one scan: rid -> its
+    share-record moves in seq order (seq, from_state, to_state, cause), for `records` ((partition,
+    offset) pairs; their keys are matched as text, so only their events are split), and (partition,
+    offset) -> seq of the RecordAppended events of `outputs` (_outputs_of dicts) and of the markers
+    that ended them (their place in the event order, for _recheck)."""
     from pyspark.sql import functions as F
-    if not records:
-        return {}
     keys = sorted({f"{group}/{input_topic}-{p}@{o}" for p, o in records})
-    few = events.filter(F.col("key").isin(keys))
-    out: dict = {}
-    rows = share_moves(few, group=group, topic=input_topic).select(
-        "partition", "offset", "seq", "from_state", "to_state", "cause").collect()
-    for m in sorted(rows, key=lambda m: m["seq"]):
-        out.setdefault(_rid(input_topic, m), []).append(m.asDict())
-    return out
+    places = {(o["partition"], o["offset"]) for o in outputs} \
+        | {(o["partition"], o["marker_offset"]) for o in outputs if o["marker_offset"] is not None}
+    if not keys and not places:
+        return {}, {}
+    want = F.lit(False)
+    if keys:
+        want = want | F.col("key").isin(keys)
+    if places:
+        want = want | ((F.col("kind") == "RecordAppended") & (F.col("topic") == output_topic)
+                       & F.col("offset").isin(sorted({o for _, o in places})))
+    few = events.filter(want).persist()
+    hist: dict = {}
+    for m in sorted(share_moves(few, group=group, topic=input_topic).select(
+            "partition", "offset", "seq", "from_state", "to_state", "cause").collect(), key=lambda m: m["seq"]):
+        hist.setdefault(_rid(input_topic, m), []).append(m.asDict())
+    seqs = {}
+    if places:
+        for r in few.filter((F.col("kind") == "RecordAppended") & (F.col("topic") == output_topic)).select(
+                "partition", "offset", "seq").collect():
+            if (r["partition"], r["offset"]) in places:
+                seqs[(r["partition"], r["offset"])] = r["seq"]
+    few.unpersist()
+    return hist, seqs
 
 
 def _outputs_of(recs, rids, output_topic) -> dict:
@@ -353,27 +371,19 @@ def _output_stats(recs) -> dict:
             "open_records": o["open"] or 0}
 
 
-def _recheck(rows, hist: dict, outputs: dict, events, group, input_topic, output_topic, allowed_at_least_once,
+def _recheck(rows, hist: dict, outputs: dict, seqs: dict, group, input_topic, output_topic, allowed_at_least_once,
              expect, require_output) -> None:
     """Classify duplicate-output / output-without-ack with kipviz.eos itself: the records' own
     events (their share-record moves, their output records and the markers that ended them) are
-    rebuilt from what was fetched for them (hist: moves, outputs: _outputs_of) and the event order,
-    and checked by check_share_eos, whose classification, KIP-1289 case and wording are then taken. Needs the model's event order (RecordAppended seq); without
-    it the outcome stays a plain violation."""
-    from pyspark.sql import functions as F
-
+    rebuilt from what was fetched for them (hist and seqs: _history, outputs: _outputs_of) and
+    checked by check_share_eos, whose classification, KIP-1289 case and wording are then taken.
+    Needs the model's event order (RecordAppended seq); without it the outcome stays a plain
+    violation."""
     from ..broker.events import RecordAppended, StateChanged
-    spark = events.sparkSession
     rids = sorted({r["rid"] for r in rows})
     outs = [o for rid in rids for o in outputs.get(rid, ())]
     marks = {(o["partition"], o["marker_offset"]) for o in outs if o["marker_offset"] is not None}
     keys = marks | {(o["partition"], o["offset"]) for o in outs}
-    seqs = {}
-    if keys:       # the output records' and their markers' places in the event order, in one scan
-        kd = spark.createDataFrame(sorted(keys), "partition int, offset bigint")
-        seqs = {(m["partition"], m["offset"]): m["seq"] for m in
-                events.filter((F.col("kind") == "RecordAppended") & (F.col("topic") == output_topic))
-                .join(F.broadcast(kd), ["partition", "offset"]).select("partition", "offset", "seq").collect()}
     if any(seqs.get(k) is None for k in keys):
         return
     evs = [StateChanged(seq=e["seq"], t=0, machine=checker.MACHINE, key=f"{group}/{rid}",

@@ -36,6 +36,12 @@ JAVA_OPTIONS = ("-XX:+UseSerialGC -XX:MinHeapFreeRatio=5 -XX:MaxHeapFreeRatio=20
 # seconds, where C2's compiled scans, sorts and cache builders pay for its compiler threads (a
 # 1M-record share_eos run: 45 s -> 32 s on local[2]) and the parallel collector for its footprint.
 BATCH_JAVA_OPTIONS = "-XX:+UseParallelGC -Xms64m -XX:ReservedCodeCacheSize=96m"
+# ... and, on a local master, more shuffle partitions with adaptive execution merging the small
+# ones: a whole run has both big stages (millions of share-record moves) and many tiny ones (a few
+# hundred transactions, a request-error table) that would otherwise pay for 32 tasks each
+BATCH_LOCAL_DEFAULTS = {"spark.sql.shuffle.partitions": "32", "spark.sql.adaptive.enabled": "true",
+                        "spark.sql.adaptive.coalescePartitions.parallelismFirst": "false",
+                        "spark.sql.adaptive.advisoryPartitionSizeInBytes": "16m"}
 
 # filled in only where Spark's own configuration says nothing
 DEFAULTS = {
@@ -59,7 +65,7 @@ LOCAL_DEFAULTS = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": 
                   "spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "false"}
 
 __all__ = ["session", "DEFAULTS", "DEFAULT_MASTER", "DEFAULT_DRIVER_MEMORY", "LOG4J2", "JAVA_OPTIONS",
-           "BATCH_JAVA_OPTIONS", "stop"]
+           "BATCH_JAVA_OPTIONS", "BATCH_LOCAL_DEFAULTS", "stop"]
 
 
 def _defaults_file() -> dict[str, str]:
@@ -119,9 +125,13 @@ def _is_local(master: str) -> bool:
 
 
 def session(master: str | None = None, *, app_name: str = "kipviz", driver_memory: str | None = None,
-            conf: dict | None = None, java_options: str | None = None):
+            conf: dict | None = None, java_options: str | None = None, batch: bool = False):
     """The SparkSession to run kipviz's analyses on (created once, then reused). java_options:
-    the driver JVM's flags instead of JAVA_OPTIONS (when kipviz starts the JVM)."""
+    the driver JVM's flags instead of JAVA_OPTIONS (when kipviz starts the JVM). batch=True: the
+    defaults for whole runs (`kipviz analyze` / `verify-eos`): BATCH_JAVA_OPTIONS and, on a local
+    master, BATCH_LOCAL_DEFAULTS -- still only where nothing stronger (1-3 above) says otherwise."""
+    if batch and java_options is None:
+        java_options = BATCH_JAVA_OPTIONS
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
@@ -147,7 +157,7 @@ def session(master: str | None = None, *, app_name: str = "kipviz", driver_memor
     for k, v in DEFAULTS.items():
         sconf.setIfMissing(k, v)
     if _is_local(chosen):
-        for k, v in LOCAL_DEFAULTS.items():
+        for k, v in ({**LOCAL_DEFAULTS, **BATCH_LOCAL_DEFAULTS} if batch else LOCAL_DEFAULTS).items():
             sconf.setIfMissing(k, v)
         if not (os.environ.get("PYSPARK_PYTHON") or sconf.contains("spark.pyspark.python")):
             os.environ["PYSPARK_PYTHON"] = sys.executable      # workers run this interpreter (and its kipviz)

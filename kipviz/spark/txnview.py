@@ -89,4 +89,5 @@ def with_visibility(records, view):
     from pyspark.sql import functions as F
     v = view.select("topic", "partition", "base_offset", F.col("seq").alias("batch_seq"), "marker_offset",
                     "marker_type", "visibility", "txn_no")
-    return records.join(F.broadcast(v), ["topic", "partition", "base_offset"], "left")
+    return records.join(F.broadcast(v), ["topic", "partition", "base_offset"], "left").select(
+        *records.columns, "batch_seq", "marker_offset", "marker_type", "visibility", "txn_no")
