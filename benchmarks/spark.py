@@ -11,8 +11,9 @@ Generation. `kipviz.sampledata.generate("share_eos", DIR, records=N, seed=5)`: t
 sample-data Parquet files (topics, batches, requests, events). Timed: wall clock of the whole call.
 
 Spark. Each master runs in a fresh Python process (its own driver JVM, the CLI's session:
-kipviz.spark.session(batch=True), i.e. BATCH_JAVA_OPTIONS and BATCH_LOCAL_DEFAULTS, with a 1 GB
-heap: --java-options, --driver-memory, --shuffle-partitions, --conf KEY=VALUE). Start-up (not in the rate): the JVM, the session and the
+kipviz.spark.session(batch=True, large=...), i.e. BATCH_JAVA_OPTIONS, and LARGE_LOCAL_DEFAULTS
+from 5M topic records on, with a 1 GB heap: --java-options, --driver-memory, --shuffle-partitions,
+--conf KEY=VALUE). Start-up (not in the rate): the JVM, the session and the
 Python workers (a two-row job that imports kipviz there). Then, timed: read_samples, then
   decode:   decode_all (the three internal topics, mapInArrow) + the output topic's batches with
             read_committed visibility (logs.records), each materialised (count);
@@ -83,8 +84,10 @@ def spark_worker(master: str, d: Path, driver_memory: str, shuffle: int, java_op
     from kipviz import spark as ks
     from kipviz.spark import analyses
     t0 = time.perf_counter()
+    from kipviz.spark.session import LARGE_ROWS
     conf = {**({"spark.sql.shuffle.partitions": str(shuffle)} if shuffle else {}), **(conf or {})}
-    spark = ks.session(master, driver_memory=driver_memory, conf=conf, java_options=java_options, batch=True)
+    spark = ks.session(master, driver_memory=driver_memory, conf=conf, java_options=java_options, batch=True,
+                       large=topic_rows(d) >= LARGE_ROWS)        # as the CLI picks them
     spark.range(1).count()
     # the Python workers start (and import kipviz) once per session: part of start-up, as the
     # baseline's own imports are not timed either
@@ -180,8 +183,8 @@ def main(argv=None) -> int:
     ap.add_argument("--strict", action="store_true")
     ap.add_argument("--driver-memory", default="1g", help="driver heap of each Spark run (default 1g)")
     ap.add_argument("--shuffle-partitions", type=int, default=0,
-                    help="spark.sql.shuffle.partitions (default: the CLI's, BATCH_LOCAL_DEFAULTS: 32 with adaptive "
-                         "execution merging small ones)")
+                    help="spark.sql.shuffle.partitions (default: the CLI's; for 5M+ topic records "
+                         "LARGE_LOCAL_DEFAULTS, 32 with adaptive execution merging small ones)")
     ap.add_argument("--java-options", help="the driver JVM's flags (default: BATCH_JAVA_OPTIONS, as the CLI)")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                     help="more Spark configuration for each run (repeatable)")

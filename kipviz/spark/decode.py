@@ -7,8 +7,8 @@
     records = decode_topic(src.topic("out"))                         # records of a Kafka-source frame
 
 Each Python worker receives Arrow batches of (key, value, partition, offset, timestamp) and runs
-kipviz.records.decode_internal / read_batches over them: no row-by-row Python UDF, no pickling of
-rows. A record that does not decode (corrupt bytes, an unknown record type or value version) gives
+kipviz.records.decode_internal / read_batches (or, without payload, kipviz.records.skim) over
+them: no row-by-row Python UDF, no pickling of rows. A record that does not decode (corrupt bytes, an unknown record type or value version) gives
 one row whose `error`, `error_kind` and `error_path` say what and where, and the data columns null;
 split_errors() separates them. Nothing a single bad record holds can stop the job.
 

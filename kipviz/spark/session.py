@@ -36,10 +36,12 @@ JAVA_OPTIONS = ("-XX:+UseSerialGC -XX:MinHeapFreeRatio=5 -XX:MaxHeapFreeRatio=20
 # seconds, where C2's compiled scans, sorts and cache builders pay for its compiler threads (a
 # 1M-record share_eos run: 45 s -> 32 s on local[2]) and the parallel collector for its footprint.
 BATCH_JAVA_OPTIONS = "-XX:+UseParallelGC -Xms64m -XX:ReservedCodeCacheSize=96m"
-# ... and, on a local master, more shuffle partitions with adaptive execution merging the small
-# ones: a whole run has both big stages (millions of share-record moves) and many tiny ones (a few
-# hundred transactions, a request-error table) that would otherwise pay for 32 tasks each
-BATCH_LOCAL_DEFAULTS = {"spark.sql.shuffle.partitions": "32", "spark.sql.adaptive.enabled": "true",
+# A large run on a local master (LARGE_ROWS topic records or more: millions of share-record moves
+# to aggregate per record) needs more shuffle partitions than 4; adaptive execution then merges
+# the tiny stages (a few hundred transactions, a request-error table) that would otherwise pay for
+# 32 tasks each. On smaller runs both cost more than they save (a 1M-record sample: 21 s -> 25 s).
+LARGE_ROWS = 5_000_000
+LARGE_LOCAL_DEFAULTS = {"spark.sql.shuffle.partitions": "32", "spark.sql.adaptive.enabled": "true",
                         "spark.sql.adaptive.coalescePartitions.parallelismFirst": "false",
                         "spark.sql.adaptive.advisoryPartitionSizeInBytes": "16m"}
 
@@ -65,7 +67,7 @@ LOCAL_DEFAULTS = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": 
                   "spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "false"}
 
 __all__ = ["session", "DEFAULTS", "DEFAULT_MASTER", "DEFAULT_DRIVER_MEMORY", "LOG4J2", "JAVA_OPTIONS",
-           "BATCH_JAVA_OPTIONS", "BATCH_LOCAL_DEFAULTS", "stop"]
+           "BATCH_JAVA_OPTIONS", "LARGE_ROWS", "LARGE_LOCAL_DEFAULTS", "stop"]
 
 
 def _defaults_file() -> dict[str, str]:
@@ -125,11 +127,13 @@ def _is_local(master: str) -> bool:
 
 
 def session(master: str | None = None, *, app_name: str = "kipviz", driver_memory: str | None = None,
-            conf: dict | None = None, java_options: str | None = None, batch: bool = False):
+            conf: dict | None = None, java_options: str | None = None, batch: bool = False,
+            large: bool = False):
     """The SparkSession to run kipviz's analyses on (created once, then reused). java_options:
-    the driver JVM's flags instead of JAVA_OPTIONS (when kipviz starts the JVM). batch=True: the
-    defaults for whole runs (`kipviz analyze` / `verify-eos`): BATCH_JAVA_OPTIONS and, on a local
-    master, BATCH_LOCAL_DEFAULTS -- still only where nothing stronger (1-3 above) says otherwise."""
+    the driver JVM's flags instead of JAVA_OPTIONS (when kipviz starts the JVM). batch=True: a
+    whole run from the command line (`kipviz analyze` / `verify-eos`), BATCH_JAVA_OPTIONS;
+    large=True: a run of LARGE_ROWS topic records or more, LARGE_LOCAL_DEFAULTS on a local master --
+    both still only where nothing stronger (1-3 above) says otherwise."""
     if batch and java_options is None:
         java_options = BATCH_JAVA_OPTIONS
     from pyspark import SparkConf, SparkContext
@@ -157,7 +161,7 @@ def session(master: str | None = None, *, app_name: str = "kipviz", driver_memor
     for k, v in DEFAULTS.items():
         sconf.setIfMissing(k, v)
     if _is_local(chosen):
-        for k, v in ({**LOCAL_DEFAULTS, **BATCH_LOCAL_DEFAULTS} if batch else LOCAL_DEFAULTS).items():
+        for k, v in ({**LOCAL_DEFAULTS, **LARGE_LOCAL_DEFAULTS} if large else LOCAL_DEFAULTS).items():
             sconf.setIfMissing(k, v)
         if not (os.environ.get("PYSPARK_PYTHON") or sconf.contains("spark.pyspark.python")):
             os.environ["PYSPARK_PYTHON"] = sys.executable      # workers run this interpreter (and its kipviz)
