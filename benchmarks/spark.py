@@ -56,11 +56,6 @@ def generate(records: int, out: Path) -> float:
     return time.perf_counter() - t0
 
 
-def topic_rows(d: Path) -> int:
-    m = json.loads((d / "manifest.json").read_text())
-    return sum(v["rows"] for k, v in m["datasets"].items() if k.startswith("topics/"))
-
-
 def _cpu_seconds() -> float | None:
     """CPU time used so far by the whole machine, all cores (Linux /proc/stat; None elsewhere): with
     nothing else running, (after - before) / wall time is how many cores a run kept busy."""
@@ -84,10 +79,11 @@ def spark_worker(master: str, d: Path, driver_memory: str, shuffle: int, java_op
     from kipviz import spark as ks
     from kipviz.spark import analyses
     t0 = time.perf_counter()
+    from kipviz.spark.readers import topic_records
     from kipviz.spark.session import LARGE_ROWS
     conf = {**({"spark.sql.shuffle.partitions": str(shuffle)} if shuffle else {}), **(conf or {})}
     spark = ks.session(master, driver_memory=driver_memory, conf=conf, java_options=java_options, batch=True,
-                       large=topic_rows(d) >= LARGE_ROWS)        # as the CLI picks them
+                       large=topic_records(d) >= LARGE_ROWS)        # as the CLI picks them
     spark.range(1).count()
     # the Python workers start (and import kipviz) once per session: part of start-up, as the
     # baseline's own imports are not timed either
@@ -115,8 +111,8 @@ def spark_worker(master: str, d: Path, driver_memory: str, shuffle: int, java_op
     res = timed("verify_eos", lambda: ks.verify_eos(logs, allowed_at_least_once=True))   # as `kipviz verify-eos`
     t3, cpu3 = time.perf_counter(), _cpu_seconds()
     return {"master": master, "startup_s": startup, "decode_s": t2 - t1, "analyses_s": t3 - t2,
-            "total_s": t3 - t1, "cores_busy": None if cpu1 is None else (cpu3 - cpu1) / (t3 - t1), "decoded": decoded, "steps": steps, "eos_ok": res.ok,
-            "eos_rows": len(res.rows)}
+            "total_s": t3 - t1, "cores_busy": None if cpu1 is None else (cpu3 - cpu1) / (t3 - t1),
+            "decoded": decoded, "steps": steps, "eos_ok": res.ok, "eos_rows": len(res.rows)}
 
 
 def run_master(master: str, d: Path, driver_memory: str, shuffle: int, java_options: str | None,
@@ -204,7 +200,8 @@ def main(argv=None) -> int:
     if not (d / "manifest.json").is_file():
         gen_s = generate(a.records, d)
     m = json.loads((d / "manifest.json").read_text())
-    records = topic_rows(d)
+    from kipviz.spark.readers import topic_records
+    records = topic_records(d)
     size = sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
     print(f"sample: share_eos, {m['records']:,} input records, seed {m['seed']}: {records:,} topic records, "
           f"{m['datasets']['events.parquet']['rows']:,} events, {size / 2**20:,.0f} MB in {d}")

@@ -8,7 +8,6 @@
 Bad input (no such directory, not a sample, unknown scenario): one line on stderr, exit 2."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -50,13 +49,10 @@ def _source(directory: str, master: str | None):
         raise KipvizError(f"{directory}: no manifest.json here; expected a sample-data run directory "
                           "(kipviz sample-data -o DIR)")
     from .spark import read_samples, session
+    from .spark.readers import topic_records
     from .spark.session import LARGE_ROWS
-    try:          # the run's size picks the Spark settings; a broken manifest is read_samples' to report
-        sets = json.loads((d / "manifest.json").read_text()).get("datasets", {})
-        rows = sum(v.get("rows", 0) for k, v in sets.items() if k.startswith("topics/"))
-    except (OSError, ValueError, AttributeError, TypeError):
-        rows = 0
-    return read_samples(session(master, batch=True, large=rows >= LARGE_ROWS), d)
+    # the run's size picks the Spark settings
+    return read_samples(session(master, batch=True, large=topic_records(d) >= LARGE_ROWS), d)
 
 
 def cmd_analyze(args) -> int:

@@ -42,3 +42,17 @@ def test_large_run_defaults_fill_in_only_what_spark_defaults_leave(tmp_path):
     assert large["spark.sql.adaptive.advisoryPartitionSizeInBytes"] == "8m"
     # batch=True starts the command line's JVM (C2, parallel collector), not the notebooks' C1-only one
     assert "-XX:+UseParallelGC" in small["java"] and "TieredStopAtLevel" not in small["java"]
+
+
+def test_the_run_size_the_command_line_goes_by(tmp_path):
+    from pathlib import Path
+
+    from kipviz.spark.readers import topic_records
+    from kipviz.spark.session import LARGE_ROWS
+    share = Path(__file__).resolve().parent.parent / "sample_data" / "share_eos"
+    m = json.loads((share / "manifest.json").read_text())
+    topics = [v["rows"] for k, v in m["datasets"].items() if k.startswith("topics/")]
+    assert len(topics) >= 4 and topic_records(share) == sum(topics) < LARGE_ROWS
+    assert topic_records(tmp_path) == 0                       # no manifest: read_samples reports it
+    (tmp_path / "manifest.json").write_text("{not json")
+    assert topic_records(tmp_path) == 0

@@ -31,7 +31,8 @@ from pathlib import Path
 from ..errors import KipvizError
 from . import schemas
 
-__all__ = ["Source", "read_samples", "read_kafka", "from_trace", "from_tables", "kafka_frame", "KAFKA_COLUMNS"]
+__all__ = ["Source", "read_samples", "read_kafka", "from_trace", "from_tables", "kafka_frame", "KAFKA_COLUMNS",
+           "topic_records"]
 
 
 def _ddl_types(ddl: str) -> dict[str, str]:
@@ -136,6 +137,17 @@ class Source:
 
 TOPIC_IDS_DDL = ("name string, topic_id string, topic_id_b64 string, partitions int, deleted boolean, "
                  "created_ms bigint, deleted_ms bigint")
+
+
+def topic_records(directory) -> int:
+    """How many records a sample directory's topic datasets hold (input, output and internal
+    topics: what Spark's Kafka source would deliver), from its manifest; 0 when the manifest is
+    missing or unreadable (read_samples says what is wrong with it)."""
+    try:
+        sets = json.loads((Path(directory) / "manifest.json").read_text()).get("datasets", {})
+        return sum(v.get("rows", 0) for k, v in sets.items() if k.startswith("topics/"))
+    except (OSError, ValueError, AttributeError, TypeError):
+        return 0
 
 
 def read_samples(spark, directory) -> Source:
