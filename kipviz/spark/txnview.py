@@ -10,9 +10,9 @@ a COMMIT, invisible for ever after an ABORT, `open` with no marker yet. Non-tran
 are visible at once.
 
 `txn_no` numbers a producer's transactions as kipviz.eos numbers its attempts: a producer id's
-transactional data after one of its markers on the topic starts its next transaction. The order across partitions is
-the model's event order (RecordAppended seq) when the run's events are there, else (batch
-timestamp, partition, offset).
+transactional data after one of its markers on the topic starts its next transaction. The order
+across partitions is the model's event order (RecordAppended seq) when the run's events are
+there, else (batch timestamp, partition, offset).
 
 Transactions are decided per batch (a batch is all in or all out), so the window functions run
 over batches, not records."""
