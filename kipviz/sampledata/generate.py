@@ -17,7 +17,9 @@ from ..errors import KipvizError
 from .workloads import START_MS, WORKLOADS, Run
 from .writer import RunWriter
 
-DRAIN_EVENTS = 100_000       # hand events and new log batches to the writer every this many events
+# hand events and new log batches to the writer every this many events; each hand-over forks a child
+# (kipviz.sampledata.offload): fewer, larger chunks mean fewer pages copied on write
+DRAIN_EVENTS = 400_000
 MAX_RECORDS = 1_000_000_000
 SHARE_EOS = "share_eos"
 
@@ -48,15 +50,11 @@ class _Sink:
         if readers is None or len(cluster.events) >= self.every:
             self.drain(cluster, readers)
 
-    def events(self, events) -> None:
-        self.writer.add_events(events)
-
     def drain(self, cluster, readers=None) -> None:
         take = getattr(cluster, "take_events", None)
         if take is None:           # a model without take_events: keep everything until the end
             return
-        self.writer.add_events(take())
-        self.writer.add_logs(cluster, release=readers)
+        self.writer.drain(take(), cluster, release=readers)
 
 
 @contextmanager
@@ -102,6 +100,14 @@ def generate(name: str, out, *, records: int | None = None, seed: int = 0, progr
 
 def _generate(name, out, records, seed, progress, drain_every) -> dict:
     writer = RunWriter(out)
+    try:
+        return _run(name, writer, records, seed, progress, drain_every)
+    except BaseException:
+        writer.abandon()
+        raise
+
+
+def _run(name, writer, records, seed, progress, drain_every) -> dict:
     if name in WORKLOADS or name == SHARE_EOS:
         records = 1000 if records is None else records
         from tqdm import tqdm
@@ -128,8 +134,7 @@ def write_trace(trace, out, *, seed: int = 0, name: str | None = None) -> dict:
     with a fault injected by hand); `name` labels the latter."""
     writer = out if isinstance(out, RunWriter) else RunWriter(out)
     cluster = trace.cluster
-    writer.add_events(cluster.events)
-    writer.add_logs(cluster)
+    writer.drain(cluster.events, cluster)
     data = sum(1 for t in cluster.topics.by_id.values() if not t.internal
                for log in t.partitions for e in log.entries if e.control is None)
     sc = getattr(trace, "scenario", None)
@@ -186,14 +191,13 @@ def _share_eos(records: int, seed: int, sink: _Sink) -> Run:
     state = {"done": 0}
 
     def on_events(chunk):
-        sink.events(chunk)
         c = wl.cluster
         spso = {}
         if getattr(wl, "input_id", None) is not None:
             for p in range(wl.partitions):
                 sp = c.shares.partitions.get((wl.group, wl.input_id, p))
                 spso[(wl.input, p)] = sp.spso if sp is not None else 0
-        sink.writer.add_logs(c, release=spso)
+        sink.writer.drain(chunk, c, release=spso)
         done = min(records, wl._consumed()) if getattr(wl, "input_id", None) is not None else 0
         if sink.bar is not None and done > state["done"]:
             sink.bar.update(done - state["done"])

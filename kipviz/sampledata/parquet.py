@@ -11,6 +11,13 @@ import pyarrow.parquet as pq
 from .schema import COMPRESSION, COMPRESSION_LEVEL, DICTIONARY, ROW_GROUP_ROWS, SCHEMAS
 
 
+def record_batch(schema: pa.Schema, columns: dict) -> pa.RecordBatch:
+    """Columns ({name: list or Arrow array}, every field of `schema` present) as one record batch."""
+    return pa.RecordBatch.from_arrays(
+        [a if isinstance(a, pa.Array) else pa.array(a, type=f.type)
+         for a, f in zip((columns[f.name] for f in schema), schema, strict=True)], schema=schema)
+
+
 class TableWriter:
     """Rows of one dataset kind ("topic", "batch", "request", "event") into one Parquet file."""
 
@@ -29,14 +36,8 @@ class TableWriter:
 
     def write_columns(self, columns: dict) -> None:
         """Append rows given column-wise ({name: list or Arrow array}, every column present)."""
-        arrays = [columns[f.name] for f in self.schema]
-        n = len(arrays[0])
-        if not n:
-            return
-        self.write_batch(pa.RecordBatch.from_arrays(
-            [a if isinstance(a, pa.Array) else pa.array(a, type=f.type) for a, f in zip(arrays, self.schema,
-                                                                                       strict=True)],
-            schema=self.schema))
+        if len(columns[self.schema[0].name]):
+            self.write_batch(record_batch(self.schema, columns))
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
         if not batch.num_rows:

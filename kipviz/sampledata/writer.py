@@ -1,13 +1,16 @@
 """A run directory in the "kipviz-sample/1" format, written while the run goes on.
 
     w = RunWriter("sample_data/regular_eos")
-    w.add_events(cluster.take_events())        # as often as you like: events.parquet, requests.parquet
-    w.add_logs(cluster, release={...})         # new batches of every partition log (+ optional release)
+    w.drain(cluster.take_events(), cluster, release={...})   # as often as you like (one chunk)
     manifest = w.close(cluster, meta)          # topics/*.parquet, batches/*.parquet, manifest.json
 
-Events and requests stream straight into their files (rows come in seq order). A topic's file is
-sorted by (partition, offset) but partitions grow side by side, so each partition log's rows go to
-a temporary Arrow stream first (DIR/.parts) and close() concatenates them partition by partition."""
+A chunk is its events (events.parquet, requests.parquet), then the batches every partition log
+appended since the last chunk, then an optional release of the written log prefixes
+(add_events / add_logs do one part each). Events and requests stream straight into their files
+(rows come in seq order). A topic's file is sorted by (partition, offset) but partitions grow side
+by side, so each partition log's rows go to a temporary Arrow stream first (DIR/.parts) and close()
+concatenates them partition by partition. Large chunks have their rows built in a forked child
+while the run goes on (kipviz.sampledata.offload); the bytes written are the same."""
 from __future__ import annotations
 
 import json
@@ -19,11 +22,13 @@ import pyarrow as pa
 
 from ..errors import KipvizError
 from ..uuids import to_kafka_str
+from . import offload as offload_mod
 from . import retention
-from .parquet import TableWriter, sha256
+from .parquet import TableWriter, record_batch, sha256
 from .rows import RequestLog, event_columns, log_rows
-from .schema import BATCH, FORMAT, TOPIC
+from .schema import BATCH, EVENT, FORMAT, TOPIC
 
+OFFLOAD_EVENTS = 50_000      # chunks of at least this many events get their columns built in a child
 OUTPUTS = ("topics", "batches", "events.parquet", "requests.parquet", "manifest.json", ".parts")
 
 
@@ -66,8 +71,27 @@ def dataset_stem(name: str, b64: str, live: bool) -> tuple[str, str]:
     return "", name
 
 
+def event_batch(events) -> pa.RecordBatch:
+    return record_batch(EVENT, event_columns(events))
+
+
+_NO_TOPIC_ROWS = TOPIC.empty_table().to_batches() or [pa.RecordBatch.from_pylist([], schema=TOPIC)]
+
+
+def _chunk_rows(events, work) -> dict:
+    """A chunk's rows (built in the offload child): its events, and per (topic name, log, new
+    batches) of `work` one batch-rows and one topic-rows batch (empty when it has none)."""
+    rows = [log_rows(name, log, new) for name, log, new in work]
+    return {"events": (EVENT, [event_batch(events)] if events else []),
+            "batches": (BATCH, [b for b, _ in rows]),
+            "records": (TOPIC, [t if t is not None else _NO_TOPIC_ROWS[0] for _, t in rows])}
+
+
 class RunWriter:
-    def __init__(self, out_dir):
+    """offload: build the rows of large chunks (drain()) in a forked child while the run goes on
+    (kipviz.sampledata.offload); None = where available (Linux, more than one core)."""
+
+    def __init__(self, out_dir, *, offload: bool | None = None):
         self.out = Path(out_dir)
         prepare_dir(self.out)
         self._parts = self.out / ".parts"
@@ -76,35 +100,73 @@ class RunWriter:
         self.requests = TableWriter(self.out / "requests.parquet", "request")
         self._pairs = RequestLog()
         self._logs: dict[tuple, _LogState] = {}
+        use = offload_mod.available() if offload is None else offload
+        self._offload = offload_mod.Offload(self._parts) if use else None
+        self._in_child: list[_LogState] = []       # whose rows the running child builds, in its order
 
     # ---- streaming ---------------------------------------------------------------------------------------
     def add_events(self, events) -> None:
-        if not events:
-            return
-        self.events.write_columns(event_columns(events))
-        self.requests.write_columns(self._pairs.add(events))
+        self.drain(events)
 
     def add_logs(self, cluster, release: dict | None = None) -> None:
         """Write the batches appended since the last call, for every partition of every topic ever
         created (deleted ones too). With `release` ({(topic, partition): position of the slowest
         reader}), the written part of each non-internal log is released (retention.release), up to
         the reader's position where there is one."""
-        for topic in cluster.topics.by_id.values():
-            for log in topic.partitions:
-                st = self._logs.get((topic.topic_id, log.partition))
-                if st is None:
-                    st = self._logs[(topic.topic_id, log.partition)] = _LogState(
-                        f"{to_kafka_str(topic.topic_id)}-{log.partition}")
-                new = log.batches[st.batches_seen - st.dropped:]
-                if new:
-                    batch_rows, topic_rows = log_rows(topic.name, log, new)
-                    st.batch_part = self._write_part(st.batch_part, st.key + ".batches", BATCH, batch_rows)
-                    st.topic_part = self._write_part(st.topic_part, st.key + ".records", TOPIC, topic_rows)
-                    st.batches_seen += len(new)
-                if release is not None and not topic.internal:
+        self.drain((), cluster, release)
+
+    def drain(self, events, cluster=None, release: dict | None = None) -> None:
+        """One chunk of a run: `events` (add_events), then with `cluster` its new batches and the
+        release (add_logs). A chunk of OFFLOAD_EVENTS events or more has its rows built in a child
+        process while the run goes on; they are written at the next call (rows keep their order)."""
+        if events:
+            self.requests.write_columns(self._pairs.add(events))
+        self._collect()
+        work, states = [], []
+        if cluster is not None:
+            for topic in cluster.topics.by_id.values():
+                for log in topic.partitions:
+                    st = self._logs.get((topic.topic_id, log.partition))
+                    if st is None:
+                        st = self._logs[(topic.topic_id, log.partition)] = _LogState(
+                            f"{to_kafka_str(topic.topic_id)}-{log.partition}")
+                    new = log.batches[st.batches_seen - st.dropped:]
+                    if new:
+                        work.append((topic.name, log, new))
+                        states.append(st)
+                        st.batches_seen += len(new)
+        if self._offload is not None and len(events) >= OFFLOAD_EVENTS:
+            self._offload.submit(lambda: _chunk_rows(events, work))
+            self._in_child = states
+        else:
+            self._write_rows(_chunk_rows(events, work), states)
+        if cluster is not None and release is not None:      # the child keeps its copy of what goes
+            for topic in cluster.topics.by_id.values():
+                if topic.internal:
+                    continue
+                for log in topic.partitions:
                     upto = release.get((topic.name, log.partition), log.log_end_offset) \
                         if topic.deleted_at is None else log.log_end_offset
-                    st.dropped += retention.release(log, upto)
+                    self._logs[(topic.topic_id, log.partition)].dropped += retention.release(log, upto)
+
+    def _collect(self) -> None:
+        if self._offload is not None:
+            rows = self._offload.collect()
+            if rows is not None:
+                self._write_rows(rows, self._in_child)
+                self._in_child = []
+
+    def _write_rows(self, rows: dict, states: list) -> None:
+        for b in rows["events"][1]:
+            self.events.write_batch(b)
+        for st, b, t in zip(states, rows["batches"][1], rows["records"][1], strict=True):
+            st.batch_part = self._write_part(st.batch_part, st.key + ".batches", BATCH, b)
+            st.topic_part = self._write_part(st.topic_part, st.key + ".records", TOPIC, t)
+
+    def abandon(self) -> None:
+        """The run failed: stop a child still building rows (the directory is left as it is)."""
+        if self._offload is not None:
+            self._offload.cancel()
 
     def _write_part(self, writer, stem: str, schema: pa.Schema, rows):
         if rows is None or not rows.num_rows:

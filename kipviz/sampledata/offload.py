@@ -1,0 +1,99 @@
+"""A chunk's rows built in a forked child while the run goes on.
+
+A long run spends about a quarter of its time turning events and log batches into rows. On Linux
+with a spare core, RunWriter hands each large chunk to a child process made by fork(): the child
+sees the chunk copy-on-write (nothing is pickled), builds the Arrow record batches and leaves them
+in Arrow IPC files; the parent picks them up at its next chunk (by then the child is done) and
+writes them. The rows and their order are exactly those built in-process."""
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import traceback
+import warnings
+from pathlib import Path
+
+import pyarrow as pa
+
+from ..errors import KipvizError
+
+
+def available() -> bool:
+    """fork() with copy-on-write is Linux's; with one usable core nothing would overlap.
+    KIPVIZ_NO_FORK=1 keeps everything in one process."""
+    return sys.platform.startswith("linux") and hasattr(os, "fork") and len(os.sched_getaffinity(0)) > 1 \
+        and os.environ.get("KIPVIZ_NO_FORK", "") in ("", "0")
+
+
+class Offload:
+    """At most one child at a time: submit(build) forks it to run build() -> {name: (schema, [record
+    batches])}; collect() waits for it and returns {name: (schema, [record batches])}, or None if
+    nothing was submitted."""
+
+    def __init__(self, parts: Path):
+        self.parts = Path(parts)
+        self._pid: int | None = None
+        self._n = 0
+
+    def _path(self, name: str) -> Path:
+        return self.parts / f"chunk-{self._n}.{name}"
+
+    def submit(self, build) -> None:
+        if self._pid is not None:
+            raise RuntimeError("collect() the previous chunk first")
+        self._n += 1
+        with warnings.catch_warnings():         # Python 3.12+ warns about fork() next to threads (tqdm's)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:                             # the child: build, write, leave without cleanup handlers
+            code = 1
+            try:
+                gc.disable()
+                names = []
+                for name, (schema, batches) in build().items():
+                    with pa.OSFile(str(self._path(name + ".arrow")), "wb") as sink, \
+                            pa.ipc.new_file(sink, schema) as w:
+                        for b in batches:
+                            w.write_batch(b)
+                    names.append(name)
+                self._path("done").write_text("\n".join(names))
+                code = 0
+            except BaseException:
+                try:
+                    self._path("err").write_text(traceback.format_exc())
+                except BaseException:
+                    pass
+            finally:
+                os._exit(code)
+        self._pid = pid
+
+    def collect(self) -> dict | None:
+        if self._pid is None:
+            return None
+        pid, self._pid = self._pid, None
+        _, status = os.waitpid(pid, 0)
+        code, done = os.waitstatus_to_exitcode(status), self._path("done")
+        if code != 0 or not done.is_file():
+            err = self._path("err")
+            why = err.read_text().strip().splitlines()[-1] if err.is_file() else f"exit status {code}"
+            raise KipvizError(f"building rows in a child process failed: {why}")
+        out = {}
+        for name in done.read_text().split("\n"):
+            path = self._path(name + ".arrow")
+            with pa.OSFile(str(path), "rb") as src:
+                reader = pa.ipc.open_file(src)
+                out[name] = (reader.schema, [reader.get_batch(i) for i in range(reader.num_record_batches)])
+            path.unlink()
+        done.unlink()
+        return out
+
+    def cancel(self) -> None:
+        """Stop and reap a running child (the run failed); its files are left in the parts directory."""
+        if self._pid is not None:
+            pid, self._pid = self._pid, None
+            try:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
