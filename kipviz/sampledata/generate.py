@@ -17,9 +17,7 @@ from ..errors import KipvizError
 from .workloads import START_MS, WORKLOADS, Run
 from .writer import RunWriter
 
-# hand events and new log batches to the writer every this many events; each hand-over forks a child
-# (kipviz.sampledata.offload): fewer, larger chunks mean fewer pages copied on write
-DRAIN_EVENTS = 400_000
+DRAIN_EVENTS = 100_000       # hand events and new log batches to the writer every this many events
 MAX_RECORDS = 1_000_000_000
 SHARE_EOS = "share_eos"
 
