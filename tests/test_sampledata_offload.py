@@ -97,3 +97,17 @@ def test_available_only_with_a_spare_core_and_not_switched_off(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     monkeypatch.setenv("KIPVIZ_NO_FORK", "1")
     assert not offload.available()
+
+
+def test_a_child_killed_from_outside_says_so(tmp_path):
+    off = offload.Offload(tmp_path)
+    off.submit(lambda: __import__("time").sleep(60) or {})
+    os.kill(off._pid, 9)
+    with pytest.raises(KipvizError, match="killed by signal 9"):
+        off.collect()
+
+
+def test_a_chunk_with_nothing_to_write(tmp_path):
+    off = offload.Offload(tmp_path)
+    off.submit(dict)
+    assert off.collect() == {}

@@ -49,7 +49,7 @@ class Offload:
         if pid == 0:                             # the child: build, write, leave without cleanup handlers
             code = 1
             try:
-                gc.disable()
+                gc.disable()                     # it lives for one chunk: a collection would only copy pages
                 names = []
                 for name, (schema, batches) in build().items():
                     with pa.OSFile(str(self._path(name + ".arrow")), "wb") as sink, \
@@ -76,10 +76,11 @@ class Offload:
         code, done = os.waitstatus_to_exitcode(status), self._path("done")
         if code != 0 or not done.is_file():
             err = self._path("err")
-            why = err.read_text().strip().splitlines()[-1] if err.is_file() else f"exit status {code}"
+            why = err.read_text().strip().splitlines()[-1] if err.is_file() else \
+                f"killed by signal {-code}" if code < 0 else f"exit status {code}"
             raise KipvizError(f"building rows in a child process failed: {why}")
         out = {}
-        for name in done.read_text().split("\n"):
+        for name in filter(None, done.read_text().split("\n")):
             path = self._path(name + ".arrow")
             with pa.OSFile(str(path), "rb") as src:
                 reader = pa.ipc.open_file(src)

@@ -75,7 +75,7 @@ def event_batch(events) -> pa.RecordBatch:
     return record_batch(EVENT, event_columns(events))
 
 
-_NO_TOPIC_ROWS = TOPIC.empty_table().to_batches() or [pa.RecordBatch.from_pylist([], schema=TOPIC)]
+_NO_TOPIC_ROWS = pa.RecordBatch.from_pylist([], schema=TOPIC)
 
 
 def _chunk_rows(events, work) -> dict:
@@ -84,7 +84,7 @@ def _chunk_rows(events, work) -> dict:
     rows = [log_rows(name, log, new) for name, log, new in work]
     return {"events": (EVENT, [event_batch(events)] if events else []),
             "batches": (BATCH, [b for b, _ in rows]),
-            "records": (TOPIC, [t if t is not None else _NO_TOPIC_ROWS[0] for _, t in rows])}
+            "records": (TOPIC, [t if t is not None else _NO_TOPIC_ROWS for _, t in rows])}
 
 
 class RunWriter:
@@ -140,7 +140,7 @@ class RunWriter:
             self._in_child = states
         else:
             self._write_rows(_chunk_rows(events, work), states)
-        if cluster is not None and release is not None:      # the child keeps its copy of what goes
+        if cluster is not None and release is not None:      # a running child keeps its own copy
             for topic in cluster.topics.by_id.values():
                 if topic.internal:
                     continue
