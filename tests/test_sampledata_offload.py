@@ -2,21 +2,16 @@
 the generator's own process, and a clear error when the child fails."""
 from __future__ import annotations
 
-import hashlib
 import os
-from pathlib import Path
 
 import pytest
 
 from kipviz.errors import KipvizError
 from kipviz.sampledata import generate, offload, writer
 
+from .test_sampledata import _files
+
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the offload needs fork() (Linux)")
-
-
-def _files(d: Path) -> dict[str, str]:
-    return {str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.rglob("*"))
-            if p.is_file()}
 
 
 def _children(monkeypatch) -> list[int]:
