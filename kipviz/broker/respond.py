@@ -51,16 +51,18 @@ def error_response(api: str, version: int, request_body: dict | None, code: int)
 def error_codes(body) -> tuple[int, ...]:
     """Distinct non-zero error codes anywhere in a decoded body (keys ending in ErrorCode)."""
     found: list[int] = []
-
-    def walk(x):
-        if isinstance(x, dict):
-            for k, v in x.items():
-                if k.endswith("ErrorCode") and isinstance(v, int) and v and v not in found:
-                    found.append(v)
-                else:
-                    walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-    walk(body)
+    _walk_codes(body, found)
     return tuple(found)
+
+
+def _walk_codes(x, found: list) -> None:
+    # module level, not a closure: a recursive closure is a reference cycle left for the collector
+    if isinstance(x, dict):
+        for k, v in x.items():
+            if k.endswith("ErrorCode") and isinstance(v, int) and v and v not in found:
+                found.append(v)
+            else:
+                _walk_codes(v, found)
+    elif isinstance(x, list):
+        for v in x:
+            _walk_codes(v, found)

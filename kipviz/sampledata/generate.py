@@ -7,13 +7,12 @@ Names: a workload (regular_eos, share_eos, kip1319, kip516; --records scales it)
 of kipviz.scenarios.catalog() (a fixed script: its run is written as it is)."""
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
 from importlib import metadata
 
 import pyarrow as pa
 
 from ..errors import KipvizError
+from ..gcpause import rare_collections
 from .workloads import START_MS, WORKLOADS, Run
 from .writer import RunWriter
 
@@ -55,19 +54,6 @@ class _Sink:
         self.writer.drain(take(), cluster, release=readers)
 
 
-@contextmanager
-def _fewer_collections():
-    """A run allocates millions of short-lived, acyclic objects (events, records, frames) next to a
-    large live set (the model, the unreleased logs): with the default thresholds the cyclic
-    collector rescans that live set so often that it takes a third of the time."""
-    old = gc.get_threshold()
-    gc.set_threshold(100_000, 50, 100)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
-
-
 def _check(name: str, records, seed) -> None:
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise KipvizError(f"--seed must be a non-negative integer, got {seed!r}")
@@ -92,7 +78,7 @@ def generate(name: str, out, *, records: int | None = None, seed: int = 0, progr
              drain_every: int = DRAIN_EVENTS) -> dict:
     """Run `name` with `seed` and write the sample directory `out`; returns the manifest."""
     _check(name, records, seed)
-    with _fewer_collections():
+    with rare_collections():
         return _generate(name, out, records, seed, progress, drain_every)
 
 

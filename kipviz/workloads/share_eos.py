@@ -84,7 +84,6 @@ chunks are also fed to an incremental kipviz.eos.ShareEosChecker (result.report)
 The model's partition logs keep every record, so memory still grows with `records`."""
 from __future__ import annotations
 
-import gc
 import itertools
 import operator
 import random
@@ -105,6 +104,7 @@ from ..clients.producer import (
 )
 from ..clients.share_consumer import ShareConsumer
 from ..eos import ShareEosChecker, check_share_eos, source_header
+from ..gcpause import rare_collections
 from ..records import share_coordinator_partition
 
 STATUS = "proposed"
@@ -776,15 +776,8 @@ class ShareEosWorkload:
         if self._ran:
             raise RuntimeError("a ShareEosWorkload runs once")
         self._ran = True
-        # A run allocates millions of short-lived acyclic objects (events, frames, records) next to
-        # a large live model: with the default thresholds the cyclic collector rescans the live set
-        # so often that it takes about a quarter of a 100k-record run. Restored afterwards.
-        old = gc.get_threshold()
-        gc.set_threshold(max(old[0], 100_000), old[1], old[2])
-        try:
+        with rare_collections():         # (kipviz.gcpause) restored afterwards
             return self._run()
-        finally:
-            gc.set_threshold(*old)
 
     def _run(self) -> WorkloadResult:
         t0 = time.perf_counter()

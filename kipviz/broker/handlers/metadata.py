@@ -89,20 +89,23 @@ def shape(message: str, version: int, values: dict) -> dict:
     """A body with exactly the fields `message` has at `version`: taken from `values` (keys the
     version lacks are dropped, nested structs shaped too), the rest Kafka's defaults. A null
     string where the version does not allow one becomes "" (as Kafka's getErrorResponse does)."""
-    def fill(fields, given) -> dict:
-        out = {}
-        for f in fields:
-            if isinstance(given, dict) and f.name in given:
-                x = given[f.name]
-                if f.is_struct and x is not None:
-                    x = [fill(f.fields, e) for e in x] if f.is_array else fill(f.fields, x)
-                elif x is None and not f.nullable:
-                    x = "" if f.elem == "string" and not f.is_array else default_value(f)
-                out[f.name] = x
-            else:
-                out[f.name] = default_value(f)
-        return out
-    return fill(resolve(registry.get(message), version).fields, values)
+    return _shape(resolve(registry.get(message), version).fields, values)
+
+
+def _shape(fields, given) -> dict:
+    # module level, not a closure: a recursive closure is a reference cycle left for the collector
+    out = {}
+    for f in fields:
+        if isinstance(given, dict) and f.name in given:
+            x = given[f.name]
+            if f.is_struct and x is not None:
+                x = [_shape(f.fields, e) for e in x] if f.is_array else _shape(f.fields, x)
+            elif x is None and not f.nullable:
+                x = "" if f.elem == "string" and not f.is_array else default_value(f)
+            out[f.name] = x
+        else:
+            out[f.name] = default_value(f)
+    return out
 
 
 def is_zero(topic_id) -> bool:
