@@ -31,7 +31,7 @@ def gc_paused():
 @contextmanager
 def rare_collections():
     old = gc.get_threshold()
-    gc.set_threshold(max(old[0], YOUNG_LIMIT), 10, 10)
+    gc.set_threshold(max(old[0], YOUNG_LIMIT), old[1], old[2])
     try:
         yield
     finally:

@@ -80,7 +80,14 @@ class Note(Event):
     detail: dict = field(default_factory=dict)
 
 
-_FACTORY = object()         # "use the field's default_factory", as dataclasses' own __init__ marks it
+class _Factory:
+    """The default of a field with a default_factory (dataclasses' own __init__ marks it alike)."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_FACTORY = _Factory()
 
 
 def _slot_init(cls):
