@@ -97,7 +97,7 @@ def _slot_init(cls):
     instances stay frozen: assignment still raises FrozenInstanceError."""
     env, params, body = {"_FACTORY": _FACTORY}, [], []
     for i, f in enumerate(fields(cls)):
-        env[f"_s{i}"] = next(c.__dict__[f.name] for c in cls.__mro__ if f.name in c.__dict__).__set__
+        env[f"_s{i}"] = getattr(cls, f.name).__set__       # the slot's member descriptor
         if f.default is not MISSING:
             env[f"_d{i}"] = f.default
             params.append(f"{f.name}=_d{i}")

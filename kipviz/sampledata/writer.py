@@ -5,11 +5,10 @@
     manifest = w.close(cluster, meta)          # topics/*.parquet, batches/*.parquet, manifest.json
 
 A chunk is its events (events.parquet, requests.parquet), then the batches every partition log
-appended since the last chunk, then an optional release of the written log prefixes
-(add_events / add_logs do one part each). Events and requests stream straight into their files
-(rows come in seq order). A topic's file is sorted by (partition, offset) but partitions grow side
-by side, so each partition log's rows go to a temporary Arrow stream first (DIR/.parts) and close()
-concatenates them partition by partition. Large chunks have their rows built in a forked child
+appended since the last chunk, then an optional release of the written log prefixes. Events and
+requests stream straight into their files (rows come in seq order). A topic's file is sorted by
+(partition, offset) but partitions grow side by side, so each partition log's rows go to a
+temporary Arrow stream first (DIR/.parts) and close() concatenates them partition by partition. Large chunks have their rows built in a forked child
 while the run goes on (kipviz.sampledata.offload); the bytes written are the same."""
 from __future__ import annotations
 
@@ -105,20 +104,13 @@ class RunWriter:
         self._in_child: list[_LogState] = []       # whose rows the running child builds, in its order
 
     # ---- streaming ---------------------------------------------------------------------------------------
-    def add_events(self, events) -> None:
-        self.drain(events)
-
-    def add_logs(self, cluster, release: dict | None = None) -> None:
-        """Write the batches appended since the last call, for every partition of every topic ever
-        created (deleted ones too). With `release` ({(topic, partition): position of the slowest
-        reader}), the written part of each non-internal log is released (retention.release), up to
-        the reader's position where there is one."""
-        self.drain((), cluster, release)
-
     def drain(self, events, cluster=None, release: dict | None = None) -> None:
-        """One chunk of a run: `events` (add_events), then with `cluster` its new batches and the
-        release (add_logs). A chunk of OFFLOAD_EVENTS events or more has its rows built in a child
-        process while the run goes on; they are written at the next call (rows keep their order)."""
+        """One chunk of a run: `events`, then with `cluster` the batches appended since the last
+        chunk, for every partition of every topic ever created (deleted ones too), then with
+        `release` ({(topic, partition): position of the slowest reader}) the release of the written
+        part of each non-internal log (retention.release), up to the reader's position where there
+        is one. A chunk of OFFLOAD_EVENTS events or more has its rows built in a child process while
+        the run goes on; they are written at the next call (rows keep their order)."""
         if events:
             self.requests.write_columns(self._pairs.add(events))
         self._collect()
@@ -179,7 +171,7 @@ class RunWriter:
     # ---- the end -------------------------------------------------------------------------------------------
     def close(self, cluster, meta: dict) -> dict:
         """Finish every file and write manifest.json; returns the manifest."""
-        self.add_logs(cluster)
+        self.drain((), cluster)
         self.requests.write_columns(self._pairs.finish())
         datasets = {"events.parquet": self.events.close(), "requests.parquet": self.requests.close()}
         topics = []
