@@ -106,6 +106,30 @@ def test_events_and_requests_are_the_model_run(tmp_path):
     assert m["summary"]["checks"] == m["summary"]["checks_passed"] > 0
 
 
+@pytest.mark.parametrize("name", sorted(BUNDLED))
+def test_every_batch_names_the_event_that_appended_it(name):
+    """A batch's seq is its first record's RecordAppended event (deleted topics too: the model
+    stamps it, nothing is matched by name), its other records' events follow one by one, and a
+    log's batches are in event order."""
+    d = SAMPLES / name
+    ev = pq.read_table(d / "events.parquet", columns=["seq", "kind", "topic", "partition", "offset"]).to_pandas()
+    appended = ev[ev.kind == "RecordAppended"]
+    by_seq = dict(zip(appended.seq, zip(appended.topic, appended.partition, appended.offset, strict=True),
+                      strict=True))
+    m = json.loads((d / "manifest.json").read_text())
+    n = 0
+    for t in m["topics"]:
+        b = pq.read_table(d / t["batches"]).to_pandas()
+        assert b.seq.notna().all(), t["batches"]
+        for r in b.itertuples():
+            for i in range(r.last_offset - r.base_offset + 1):
+                assert by_seq[r.seq + i] == (t["name"], r.partition, r.base_offset + i), (t["batches"], r.base_offset)
+        for _, part in b.groupby("partition"):
+            assert part.seq.is_monotonic_increasing and part.seq.is_unique
+        n += len(b)
+    assert n > 100
+
+
 def test_bad_input_is_refused_clearly(tmp_path):
     with pytest.raises(KipvizError, match="unknown scenario"):
         generate("nope", tmp_path / "x")

@@ -48,6 +48,23 @@ def test_injected_fault_is_found_as_kipviz_eos_finds_it(spark, faulty):  # noqa:
     assert all(len(r["outputs"]) == 2 for r in res.rows)          # the offending output records
 
 
+def test_output_records_carry_the_seqs_of_their_events(spark, faulty):  # noqa: F811
+    """What _recheck orders by: each output record's seq (its batch's seq plus its offset delta)
+    and its marker's are those of the model's RecordAppended events."""
+    from kipviz.spark import eos
+    src = ks.from_trace(spark, faulty)
+    out = src.output_topic
+    appended = {(e.partition, e.offset): e.seq for e in faulty.cluster.events
+                if type(e).__name__ == "RecordAppended" and e.topic == out}
+    recs = ks.decode_all(src).records(out)
+    sources = [r["source"] for r in recs.select("source").distinct().collect()]
+    outputs = [o for os_ in eos._outputs_of(recs, sources, out).values() for o in os_]
+    assert len(outputs) == recs.count() > 100
+    assert all(o["seq"] == appended[(o["partition"], o["offset"])] for o in outputs)
+    marked = [o for o in outputs if o["marker_offset"] is not None]
+    assert marked and all(o["marker_seq"] == appended[(o["partition"], o["marker_offset"])] for o in marked)
+
+
 def test_random_faults_agree_with_kipviz_eos(spark):  # noqa: F811
     run = run_share_eos(records=600, consumers=3, partitions=2, seed=11, batch=25,
                         faults=random_faults(11, steps=24, count=6, consumers=3))

@@ -82,6 +82,11 @@ class Cluster:
         events.append(e)
         return e
 
+    @property
+    def next_seq(self) -> int:
+        """The seq the next event will get."""
+        return self.events_taken + len(self.events)
+
     def take_events(self) -> list[ev.Event]:
         """Hand over the events recorded so far and start a new list (long runs keep memory flat);
         seq numbers continue, so the chunks concatenate into one stream."""
@@ -176,7 +181,7 @@ class Cluster:
                         producer_id: int = -1, producer_epoch: int = -1, transactional: bool = False) -> int:
         log = self.topics.partition(topic, partition)
         offset = log.append([(key, value)], self.now, producer_id=producer_id, producer_epoch=producer_epoch,
-                            transactional=transactional)
+                            transactional=transactional, seq=self.next_seq)
         self.emit(ev.RecordAppended, topic=topic, partition=partition, offset=offset, record=record, key=key,
                   value=value, producer_id=producer_id, producer_epoch=producer_epoch,
                   transactional=transactional, broker=log.leader)

@@ -34,6 +34,9 @@ class PartitionLog:
     leader_epoch: int = 0
     entries: list[Entry] = field(default_factory=list)
     batches: list[bytes] = field(default_factory=list)   # the bytes Kafka would store
+    # per batch, the seq of its first record's RecordAppended event (None: not given): the
+    # batch's place in the run's event order, for readers of the written logs
+    batch_seqs: list[int | None] = field(default_factory=list)
     open_txns: dict[int, int] = field(default_factory=dict)   # producer id -> first offset
 
     @property
@@ -46,8 +49,9 @@ class PartitionLog:
         return min(self.open_txns.values(), default=self.log_end_offset)
 
     def append(self, items: list[tuple], now: int, *, producer_id: int = -1, producer_epoch: int = -1,
-               base_sequence: int = -1, transactional: bool = False) -> int:
-        """Append (key, value[, headers]) records as one batch; returns the base offset."""
+               base_sequence: int = -1, transactional: bool = False, seq: int | None = None) -> int:
+        """Append (key, value[, headers]) records as one batch; returns the base offset. `seq`: the
+        event seq its first record's RecordAppended will have (Cluster.next_seq)."""
         base = self.log_end_offset
         if transactional and items:
             self.open_txns.setdefault(producer_id, base)
@@ -62,10 +66,11 @@ class PartitionLog:
                 records, base_offset=base, base_timestamp=now, producer_id=producer_id, producer_epoch=producer_epoch,
                 base_sequence=base_sequence, is_transactional=transactional,
                 partition_leader_epoch=self.leader_epoch))
+            self.batch_seqs.append(seq)
         return base
 
     def append_marker(self, marker: str, now: int, producer_id: int, producer_epoch: int,
-                      coordinator_epoch: int = 0) -> int:
+                      coordinator_epoch: int = 0, seq: int | None = None) -> int:
         """A COMMIT/ABORT control batch ends producer_id's transaction on this partition."""
         offset = self.log_end_offset
         first = self.open_txns.pop(producer_id, None)
@@ -77,6 +82,7 @@ class PartitionLog:
         self.batches.append(rec.write_control_batch(marker, producer_id=producer_id, producer_epoch=producer_epoch,
                                                     coordinator_epoch=coordinator_epoch, base_offset=offset,
                                                     timestamp=now, partition_leader_epoch=self.leader_epoch))
+        self.batch_seqs.append(seq)
         return offset
 
     def visible(self, isolation_level: int = 0) -> list[Entry]:

@@ -669,7 +669,8 @@ class TransactionCoordinator:
                 if producer_epoch <= txn_epoch:
                     return E["INVALID_PRODUCER_EPOCH"]
         marker = "COMMIT" if commit else "ABORT"
-        offset = log.append_marker(marker, cluster.now, producer_id, producer_epoch, coordinator_epoch)
+        offset = log.append_marker(marker, cluster.now, producer_id, producer_epoch, coordinator_epoch,
+                                   seq=cluster.next_seq)
         cluster.emit(ev.RecordAppended, topic=topic, partition=partition, offset=offset,
                      record={"type": marker, "type_id": CONTROL_TYPE_IDS[marker], "version": 0,
                              "coordinator_epoch": coordinator_epoch, "value_version": 0},

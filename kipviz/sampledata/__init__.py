@@ -1,5 +1,5 @@
 """Sample data for the Spark analyses: a workload (or scenario) run on the cluster model, written as
-Parquet in the "kipviz-sample/1" format (sample_data/README.md documents every dataset).
+Parquet in the "kipviz-sample/2" format (sample_data/README.md documents every dataset).
 
     from kipviz.sampledata import generate
     manifest = generate("regular_eos", "out/regular_eos", records=10_000, seed=0)

@@ -64,4 +64,5 @@ def release(log, upto: int) -> int:
         k += 1
     if k:
         del log.batches[:k]
+        del log.batch_seqs[:k]
     return k

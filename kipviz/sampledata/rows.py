@@ -287,10 +287,11 @@ _KEY, _VALUE, _OFFSET = operator.attrgetter("key"), operator.attrgetter("value")
 _TIMESTAMP, _HEADERS = operator.attrgetter("timestamp"), operator.attrgetter("headers")
 
 
-def log_rows(topic: str, log, batches) -> tuple[pa.RecordBatch | None, pa.RecordBatch | None]:
-    """Rows for `batches` (raw record batches of `log`, in log order): one batch row each, and a
-    topic row per data record (taken from the log's entries at the batch's offsets; control batches
-    give no topic rows, as in Spark's Kafka source)."""
+def log_rows(topic: str, log, batches, seqs) -> tuple[pa.RecordBatch | None, pa.RecordBatch | None]:
+    """Rows for `batches` (raw record batches of `log`, in log order) and `seqs` (their
+    log.batch_seqs): one batch row each, and a topic row per data record (taken from the log's
+    entries at the batch's offsets; control batches give no topic rows, as in Spark's Kafka
+    source)."""
     if not batches:
         return None, None
     b_base, b_last, b_pid, b_epoch, b_txn, b_ctl = [], [], [], [], [], []
@@ -321,7 +322,7 @@ def log_rows(topic: str, log, batches) -> tuple[pa.RecordBatch | None, pa.Record
         [pa.array([topic] * n, pa.string()), pa.array([log.partition] * n, pa.int32()),
          pa.array(b_base, pa.int64()), pa.array(b_last, pa.int64()), pa.array(b_pid, pa.int64()),
          pa.array(b_epoch, pa.int32()), pa.array(b_txn, pa.bool_()), pa.array(b_ctl, pa.bool_()),
-         pa.array([bytes(b) for b in batches], pa.binary())],
+         pa.array([bytes(b) for b in batches], pa.binary()), pa.array(seqs, pa.int64())],
         schema=BATCH)
     if not offsets:
         return batch_rows, None

@@ -1,4 +1,4 @@
-"""The sample-data format "kipviz-sample/1": one Arrow schema per dataset and the fixed Parquet
+"""The sample-data format "kipviz-sample/2": one Arrow schema per dataset and the fixed Parquet
 settings that make a regenerated set byte-identical (sample_data/README.md documents each column).
 
 The topic datasets have exactly the columns and types of Spark's Kafka source (with
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-FORMAT = "kipviz-sample/1"
+FORMAT = "kipviz-sample/2"
 
 HEADER = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
 
@@ -33,6 +33,7 @@ BATCH = pa.schema([
     pa.field("is_transactional", pa.bool_()),
     pa.field("is_control", pa.bool_()),
     pa.field("batch", pa.binary()),
+    pa.field("seq", pa.int64()),
 ])
 
 REQUEST = pa.schema([

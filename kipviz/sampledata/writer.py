@@ -1,4 +1,4 @@
-"""A run directory in the "kipviz-sample/1" format, written while the run goes on.
+"""A run directory in the "kipviz-sample/2" format, written while the run goes on.
 
     w = RunWriter("sample_data/regular_eos")
     w.drain(cluster.take_events(), cluster, release={...})   # as often as you like (one chunk)
@@ -79,8 +79,8 @@ _NO_TOPIC_ROWS = pa.RecordBatch.from_pylist([], schema=TOPIC)
 
 def _chunk_rows(events, work) -> dict:
     """A chunk's rows (built in the offload child): its events, and per (topic name, log, new
-    batches) of `work` one batch-rows and one topic-rows batch (empty when it has none)."""
-    rows = [log_rows(name, log, new) for name, log, new in work]
+    batches, their seqs) of `work` one batch-rows and one topic-rows batch (empty when it has none)."""
+    rows = [log_rows(*w) for w in work]
     return {"events": (EVENT, [event_batch(events)] if events else []),
             "batches": (BATCH, [b for b, _ in rows]),
             "records": (TOPIC, [t if t is not None else _NO_TOPIC_ROWS for _, t in rows])}
@@ -122,9 +122,10 @@ class RunWriter:
                     if st is None:
                         st = self._logs[(topic.topic_id, log.partition)] = _LogState(
                             f"{to_kafka_str(topic.topic_id)}-{log.partition}")
-                    new = log.batches[st.batches_seen - st.dropped:]
+                    first = st.batches_seen - st.dropped
+                    new = log.batches[first:]
                     if new:
-                        work.append((topic.name, log, new))
+                        work.append((topic.name, log, new, log.batch_seqs[first:]))
                         states.append(st)
                         st.batches_seen += len(new)
         if self._offload is not None and len(events) >= OFFLOAD_EVENTS:

@@ -149,8 +149,7 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     unknown += sorted({r["source"] for r in stray if r["source"] is not None})
     rids = [_rid(input_topic, r) for r in odd_rows]
     outputs = _outputs_of(recs, rids + unknown, output_topic)
-    hist, seqs = _history(events, group, input_topic, output_topic, [(r["partition"], r["offset"]) for r in odd_rows],
-                          [o for rid in rids for o in outputs.get(rid, ())])
+    hist = _history(events, group, input_topic, [(r["partition"], r["offset"]) for r in odd_rows])
     collected = []
     for r, rid in zip(odd_rows, rids, strict=True):
         outs = outputs.get(rid, [])
@@ -179,7 +178,7 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     # ---- the few that may be KIP-1289 at-least-once windows: classified by kipviz.eos itself --------
     maybe = [r for r in collected if r["kind"] in ("duplicate-output", "output-without-ack")]
     if maybe and len(maybe) <= MAX_CLASSIFIED:
-        _recheck(maybe, hist, outputs, seqs, group, input_topic, output_topic, allowed_at_least_once,
+        _recheck(maybe, hist, outputs, group, input_topic, output_topic, allowed_at_least_once,
                  expect, require_output)
     collected.sort(key=lambda r: (r["topic"] is None, (r["topic"] or "", r["partition"] or 0, r["offset"] or 0),
                                   KINDS.index(r["kind"])))
@@ -232,9 +231,7 @@ def _per_input(moves, src, recs, input_topic):
              part(src.topic(input_topic), n_appended=F.lit(1))]
     in_batches = src.batches_of(input_topic)
     if in_batches is not None:
-        # only visibility is read here, and it does not depend on the order across partitions
-        # (events give txn_no's order): no join with the event log
-        view = txnview.batch_view(in_batches.filter(F.col("topic") == input_topic), None)
+        view = txnview.batch_view(in_batches.filter(F.col("topic") == input_topic))
         spans = view.filter(F.col("visibility").isin("aborted", "open", "marker")).select(
             "partition", F.explode(F.sequence("base_offset", "last_offset")).alias("offset"),
             (F.col("visibility") == "marker").cast("int").alias("_marker"))
@@ -252,43 +249,27 @@ def _per_input(moves, src, recs, input_topic):
         F.max("attempt").alias("attempt_max"))
 
 
-def _history(events, group, input_topic, output_topic, records, outputs) -> tuple[dict, dict]:
-    """What the reported records' details need from the event log, in one scan: rid -> its
-    share-record moves in seq order (seq, from_state, to_state, cause), for `records` ((partition,
-    offset) pairs; their keys are matched as text, so only their events are split), and (partition,
-    offset) -> seq of the RecordAppended events of `outputs` (_outputs_of dicts) and of the markers
-    that ended them (their place in the event order, for _recheck)."""
+def _history(events, group, input_topic, records) -> dict:
+    """rid -> its share-record moves in seq order (seq, from_state, to_state, cause), for `records`
+    ((partition, offset) pairs), in one scan of the event log (their keys are matched as text, so
+    only their events are split)."""
     from pyspark.sql import functions as F
     keys = sorted({f"{group}/{input_topic}-{p}@{o}" for p, o in records})
-    places = {(o["partition"], o["offset"]) for o in outputs} \
-        | {(o["partition"], o["marker_offset"]) for o in outputs if o["marker_offset"] is not None}
-    if not keys and not places:
-        return {}, {}
-    want = F.lit(False)
-    if keys:
-        want = want | F.col("key").isin(keys)
-    if places:
-        want = want | ((F.col("kind") == "RecordAppended") & (F.col("topic") == output_topic)
-                       & F.col("offset").isin(sorted({o for _, o in places})))
-    few = events.filter(want).persist()
+    if not keys:
+        return {}
     hist: dict = {}
-    for m in sorted(share_moves(few, group=group, topic=input_topic).select(
+    for m in sorted(share_moves(events.filter(F.col("key").isin(keys)), group=group, topic=input_topic).select(
             "partition", "offset", "seq", "from_state", "to_state", "cause").collect(), key=lambda m: m["seq"]):
         hist.setdefault(_rid(input_topic, m), []).append(m.asDict())
-    seqs = {}
-    if places:
-        for r in few.filter((F.col("kind") == "RecordAppended") & (F.col("topic") == output_topic)).select(
-                "partition", "offset", "seq").collect():
-            if (r["partition"], r["offset"]) in places:
-                seqs[(r["partition"], r["offset"])] = r["seq"]
-    few.unpersist()
-    return hist, seqs
+    return hist
 
 
 def _outputs_of(recs, rids, output_topic) -> dict:
     """rid -> the output records naming it (as dicts: name, partition, offset, visibility,
-    producer_id, is_transactional, txn_no, marker_offset, marker_type, source), sorted by name,
-    for a few input records."""
+    producer_id, is_transactional, txn_no, marker_offset, marker_type, source, and their place
+    in the event order: seq, the record's RecordAppended, and marker_seq, its marker's), sorted
+    by name, for a few input records. A batch's records are appended by consecutive events (the
+    batch's seq is its first record's), so a record's seq is its batch's plus its offset delta."""
     from pyspark.sql import functions as F
     if not rids:
         return {}
@@ -296,7 +277,8 @@ def _outputs_of(recs, rids, output_topic) -> dict:
     out: dict = {}
     for o in (recs.join(F.broadcast(wanted), "source")
               .select("source", "partition", "offset", "visibility", "producer_id", "is_transactional", "txn_no",
-                      "marker_offset", "marker_type").collect()):
+                      "marker_offset", "marker_type", "marker_seq",
+                      (F.col("batch_seq") + F.col("offset") - F.col("base_offset")).alias("seq")).collect()):
         out.setdefault(o["source"], []).append(dict(o.asDict(), name=f"{output_topic}-{o['partition']}@{o['offset']}"))
     return {k: sorted(v, key=lambda o: o["name"]) for k, v in out.items()}
 
@@ -371,32 +353,29 @@ def _output_stats(recs) -> dict:
             "open_records": o["open"] or 0}
 
 
-def _recheck(rows, hist: dict, outputs: dict, seqs: dict, group, input_topic, output_topic, allowed_at_least_once,
+def _recheck(rows, hist: dict, outputs: dict, group, input_topic, output_topic, allowed_at_least_once,
              expect, require_output) -> None:
     """Classify duplicate-output / output-without-ack with kipviz.eos itself: the records' own
     events (their share-record moves, their output records and the markers that ended them) are
-    rebuilt from what was fetched for them (hist and seqs: _history, outputs: _outputs_of) and
-    checked by check_share_eos, whose classification, KIP-1289 case and wording are then taken.
-    Needs the model's event order (RecordAppended seq); without it the outcome stays a plain
-    violation."""
+    rebuilt from what was fetched for them (hist: _history, outputs: _outputs_of) and checked by
+    check_share_eos, whose classification, KIP-1289 case and wording are then taken. Needs the
+    model's event order (the batches' seq); without it the outcome stays a plain violation."""
     from ..broker.events import RecordAppended, StateChanged
     rids = sorted({r["rid"] for r in rows})
     outs = [o for rid in rids for o in outputs.get(rid, ())]
-    marks = {(o["partition"], o["marker_offset"]) for o in outs if o["marker_offset"] is not None}
-    keys = marks | {(o["partition"], o["offset"]) for o in outs}
-    if any(seqs.get(k) is None for k in keys):
+    marks = {(o["partition"], o["marker_offset"]): o for o in outs if o["marker_offset"] is not None}
+    if any(o["seq"] is None for o in outs) or any(o["marker_seq"] is None for o in marks.values()):
         return
     evs = [StateChanged(seq=e["seq"], t=0, machine=checker.MACHINE, key=f"{group}/{rid}",
                         from_state=e["from_state"], to_state=e["to_state"], cause=e["cause"])
            for rid in rids for e in hist.get(rid, ())]
     for o in outs:
-        evs.append(RecordAppended(seq=seqs[(o["partition"], o["offset"])], t=0, topic=output_topic,
+        evs.append(RecordAppended(seq=o["seq"], t=0, topic=output_topic,
                                   partition=o["partition"], offset=o["offset"],
                                   record={"headers": [(checker.SOURCE_HEADER, o["source"])]},
                                   producer_id=o["producer_id"], transactional=bool(o["is_transactional"])))
-    for p, off in marks:
-        o = next(o for o in outs if o["partition"] == p and o["marker_offset"] == off)
-        evs.append(RecordAppended(seq=seqs[(p, off)], t=0, topic=output_topic, partition=p, offset=off,
+    for (p, off), o in marks.items():
+        evs.append(RecordAppended(seq=o["marker_seq"], t=0, topic=output_topic, partition=p, offset=off,
                                   record={"type": o["marker_type"]}, producer_id=o["producer_id"],
                                   transactional=True, control=True))
     evs.sort(key=lambda e: e.seq)

@@ -42,23 +42,25 @@ class Logs:
         return self.source.requests
 
     def records(self, topic: str):
-        """The topic's records (decode_batches layout, no payload) with batch_seq, marker_*,
-        visibility and txn_no (kipviz.spark.txnview); from the Kafka-source frame when the run has
-        no batches (everything visible, no transaction numbers)."""
+        """The topic's records (decode_batches layout, no payload) with batch_seq, marker_offset,
+        marker_type, marker_seq, visibility and txn_no (kipviz.spark.txnview); from the
+        Kafka-source frame when the run has no batches (everything visible, no transaction
+        numbers)."""
         if topic not in self._records:
             from pyspark.sql import functions as F
             batches = self.source.batches_of(topic)
             if batches is None:
                 recs = decode.decode_topic(self.source.topic(topic)).withColumns({
                     "batch_seq": F.lit(None).cast("bigint"), "marker_offset": F.lit(None).cast("bigint"),
-                    "marker_type": F.lit(None).cast("string"), "visibility": F.lit("visible"),
+                    "marker_type": F.lit(None).cast("string"), "marker_seq": F.lit(None).cast("bigint"),
+                    "visibility": F.lit("visible"),
                     "txn_no": F.lit(None).cast("bigint")})
                 self._records[topic] = recs
             else:
                 batches = batches.filter(F.col("topic") == topic)
                 # one decode, kept once: the view decodes only the (few) control batches itself, and
                 # the error rows ride along the left join to be split off the kept frame
-                view = txnview.batch_view(batches, self.events)
+                view = txnview.batch_view(batches)
                 full = self.keep(txnview.with_visibility(decode.decode_batches(batches, payload=False), view))
                 ok, bad = decode.split_errors(full, f"batches/{topic}")
                 self._errors.append(bad)
@@ -104,7 +106,7 @@ def decode_all(src) -> Logs:
     offsets = parts[CONSUMER_OFFSETS]
     batches = src.batches_of(CONSUMER_OFFSETS)
     if batches is not None:       # TxnOffsetCommit records count once their transaction commits
-        view = txnview.batch_view(batches, None).filter(F.col("visibility").isin("aborted", "open"))
+        view = txnview.batch_view(batches).filter(F.col("visibility").isin("aborted", "open"))
         hidden = view.select(F.col("partition").alias("log_partition"),
                              F.explode(F.sequence("base_offset", "last_offset")).alias("log_offset"))
         offsets = offsets.join(F.broadcast(hidden), ["log_partition", "log_offset"], "left_anti")

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import KipvizError
-from . import schemas
+from . import schemas, txnview
 
 __all__ = ["Source", "read_samples", "read_kafka", "from_trace", "from_tables", "kafka_frame", "KAFKA_COLUMNS",
            "topic_records"]
@@ -163,8 +163,17 @@ def read_samples(spark, directory) -> Source:
     except ValueError as e:
         raise KipvizError(f"{mpath}: not JSON ({e})") from None
     if not str(manifest.get("format", "")).startswith("kipviz-sample/"):
-        raise KipvizError(f"{mpath}: format {manifest.get('format')!r} is not kipviz-sample/1")
+        raise KipvizError(f"{mpath}: format {manifest.get('format')!r} is not a kipviz-sample format "
+                          f"(kipviz-sample/1 or /2)")
     src = Source(spark, manifest=manifest, origin=str(d))
+    for attr, ddl in (("requests", schemas.REQUESTS_DDL), ("events", schemas.EVENTS_DDL)):
+        p = d / f"{attr}.parquet"
+        if p.is_file():
+            setattr(src, attr, conform(spark.read.parquet(str(p)), ddl, p.name, src.read_errors))
+        else:
+            src.read_errors.append({"dataset": p.name, "partition": None, "offset": None,
+                                    "error_kind": "missing-file", "error": f"{p} not found",
+                                    "error_path": None})
     for t in manifest.get("topics") or []:
         if t.get("deleted"):
             continue                 # a deleted topic's files stay in topics/deleted/ (by id)
@@ -176,15 +185,10 @@ def read_samples(spark, directory) -> Source:
                                         "error_kind": "missing-file", "error": f"{p or rel} not found",
                                         "error_path": None})
                 continue
-            into[t["name"]] = conform(spark.read.parquet(str(p)), ddl, rel, src.read_errors)
-    for attr, ddl in (("requests", schemas.REQUESTS_DDL), ("events", schemas.EVENTS_DDL)):
-        p = d / f"{attr}.parquet"
-        if p.is_file():
-            setattr(src, attr, conform(spark.read.parquet(str(p)), ddl, p.name, src.read_errors))
-        else:
-            src.read_errors.append({"dataset": p.name, "partition": None, "offset": None,
-                                    "error_kind": "missing-file", "error": f"{p} not found",
-                                    "error_path": None})
+            df = spark.read.parquet(str(p))
+            if into is src.batches and "seq" not in df.columns and src.events is not None:
+                df = txnview.with_event_seq(df, src.events)      # kipviz-sample/1: no seq column yet
+            into[t["name"]] = conform(df, ddl, rel, src.read_errors)
     if not src.topics:
         raise KipvizError(f"{d}: no topic files (manifest.json lists none that exist)")
     return src

@@ -14,7 +14,8 @@ KAFKA = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("topic", pa.st
                    ("headers", pa.list_(HEADER))])
 BATCHES = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("base_offset", pa.int64()),
                      ("last_offset", pa.int64()), ("producer_id", pa.int64()), ("producer_epoch", pa.int32()),
-                     ("is_transactional", pa.bool_()), ("is_control", pa.bool_()), ("batch", pa.binary())])
+                     ("is_transactional", pa.bool_()), ("is_control", pa.bool_()), ("batch", pa.binary()),
+                     ("seq", pa.int64())])
 REQUESTS = pa.schema([("seq", pa.int64()), ("time_ms", pa.int64()), ("broker", pa.int32()), ("client", pa.string()),
                       ("api", pa.string()), ("api_key", pa.int32()), ("version", pa.int32()),
                       ("correlation_id", pa.int32()), ("error_codes", pa.list_(pa.int32())),
@@ -28,7 +29,7 @@ EVENTS = pa.schema([("seq", pa.int64()), ("time_ms", pa.int64()), ("kind", pa.st
 KAFKA_DDL = ("key binary, value binary, topic string, partition int, offset bigint, timestamp timestamp, "
              "timestampType int, headers array<struct<key: string, value: binary>>")
 BATCHES_DDL = ("topic string, partition int, base_offset bigint, last_offset bigint, producer_id bigint, "
-               "producer_epoch int, is_transactional boolean, is_control boolean, batch binary")
+               "producer_epoch int, is_transactional boolean, is_control boolean, batch binary, seq bigint")
 REQUESTS_DDL = ("seq bigint, time_ms bigint, broker int, client string, api string, api_key int, version int, "
                 "correlation_id int, error_codes array<int>, error_names array<string>, request binary, "
                 "response binary")

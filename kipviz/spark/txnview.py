@@ -1,6 +1,6 @@
 """What a read_committed reader sees of a topic, worked out per record batch in Spark.
 
-    view = batch_view(src.batches_of("out"), events=src.events)
+    view = batch_view(src.batches_of("out"))
     records = with_visibility(decode_batches(...), view)     # + visibility, marker_*, txn_no
 
 A producer's transactional batches on a partition end at the next COMMIT/ABORT marker of the same
@@ -11,8 +11,8 @@ are visible at once.
 
 `txn_no` numbers a producer's transactions as kipviz.eos numbers its attempts: a producer id's
 transactional data after one of its markers on the topic starts its next transaction. The order
-across partitions is the model's event order (RecordAppended seq) when the run's events are
-there, else (batch timestamp, partition, offset).
+across partitions is the model's event order (the batch's `seq`: its first record's
+RecordAppended event) where the batches have it, else (batch timestamp, partition, offset).
 
 Transactions are decided per batch (a batch is all in or all out), so the window functions run
 over batches, not records."""
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from . import decode
 
-__all__ = ["batch_view", "with_visibility"]
+__all__ = ["batch_view", "with_visibility", "with_event_seq"]
 
 
 def _base_timestamp(col):
@@ -28,33 +28,23 @@ def _base_timestamp(col):
     return F.conv(F.hex(F.substring(col, 28, 8)), 16, 10).cast("bigint")    # BaseTimestamp, bytes 27..34
 
 
-def batch_view(batches, events=None, records=None):
+def batch_view(batches, records=None):
     """One row per batch: topic, partition, base_offset, last_offset, producer_id, producer_epoch,
     is_transactional, is_control, control_type, seq, base_ts, marker_offset, marker_type,
-    marker_epoch, visibility (visible / aborted / open / marker), txn_no. `records`: the batches
+    marker_epoch, marker_seq, visibility (visible / aborted / open / marker), txn_no. `records`: the batches
     already decoded (decode_batches), else the control batches are decoded here."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     meta = batches.select("topic", "partition", "base_offset", "last_offset", "producer_id", "producer_epoch",
-                          "is_transactional", "is_control", _base_timestamp("batch").alias("base_ts"))
+                          "is_transactional", "is_control", "seq", _base_timestamp("batch").alias("base_ts"))
     if records is None:
         records = decode.decode_batches(batches.filter("is_control"), payload=False)
     ctl = (records.filter(F.col("is_control") & F.col("error").isNull())
            .select("topic", "partition", "base_offset", "control_type"))
-    keys = ["topic", "partition", "base_offset"]
-    # the metadata is one row per batch and markers / first records are fewer still: broadcast
-    # joins, one window per ordering, so the few rows go through few stages
-    meta = meta.join(F.broadcast(ctl), keys, "left")
-    if events is not None:
-        # every record has a RecordAppended event: keep those of the batches' first records
-        seqs = (events.filter(F.col("kind") == "RecordAppended")
-                .select("topic", "partition", F.col("offset").alias("base_offset"), "seq")
-                .join(F.broadcast(batches.select(*keys)), keys))
-        meta = meta.join(F.broadcast(seqs), keys, "left")
-        order = ["seq", "base_ts", "partition", "base_offset"]
-    else:
-        meta = meta.withColumn("seq", F.lit(None).cast("bigint"))
-        order = ["base_ts", "partition", "base_offset"]
+    # the metadata is one row per batch and markers are fewer still: a broadcast join, one window
+    # per ordering, so the few rows go through few stages
+    meta = meta.join(F.broadcast(ctl), ["topic", "partition", "base_offset"], "left")
+    order = ["seq", "base_ts", "partition", "base_offset"]      # seq null: by time
     # the producer's next marker at or after the batch: walked from the end of the partition, so
     # that the frame grows (Spark updates it row by row; a shrinking "to unbounded following" frame
     # is recomputed for every row, quadratic in a producer's batches per partition)
@@ -62,7 +52,7 @@ def batch_view(batches, events=None, records=None):
              .rowsBetween(Window.unboundedPreceding, 0))
     marker = F.last(F.when(F.col("is_control"), F.struct(
         F.col("base_offset").alias("offset"), F.col("control_type").alias("type"),
-        F.col("producer_epoch").alias("epoch"))), ignorenulls=True).over(ahead)
+        F.col("producer_epoch").alias("epoch"), F.col("seq").alias("seq"))), ignorenulls=True).over(ahead)
     meta = meta.withColumn("_m", marker)
     vis = (F.when(F.col("is_control"), F.lit("marker"))
            .when(~F.col("is_transactional"), F.lit("visible"))
@@ -79,15 +69,31 @@ def batch_view(batches, events=None, records=None):
     return meta.select("topic", "partition", "base_offset", "last_offset", "producer_id", "producer_epoch",
                        "is_transactional", "is_control", "control_type", "seq", "base_ts",
                        F.col("_m.offset").alias("marker_offset"), F.col("_m.type").alias("marker_type"),
-                       F.col("_m.epoch").alias("marker_epoch"), vis.alias("visibility"),
+                       F.col("_m.epoch").alias("marker_epoch"), F.col("_m.seq").alias("marker_seq"),
+                       vis.alias("visibility"),
                        txn_no.cast("bigint").alias("txn_no"))
 
 
 def with_visibility(records, view):
-    """Decoded records (decode_batches) + their batch's visibility, marker_* and txn_no columns
-    (producer_id and txn_no together name a transactional record's attempt)."""
+    """Decoded records (decode_batches) + their batch's batch_seq, visibility, marker_offset,
+    marker_type, marker_seq and txn_no columns (producer_id and txn_no together name a
+    transactional record's attempt)."""
     from pyspark.sql import functions as F
     v = view.select("topic", "partition", "base_offset", F.col("seq").alias("batch_seq"), "marker_offset",
-                    "marker_type", "visibility", "txn_no")
+                    "marker_type", "marker_seq", "visibility", "txn_no")
     return records.join(F.broadcast(v), ["topic", "partition", "base_offset"], "left").select(
-        *records.columns, "batch_seq", "marker_offset", "marker_type", "visibility", "txn_no")
+        *records.columns, "batch_seq", "marker_offset", "marker_type", "marker_seq", "visibility", "txn_no")
+
+
+def with_event_seq(batches, events):
+    """Batches without a `seq` column (kipviz-sample/1 files) with it taken from the run's events:
+    the seq of the RecordAppended event of each batch's first record (null where there is none).
+    The events name topics, not topic ids: of a re-created topic's incarnations at one offset the
+    latest, the live one, is taken (the batch files hold only live topics)."""
+    from pyspark.sql import functions as F
+    keys = ["topic", "partition", "base_offset"]
+    seqs = (events.filter(F.col("kind") == "RecordAppended")
+            .select("topic", "partition", F.col("offset").alias("base_offset"), "seq")
+            .join(F.broadcast(batches.select(*keys)), keys)
+            .groupBy(*keys).agg(F.max("seq").alias("seq")))
+    return batches.join(F.broadcast(seqs), keys, "left")

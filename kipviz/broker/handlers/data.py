@@ -229,7 +229,8 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
     records = batch["records"]
     base = log.append([(r["key"], r["value"], r["headers"]) for r in records], cluster.now,
                       producer_id=batch["producer_id"], producer_epoch=batch["producer_epoch"],
-                      base_sequence=batch["base_sequence"], transactional=batch["is_transactional"])
+                      base_sequence=batch["base_sequence"], transactional=batch["is_transactional"],
+                      seq=cluster.next_seq)
     if batch["producer_id"] >= 0:
         _record_producer(cluster, log, batch, base)
     pid, epoch, txn, now = batch["producer_id"], batch["producer_epoch"], batch["is_transactional"], cluster.now
