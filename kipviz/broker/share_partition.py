@@ -52,7 +52,7 @@ class AckError(Exception):
         self.code_name = code_name
 
 
-@dataclass
+@dataclass(slots=True)
 class InFlight:
     state: str = sr.AVAILABLE
     delivery_count: int = 0

@@ -10,7 +10,7 @@ from ..uuids import random_uuid
 INTERNAL = ("__consumer_offsets", "__transaction_state", "__share_group_state")
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     """One record in a partition log (a data record or a control marker)."""
     offset: int

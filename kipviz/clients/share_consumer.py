@@ -20,7 +20,7 @@ from ..broker import events as ev
 from ..uuids import to_kafka_str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ShareRecord:
     topic: str
     topic_id: uuid.UUID
