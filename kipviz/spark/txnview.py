@@ -31,8 +31,8 @@ def _base_timestamp(col):
 def batch_view(batches, records=None):
     """One row per batch: topic, partition, base_offset, last_offset, producer_id, producer_epoch,
     is_transactional, is_control, control_type, seq, base_ts, marker_offset, marker_type,
-    marker_epoch, marker_seq, visibility (visible / aborted / open / marker), txn_no. `records`: the batches
-    already decoded (decode_batches), else the control batches are decoded here."""
+    marker_epoch, marker_seq, visibility (visible / aborted / open / marker), txn_no. `records`:
+    the batches already decoded (decode_batches), else the control batches are decoded here."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     meta = batches.select("topic", "partition", "base_offset", "last_offset", "producer_id", "producer_epoch",
