@@ -130,6 +130,20 @@ def test_every_batch_names_the_event_that_appended_it(name):
     assert n > 100
 
 
+def test_spark_reads_the_layouts_the_writer_writes():
+    """kipviz.spark spells the sample contract again (as pyarrow schemas and Spark DDL): the same
+    columns and types as the writer's, so a column added to one (like the batches' seq) is not
+    forgotten in the other."""
+    from kipviz.spark import schemas as spark_schemas
+    from kipviz.spark.readers import _ddl_types
+    for ours, written, ddl in ((spark_schemas.KAFKA, TOPIC, spark_schemas.KAFKA_DDL),
+                               (spark_schemas.BATCHES, BATCH, spark_schemas.BATCHES_DDL),
+                               (spark_schemas.REQUESTS, REQUEST, spark_schemas.REQUESTS_DDL),
+                               (spark_schemas.EVENTS, EVENT, spark_schemas.EVENTS_DDL)):
+        assert ours.equals(written), written.names
+        assert list(_ddl_types(ddl)) == written.names
+
+
 def test_bad_input_is_refused_clearly(tmp_path):
     with pytest.raises(KipvizError, match="unknown scenario"):
         generate("nope", tmp_path / "x")
