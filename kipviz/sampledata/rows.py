@@ -287,11 +287,11 @@ _KEY, _VALUE, _OFFSET = operator.attrgetter("key"), operator.attrgetter("value")
 _TIMESTAMP, _HEADERS = operator.attrgetter("timestamp"), operator.attrgetter("headers")
 
 
-def log_rows(topic: str, log, batches, seqs) -> tuple[pa.RecordBatch | None, pa.RecordBatch | None]:
-    """Rows for `batches` (raw record batches of `log`, in log order) and `seqs` (their
-    log.batch_seqs): one batch row each, and a topic row per data record (taken from the log's
-    entries at the batch's offsets; control batches give no topic rows, as in Spark's Kafka
-    source)."""
+def log_rows(topic: str, log, first: int = 0) -> tuple[pa.RecordBatch | None, pa.RecordBatch | None]:
+    """Rows for `log`'s batches from index `first` of log.batches on: one batch row each (with its
+    log.batch_seqs entry), and a topic row per data record (taken from the log's entries at the
+    batch's offsets; control batches give no topic rows, as in Spark's Kafka source)."""
+    batches, seqs = log.batches[first:], log.batch_seqs[first:]
     if not batches:
         return None, None
     b_base, b_last, b_pid, b_epoch, b_txn, b_ctl = [], [], [], [], [], []

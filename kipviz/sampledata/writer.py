@@ -8,8 +8,9 @@ A chunk is its events (events.parquet, requests.parquet), then the batches every
 appended since the last chunk, then an optional release of the written log prefixes. Events and
 requests stream straight into their files (rows come in seq order). A topic's file is sorted by
 (partition, offset) but partitions grow side by side, so each partition log's rows go to a
-temporary Arrow stream first (DIR/.parts) and close() concatenates them partition by partition. Large chunks have their rows built in a forked child
-while the run goes on (kipviz.sampledata.offload); the bytes written are the same."""
+temporary Arrow stream first (DIR/.parts) and close() concatenates them partition by partition.
+Large chunks have their rows built in a forked child while the run goes on
+(kipviz.sampledata.offload); the bytes written are the same."""
 from __future__ import annotations
 
 import json
@@ -78,8 +79,8 @@ _NO_TOPIC_ROWS = pa.RecordBatch.from_pylist([], schema=TOPIC)
 
 
 def _chunk_rows(events, work) -> dict:
-    """A chunk's rows (built in the offload child): its events, and per (topic name, log, new
-    batches, their seqs) of `work` one batch-rows and one topic-rows batch (empty when it has none)."""
+    """A chunk's rows (built in the offload child): its events, and per (topic name, log, index of
+    its first new batch) of `work` one batch-rows and one topic-rows batch (empty when it has none)."""
     rows = [log_rows(*w) for w in work]
     return {"events": (EVENT, [event_batch(events)] if events else []),
             "batches": (BATCH, [b for b, _ in rows]),
@@ -123,11 +124,11 @@ class RunWriter:
                         st = self._logs[(topic.topic_id, log.partition)] = _LogState(
                             f"{to_kafka_str(topic.topic_id)}-{log.partition}")
                     first = st.batches_seen - st.dropped
-                    new = log.batches[first:]
+                    new = len(log.batches) - first
                     if new:
-                        work.append((topic.name, log, new, log.batch_seqs[first:]))
+                        work.append((topic.name, log, first))
                         states.append(st)
-                        st.batches_seen += len(new)
+                        st.batches_seen += new
         if self._offload is not None and len(events) >= OFFLOAD_EVENTS:
             self._offload.submit(lambda: _chunk_rows(events, work))
             self._in_child = states

@@ -53,7 +53,7 @@ def run_tables(run, *, group: str | None = None, input_topic: str | None = None,
     for name, topic in cluster.topics.by_name.items():
         brows, trows = [], []
         for log in topic.partitions:
-            b, r = log_rows(name, log, log.batches, log.batch_seqs)
+            b, r = log_rows(name, log)
             if b is not None:
                 brows.append(b)
             if r is not None:
