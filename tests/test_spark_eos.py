@@ -138,3 +138,35 @@ def test_cli_analyze(spark, tmp_path, capsys):  # noqa: F811
     assert main(["analyze", str(tmp_path)]) == 2
     assert "no manifest.json" in capsys.readouterr().err
     assert main(["analyze", str(SAMPLES / "kip516"), "--html", str(tmp_path / "nodir" / "r.html")]) == 2
+
+
+def test_per_input_counts_are_exact_when_packed_two_to_a_column(spark, monkeypatch):  # noqa: F811
+    """_per_input sums its counts as the two 32-bit halves of longs: each count comes out whole,
+    past 16 bits too, without spilling into its neighbour."""
+    from types import SimpleNamespace
+
+    from pyspark.sql import functions as F
+
+    from kipviz.spark import eos
+    many = 70_000                                  # moves of record 0@1: more than 16 bits
+    moves = spark.range(many).selectExpr("0 as partition", "1L as offset",
+                                         "case when id < 3 then 'ACKNOWLEDGED' else 'ACQUIRED' end as to_state")
+    moves = moves.unionByName(spark.createDataFrame([(0, 2, "ARCHIVED")], "partition int, offset long, to_state string"))
+    topic = spark.createDataFrame([(0, 1), (0, 2), (0, 2), (0, 3)], "partition int, offset long")
+    view = spark.createDataFrame([(0, 3, 5, "aborted"), (0, 6, 6, "marker"), (0, 7, 7, "visible")],
+                                 "partition int, base_offset long, last_offset long, visibility string")
+    monkeypatch.setattr(eos.txnview, "batch_view", lambda batches: view)
+    src = SimpleNamespace(topic=lambda name: topic, batches_of=lambda name: view.withColumn("topic", F.lit("in")))
+    recs = spark.createDataFrame(
+        [("in-0@1", "visible", True, 7, 1, 0, 9), ("in-0@1", "visible", True, 7, 2, 0, 10),
+         ("in-0@2", "visible", False, None, None, 0, 11), ("in-0@01", "visible", False, None, None, 0, 12),
+         ("in-0@3", "aborted", True, 7, 3, 0, 13)],
+        "source string, visibility string, is_transactional boolean, producer_id long, txn_no long, "
+        "partition int, offset long")
+    rows = {r["offset"]: r.asDict() for r in eos._per_input(moves, src, recs, "in").collect()}
+    names = ("n_moves", "n_term", "n_ack", "n_appended", "n_unfinished", "n_control", "n_visible")
+    got = {o: tuple(r[n] for n in names) for o, r in rows.items()}
+    assert got == {1: (many, 3, 3, 1, 0, 0, 2), 2: (1, 1, 0, 2, 0, 0, 1), 3: (0, 0, 0, 1, 1, 0, 0),
+                   4: (0, 0, 0, 0, 1, 0, 0), 5: (0, 0, 0, 0, 1, 0, 0), 6: (0, 0, 0, 0, 0, 1, 0)}
+    assert rows[1]["attempt_min"] != rows[1]["attempt_max"]          # two transactions
+    assert rows[2]["attempt_min"] == rows[2]["attempt_max"]          # one non-transactional record
