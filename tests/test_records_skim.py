@@ -108,11 +108,8 @@ def test_batches_arrow_rows_are_the_same_with_and_without_payload():
                                      "base_offset": [100, 170, 171, 172, 173, 173, 174], "batch": rows})
     with_payload = decode.batches_arrow(rb, payload=True)
     without = decode.batches_arrow(rb, payload=False)
-    blank = {name: pa.nulls(with_payload.num_rows, with_payload.schema.field(name).type)
-             for name in ("key", "value", "headers")}
-    expected = pa.RecordBatch.from_arrays([blank.get(f.name, with_payload.column(i))
-                                           for i, f in enumerate(with_payload.schema)], schema=with_payload.schema)
-    assert without.equals(expected)
+    assert without.schema.names == [n for n in with_payload.schema.names if n not in ("key", "value", "headers")]
+    assert without.equals(with_payload.select(without.schema.names))
     got = without.to_pylist()
     assert [r["source"] for r in got[:2]] == ["in-0@0", "in-0@1"] and got[70]["control_type"] == "COMMIT"
     assert [r["error_kind"] for r in got if r["error"]] == ["corrupt", "corrupt"]

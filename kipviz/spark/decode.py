@@ -26,11 +26,12 @@ from ..records.batch import TIMESTAMP_TYPE_MASK as _LOG_APPEND_TIME
 from ..records.batch import TRANSACTIONAL_MASK as _TRANSACTIONAL
 from ..records.internal import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TRANSACTION_STATE, decode_internal
 from ..records.skim import skim_batch
+from ..records.skim_column import skim_column
 from . import schemas
 
-__all__ = ["decode_offsets", "decode_transactions", "decode_share_state", "decode_batches", "decode_topic",
-           "split_errors", "offsets_arrow", "transactions_arrow", "share_state_arrow", "batches_arrow",
-           "error_kind"]
+__all__ = ["decode_offsets", "decode_transactions", "decode_share_state", "decode_batches",
+           "decode_batches_no_payload", "with_null_payload", "decode_topic", "split_errors", "offsets_arrow",
+           "transactions_arrow", "share_state_arrow", "batches_arrow", "error_kind"]
 
 _SOURCE_B = SOURCE_HEADER.encode()
 
@@ -170,16 +171,70 @@ def _source_of(headers) -> str | None:
 
 
 def batches_arrow(rb: pa.RecordBatch, payload: bool = True) -> pa.RecordBatch:
-    """One row per record of each batch (control records included, with their marker type). With
-    payload=False, plain data batches (most of a topic) are skimmed (kipviz.records.skim: no
-    record dicts); anything the skim does not take goes through read_batches."""
-    out = _Records(payload)
+    """One row per record of each batch (control records included, with their marker type), in
+    the RECORDS layout. With payload=False the layout is RECORDS_NO_PAYLOAD (no key, value and
+    headers columns), and plain data batches and markers (most of a topic) are skimmed, all of
+    the Arrow batch's at once (kipviz.records.skim_column: no record dicts, no per-record Python);
+    anything the skim does not take goes through skim_batch or read_batches, and the rows keep
+    the batches' order."""
+    if payload:
+        return _each_batch(rb, True)
+    got = skim_column(rb.column(rb.schema.get_field_index("batch")), _SOURCE_B)
+    fast = _skimmed(rb, got)
+    rest = np.flatnonzero(~got.ok)
+    if not len(rest):
+        return fast
+    slow = _Records(False)
+    _each_batch(rb.take(pa.array(rest)), False, slow)
+    # both parts in the input's order: each row's input batch, stably sorted
+    at = np.concatenate([np.repeat(np.flatnonzero(got.ok), got.counts),
+                         np.repeat(rest[np.asarray(slow.rows, dtype=np.int64)], slow.counts)])
+    if not len(at):
+        return fast
+    both = pa.Table.from_batches([fast, slow.arrow()]).combine_chunks()
+    return both.take(pa.array(np.argsort(at, kind="stable"))).to_batches()[0]
+
+
+def _skimmed(rb: pa.RecordBatch, got) -> pa.RecordBatch:
+    """The rows of the batches skim_column took (RECORDS_NO_PAYLOAD)."""
+    schema = schemas.RECORDS_NO_PAYLOAD
+    sel = pa.array(np.flatnonzero(got.ok))
+    counts = got.counts
+    n = int(counts.sum())
+    spread = pa.array(np.repeat(np.arange(len(counts)), counts))
+    c = rb.schema.names
+    attrs = got.attributes
+    log_append = np.repeat((attrs & _LOG_APPEND_TIME) != 0, counts)
+    base_ts = np.repeat(got.base_timestamp, counts)
+    cols = {"topic": rb.column(c.index("topic")).take(sel).take(spread),
+            "partition": rb.column(c.index("partition")).take(sel).take(spread),
+            "offset": np.repeat(got.base_offset, counts) + got.offset_delta,
+            "timestamp_ms": np.where(log_append, np.repeat(got.max_timestamp, counts), base_ts + got.timestamp_delta),
+            "source": got.values,
+            "producer_id": np.repeat(got.producer_id, counts),
+            "producer_epoch": np.repeat(got.producer_epoch, counts),
+            "is_transactional": np.repeat((attrs & _TRANSACTIONAL) != 0, counts),
+            "is_control": np.repeat(got.is_control, counts), "control_type": got.control_type,
+            "coordinator_epoch": got.coordinator_epoch, "base_offset": np.repeat(got.base_offset, counts),
+            "crc_valid": np.ones(n, bool)}
+    return pa.RecordBatch.from_arrays([_typed(cols[f.name], f.type) if f.name in cols else pa.nulls(n, f.type)
+                                       for f in schema], schema=schema)
+
+
+def _typed(x, t: pa.DataType) -> pa.Array:
+    return x.cast(t) if isinstance(x, pa.Array) else pa.array(x, t)
+
+
+def _each_batch(rb: pa.RecordBatch, payload: bool, out=None) -> pa.RecordBatch:
+    """batches_arrow one batch at a time: skim_batch (without payload), else read_batches."""
+    out = out if out is not None else _Records(payload)
     c = rb.schema.names
     topics = rb.column(c.index("topic")).to_pylist()
     parts = rb.column(c.index("partition")).to_pylist()
     bases = rb.column(c.index("base_offset")).to_pylist()
     datas = rb.column(c.index("batch")).to_pylist()
     for i in range(len(datas)):
+        out.row = i
         topic, part, data = topics[i], parts[i], datas[i]
         got = skim_batch(data, _SOURCE_B) if not payload and data is not None else None
         if got is not None:
@@ -212,11 +267,14 @@ class _Records:
         self.per_batch = {n: [] for n in _BATCH_COLUMNS}
         self.per_record = {n: [] for n in _RECORD_COLUMNS + (_PAYLOAD_COLUMNS if payload else ())}
         self.counts: list[int] = []
+        self.rows: list[int] = []         # the input row of each batch
+        self.row = 0
 
     def _head(self, values: tuple, n: int) -> None:
         for col, v in zip(self.per_batch.values(), values, strict=True):
             col.append(v)
         self.counts.append(n)
+        self.rows.append(self.row)
 
     def skimmed(self, topic, part, got) -> None:
         h, ods, tsds, sources = got
@@ -252,7 +310,7 @@ class _Records:
             col.append(base_offset if name == "offset" else None)
 
     def arrow(self) -> pa.RecordBatch:
-        schema = schemas.RECORDS
+        schema = schemas.RECORDS if self.payload else schemas.RECORDS_NO_PAYLOAD
         n = sum(self.counts)
         spread = pa.array(np.repeat(np.arange(len(self.counts)), self.counts))
         cols = {name: pa.array(v, schema.field(name).type).take(spread) for name, v in self.per_batch.items()}
@@ -302,8 +360,24 @@ def decode_batches(df, *, payload: bool = True):
     epoch, transactional and control flags; control records carry their marker type (COMMIT /
     ABORT) and coordinator epoch; `source` is the "kipviz-source" header. payload=False leaves
     key, value and headers null (less memory when only flags and sources matter)."""
-    return _map(df.select("topic", "partition", "base_offset", "batch"), batches_arrow if payload else _no_payload,
-                schemas.RECORDS)
+    if payload:
+        return _map(df.select("topic", "partition", "base_offset", "batch"), batches_arrow, schemas.RECORDS)
+    return with_null_payload(decode_batches_no_payload(df))
+
+
+def decode_batches_no_payload(df):
+    """decode_batches(df, payload=False) without its key, value and headers columns at all
+    (RECORDS_NO_PAYLOAD): nothing to hand over from Python or to keep for them."""
+    return _map(df.select("topic", "partition", "base_offset", "batch"), _no_payload, schemas.RECORDS_NO_PAYLOAD)
+
+
+def with_null_payload(df):
+    """A RECORDS_NO_PAYLOAD frame (and any columns after it) in the RECORDS layout: key, value and
+    headers null."""
+    from pyspark.sql import functions as F
+    types = {f.name: f.dataType for f in schemas.spark_schema(schemas.RECORDS)}
+    cols = [F.lit(None).cast(types[n]).alias(n) if n in schemas.PAYLOAD else F.col(n) for n in types]
+    return df.select(*cols, *[c for c in df.columns if c not in types])
 
 
 def _no_payload(rb):

@@ -61,10 +61,11 @@ class Logs:
                 # one decode, kept once: the view decodes only the (few) control batches itself, and
                 # the error rows ride along the left join to be split off the kept frame
                 view = txnview.batch_view(batches)
-                full = self.keep(txnview.with_visibility(decode.decode_batches(batches, payload=False), view))
+                # (kept without the payload columns, which are null here: added back on top)
+                full = self.keep(txnview.with_visibility(decode.decode_batches_no_payload(batches), view))
                 ok, bad = decode.split_errors(full, f"batches/{topic}")
                 self._errors.append(bad)
-                self._records[topic] = ok.filter(~F.col("is_control"))
+                self._records[topic] = decode.with_null_payload(ok.filter(~F.col("is_control")))
         return self._records[topic]
 
     @property

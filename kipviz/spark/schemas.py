@@ -65,6 +65,9 @@ RECORDS = pa.schema([("topic", _S), ("partition", _I32), ("offset", _I64), ("tim
                      ("producer_id", _I64), ("producer_epoch", _I32), ("is_transactional", _B),
                      ("is_control", _B), ("control_type", _S), ("coordinator_epoch", _I32),
                      ("base_offset", _I64), ("crc_valid", _B)] + _ERROR)
+PAYLOAD = ("key", "value", "headers")
+# RECORDS without the payload: what the decoder hands over when nobody reads keys and values
+RECORDS_NO_PAYLOAD = pa.schema([f for f in RECORDS if f.name not in PAYLOAD])
 ERRORS_DDL = "dataset string, partition int, offset bigint, error_kind string, error string, error_path string"
 
 

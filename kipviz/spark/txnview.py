@@ -38,7 +38,7 @@ def batch_view(batches, records=None):
     meta = batches.select("topic", "partition", "base_offset", "last_offset", "producer_id", "producer_epoch",
                           "is_transactional", "is_control", "seq", _base_timestamp("batch").alias("base_ts"))
     if records is None:
-        records = decode.decode_batches(batches.filter("is_control"), payload=False)
+        records = decode.decode_batches_no_payload(batches.filter("is_control"))
     ctl = (records.filter(F.col("is_control") & F.col("error").isNull())
            .select("topic", "partition", "base_offset", "control_type"))
     # the metadata is one row per batch and markers are fewer still: a broadcast join, one window
