@@ -4,13 +4,16 @@
     txns    = decode_transactions(src.topic("__transaction_state"))  # TransactionLog records
     share   = decode_share_state(src.topic("__share_group_state"))   # ShareSnapshot / ShareUpdate
     records = decode_batches(src.batches_of("out"))                  # records + transactional flags + markers
+    records = decode_batches_no_payload(src.batches_of("out"))       # the same without key, value, headers
     records = decode_topic(src.topic("out"))                         # records of a Kafka-source frame
 
 Each Python worker receives Arrow batches of (key, value, partition, offset, timestamp) and runs
-kipviz.records.decode_internal / read_batches (or, without payload, kipviz.records.skim) over
-them: no row-by-row Python UDF, no pickling of rows. A record that does not decode (corrupt bytes, an unknown record type or value version) gives
-one row whose `error`, `error_kind` and `error_path` say what and where, and the data columns null;
-split_errors() separates them. Nothing a single bad record holds can stop the job.
+kipviz.records.decode_internal / read_batches over them (without payload, all of an Arrow batch's
+record batches at once: kipviz.records.skim_column, then skim / read_batches for what it leaves):
+no row-by-row Python UDF, no pickling of rows. A record that does not decode (corrupt bytes, an
+unknown record type or value version) gives one row whose `error`, `error_kind` and `error_path`
+say what and where, and the data columns null; split_errors() separates them. Nothing a single
+bad record holds can stop the job.
 
 The functions named *_arrow are the per-batch decoders themselves, usable without Spark (the
 benchmark's single-process baseline runs exactly them)."""
