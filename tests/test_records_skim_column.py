@@ -186,3 +186,24 @@ def test_a_marker_cut_short_at_the_end_of_the_column_is_left_without_reading_pas
     cut = hand_batch([b"\x00" + zz(1000) + b"\x00" + zz(4) + zz(6)], attributes=0x30)
     got = sc.skim_column(pa.array([write_control_batch("ABORT"), cut], pa.binary()), KEY, min_active=1)
     assert got.ok.tolist() == [True, False] and got.control_type.to_pylist() == ["ABORT"]
+
+
+@pytest.mark.parametrize("payload", [True, False])
+def test_an_offset_or_timestamp_outside_int64_is_an_error_row_not_a_dead_job(payload):
+    """BaseOffset / BaseTimestamp plus a record's delta past int64: that batch's error row, the
+    others decode (a log-append-time batch takes MaxTimestamp, so its deltas cannot overflow)."""
+    top = 2**63 - 10
+    rows = [hand_batch([body(b"k", b"v", ts_delta=100)], base_ts=5),
+            hand_batch([body(b"k", b"v", ts_delta=100)], base_ts=top),
+            hand_batch([body(b"k", b"v", offset_delta=100)], base_offset=top),
+            hand_batch([body(b"k", b"v", ts_delta=-100)], base_ts=-top),
+            hand_batch([body(b"k", b"v", ts_delta=100)], attributes=0x08, base_ts=top, max_ts=7)]
+    rb = pa.RecordBatch.from_pydict({"topic": ["out"] * 5, "partition": [0] * 5, "base_offset": [0] * 5,
+                                     "batch": pa.array(rows, pa.binary())})
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sc, "MIN_ACTIVE", 1)
+        got = decode.batches_arrow(rb, payload=payload).to_pylist()
+    assert [r["timestamp_ms"] for r in got] == [105, None, None, None, 7]
+    assert [bool(r["error"]) for r in got] == [False, True, True, True, False]
+    assert "outside int64" in got[1]["error"] and got[2]["error_path"] == "batch[0].records[0].offset"
+    assert not sc.skim_column(pa.array(rows, pa.binary()), KEY, min_active=1).ok[1:4].any()

@@ -12,7 +12,8 @@ array operations shared by thousands of batches instead of Python bytecode per r
 It takes a subset of what skim_batch takes, and COMMIT / ABORT marker batches as read_batches
 reads them; a batch it is unsure of is left to the caller (varints of more than 4 bytes, or 8 for
 a timestamp delta; batches still walking when few are left; control records with headers or of
-another type) -- and for every batch it takes gives exactly their answer (tests/test_records_skim).
+another type; an offset or timestamp outside int64) -- and for every batch it takes gives
+exactly their answer (tests/test_records_skim_column).
 Nothing is allocated from a length it has not checked against the batch's own size."""
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 from crc32c import crc32c
 
-from .batch import COMPRESSION_MASK, CONTROL_MASK, HEADER_SIZE, LOG_OVERHEAD
+from .batch import COMPRESSION_MASK, CONTROL_MASK, HEADER_SIZE, LOG_OVERHEAD, TIMESTAMP_TYPE_MASK
 
 __all__ = ["skim_column", "Skimmed"]
 
@@ -96,6 +97,16 @@ def _zigzag(u):
     return (u >> 1) ^ -(u & 1)
 
 
+_I64_MIN, _I64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+
+
+def _overflows(base: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """Where base + delta leaves int64 (such a batch is left to the per-batch path, which
+    reports it)."""
+    up = delta > 0
+    return np.where(up, base > _I64_MAX - np.where(up, delta, 0), base < _I64_MIN - np.where(up, 0, delta))
+
+
 def skim_column(arr: pa.Array, key: bytes, min_active: int | None = None) -> Skimmed:
     """See the module docstring. min_active: MIN_ACTIVE unless given."""
     min_active = MIN_ACTIVE if min_active is None else min_active
@@ -130,6 +141,8 @@ def skim_column(arr: pa.Array, key: bytes, min_active: int | None = None) -> Ski
     ccount = np.where(is_ctl, count, 0)
     cfirst = np.cumsum(ccount) - ccount
     blobs = np.full((2, 2, int(ccount.sum())), -1, np.int64)      # key/value, at/length
+    base_offset, base_ts = h["base_offset"].astype(np.int64), h["base_timestamp"].astype(np.int64)
+    create_time = (h["attributes"] & TIMESTAMP_TYPE_MASK) == 0
     w = _Walk(buf)
     klen = len(key)
     keyv = np.frombuffer(key, np.uint8)
@@ -155,10 +168,11 @@ def skim_column(arr: pa.Array, key: bytes, min_active: int | None = None) -> Ski
         u, p, b = w.uvar(p + 1, e, 8)                # past the attributes byte
         bad |= b
         slot = first[idx] + r
-        tsd[slot] = _zigzag(u)
+        tsd[slot] = d = _zigzag(u)
+        bad |= create_time[idx] & _overflows(base_ts[idx], d)
         u, p, b = w.uvar(p, e, 4)
-        bad |= b
-        od[slot] = _zigzag(u)
+        od[slot] = d = _zigzag(u)
+        bad |= b | _overflows(base_offset[idx], d)
         ctl = np.flatnonzero(is_ctl[idx])
         for blob in (0, 1):                          # key, value: skipped; 1 is length -1, null
             u, p, b = w.uvar(p, e, 4)
