@@ -247,9 +247,8 @@ def _each_batch(rb: pa.RecordBatch, payload: bool, out=None) -> pa.RecordBatch:
             if data is None:
                 raise DecodeError("null batch", 0, "batch")
             decoded = read_batches(data, strict=True)
-            for b in decoded:
-                _int64([x["offset"] for x in b["records"]], "offset", 0, "BaseOffset + offset delta")
-                _int64([x["timestamp"] for x in b["records"]], "timestamp", 27, "BaseTimestamp + timestamp delta")
+            for k, b in enumerate(decoded):
+                _int64([x["offset"] for x in b["records"]], [x["timestamp"] for x in b["records"]], f"batch[{k}]")
         except DecodeError as e:
             out.error(topic, part, bases[i], e)
             continue
@@ -261,12 +260,15 @@ def _each_batch(rb: pa.RecordBatch, payload: bool, out=None) -> pa.RecordBatch:
 _INT64 = (-2**63, 2**63 - 1)
 
 
-def _int64(values: list, field: str, at: int, what: str) -> None:
-    """Raise DecodeError when a record's `field` (a sum of the batch's header and a delta) does not
-    fit the int64 column: one bad batch gives an error row, it does not stop the job."""
-    if values and (min(values) < _INT64[0] or max(values) > _INT64[1]):
-        j, v = next((j, v) for j, v in enumerate(values) if not _INT64[0] <= v <= _INT64[1])
-        raise DecodeError(f"{field} {v} ({what}) is outside int64", at, f"batch[0].records[{j}].{field}")
+def _int64(offsets: list, timestamps: list, prefix: str = "batch[0]") -> None:
+    """Raise DecodeError when a record's offset or timestamp (the batch header's base plus the
+    record's delta) does not fit its int64 column: one bad batch gives an error row, it does not
+    stop the job."""
+    for values, field, at, what in ((offsets, "offset", 0, "BaseOffset + offset delta"),
+                                    (timestamps, "timestamp", 27, "BaseTimestamp + timestamp delta")):
+        if values and (min(values) < _INT64[0] or max(values) > _INT64[1]):
+            j, v = next((j, v) for j, v in enumerate(values) if not _INT64[0] <= v <= _INT64[1])
+            raise DecodeError(f"{field} {v} ({what}) is outside int64", at, f"{prefix}.records[{j}].{field}")
 
 
 _BATCH_COLUMNS = ("topic", "partition", "producer_id", "producer_epoch", "is_transactional", "is_control",
@@ -298,8 +300,7 @@ class _Records:
         base, attrs, n = h[0], h[5], len(ods)
         offsets = [base + d for d in ods]
         stamps = [h[8]] * n if attrs & _LOG_APPEND_TIME else [h[7] + d for d in tsds]
-        _int64(offsets, "offset", 0, "BaseOffset + offset delta")            # before anything is added
-        _int64(stamps, "timestamp", 27, "BaseTimestamp + timestamp delta")
+        _int64(offsets, stamps)                                              # before anything is added
         self._head((topic, part, h[9], h[10], bool(attrs & _TRANSACTIONAL), False, base, True, None, None, None), n)
         r = self.per_record
         r["offset"].extend(offsets)
