@@ -58,10 +58,10 @@ class Logs:
                 self._records[topic] = recs
             else:
                 batches = batches.filter(F.col("topic") == topic)
-                # one decode, kept once: the view decodes only the (few) control batches itself, and
-                # the error rows ride along the left join to be split off the kept frame
+                # one decode, kept once and without the (null) payload columns, which are added back on
+                # top: the view decodes only the (few) control batches itself, and the error rows ride
+                # along the left join to be split off the kept frame
                 view = txnview.batch_view(batches)
-                # (kept without the payload columns, which are null here: added back on top)
                 full = self.keep(txnview.with_visibility(decode.decode_batches_no_payload(batches), view))
                 ok, bad = decode.split_errors(full, f"batches/{topic}")
                 self._errors.append(bad)
