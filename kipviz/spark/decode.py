@@ -25,6 +25,7 @@ import pyarrow as pa
 from ..eos.checker import SOURCE_HEADER
 from ..errors import DecodeError
 from ..records import read_batches
+from ..records.batch import _I64 as _INT64
 from ..records.batch import TIMESTAMP_TYPE_MASK as _LOG_APPEND_TIME
 from ..records.batch import TRANSACTIONAL_MASK as _TRANSACTIONAL
 from ..records.internal import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TRANSACTION_STATE, decode_internal
@@ -188,13 +189,13 @@ def batches_arrow(rb: pa.RecordBatch, payload: bool = True) -> pa.RecordBatch:
     if not len(rest):
         return fast
     slow = _Records(False)
-    _each_batch(rb.take(pa.array(rest)), False, slow)
+    slow_rows = _each_batch(rb.take(pa.array(rest)), False, slow)
     # both parts in the input's order: each row's input batch, stably sorted
     at = np.concatenate([np.repeat(np.flatnonzero(got.ok), got.counts),
                          np.repeat(rest[np.asarray(slow.rows, dtype=np.int64)], slow.counts)])
     if not len(at):
         return fast
-    both = pa.Table.from_batches([fast, slow.arrow()]).combine_chunks()
+    both = pa.Table.from_batches([fast, slow_rows]).combine_chunks()
     return both.take(pa.array(np.argsort(at, kind="stable"))).to_batches()[0]
 
 
@@ -255,9 +256,6 @@ def _each_batch(rb: pa.RecordBatch, payload: bool, out=None) -> pa.RecordBatch:
         for b in decoded:
             out.batch(topic, part, b)
     return out.arrow()
-
-
-_INT64 = (-2**63, 2**63 - 1)
 
 
 def _int64(offsets: list, timestamps: list, prefix: str = "batch[0]") -> None:
