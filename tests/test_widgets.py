@@ -241,3 +241,15 @@ def test_huge_paste_refused_in_the_browser_gives_one_line(ex):
     for junk in ({"event": "oversize", "chars": "many"}, {"event": "oversize", "chars": True}, {"event": "other"}, []):
         ex.paste_area._on_browser_msg(ex.paste_area, junk, [])
     assert ex.error == "" and ex.paste_area.max_chars == MAX_PASTE_CHARS
+
+
+def test_a_good_paste_clears_the_error_before_the_slow_diagram(ex, monkeypatch):
+    """The page gets the kernel's updates in order: the error line must be gone when the new
+    status shows, not only after the diagram (a `dot` run) is drawn."""
+    ex.search._on_browser_msg(ex.search, {"event": "oversize", "chars": 10_000_000}, [])
+    assert "filter text" in ex.error
+    seen = []
+    monkeypatch.setattr(type(ex), "_draw_diagram", lambda self: seen.append((self.error, self.error_html.value)))
+    frame = codec.encode_request("Heartbeat", 4, example_value("HeartbeatRequest", 4))
+    assert ex.paste_hex(frame.hex(" ")) is True
+    assert seen == [("", "")] and ex.message == "HeartbeatRequest"

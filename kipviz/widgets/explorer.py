@@ -463,10 +463,10 @@ class Explorer(W.VBox):
                 self.mode_select.value = mode
             self.json_area.value = to_json_text(value)
         self.value = value
+        self._ok()                      # before the slow diagram: no stale error beside the new status
         self._set_bytes(data, spans)
         self._status()
         self._draw_diagram()
-        self._ok()
 
     def _status(self) -> None:
         spec, v = self.spec, self.version
@@ -571,9 +571,9 @@ class Explorer(W.VBox):
         if self._syncing or self.spec is None:
             return
         data, spans = self._encode(self.spec, self.version, self.value, change["new"])
+        self._ok()
         self._set_bytes(data, spans)
         self._draw_diagram()
-        self._ok()
 
     def _on_json(self, change):
         if not self._syncing:

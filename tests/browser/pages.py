@@ -10,6 +10,8 @@ import urllib.parse
 from itertools import count
 from pathlib import Path
 
+from playwright.sync_api import Error as PlaywrightError
+
 from .conftest import ARTIFACTS, ROOT
 
 RUN_TIMEOUT_MS = 600_000          # one notebook, top to bottom (the Spark one starts a JVM)
@@ -197,6 +199,20 @@ def wait_error(page, explorer, contains: str, timeout_ms: int = 60_000) -> str:
                Date.now() - t0 > %d ? fail(new Error('no error line with ' + want + ': ' + el.innerText)) :
                setTimeout(tick, 100);
              tick(); })""" % timeout_ms, contains.lower())
+    return error_line(explorer)
+
+
+def wait_error_cleared(page, explorer, timeout_ms: int = 30_000) -> str:
+    """Wait (up to `timeout_ms`) for the explorer's error line to be empty; return what it shows."""
+    try:
+        explorer.locator(".kipviz-error").evaluate(
+            """(el, ms) => new Promise((ok, fail) => {
+                 const t0 = Date.now();
+                 const tick = () => !el.innerText.trim() ? ok() :
+                   Date.now() - t0 > ms ? fail(new Error('still shown')) : setTimeout(tick, 100);
+                 tick(); })""", timeout_ms)
+    except PlaywrightError:             # the caller's assertion names what is still shown
+        pass
     return error_line(explorer)
 
 

@@ -84,7 +84,7 @@ def feed_bad_input(page, explorer, name: str) -> list[str]:
     box.fill(_good_frame())
     box.press("Tab")
     explorer.locator(".kipviz-status").get_by_text("HeartbeatRequest").wait_for(timeout=30_000)
-    assert pages.error_line(explorer) == ""
+    assert pages.wait_error_cleared(page, explorer) == ""
     return lines
 
 
