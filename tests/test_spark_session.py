@@ -17,12 +17,13 @@ SCRIPT = r"""
 import json
 from kipviz.spark import session, stop
 keys = ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled",
-        "spark.sql.adaptive.advisoryPartitionSizeInBytes", "spark.driver.extraJavaOptions")
+        "spark.sql.adaptive.advisoryPartitionSizeInBytes", "spark.sql.inMemoryColumnarStorage.compressed",
+        "spark.driver.extraJavaOptions")
 out = {}
 for large in (False, True):
     s = session("local[1]", batch=True, large=large)
-    out[str(large)] = {k: s.conf.get(k, None) for k in keys[:3]}
-    out[str(large)]["java"] = s.sparkContext.getConf().get(keys[3])
+    out[str(large)] = {k: s.conf.get(k, None) for k in keys[:4]}
+    out[str(large)]["java"] = s.sparkContext.getConf().get(keys[4])
     stop()
 print(json.dumps(out))
 """
@@ -40,6 +41,9 @@ def test_large_run_defaults_fill_in_only_what_spark_defaults_leave(tmp_path):
     assert (large["spark.sql.shuffle.partitions"], large["spark.sql.adaptive.enabled"]) == ("32", "true")
     # the user's spark-defaults.conf wins over kipviz's large-run default of 16m
     assert large["spark.sql.adaptive.advisoryPartitionSizeInBytes"] == "8m"
+    # large runs cache uncompressed; small ones leave it unset, i.e. Spark's default (compressed)
+    assert (small["spark.sql.inMemoryColumnarStorage.compressed"],
+            large["spark.sql.inMemoryColumnarStorage.compressed"]) == (None, "false")
     # batch=True starts the command line's JVM (C2, parallel collector), not the notebooks' C1-only one
     assert "-XX:+UseParallelGC" in small["java"] and "TieredStopAtLevel" not in small["java"]
 
