@@ -60,3 +60,27 @@ def test_the_run_size_the_command_line_goes_by(tmp_path):
     assert topic_records(tmp_path) == 0                       # no manifest: read_samples reports it
     (tmp_path / "manifest.json").write_text("{not json")
     assert topic_records(tmp_path) == 0
+
+
+def test_the_jvm_stderr_is_forwarded_without_its_start_warning(tmp_path):
+    from kipviz.spark.session import JVM_START_NOISE, _forward_stderr
+    lines = [b"Error: a real JVM line\n", JVM_START_NOISE + b" jdk.incubator.vector\n", b"x" * 100_000 + b"\n", b"last"]
+    (tmp_path / "jvm.err").write_bytes(b"".join(lines))
+    with open(tmp_path / "jvm.err", "rb") as pipe, open(tmp_path / "ours", "wb") as out:
+        _forward_stderr(pipe, out.fileno())
+    assert (tmp_path / "ours").read_bytes() == lines[0] + lines[2] + lines[3]
+
+
+def test_command_line_errors_are_one_line_from_a_fresh_jvm():
+    """`kipviz verify-eos` on a run it cannot check: stderr is the one error line, nothing from
+    the JVM's start (the command starts its own driver JVM)."""
+    from pathlib import Path
+    regular = Path(__file__).resolve().parent.parent / "sample_data" / "regular_eos"
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+    env.pop("KIPVIZ_SPARK_MASTER", None)
+    done = subprocess.run([sys.executable, "-c", "import sys; from kipviz.cli import main; sys.exit(main())",
+                           "verify-eos", str(regular)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.startswith("kipviz: error: no share-record state changes") and done.stderr.count("\n") == 1, \
+        done.stderr

@@ -126,6 +126,40 @@ def _launch_conf(master: str | None, driver_memory: str | None, java_options: st
     return conf
 
 
+# The one line of the driver JVM's stderr that no setting silences: Spark 4's launcher adds
+# --add-modules=jdk.incubator.vector and the JVM announces it at start (before any log4j file).
+JVM_START_NOISE = b"WARNING: Using incubator modules:"
+
+
+def _forward_stderr(pipe, fd: int = 2) -> None:
+    """Copy the JVM's stderr to ours (the fd, not sys.stderr: in a notebook it stays out of the
+    cells, as before), less JVM_START_NOISE. Reads to the end whatever happens, so the JVM never
+    blocks on a full pipe."""
+    for line in iter(pipe.readline, b""):
+        if line.startswith(JVM_START_NOISE):
+            continue
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError:
+            pass
+
+
+def _launch_gateway(conf):
+    """Start the driver JVM (spark-submit, as PySpark does) with its stderr forwarded by a thread."""
+    import subprocess
+    import threading
+
+    from pyspark.java_gateway import launch_gateway
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    proc = getattr(gateway, "proc", None)
+    if proc is not None and proc.stderr is not None:
+        threading.Thread(target=_forward_stderr, args=(proc.stderr,), name="kipviz-jvm-stderr",
+                         daemon=True).start()
+    return gateway
+
+
 def _is_local(master: str) -> bool:
     return master == "local" or master.startswith("local[") or master.startswith("local-cluster")
 
@@ -158,7 +192,7 @@ def session(master: str | None = None, *, app_name: str = "kipviz", driver_memor
         wanted = _launch_master(master)
         if wanted is None or _is_local(wanted):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        SparkContext._ensure_initialized(conf=_launch_conf(wanted, driver_memory, java_options))
+        SparkContext._ensure_initialized(gateway=_launch_gateway(_launch_conf(wanted, driver_memory, java_options)))
     sconf = SparkConf()           # Spark's own configuration, as the JVM holds it
     chosen = master or os.environ.get("KIPVIZ_SPARK_MASTER") or sconf.get("spark.master", None) or DEFAULT_MASTER
     sconf.setMaster(chosen).setIfMissing("spark.app.name", app_name)
