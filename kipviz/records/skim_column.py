@@ -120,7 +120,7 @@ def skim_column(arr: pa.Array, key: bytes, min_active: int | None = None) -> Ski
     cand = np.flatnonzero(ok)
     h = np.zeros(n_in, _HEADER)
     if len(cand):
-        h[cand] = buf[start[cand, None] + np.arange(HEADER_SIZE)].view(_HEADER).ravel()
+        h[cand] = _bytes_at(buf, start[cand], HEADER_SIZE).view(_HEADER).ravel()
     count = h["count"].astype(np.int64)
     ok &= (h["magic"] == 2) & (LOG_OVERHEAD + h["length"].astype(np.int64) == size)
     ok &= (h["attributes"] & COMPRESSION_MASK) == 0
@@ -202,7 +202,7 @@ def skim_column(arr: pa.Array, key: bytes, min_active: int | None = None) -> Ski
             hit = ~found[k] & (kl == klen) & (q + klen <= ek)
             if klen and hit.any():
                 hk = np.flatnonzero(hit)
-                hit[hk] = (buf[np.minimum(q[hk, None] + np.arange(klen), w.last)] == keyv).all(axis=1)
+                hit[hk] = (_bytes_at(w.buf, q[hk], klen) == keyv).all(axis=1)
             u, q, b = w.uvar(q + np.maximum(kl, 0), ek, 4)
             vl = _zigzag(u)
             bad[k] |= b | (vl < -1)

@@ -184,49 +184,53 @@ def batches_arrow(rb: pa.RecordBatch, payload: bool = True) -> pa.RecordBatch:
     if payload:
         return _each_batch(rb, True)
     got = skim_column(rb.column(rb.schema.get_field_index("batch")), _SOURCE_B)
-    fast = _skimmed(rb, got)
+    fast_at = np.repeat(np.flatnonzero(got.ok), got.counts)          # each skimmed row's input batch
+    fast = _skimmed(rb, got, fast_at)
     rest = np.flatnonzero(~got.ok)
     if not len(rest):
         return fast
     slow = _Records(False)
     slow_rows = _each_batch(rb.take(pa.array(rest)), False, slow)
     # both parts in the input's order: each row's input batch, stably sorted
-    at = np.concatenate([np.repeat(np.flatnonzero(got.ok), got.counts),
-                         np.repeat(rest[np.asarray(slow.rows, dtype=np.int64)], slow.counts)])
+    at = np.concatenate([fast_at, np.repeat(rest[np.asarray(slow.rows, dtype=np.int64)], slow.counts)])
     if not len(at):
         return fast
     both = pa.Table.from_batches([fast, slow_rows]).combine_chunks()
     return both.take(pa.array(np.argsort(at, kind="stable"))).to_batches()[0]
 
 
-def _skimmed(rb: pa.RecordBatch, got) -> pa.RecordBatch:
-    """The rows of the batches skim_column took (RECORDS_NO_PAYLOAD)."""
-    schema = schemas.RECORDS_NO_PAYLOAD
-    sel = pa.array(np.flatnonzero(got.ok))
+def _skimmed(rb: pa.RecordBatch, got, at: np.ndarray) -> pa.RecordBatch:
+    """The rows of the batches skim_column took (RECORDS_NO_PAYLOAD); `at`: each row's input batch."""
     counts = got.counts
-    n = int(counts.sum())
-    spread = pa.array(np.repeat(np.arange(len(counts)), counts))
+    rows = pa.array(at)
     c = rb.schema.names
     attrs = got.attributes
     log_append = np.repeat((attrs & _LOG_APPEND_TIME) != 0, counts)
+    base = np.repeat(got.base_offset, counts)
     base_ts = np.repeat(got.base_timestamp, counts)
-    cols = {"topic": rb.column(c.index("topic")).take(sel).take(spread),
-            "partition": rb.column(c.index("partition")).take(sel).take(spread),
-            "offset": np.repeat(got.base_offset, counts) + got.offset_delta,
+    cols = {"topic": rb.column(c.index("topic")).take(rows),
+            "partition": rb.column(c.index("partition")).take(rows),
+            "offset": base + got.offset_delta,
             "timestamp_ms": np.where(log_append, np.repeat(got.max_timestamp, counts), base_ts + got.timestamp_delta),
             "source": got.values,
             "producer_id": np.repeat(got.producer_id, counts),
             "producer_epoch": np.repeat(got.producer_epoch, counts),
             "is_transactional": np.repeat((attrs & _TRANSACTIONAL) != 0, counts),
             "is_control": np.repeat(got.is_control, counts), "control_type": got.control_type,
-            "coordinator_epoch": got.coordinator_epoch, "base_offset": np.repeat(got.base_offset, counts),
-            "crc_valid": np.ones(n, bool)}
-    return pa.RecordBatch.from_arrays([_typed(cols[f.name], f.type) if f.name in cols else pa.nulls(n, f.type)
+            "coordinator_epoch": got.coordinator_epoch, "base_offset": base,
+            "crc_valid": np.ones(len(at), bool)}
+    return _assemble(cols, schemas.RECORDS_NO_PAYLOAD, len(at))
+
+
+def _assemble(cols: dict, schema: pa.Schema, n: int) -> pa.RecordBatch:
+    """`schema`'s record batch of n rows from `cols` (Arrow arrays, numpy arrays or lists, by
+    name), every column it lacks null."""
+    def typed(x, t):
+        if isinstance(x, pa.Array):
+            return x if x.type == t else x.cast(t)
+        return pa.array(x, t)
+    return pa.RecordBatch.from_arrays([typed(cols[f.name], f.type) if f.name in cols else pa.nulls(n, f.type)
                                        for f in schema], schema=schema)
-
-
-def _typed(x, t: pa.DataType) -> pa.Array:
-    return x.cast(t) if isinstance(x, pa.Array) else pa.array(x, t)
 
 
 def _each_batch(rb: pa.RecordBatch, payload: bool, out=None) -> pa.RecordBatch:
@@ -244,17 +248,12 @@ def _each_batch(rb: pa.RecordBatch, payload: bool, out=None) -> pa.RecordBatch:
         try:
             if got is not None:
                 out.skimmed(topic, part, got)
-                continue
-            if data is None:
+            elif data is None:
                 raise DecodeError("null batch", 0, "batch")
-            decoded = read_batches(data, strict=True)
-            for k, b in enumerate(decoded):
-                _int64([x["offset"] for x in b["records"]], [x["timestamp"] for x in b["records"]], f"batch[{k}]")
+            else:
+                out.batches(topic, part, read_batches(data, strict=True))
         except DecodeError as e:
             out.error(topic, part, bases[i], e)
-            continue
-        for b in decoded:
-            out.batch(topic, part, b)
     return out.arrow()
 
 
@@ -307,13 +306,22 @@ class _Records:
         r["control_type"].extend([None] * n)
         r["coordinator_epoch"].extend([None] * n)
 
-    def batch(self, topic, part, b: dict) -> None:
+    def batches(self, topic, part, decoded: list) -> None:
+        """read_batches' batches of one blob; DecodeError, with nothing added, when any record's
+        offset or timestamp leaves int64."""
+        columns = [([x["offset"] for x in b["records"]], [x["timestamp"] for x in b["records"]]) for b in decoded]
+        for k, (offsets, stamps) in enumerate(columns):
+            _int64(offsets, stamps, f"batch[{k}]")
+        for b, (offsets, stamps) in zip(decoded, columns, strict=True):
+            self._batch(topic, part, b, offsets, stamps)
+
+    def _batch(self, topic, part, b: dict, offsets: list, stamps: list) -> None:
         recs = b["records"]
         self._head((topic, part, b["producer_id"], b["producer_epoch"], b["is_transactional"], b["is_control"],
                     b["base_offset"], b["crc_valid"], None, None, None), len(recs))
         r = self.per_record
-        r["offset"].extend([x["offset"] for x in recs])
-        r["timestamp_ms"].extend([x["timestamp"] for x in recs])
+        r["offset"].extend(offsets)
+        r["timestamp_ms"].extend(stamps)
         hs = [x["headers"] for x in recs]
         r["source"].extend([_source_of(h) if h else None for h in hs])
         ctls = [x.get("control") for x in recs]
@@ -334,9 +342,8 @@ class _Records:
         n = sum(self.counts)
         spread = pa.array(np.repeat(np.arange(len(self.counts)), self.counts))
         cols = {name: pa.array(v, schema.field(name).type).take(spread) for name, v in self.per_batch.items()}
-        cols.update((name, pa.array(v, schema.field(name).type)) for name, v in self.per_record.items())
-        return pa.RecordBatch.from_arrays([cols[f.name] if f.name in cols else pa.nulls(n, f.type) for f in schema],
-                                          schema=schema)
+        cols.update(self.per_record)
+        return _assemble(cols, schema, n)
 
 
 # ---- Spark wrappers --------------------------------------------------------------------------------
