@@ -447,6 +447,67 @@ def test_produce_appends_one_batch_and_emits_record_appended_per_record(cluster)
         (1, 0, b"a", 1234), (1, 1, b"b", 1234), (1, 2, b"c", 1234), (1, 3, b"d", 1234)]
 
 
+def _reencoded(log, raw: bytes) -> bytes:
+    """The log's batch as PartitionLog.append encodes it when it does not keep the producer's bytes."""
+    b = read_batches(raw)[0]
+    return write_batch([(r["key"], r["value"], r["headers"], None) for r in b["records"]],
+                       base_offset=b["base_offset"], base_timestamp=b["base_timestamp"],
+                       producer_id=b["producer_id"], producer_epoch=b["producer_epoch"],
+                       base_sequence=b["base_sequence"], is_transactional=b["is_transactional"],
+                       partition_leader_epoch=log.leader_epoch)
+
+
+def test_the_log_keeps_the_producers_batch_with_its_offsets_and_leader_epoch_assigned(cluster, monkeypatch):
+    from kipviz.broker import topics
+    encoded = []
+    monkeypatch.setattr(topics.rec, "write_batch", lambda *a, **k: encoded.append(1) or write_batch(*a, **k))
+    cluster.advance(1234)
+    log = cluster.topics.partition("orders", 0)
+    log.leader_epoch = 7
+    produce(cluster, 9, "orders", 0, write_batch([(b"k", b"a", [], 1234)]))
+    sent = write_batch([(b"k0", b"b", [("h", b"1")], 1234), (b"k1", None, [], 1234)], producer_id=5,
+                       producer_epoch=0, base_sequence=0)
+    produce(cluster, 9, "orders", 0, sent)
+    stored = log.batches[1]
+    assert stored[:8] == (1).to_bytes(8, "big") and stored[12:16] == (7).to_bytes(4, "big")
+    assert stored[16:] == sent[16:] and stored[8:12] == sent[8:12]            # CRC and records as sent
+    b = read_batches(stored, strict=True)[0]                                   # the CRC still holds
+    assert (b["base_offset"], b["partition_leader_epoch"], b["crc_valid"]) == (1, 7, True)
+    assert stored == _reencoded(log, stored)          # exactly what the log would have encoded itself
+    assert encoded == []                              # ... without encoding it
+
+
+@pytest.mark.parametrize("what,header,records", [
+    ("another time", {}, [(b"k", b"v", [], 1000), (b"k", b"v", [], 1234)]),
+    ("a later time", {}, [(b"k", b"v", [], 1235)] * 2),
+    ("compressed", {"compression": "gzip"}, [(b"k", b"v", [], 1234)] * 2),
+    ("LogAppendTime", {"timestamp_type": "LogAppendTime"}, [(b"k", b"v", [], 1234)] * 2),
+    ("record attributes", {}, [{"key": b"k", "value": b"v", "timestamp": 1234, "attributes": 1}] * 2),
+])
+def test_the_log_encodes_its_own_batch_when_the_producers_is_not_it(cluster, what, header, records):
+    from kipviz.broker.handlers.data import sent_as_stored
+    cluster.advance(1234)
+    sent = write_batch(records, **header)
+    assert not sent_as_stored(read_batches(sent, strict=True)[0], 1234)
+    r, _ = produce(cluster, 9, "orders", 0, sent)
+    assert r["ErrorCode"] == 0
+    stored = cluster.topics.partition("orders", 0).batches[0]
+    assert stored[16:] != sent[16:]                  # not the producer's bytes ...
+    assert stored == _reencoded(cluster.topics.partition("orders", 0), stored)     # ... but the log's own
+    b = read_batches(stored)[0]
+    assert [r["timestamp"] for r in b["records"]] == [1234, 1234]
+    assert (b["compression"], b["timestamp_type"]) == ("none", "CreateTime")
+
+
+def test_offset_deltas_with_a_gap_are_not_kept_as_sent():
+    from kipviz.broker.handlers.data import sent_as_stored
+    plain = read_batches(write_batch([(b"k", b"v", [], 5)] * 3))[0]
+    assert sent_as_stored(plain, 5)
+    gap = read_batches(write_batch([{"key": b"k", "value": b"v", "timestamp": 5, "offset_delta": d}
+                                    for d in (0, 2, 3)]))[0]
+    assert not sent_as_stored(gap, 5)
+
+
 def test_produce_v3_by_name_and_v13_by_topic_id():
     c = Cluster(seed=20)
     tid = c.create_topic("orders", 1)

@@ -1,12 +1,14 @@
 """Topics with topic IDs (KIP-516) and their partition logs, including the internal topics."""
 from __future__ import annotations
 
+import struct
 import uuid
 from dataclasses import dataclass, field
 
 from .. import records as rec
 from ..uuids import random_uuid
 
+_BASE_OFFSET, _LEADER_EPOCH = struct.Struct(">q"), struct.Struct(">i")   # a batch's first 8 bytes; bytes 12..15
 INTERNAL = ("__consumer_offsets", "__transaction_state", "__share_group_state")
 
 
@@ -49,24 +51,31 @@ class PartitionLog:
         return min(self.open_txns.values(), default=self.log_end_offset)
 
     def append(self, items: list[tuple], now: int, *, producer_id: int = -1, producer_epoch: int = -1,
-               base_sequence: int = -1, transactional: bool = False, seq: int | None = None) -> int:
+               base_sequence: int = -1, transactional: bool = False, seq: int | None = None,
+               sent: bytes | None = None) -> int:
         """Append (key, value[, headers]) records as one batch; returns the base offset. `seq`: the
-        event seq its first record's RecordAppended will have (Cluster.next_seq)."""
+        event seq its first record's RecordAppended will have (Cluster.next_seq). The log's batch
+        gives every record `now`. `sent`: the producer's batch when it is exactly that batch
+        (kipviz.broker.handlers.data.sent_as_stored), kept with its offsets and leader epoch
+        assigned in place as Kafka's LogValidator does, instead of encoding it again."""
         base = self.log_end_offset
         if transactional and items:
             self.open_txns.setdefault(producer_id, base)
-        records = []            # (key, value, headers, timestamp): the log's batch gives every record `now`
+        entries = self.entries
         for i, item in enumerate(items):
-            key, value = item[0], item[1]
             headers = list(item[2]) if len(item) > 2 else []
-            self.entries.append(Entry(base + i, now, key, value, headers, producer_id, producer_epoch, transactional))
-            records.append((key, value, headers, None))
-        if items:
-            self.batches.append(rec.write_batch(
-                records, base_offset=base, base_timestamp=now, producer_id=producer_id, producer_epoch=producer_epoch,
-                base_sequence=base_sequence, is_transactional=transactional,
-                partition_leader_epoch=self.leader_epoch))
-            self.batch_seqs.append(seq)
+            entries.append(Entry(base + i, now, item[0], item[1], headers, producer_id, producer_epoch, transactional))
+        if not items:
+            return base
+        if sent is not None:
+            stored = _BASE_OFFSET.pack(base) + sent[8:12] + _LEADER_EPOCH.pack(self.leader_epoch) + sent[16:]
+        else:
+            stored = rec.write_batch(
+                [(e.key, e.value, e.headers, None) for e in entries[base:]], base_offset=base, base_timestamp=now,
+                producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
+                is_transactional=transactional, partition_leader_epoch=self.leader_epoch)
+        self.batches.append(stored)
+        self.batch_seqs.append(seq)
         return base
 
     def append_marker(self, marker: str, now: int, producer_id: int, producer_epoch: int,

@@ -28,6 +28,7 @@ from collections import deque
 
 from ...errors import DecodeError
 from ...records import read_batches
+from ...records.batch import TRANSACTIONAL_MASK as TRANSACTIONAL_BIT
 from ...uuids import ZERO_UUID
 from .. import events as ev
 from ..error_codes import CODE
@@ -107,6 +108,20 @@ def _parse_records(records, version: int):
         return None, err("INVALID_RECORD"), (f"Invalid sequence number {b['base_sequence']} in record batch "
                                              f"with producerId {b['producer_id']}")
     return b, NONE, None
+
+
+def sent_as_stored(batch: dict, now: int) -> bool:
+    """Whether the produced `batch` (read strictly) is byte for byte the batch the log stores for
+    it, but for its base offset and leader epoch: uncompressed, CreateTime, no attribute bits but
+    the transactional one, every record stamped `now` (the log gives its records the append time)
+    with plain offset deltas. Then the log keeps the producer's bytes (PartitionLog.append)."""
+    if batch["attributes"] & ~TRANSACTIONAL_BIT or batch["base_timestamp"] != now \
+            or batch["max_timestamp"] != now or batch["last_offset_delta"] != len(batch["records"]) - 1:
+        return False
+    for i, r in enumerate(batch["records"]):
+        if r["offset_delta"] != i or r["timestamp_delta"] or r["attributes"]:
+            return False
+    return True
 
 
 def _last_epoch_in_log(log, producer_id: int) -> int | None:
@@ -230,7 +245,8 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
     base = log.append([(r["key"], r["value"], r["headers"]) for r in records], cluster.now,
                       producer_id=batch["producer_id"], producer_epoch=batch["producer_epoch"],
                       base_sequence=batch["base_sequence"], transactional=batch["is_transactional"],
-                      seq=cluster.next_seq)
+                      seq=cluster.next_seq,
+                      sent=pd["Records"] if sent_as_stored(batch, cluster.now) else None)
     if batch["producer_id"] >= 0:
         _record_producer(cluster, log, batch, base)
     pid, epoch, txn, now = batch["producer_id"], batch["producer_epoch"], batch["is_transactional"], cluster.now
