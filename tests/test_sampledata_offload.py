@@ -1,5 +1,6 @@
-"""Rows built in a forked child (kipviz.sampledata.offload): the same bytes as building them in
-the generator's own process, and a clear error when the child fails."""
+"""Rows built in a forked child (kipviz.sampledata.offload) and files written by the writer process
+(kipviz.sampledata.filewriter): the same bytes as building and writing them in the generator's own
+process, and a clear error when a child fails."""
 from __future__ import annotations
 
 import os
@@ -7,7 +8,7 @@ import os
 import pytest
 
 from kipviz.errors import KipvizError
-from kipviz.sampledata import generate, offload, writer
+from kipviz.sampledata import filewriter, generate, offload, writer
 
 from .test_sampledata import _files
 
@@ -26,7 +27,19 @@ def _children(monkeypatch) -> list[int]:
     return seen
 
 
-@pytest.mark.parametrize("name,records", [("share_eos", 3000), ("kip516", 1500)])
+def _writers(monkeypatch) -> list[int]:
+    """Count the writer processes started."""
+    seen = []
+    init = filewriter.FileWriterProcess.__init__
+
+    def counting(self, *a):
+        seen.append(1)
+        init(self, *a)
+    monkeypatch.setattr(filewriter.FileWriterProcess, "__init__", counting)
+    return seen
+
+
+@pytest.mark.parametrize("name,records", [("share_eos", 3000), ("kip516", 1500), ("regular_eos", 1500)])
 def test_offloaded_chunks_write_the_same_bytes(tmp_path, monkeypatch, name, records):
     monkeypatch.setenv("KIPVIZ_NO_FORK", "1")
     assert not offload.available()
@@ -34,11 +47,62 @@ def test_offloaded_chunks_write_the_same_bytes(tmp_path, monkeypatch, name, reco
     monkeypatch.delenv("KIPVIZ_NO_FORK")
     monkeypatch.setattr(writer, "OFFLOAD_EVENTS", 1)        # every chunk goes to a child
     monkeypatch.setattr(offload, "available", lambda: True)
-    seen = _children(monkeypatch)
+    seen, writers = _children(monkeypatch), _writers(monkeypatch)
     generate(name, tmp_path / "forked", records=records, seed=2, drain_every=1500)
-    assert len(seen) > 5
+    assert len(seen) > 5 and writers == [1]
     assert _files(tmp_path / "forked") == _files(tmp_path / "inline")
     assert not (tmp_path / "forked" / ".parts").exists()
+
+
+class _FirstSmall(int):
+    """An OFFLOAD_EVENTS that the first chunk stays below and every later one reaches."""
+    calls = 0
+
+    def __le__(self, n):
+        _FirstSmall.calls += 1
+        return _FirstSmall.calls > 1
+
+
+def test_after_a_chunk_written_here_the_files_stay_here(tmp_path, monkeypatch):
+    monkeypatch.setenv("KIPVIZ_NO_FORK", "1")
+    generate("share_eos", tmp_path / "inline", records=3000, seed=2, drain_every=1500)
+    monkeypatch.delenv("KIPVIZ_NO_FORK")
+    _FirstSmall.calls = 0
+    monkeypatch.setattr(writer, "OFFLOAD_EVENTS", _FirstSmall(1))
+    monkeypatch.setattr(offload, "available", lambda: True)
+    seen, writers = _children(monkeypatch), _writers(monkeypatch)
+    generate("share_eos", tmp_path / "forked", records=3000, seed=2, drain_every=1500)
+    assert len(seen) > 5 and writers == []          # the events file was open here: no writer process
+    assert _files(tmp_path / "forked") == _files(tmp_path / "inline")
+
+
+def test_a_failing_writer_process_is_one_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(writer, "OFFLOAD_EVENTS", 1)
+    monkeypatch.setattr(offload, "available", lambda: True)
+
+    class Broken(filewriter.TableWriter):
+        def write_batch(self, batch):
+            raise OSError("disk full")
+    monkeypatch.setattr(filewriter, "TableWriter", Broken)
+    with pytest.raises(KipvizError, match="writing the sample in a child process failed: OSError: disk full"):
+        generate("share_eos", tmp_path / "s", records=2000, seed=1, drain_every=1000)
+
+
+def test_the_writer_process_ends_with_its_pipe_and_cancel_reaps_it(tmp_path):
+    parts = tmp_path / ".parts"
+    parts.mkdir()
+    w = filewriter.FileWriterProcess(tmp_path, parts)
+    pid = w._pid
+    os.close(w._pipe)                                  # the generator went away without close()
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    assert not (parts / "writer.rows").exists()
+    w = filewriter.FileWriterProcess(tmp_path, parts)
+    pid = w._pid
+    w.cancel()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    with pytest.raises(KipvizError, match="it was stopped"):
+        w.close()
 
 
 def test_small_chunks_stay_in_process(tmp_path, monkeypatch):
@@ -81,6 +145,10 @@ def test_collect_returns_the_childs_batches_in_order(tmp_path):
     got = off.collect()
     assert [b.num_rows for b in got["a"][1]] == [0, 1, 2, 3] and got["b"][1] == []
     assert list(tmp_path.iterdir()) == []            # the files are gone once read
+    n = off.submit(lambda: {"a": (schema, []), "state": b"\x00pickled"})
+    got = off.collect(read=False)
+    assert got == {"state": b"\x00pickled"}           # the Arrow file is left for the writer process
+    assert [p.name for p in tmp_path.iterdir()] == [off.chunk_path(n, "a.arrow").name] == [f"chunk-{n}.a.arrow"]
 
 
 def test_available_only_with_a_spare_core_and_not_switched_off(monkeypatch):

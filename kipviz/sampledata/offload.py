@@ -26,23 +26,49 @@ def available() -> bool:
         and os.environ.get("KIPVIZ_NO_FORK", "") in ("", "0")
 
 
+def write_ipc(path, schema: pa.Schema, batches) -> None:
+    """Record batches (empty ones too: their places count) as one Arrow IPC file."""
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, schema) as w:
+        for b in batches:
+            w.write_batch(b)
+
+
+def read_ipc(path) -> tuple[pa.Schema, list]:
+    """An Arrow IPC file's (schema, [record batches]); the file is removed."""
+    with pa.OSFile(str(path), "rb") as src:
+        reader = pa.ipc.open_file(src)
+        out = reader.schema, [reader.get_batch(i) for i in range(reader.num_record_batches)]
+    Path(path).unlink()
+    return out
+
+
 class Offload:
     """At most one child at a time: submit(build) forks it to run build() -> {name: (schema, [record
-    batches])}; collect() waits for it and returns {name: (schema, [record batches])}, or None if
-    nothing was submitted."""
+    batches]) or bytes}; collect() waits for it and returns the same dict (the bytes entries as
+    written, the record batches read back; with read=False the Arrow files are left for their
+    reader, named by chunk_path(n, name)), or None if nothing was submitted. Chunks are numbered
+    from 1 in the order they are made; new_chunk() numbers one built elsewhere."""
 
     def __init__(self, parts: Path):
         self.parts = Path(parts)
         self._pid: int | None = None
         self._n = 0
 
-    def _path(self, name: str) -> Path:
-        return self.parts / f"chunk-{self._n}.{name}"
+    def chunk_path(self, n: int, name: str) -> Path:
+        return self.parts / f"chunk-{n}.{name}"
 
-    def submit(self, build) -> None:
+    def _path(self, name: str) -> Path:
+        return self.chunk_path(self._n, name)
+
+    def new_chunk(self) -> int:
+        self._n += 1
+        return self._n
+
+    def submit(self, build) -> int:
+        """Fork the child for the next chunk; returns its number."""
         if self._pid is not None:
             raise RuntimeError("collect() the previous chunk first")
-        self._n += 1
+        n = self.new_chunk()
         with warnings.catch_warnings():         # Python 3.12+ warns about fork() next to threads (tqdm's)
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
@@ -51,11 +77,12 @@ class Offload:
             try:
                 gc.disable()                     # it lives for one chunk: a collection would only copy pages
                 names = []
-                for name, (schema, batches) in build().items():
-                    with pa.OSFile(str(self._path(name + ".arrow")), "wb") as sink, \
-                            pa.ipc.new_file(sink, schema) as w:
-                        for b in batches:
-                            w.write_batch(b)
+                for name, rows in build().items():
+                    if isinstance(rows, bytes):
+                        self._path(name).write_bytes(rows)
+                    else:
+                        write_ipc(self._path(name + ".arrow"), *rows)
+                        name += ".arrow"
                     names.append(name)
                 self._path("done").write_text("\n".join(names))
                 code = 0
@@ -67,8 +94,9 @@ class Offload:
             finally:
                 os._exit(code)
         self._pid = pid
+        return n
 
-    def collect(self) -> dict | None:
+    def collect(self, read: bool = True) -> dict | None:
         if self._pid is None:
             return None
         pid, self._pid = self._pid, None
@@ -81,11 +109,12 @@ class Offload:
             raise KipvizError(f"building rows in a child process failed: {why}")
         out = {}
         for name in filter(None, done.read_text().split("\n")):
-            path = self._path(name + ".arrow")
-            with pa.OSFile(str(path), "rb") as src:
-                reader = pa.ipc.open_file(src)
-                out[name] = (reader.schema, [reader.get_batch(i) for i in range(reader.num_record_batches)])
-            path.unlink()
+            if name.endswith(".arrow"):
+                if read:
+                    out[name[:-6]] = read_ipc(self._path(name))
+            else:
+                out[name] = self._path(name).read_bytes()
+                self._path(name).unlink()
         done.unlink()
         return out
 

@@ -14,6 +14,7 @@ Large chunks have their rows built in a forked child while the run goes on
 from __future__ import annotations
 
 import json
+import pickle
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +25,10 @@ from ..errors import KipvizError
 from ..uuids import to_kafka_str
 from . import offload as offload_mod
 from . import retention
+from .filewriter import STREAMS, FileWriterProcess, write_part
 from .parquet import TableWriter, record_batch, sha256
 from .rows import RequestLog, event_columns, log_rows
-from .schema import BATCH, EVENT, FORMAT, TOPIC
+from .schema import BATCH, EVENT, FORMAT, REQUEST, TOPIC
 
 OFFLOAD_EVENTS = 50_000      # chunks of at least this many events get their columns built in a child
 OUTPUTS = ("topics", "batches", "events.parquet", "requests.parquet", "manifest.json", ".parts")
@@ -78,31 +80,40 @@ def event_batch(events) -> pa.RecordBatch:
 _NO_TOPIC_ROWS = pa.RecordBatch.from_pylist([], schema=TOPIC)
 
 
-def _chunk_rows(events, work) -> dict:
+def _chunk_rows(events, work, pairs=None, keep_pairs: bool = False) -> dict:
     """A chunk's rows (built in the offload child): its events, and per (topic name, log, index of
-    its first new batch) of `work` one batch-rows and one topic-rows batch (empty when it has none)."""
+    its first new batch) of `work` one batch-rows and one topic-rows batch (empty when it has none);
+    with `pairs` (a RequestLog) also its request rows, and with keep_pairs the RequestLog's state
+    after them (a child's pairs go back to the generator)."""
     rows = [log_rows(*w) for w in work]
-    return {"events": (EVENT, [event_batch(events)] if events else []),
-            "batches": (BATCH, [b for b, _ in rows]),
-            "records": (TOPIC, [t if t is not None else _NO_TOPIC_ROWS for _, t in rows])}
+    out = {"events": (EVENT, [event_batch(events)] if events else []),
+           "batches": (BATCH, [b for b, _ in rows]),
+           "records": (TOPIC, [t if t is not None else _NO_TOPIC_ROWS for _, t in rows])}
+    if pairs is not None:
+        cols = pairs.add(events)
+        out["requests"] = (REQUEST, [record_batch(REQUEST, cols)] if cols["seq"] else [])
+        if keep_pairs:
+            out["pairs"] = pickle.dumps(pairs, protocol=pickle.HIGHEST_PROTOCOL)
+    return out
 
 
 class RunWriter:
     """offload: build the rows of large chunks (drain()) in a forked child while the run goes on
-    (kipviz.sampledata.offload); None = where available (Linux, more than one core)."""
+    (kipviz.sampledata.offload), and from the first large chunk on write the files in a process of
+    their own (kipviz.sampledata.filewriter); None = where available (Linux, more than one core)."""
 
     def __init__(self, out_dir, *, offload: bool | None = None):
         self.out = Path(out_dir)
         prepare_dir(self.out)
         self._parts = self.out / ".parts"
         self._parts.mkdir()
-        self.events = TableWriter(self.out / "events.parquet", "event")
-        self.requests = TableWriter(self.out / "requests.parquet", "request")
+        self._tables: dict[str, TableWriter] | None = None     # in this process, opened at the first rows
+        self._files: FileWriterProcess | None = None            # ... or in the writer process
         self._pairs = RequestLog()
         self._logs: dict[tuple, _LogState] = {}
         use = offload_mod.available() if offload is None else offload
         self._offload = offload_mod.Offload(self._parts) if use else None
-        self._in_child: list[_LogState] = []       # whose rows the running child builds, in its order
+        self._in_child: tuple | None = None        # (chunk number, its log states in order) of the running child
 
     # ---- streaming ---------------------------------------------------------------------------------------
     def drain(self, events, cluster=None, release: dict | None = None) -> None:
@@ -112,9 +123,29 @@ class RunWriter:
         part of each non-internal log (retention.release), up to the reader's position where there
         is one. A chunk of OFFLOAD_EVENTS events or more has its rows built in a child process while
         the run goes on; they are written at the next call (rows keep their order)."""
-        if events:
-            self.requests.write_columns(self._pairs.add(events))
         self._collect()
+        work, states = self._new_batches(cluster)
+        if self._offload is not None and len(events) >= OFFLOAD_EVENTS:
+            if self._files is None and self._tables is None:      # the first large chunk: nothing open yet
+                self._files = FileWriterProcess(self.out, self._parts)
+            pairs = self._pairs if self._files is not None else None
+            if pairs is None:
+                self._write_requests(self._pairs.add(events))
+            n = self._offload.submit(lambda: _chunk_rows(events, work, pairs, pairs is not None))
+            self._in_child = (n, states)
+        else:
+            self._write_rows(_chunk_rows(events, work, self._pairs), states)
+        if cluster is not None and release is not None:      # a running child keeps its own copy
+            for topic in cluster.topics.by_id.values():
+                if topic.internal:
+                    continue
+                for log in topic.partitions:
+                    upto = release.get((topic.name, log.partition), log.log_end_offset) \
+                        if topic.deleted_at is None else log.log_end_offset
+                    self._logs[(topic.topic_id, log.partition)].dropped += retention.release(log, upto)
+
+    def _new_batches(self, cluster) -> tuple[list, list]:
+        """(topic name, log, index of its first new batch) and the log's state, per log with new batches."""
         work, states = [], []
         if cluster is not None:
             for topic in cluster.topics.by_id.values():
@@ -129,53 +160,66 @@ class RunWriter:
                         work.append((topic.name, log, first))
                         states.append(st)
                         st.batches_seen += new
-        if self._offload is not None and len(events) >= OFFLOAD_EVENTS:
-            self._offload.submit(lambda: _chunk_rows(events, work))
-            self._in_child = states
-        else:
-            self._write_rows(_chunk_rows(events, work), states)
-        if cluster is not None and release is not None:      # a running child keeps its own copy
-            for topic in cluster.topics.by_id.values():
-                if topic.internal:
-                    continue
-                for log in topic.partitions:
-                    upto = release.get((topic.name, log.partition), log.log_end_offset) \
-                        if topic.deleted_at is None else log.log_end_offset
-                    self._logs[(topic.topic_id, log.partition)].dropped += retention.release(log, upto)
+        return work, states
 
     def _collect(self) -> None:
-        if self._offload is not None:
-            rows = self._offload.collect()
-            if rows is not None:
-                self._write_rows(rows, self._in_child)
-                self._in_child = []
+        if self._offload is None or self._in_child is None:
+            return
+        (n, states), self._in_child = self._in_child, None
+        rows = self._offload.collect(read=self._files is None)
+        if self._files is None:
+            self._write_rows(rows, states)
+        else:                                      # the writer process reads the child's files
+            self._pairs = pickle.loads(rows["pairs"])
+            self._files.chunk(n, [st.key for st in states])
 
     def _write_rows(self, rows: dict, states: list) -> None:
+        if self._files is not None:                # hand the rows built here to the writer process too
+            n = self._offload.new_chunk()
+            for name in ("events", "requests", "batches", "records"):
+                offload_mod.write_ipc(self._offload.chunk_path(n, name + ".arrow"), *rows[name])
+            self._files.chunk(n, [st.key for st in states])
+            return
         for b in rows["events"][1]:
-            self.events.write_batch(b)
+            self._table("events").write_batch(b)
+        for b in rows.get("requests", (None, []))[1]:
+            self._table("requests").write_batch(b)
         for st, b, t in zip(states, rows["batches"][1], rows["records"][1], strict=True):
-            st.batch_part = self._write_part(st.batch_part, st.key + ".batches", BATCH, b)
-            st.topic_part = self._write_part(st.topic_part, st.key + ".records", TOPIC, t)
+            st.batch_part = write_part(self._parts, st.batch_part, st.key + ".batches", BATCH, b)
+            st.topic_part = write_part(self._parts, st.topic_part, st.key + ".records", TOPIC, t)
+
+    def _write_requests(self, columns: dict) -> None:
+        if columns["seq"]:
+            self._table("requests").write_batch(record_batch(REQUEST, columns))
+
+    def _table(self, name: str) -> TableWriter:
+        if self._tables is None:
+            self._tables = {"events": TableWriter(self.out / "events.parquet", "event"),
+                            "requests": TableWriter(self.out / "requests.parquet", "request")}
+        return self._tables[name]
 
     def abandon(self) -> None:
-        """The run failed: stop a child still building rows (the directory is left as it is)."""
+        """The run failed: stop a child still building rows and the writer process (the directory
+        is left as it is)."""
         if self._offload is not None:
             self._offload.cancel()
-
-    def _write_part(self, writer, stem: str, schema: pa.Schema, rows):
-        if rows is None or not rows.num_rows:
-            return writer
-        if writer is None:
-            writer = pa.ipc.new_stream(str(self._parts / stem), schema)
-        writer.write_batch(rows)
-        return writer
+        if self._files is not None:
+            self._files.cancel()
 
     # ---- the end -------------------------------------------------------------------------------------------
     def close(self, cluster, meta: dict) -> dict:
         """Finish every file and write manifest.json; returns the manifest."""
         self.drain((), cluster)
-        self.requests.write_columns(self._pairs.finish())
-        datasets = {"events.parquet": self.events.close(), "requests.parquet": self.requests.close()}
+        last = self._pairs.finish()
+        if self._files is not None:
+            self._write_rows({"events": (EVENT, []), "requests": (REQUEST, [record_batch(REQUEST, last)]),
+                              "batches": (BATCH, []), "records": (TOPIC, [])}, [])
+            rows = self._files.close()
+            self._files = None
+        else:
+            self._write_requests(last)
+            rows = {name: self._table(name).close() for name in STREAMS}
+        datasets = {"events.parquet": rows["events"], "requests.parquet": rows["requests"]}
         topics = []
         for topic in cluster.topics.by_id.values():
             b64 = to_kafka_str(topic.topic_id)
@@ -188,9 +232,10 @@ class RunWriter:
                 for log in topic.partitions:
                     st = self._logs[(topic.topic_id, log.partition)]
                     writer = st.topic_part if part == "records" else st.batch_part
-                    if writer is None:
+                    if writer is not None:
+                        writer.close()
+                    elif not (self._parts / f"{st.key}.{part}").is_file():     # (the writer process's)
                         continue
-                    writer.close()
                     with pa.ipc.open_stream(str(self._parts / f"{st.key}.{part}")) as reader:
                         for rb in reader:
                             w.write_batch(rb)
