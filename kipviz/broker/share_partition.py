@@ -64,6 +64,7 @@ class InFlight:
     staged_event: str = ""         # "txn-commit-accept" / "txn-commit-reject"
     staged_at: int = -1
     staged_state_leader_epoch: int = -1   # leader epoch of __share_group_state-N at staging (case 12)
+    key: str | None = None         # SharePartition.key(offset), made at the record's first move
 
 
 class SharePartition:
@@ -101,8 +102,15 @@ class SharePartition:
         if row is None:            # the table's answer, remembered (the hot path of long runs)
             row = _ROWS[(rec.state, event, version)] = sr.TABLE.next_state(rec.state, event, self._enabled())
         old, rec.state = rec.state, row.to_state
-        # StateChanged(machine, key, from_state, to_state, cause, status), by position: one per move
-        self.cluster.emit(StateChanged, sr.TABLE.name, self.key(offset), old, row.to_state, event, row.status)
+        key = rec.key
+        if key is None:
+            key = rec.key = f"{self._key_prefix}{offset}"
+        # cluster.emit(StateChanged, machine, key, from_state, to_state, cause, status), inlined: one
+        # per move, the model's most frequent event (a call costs 40 % of making the event)
+        c = self.cluster
+        events = c.events
+        events.append(StateChanged(c.events_taken + len(events), c.clock.now, sr.TABLE.name, key, old, row.to_state,
+                                   event, row.status))
         if row.to_state not in (sr.ACQUIRED, sr.TX_PENDING):   # TX_PENDING keeps its owner (KIP-1289)
             rec.member = EMPTY_MEMBER
         if rec.state != sr.TX_PENDING:

@@ -250,14 +250,15 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
     if batch["producer_id"] >= 0:
         _record_producer(cluster, log, batch, base)
     pid, epoch, txn, now = batch["producer_id"], batch["producer_epoch"], batch["is_transactional"], cluster.now
+    # cluster.emit(RecordAppended, topic, partition, offset, record, key, value, producer_id,
+    # producer_epoch, transactional, control, broker) per record, inlined (seq = next_seq + i)
+    events, seq, appended, leader = cluster.events, cluster.next_seq, ev.RecordAppended, log.leader
     for i, r in enumerate(records):
         key, value = r["key"], r["value"]
-        # RecordAppended(topic, partition, offset, record, key, value, producer_id, producer_epoch,
-        # transactional, control, broker), by position: one event per record
-        cluster.emit(ev.RecordAppended, name, idx, base + i,
-                     {"kind": "data", "key": key, "value": value, "headers": r["headers"], "timestamp": now,
-                      "client_timestamp": r["timestamp"]},
-                     key, value, pid, epoch, txn, False, log.leader)
+        events.append(appended(seq + i, now, name, idx, base + i,
+                               {"kind": "data", "key": key, "value": value, "headers": r["headers"],
+                                "timestamp": now, "client_timestamp": r["timestamp"]},
+                               key, value, pid, epoch, txn, False, leader))
     out.update(BaseOffset=base, LogStartOffset=0)
     return out
 
