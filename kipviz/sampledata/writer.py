@@ -10,7 +10,8 @@ requests stream straight into their files (rows come in seq order). A topic's fi
 (partition, offset) but partitions grow side by side, so each partition log's rows go to a
 temporary Arrow stream first (DIR/.parts) and close() concatenates them partition by partition.
 Large chunks have their rows built in a forked child while the run goes on
-(kipviz.sampledata.offload); the bytes written are the same."""
+(kipviz.sampledata.offload), and from the first large chunk on the files are written by a process
+of their own (kipviz.sampledata.filewriter); the bytes written are the same."""
 from __future__ import annotations
 
 import json
