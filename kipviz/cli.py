@@ -262,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
         msg = e.args[0] if isinstance(e, KeyError) and e.args else e
         print(f"kipviz: error: {msg}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:          # Ctrl-C: one line, the shell's status for SIGINT
+        print("kipviz: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -70,3 +70,32 @@ def test_wire_and_diff_bad_input(capsys):
         assert cli.main(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("kipviz: error:") and err.count("\n") == 1
+
+
+def test_ctrl_c_during_a_long_run_is_one_line_and_leaves_no_process(tmp_path):
+    import os
+    import signal
+    import time
+    out = tmp_path / "big"
+    p = subprocess.Popen([sys.executable, "-m", "kipviz.cli", "sample-data", "--scenario", "share_eos",
+                          "--records", "5000000", "-o", str(out)], stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not list(out.glob(".parts/chunk-*")) and time.monotonic() < deadline:   # chunks are being written
+        time.sleep(0.2)
+    assert p.poll() is None, p.stderr.read()
+    os.killpg(p.pid, signal.SIGINT)                  # what Ctrl-C in a terminal does: the whole group
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and err.endswith("\nkipviz: interrupted\n")     # after the progress bar
+    assert "Traceback" not in err
+    time.sleep(0.5)
+    left = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                cmd = open(f"/proc/{d}/cmdline", "rb").read()
+            except OSError:
+                continue
+            if str(out).encode() in cmd:
+                left.append(d)
+    assert left == []                                # no chunk child or writer process left behind
