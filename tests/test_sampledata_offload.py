@@ -174,3 +174,13 @@ def test_a_chunk_with_nothing_to_write(tmp_path):
     off = offload.Offload(tmp_path)
     off.submit(dict)
     assert off.collect() == {}
+
+
+def test_helpers_ignore_ctrl_c_the_generator_stops_them(tmp_path):
+    import signal
+    import time
+    off = offload.Offload(tmp_path)
+    # a Ctrl-C reaches the whole process group: the child carries on; only the generator stops
+    off.submit(lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(0.2), {"x": b"done"})[-1])
+    assert off.collect() == {"x": b"done"}
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler     # the generator's own is kept

@@ -13,13 +13,12 @@ import gc
 import json
 import os
 import traceback
-import warnings
 from pathlib import Path
 
 import pyarrow as pa
 
 from ..errors import KipvizError
-from .offload import read_ipc
+from .offload import fork, read_ipc
 from .parquet import TableWriter
 from .schema import BATCH, TOPIC
 
@@ -41,9 +40,7 @@ class FileWriterProcess:
     def __init__(self, out: Path, parts: Path):
         self.out, self.parts = Path(out), Path(parts)
         read, self._pipe = os.pipe()
-        with warnings.catch_warnings():         # Python 3.12+ warns about fork() next to threads (tqdm's)
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
+        pid = fork()
         if pid == 0:
             os.close(self._pipe)
             code = 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import sys
 import traceback
 import warnings
@@ -24,6 +25,26 @@ def available() -> bool:
     KIPVIZ_NO_FORK=1 keeps everything in one process."""
     return sys.platform.startswith("linux") and hasattr(os, "fork") and len(os.sched_getaffinity(0)) > 1 \
         and os.environ.get("KIPVIZ_NO_FORK", "") in ("", "0")
+
+
+def fork() -> int:
+    """os.fork() for a helper process: the child ignores SIGINT (Ctrl-C reaches the whole process
+    group; the generator stops its helpers itself), with SIGINT blocked around the fork so that a
+    Ctrl-C at that moment reaches the generator only, never a child still running its code."""
+    block = {signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, block)
+    try:
+        with warnings.catch_warnings():         # Python 3.12+ warns about fork() next to threads (tqdm's)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+            except ValueError:                   # forked from a thread other than the main one
+                pass
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, block)
+    return pid
 
 
 def write_ipc(path, schema: pa.Schema, batches) -> None:
@@ -69,9 +90,7 @@ class Offload:
         if self._pid is not None:
             raise RuntimeError("collect() the previous chunk first")
         n = self.new_chunk()
-        with warnings.catch_warnings():         # Python 3.12+ warns about fork() next to threads (tqdm's)
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
+        pid = fork()
         if pid == 0:                             # the child: build, write, leave without cleanup handlers
             code = 1
             try:
@@ -99,8 +118,8 @@ class Offload:
     def collect(self, read: bool = True) -> dict | None:
         if self._pid is None:
             return None
-        pid, self._pid = self._pid, None
-        _, status = os.waitpid(pid, 0)
+        _, status = os.waitpid(self._pid, 0)     # (interrupted here, cancel() still stops the child)
+        self._pid = None
         code, done = os.waitstatus_to_exitcode(status), self._path("done")
         if code != 0 or not done.is_file():
             err = self._path("err")
