@@ -40,7 +40,8 @@ class FileWriterProcess:
     def __init__(self, out: Path, parts: Path):
         self.out, self.parts = Path(out), Path(parts)
         read, self._pipe = os.pipe()
-        pid = fork()
+        self._pid: int | None = None
+        pid = fork(self._keep)
         if pid == 0:
             os.close(self._pipe)
             code = 1
@@ -56,6 +57,8 @@ class FileWriterProcess:
             finally:
                 os._exit(code)
         os.close(read)
+
+    def _keep(self, pid: int) -> None:
         self._pid = pid
 
     def chunk(self, n: int, stems: list[str]) -> None:

@@ -27,10 +27,12 @@ def available() -> bool:
         and os.environ.get("KIPVIZ_NO_FORK", "") in ("", "0")
 
 
-def fork() -> int:
+def fork(keep=None) -> int:
     """os.fork() for a helper process: the child ignores SIGINT (Ctrl-C reaches the whole process
     group; the generator stops its helpers itself), with SIGINT blocked around the fork so that a
-    Ctrl-C at that moment reaches the generator only, never a child still running its code."""
+    Ctrl-C at that moment reaches the generator only, never a child still running its code.
+    keep(pid) runs in the parent before a Ctrl-C held back meanwhile is raised, so that whoever
+    stops the child knows it."""
     block = {signal.SIGINT}
     signal.pthread_sigmask(signal.SIG_BLOCK, block)
     try:
@@ -42,6 +44,8 @@ def fork() -> int:
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
             except ValueError:                   # forked from a thread other than the main one
                 pass
+        elif keep is not None:
+            keep(pid)
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, block)
     return pid
@@ -90,7 +94,7 @@ class Offload:
         if self._pid is not None:
             raise RuntimeError("collect() the previous chunk first")
         n = self.new_chunk()
-        pid = fork()
+        pid = fork(self._keep)
         if pid == 0:                             # the child: build, write, leave without cleanup handlers
             code = 1
             try:
@@ -112,8 +116,10 @@ class Offload:
                     pass
             finally:
                 os._exit(code)
-        self._pid = pid
         return n
+
+    def _keep(self, pid: int) -> None:
+        self._pid = pid
 
     def collect(self, read: bool = True) -> dict | None:
         if self._pid is None:
