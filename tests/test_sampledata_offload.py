@@ -179,8 +179,13 @@ def test_a_chunk_with_nothing_to_write(tmp_path):
 def test_helpers_ignore_ctrl_c_the_generator_stops_them(tmp_path):
     import signal
     import time
-    off = offload.Offload(tmp_path)
-    # a Ctrl-C reaches the whole process group: the child carries on; only the generator stops
-    off.submit(lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(0.2), {"x": b"done"})[-1])
-    assert off.collect() == {"x": b"done"}
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler     # the generator's own is kept
+    # as in a terminal (a test runner's worker may start with SIGINT ignored)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        off = offload.Offload(tmp_path)
+        # a Ctrl-C reaches the whole process group: the child carries on; only the generator stops
+        off.submit(lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(0.2), {"x": b"done"})[-1])
+        assert off.collect() == {"x": b"done"}
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler     # the generator's own is kept
+    finally:
+        signal.signal(signal.SIGINT, before)
