@@ -84,12 +84,17 @@ def test_ctrl_c_during_a_long_run_is_one_line_and_leaves_no_process(tmp_path):
     p = subprocess.Popen([sys.executable, "-c", as_in_a_terminal, "sample-data", "--scenario", "share_eos",
                           "--records", "5000000", "-o", str(out)], stderr=subprocess.PIPE, text=True,
                          start_new_session=True)
-    deadline = time.monotonic() + 120
-    while not list(out.glob(".parts/chunk-*")) and time.monotonic() < deadline:   # chunks are being written
-        time.sleep(0.2)
-    assert p.poll() is None, p.stderr.read()
-    os.killpg(p.pid, signal.SIGINT)                  # what Ctrl-C in a terminal does: the whole group
-    _, err = p.communicate(timeout=60)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(out.glob(".parts/chunk-*")) and time.monotonic() < deadline:   # chunks are being written
+            time.sleep(0.2)
+        assert p.poll() is None, p.stderr.read()
+        os.killpg(p.pid, signal.SIGINT)              # what Ctrl-C in a terminal does: the whole group
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:                         # a failed test leaves no run going on
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
     assert p.returncode == 130 and err.endswith("\nkipviz: interrupted\n")     # after the progress bar
     assert "Traceback" not in err
     time.sleep(0.5)
