@@ -4,7 +4,8 @@ A long run spends about a quarter of its time turning events and log batches int
 with a spare core, RunWriter hands each large chunk to a child process made by fork(): the child
 sees the chunk copy-on-write (nothing is pickled), builds the Arrow record batches and leaves them
 in Arrow IPC files; the parent picks them up at its next chunk (by then the child is done) and
-writes them. The rows and their order are exactly those built in-process."""
+writes them, or hands them to the writer process (kipviz.sampledata.filewriter). The rows and
+their order are exactly those built in-process."""
 from __future__ import annotations
 
 import gc
