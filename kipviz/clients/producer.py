@@ -401,7 +401,7 @@ class Producer(ClientBase):
         v = self.version(api, cap=None if info["id"] is not None else 12)
         seq = self._sequences.get(tp, 0)
         now = self.cluster.now
-        batch = write_batch([(r[0], r[1], list((r[2] if len(r) > 2 else None) or ()), now) for r in records],
+        batch = write_batch([(r[0], r[1], (r[2] if len(r) > 2 else None) or (), now) for r in records],
                             producer_id=self.producer_id, producer_epoch=self.producer_epoch,
                             base_sequence=seq if self.producer_id >= 0 else -1,
                             is_transactional=bool(self.transactional_id), base_timestamp=now)

@@ -101,29 +101,38 @@ def _ack(sp, member: str, batches: list, renew: bool) -> tuple[int, str | None]:
 
 
 def _records(log, offsets: list[int]) -> bytes:
-    """Record batches covering the acquired data records (control records are left out)."""
-    out, run = [], []
-
-    def flush():
-        if run:
-            e0 = run[0]
-            # a run has consecutive offsets: record j's offset delta is j
-            out.append(rec.write_batch([(e.key, e.value, e.headers, e.timestamp) for e in run],
-                                       base_offset=e0.offset, base_timestamp=e0.timestamp,
-                                       producer_id=e0.producer_id, producer_epoch=e0.producer_epoch,
-                                       is_transactional=e0.transactional,
-                                       partition_leader_epoch=log.leader_epoch))
-            run.clear()
-    for o in offsets:
-        e = log.entries[o]
-        if e.control is not None:
-            flush()
-            continue
-        if run and (run[-1].offset != o - 1 or run[-1].producer_id != e.producer_id):
-            flush()
-        run.append(e)
-    flush()
+    """Record batches covering the acquired data records (control records are left out): one
+    batch per run of consecutive offsets of one producer."""
+    out = []
+    i, n = 0, len(offsets)
+    while i < n:
+        j = i + 1                        # offsets[i:j]: consecutive, read with one slice of the log
+        while j < n and offsets[j] == offsets[j - 1] + 1:
+            j += 1
+        run: list = []
+        for e in log.entries[offsets[i]:offsets[j - 1] + 1]:
+            if e.control is not None:
+                _flush(log, run, out)
+            elif run and run[-1].producer_id != e.producer_id:
+                _flush(log, run, out)
+                run.append(e)
+            else:
+                run.append(e)
+        _flush(log, run, out)
+        i = j
     return b"".join(out)
+
+
+def _flush(log, run: list, out: list) -> None:
+    """The run of entries (consecutive offsets, one producer) as one batch: record j's offset
+    delta is j."""
+    if run:
+        e0 = run[0]
+        out.append(rec.write_batch([(e.key, e.value, e.headers, e.timestamp) for e in run],
+                                   base_offset=e0.offset, base_timestamp=e0.timestamp,
+                                   producer_id=e0.producer_id, producer_epoch=e0.producer_epoch,
+                                   is_transactional=e0.transactional, partition_leader_epoch=log.leader_epoch))
+        run.clear()
 
 
 def _session(cluster, req: Request, gid: str, member: str, epoch: int, fetch: bool):
