@@ -29,7 +29,9 @@ compared with Spark's decode phase.
 
 Targets: >= 200,000 records/s decoded and analysed on local[2]; local[2] >= 1.6x local[1];
 Spark local[2] decode at least as fast as the single-process baseline; generation of 10M records
-<= 3 minutes (extrapolated linearly when --records is smaller). Each line says PASS or MISS."""
+<= 3 minutes (extrapolated linearly when --records is smaller). Each line says PASS or MISS.
+The first and last lines give the machine's speed (machine_speed), for comparing runs of different
+days."""
 from __future__ import annotations
 
 import argparse
@@ -54,6 +56,18 @@ def generate(records: int, out: Path) -> float:
     t0 = time.perf_counter()
     gen("share_eos", out, records=records, seed=SEED, progress=sys.stderr.isatty())
     return time.perf_counter() - t0
+
+
+def machine_speed() -> float:
+    """Microseconds for one fixed piece of the model's hot path (a 500-record batch encoded and
+    read back, best of 5): this machine's Python speed at the time of the run. It moves by up to
+    2x between days on a shared machine; comparing it tells a slower machine from slower code."""
+    import timeit
+
+    from kipviz.records import read_batches, write_batch
+    recs = [(b"k%d" % i, b"v%d" % i, [("kipviz-source", b"in-0@%d" % i)], 1_700_000_000_000) for i in range(500)]
+    one = lambda: read_batches(write_batch(recs, base_timestamp=1_700_000_000_000))    # noqa: E731
+    return min(timeit.repeat(one, number=20, repeat=5)) / 20 * 1e6
 
 
 def _cpu_seconds() -> float | None:
@@ -195,7 +209,8 @@ def main(argv=None) -> int:
     tmp = None
     d = Path(a.dir) if a.dir else Path(tmp := tempfile.mkdtemp(prefix="kipviz-spark-bench-")) / "share_eos"
     print(f"kipviz Spark benchmark - Python {platform.python_version()} on {platform.machine()}, "
-          f"{os.cpu_count()} CPUs, load {_load()}")
+          f"{os.cpu_count()} CPUs, load {_load()}; machine speed: {machine_speed():,.0f} us per reference "
+          "batch (lower is faster)")
     gen_s = None
     if not (d / "manifest.json").is_file():
         gen_s = generate(a.records, d)
@@ -243,6 +258,7 @@ def main(argv=None) -> int:
         print(f"  {'PASS' if ok['gen'] else 'MISS'}  generation of 10M records <= {TARGET_GEN_S:.0f} s: "
               f"{full_s:,.0f} s{' (extrapolated from ' + format(m['records'], ',') + ')' if m['records'] != FULL else ''}")
     print(f"  {'PASS' if same else 'FAIL'}  Spark and the baseline decode the same output records")
+    print(f"machine speed at the end: {machine_speed():,.0f} us per reference batch")
     if tmp:
         import shutil
         shutil.rmtree(tmp, ignore_errors=True)

@@ -96,6 +96,18 @@ def test_acquisition_sets_delivery_count_1_and_reacquisition_adds_1():
     assert not c.internal_errors
 
 
+def test_a_fetch_moves_its_new_records_in_offset_order_with_consecutive_seqs():
+    c, tid = setup(5)
+    hb(c)
+    fetch(c, tid, max_records=3)
+    moves = [e for e in c.events if isinstance(e, StateChanged) and e.machine == "share-record"]
+    assert [(e.key, e.from_state, e.to_state, e.cause) for e in moves] == [
+        (f"{G}/t-0@{o}", "AVAILABLE", "ACQUIRED", "acquire") for o in range(3)]
+    assert [e.seq for e in moves] == [moves[0].seq + i for i in range(3)]
+    assert states(c, tid) == {o: ("ACQUIRED", 1, "m1") for o in range(3)}
+    assert sp(c, tid).end == 3 and not c.internal_errors
+
+
 def test_fifth_release_or_timeout_archives_at_default_limit_5():
     c, tid = setup(1)
     hb(c)

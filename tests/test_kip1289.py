@@ -125,6 +125,11 @@ def test_abort_returns_staged_records_to_acquired_for_the_same_member_and_they_c
     assert c.topics.partition("out", 0).visible(1) == []
     aborts = [e for e in record_moves(c) if e.cause == "txn-abort"]
     assert len(aborts) == 2 and all(e.to_state == "ACQUIRED" for e in aborts)
+    assert [e.seq for e in aborts] == [aborts[0].seq, aborts[0].seq + 1]      # one run, in offset order
+    for o in (0, 1):        # the staging is forgotten with the move out of TX_PENDING
+        r = sp.records[o]
+        assert (r.staged_pid, r.staged_epoch, r.staged_event, r.staged_at, r.staged_state_leader_epoch) == \
+            (-1, -1, "", -1, -1)
     # re-acknowledgeable: a new transaction stages and commits them
     pr.begin_transaction()
     pr.send_share_acknowledgements_to_transaction({("in", 0): [(0, 1), (1, 1)]}, sc.share_group_metadata())
