@@ -42,7 +42,7 @@ EMPTY_MEMBER = "AAAAAAAAAAAAAAAAAAAAAA"   # Uuid.ZERO_UUID.toString()
 TXN_ACK_EVENTS = {1: "txn-commit-accept", 3: "txn-commit-reject"}
 
 
-# (state, event, share.version) -> the share-record table's row (SharePartition._move)
+# (state, event, share.version) -> the share-record table's row (SharePartition._moves)
 _ROWS: dict[tuple, object] = {}
 _OWNED = (sr.ACQUIRED, sr.TX_PENDING)       # the states in which a record keeps its member
 
