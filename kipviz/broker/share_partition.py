@@ -162,10 +162,10 @@ class SharePartition:
                 take = run[:1]
             elif rec.delivery_count >= 3:
                 take = run[:(len(run) + 1) // 2]
-            for o in take[:max_records - len(got)]:
-                self._take(o, member, token)
-                got.append(o)
-            if len(take) < len(run):      # throttled: the rest waits for a later fetch
+            take = take[:max_records - len(got)]
+            self._take(take, member, token)
+            got.extend(take)
+            if len(take) < len(run):      # throttled (or full): the rest waits for a later fetch
                 break
             off = run[-1] + 1
         # 2. new records from the log
@@ -176,15 +176,15 @@ class SharePartition:
                 new = range(self.end, self.end + n)
                 records = self.records
                 for o in new:
-                    records[o] = InFlight(sr.AVAILABLE, 1, member, token)
+                    records[o] = InFlight()
                 self.end += n
-                self._moves(new, "acquire")
+                self._take(new, member, token)
                 got.extend(new)
         while len(got) < max_records and self.end < bound and self.end - self.spso < window:
             o = self.end
             self.records[o] = InFlight()
             self.end += 1
-            self._take(o, member, token)
+            self._take((o,), member, token)
             got.append(o)
             if isolation == 1:
                 entry = log.entries[o]
@@ -196,12 +196,15 @@ class SharePartition:
         self._advance_spso()
         return got
 
-    def _take(self, offset: int, member: str, token: int) -> None:
-        rec = self.records[offset]
-        self._move(offset, "acquire")
-        rec.delivery_count += 1
-        rec.member = member
-        rec.lock = token
+    def _take(self, offsets, member: str, token: int) -> None:
+        """Acquire a run of offsets for `member` under lock `token`: deliveryCount + 1 each."""
+        self._moves(offsets, "acquire")
+        records = self.records
+        for o in offsets:
+            rec = records[o]
+            rec.delivery_count += 1
+            rec.member = member
+            rec.lock = token
 
     def renew(self, offsets: list[int]) -> None:
         """KIP-1222 RENEW: the records stay ACQUIRED (no transition) under a fresh lock."""

@@ -113,11 +113,10 @@ def _records(log, offsets: list[int]) -> bytes:
         for e in log.entries[offsets[i]:offsets[j - 1] + 1]:
             if e.control is not None:
                 _flush(log, run, out)
-            elif run and run[-1].producer_id != e.producer_id:
+                continue
+            if run and run[-1].producer_id != e.producer_id:
                 _flush(log, run, out)
-                run.append(e)
-            else:
-                run.append(e)
+            run.append(e)
         _flush(log, run, out)
         i = j
     return b"".join(out)
