@@ -12,7 +12,7 @@ from .test_codec_golden import SEED_BODY
 def test_list_shows_labels(capsys):
     assert cli.main(["list", "TxnOffsetCommitRequest"]) == 0
     out = capsys.readouterr().out
-    assert "v6" in out and "accepted (KIP-1319)" in out and "released in Kafka 4.0" in out
+    assert "v6" in out and "released in Kafka 4.4 (KIP-1319)" in out and "released in Kafka 4.0" in out
 
 
 def test_decode_hex_and_annotate(capsys):

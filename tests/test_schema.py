@@ -135,7 +135,7 @@ def test_headers_and_labels_of_the_kips():
     assert registry.get("RequestHeader").valid.hi == 2
     assert registry.get("ResponseHeader").valid.hi == 1
     t6 = registry.get("TxnOffsetCommitRequest").status(6)
-    assert t6.status == "accepted" and t6.kip == "KIP-1319"
+    assert t6.status == "released" and t6.since == "4.4" and t6.kip == "KIP-1319"
     assert registry.get("TxnOffsetCommitRequest").status(5).status == "released"
     tsa = registry.get("TxnShareAcknowledgeRequest")
     assert tsa.status(0).status == "proposed" and tsa.status(0).kip == "KIP-1289"
