@@ -11,9 +11,19 @@ from .schema.catalog import catalog
 
 
 def cmd_list(args) -> int:
+    from .schema import registry, releases
+    release = releases.check(args.release) if args.release is not None else None
     rows = catalog()
     if args.name:
         rows = [r for r in rows if args.name.lower() in r["message"].lower()]
+        if not rows:
+            raise KipvizError(f"no message name contains {args.name!r} (see `kipviz list`)")
+    if release is not None:            # only the versions that release serves (its labels decide)
+        served = {m: set(releases.served_list(registry.get(m), release)) for m in {r["message"] for r in rows}}
+        gone = [m for m in served if not served[m]]
+        rows = [r for r in rows if r["version"] in served[r["message"]]]
+        if args.name and not rows:
+            raise KipvizError(f"Kafka {release} serves no version of {', '.join(sorted(gone))}")
     last = None
     for r in rows:
         if r["message"] != last:
@@ -204,6 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="messages, versions and their status (released/accepted/proposed)")
     ls.add_argument("name", nargs="?", help="only messages whose name contains this")
+    ls.add_argument("--release", metavar="R", help="only the versions Kafka release R serves (4.0 ... 4.4), "
+                                                   "derived from the kit's labels")
     ls.set_defaults(func=cmd_list)
     dec = sub.add_parser("decode", help="decode a message body from hex or a file")
     dec.add_argument("name", help="message name, e.g. TxnOffsetCommitRequest")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..schema import registry
+from ..schema import registry, releases
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +54,6 @@ class ClusterConfig:
         return frozenset({"TxnShareAcknowledge"}) if self.share_version >= 2 else frozenset()
 
 
-def _version_key(text: str) -> tuple:
-    return tuple(int(p) for p in text.lstrip("≤").split(".") if p.isdigit())
-
-
 def served_versions(api: str, config: ClusterConfig) -> tuple[int, int] | None:
     """(min, max) of an API's request versions the brokers accept, or None if not served."""
     if api in config.api_versions:
@@ -67,23 +63,6 @@ def served_versions(api: str, config: ClusterConfig) -> tuple[int, int] | None:
 
 @lru_cache(maxsize=1024)
 def _served(api: str, release: str | None, proposals: frozenset) -> tuple[int, int] | None:
-    spec = registry.get(api + "Request")
-    ok = []
-    for v in spec.versions:
-        st = spec.status(v)
-        if st is None or (st.status == "proposed" and api not in proposals):
-            continue
-        if st.status == "proposed":
-            ok.append(v)
-            continue
-        if release is None:
-            if st.removed is None:
-                ok.append(v)
-            continue
-        rel = _version_key(release)
-        if st.status != "released" or not st.since or _version_key(st.since) > rel:
-            continue
-        if st.removed and _version_key(st.removed) <= rel:
-            continue
-        ok.append(v)
-    return (min(ok), max(ok)) if ok else None
+    # the rule lives with the releases (kipviz.schema.releases.served): one rule for the broker,
+    # the CLI's `list --release` and the release matrix
+    return releases.served(registry.get(api + "Request"), release, proposals)
