@@ -108,3 +108,23 @@ def test_check_prints_the_matrix():
     toc = next(r for r in rows if r.split()[0] == "TxnOffsetCommit").split()
     assert toc == ["TxnOffsetCommit", "28", "0-5", "0-5", "0-5", "0-5", "0-6"]
     assert next(r for r in rows if r.split()[0] == "TxnShareAcknowledge").split()[2:] == ["-"] * len(RELEASES)
+
+
+def test_an_api_a_release_serves_has_its_key_in_that_releases_key_table():
+    """The labels (matrix) and the key table (api_keys.json) are separate data; they must agree."""
+    for api, cols in matrix().items():
+        key = registry.api_key(registry.get(api + "Request"))
+        for r, rng in cols.items():
+            if rng is not None:
+                assert registry.kafka_api_keys(r).get(key) == api, (api, r)
+
+
+def test_key_table_data_is_well_formed():
+    from kipviz.schema import api_keys
+    later = [e for e in api_keys._data()[0] if e.since is not None]
+    assert later == sorted(later, key=lambda e: releases.release_key(e.since))
+    for e in later:
+        assert e.since.lstrip("≤") in RELEASES and e.source, e
+        assert e.pinned or e.note, e                  # an unpinned first release says why
+    for e in api_keys._data()[1]:                     # trunk-only keys never appear in a release's table
+        assert all(registry.kafka_api_keys(r).get(e.key) != e.name for r in RELEASES)

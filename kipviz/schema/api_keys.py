@@ -43,7 +43,12 @@ def _data() -> tuple[tuple[KeyEntry, ...], tuple[KeyEntry, ...]]:
 def entries(release: str | None = None, *, maybe: bool = False) -> dict[int, KeyEntry]:
     """key -> the entry in force in `release` (None = newest). maybe=True also counts keys whose
     first release is not pinned and might already be taken in `release`."""
-    rel = release_key(check(release))
+    return dict(_entries(check(release), maybe))
+
+
+@lru_cache(maxsize=64)
+def _entries(release: str, maybe: bool) -> dict[int, KeyEntry]:
+    rel = release_key(release)
     out: dict[int, KeyEntry] = {}
     for e in _data()[0]:                       # snapshot first, then later entries oldest first
         if e.since is None or release_key(e.since) <= rel or (maybe and not e.pinned):
@@ -52,15 +57,22 @@ def entries(release: str | None = None, *, maybe: bool = False) -> dict[int, Key
 
 
 def table(release: str | None = None) -> dict[int, str]:
-    """key -> RPC name for the keys certainly taken in `release` (None = newest)."""
-    return {k: e.name for k, e in sorted(entries(release).items())}
+    """key -> RPC name for the keys certainly taken in `release` (None = newest). Cached: do not
+    modify the dict (capture sniffing asks once per frame)."""
+    return _table(check(release))
+
+
+@lru_cache(maxsize=16)
+def _table(release: str) -> dict[int, str]:
+    return {k: e.name for k, e in sorted(_entries(release, False).items())}
 
 
 def maybe_taken(key: int, release: str | None = None) -> KeyEntry | None:
     """The entry for a key that may (first release not pinned) but need not be taken in `release`."""
-    if key in entries(release):
+    release = check(release)
+    if key in _entries(release, False):
         return None
-    e = entries(release, maybe=True).get(key)
+    e = _entries(release, True).get(key)
     return e if e is not None and not e.pinned else None
 
 
