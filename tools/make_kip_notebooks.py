@@ -99,7 +99,7 @@ A transactional producer commits a consumer group's offsets with **TxnOffsetComm
 broker hid two distinct problems behind one error (ILLEGAL_GENERATION) and took topic **names**.
 KIP-1319's v6 returns GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH directly, takes topic **IDs**, and
 persists the real ID in the offsets record. v6 was merged on Kafka trunk in May–June 2026 (the
-KAFKA-20444 series; [apache/kafka#22523](https://github.com/apache/kafka/pull/22523) marked it
+[KAFKA-20444](https://issues.apache.org/jira/browse/KAFKA-20444) series; [apache/kafka#22523](https://github.com/apache/kafka/pull/22523) marked it
 stable) and shipped in **Kafka 4.4.0**, the newest release. Brokers of Kafka 4.0–4.3 serve up to
 v5, so in a fleet that mixes releases the producer still meets v5 (section 3). kipviz labels v6
 *released in 4.4*, and its cluster model plays Kafka 4.4 unless told otherwise.
