@@ -69,7 +69,7 @@ pd.DataFrame([{k: b[k] for k in ("base_offset", "is_transactional", "is_control"
 A committed offset is a record in `__consumer_offsets`: the key is (record type, group, topic,
 partition), the value a versioned struct. Version 4 is the first *flexible* version; its tagged
 field 0 holds the topic ID that KIP-1319 makes the broker fill in for transactional commits
-(older brokers leave it at the zero UUID, which is not written at all)."""),
+(brokers before Kafka 4.4, which ships KIP-1319, leave it at the zero UUID, which is not written at all)."""),
     code("""key = {"group": "order-processors", "topic": "orders", "partition": 3}
 value = {"offset": 150382, "leaderEpoch": 12, "metadata": "", "commitTimestamp": 1_700_000_000_000}
 topic_id = uuid.UUID("5d1c8ac4-1d3b-4e2f-9a6e-1f6c0d9b2a11")

@@ -18,11 +18,11 @@ cells run unchanged on a Spark cluster or against a live Kafka cluster (section 
 1. read Kafka logs into Spark with the Kafka source's columns and decode `__consumer_offsets`, `__transaction_state` and `__share_group_state` inside Spark;
 2. compute committed offsets and lag with topic ids resolved to names, and spot {K516} deleted/re-created topics;
 3. measure transaction durations, commit/abort rates and timeouts, and the {K1289} (proposed) TX_PENDING metrics;
-4. compare error codes by TxnOffsetCommit version before and after {K1319} (accepted);
+4. compare error codes by TxnOffsetCommit version before and after {K1319} (released in Kafka 4.4);
 5. verify exactly-once over a whole run and read the offending records when it fails.
 
 **Prerequisites:** `06_share_group_eos`. **Time to complete:** about 40 minutes.
-**Seeds:** {K516}, {K848}, {K1289} (proposed), {K1319} (accepted)."""),
+**Seeds:** {K516}, {K848}, {K1289} (proposed), {K1319} (released in Kafka 4.4)."""),
     code("""import json
 import tempfile
 from pathlib import Path

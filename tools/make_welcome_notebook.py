@@ -20,7 +20,7 @@ tests use.
 **Prerequisites:** basic Python; no Kafka cluster needed. **Time to complete:** about 15 minutes.
 
 **Seed documents this kit follows:** KIP_516 (topic IDs), KIP_848 (new consumer groups),
-KIP_1319 (TxnOffsetCommit v6, accepted) and KIP_1289 (transactional acknowledgements for share groups, proposed).
+KIP_1319 (TxnOffsetCommit v6, released in Kafka 4.4) and KIP_1289 (transactional acknowledgements for share groups, proposed).
 
 **On Binder?** Everything runs in your browser's session: nothing to install. A Binder session is
 temporary — download a notebook (File → Download) to keep your answers. If it is slow, see
@@ -39,10 +39,14 @@ pd.DataFrame(summary())"""),
 
 Every version carries a label. *Released* versions name the first Apache Kafka release that
 shipped them (and the release that removed them, if any); *accepted* means the KIP is accepted
-but no release has it yet; *proposed* means the KIP is still under discussion. TxnOffsetCommit
-shows all the interesting cases:"""),
+but no release has it as a stable version yet (at most as an opt-in early access); *proposed*
+means the KIP is still under discussion. Labels move as Kafka ships: TxnOffsetCommit v6 (KIP-1319)
+was *accepted* while it was only on Kafka's trunk, and is *released* since Kafka 4.4.0, the newest
+release the kit models. Every TxnOffsetCommit version is released now:"""),
     code("""rows = pd.DataFrame(catalog("request"))
 rows[rows.api == "TxnOffsetCommit"][["version", "flexible", "status", "since", "kip", "change"]]"""),
+    md("""The versions that are not (only) released — accepted early-access versions and proposals:"""),
+    code("""rows[rows.status != "released"][["api", "version", "status", "since", "removed", "kip", "change"]]"""),
     md("""## 2. Bytes from a definition
 
 The example below is the TxnOffsetCommit v5 request from a public wire-format page (seed 002).

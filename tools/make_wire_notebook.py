@@ -96,9 +96,9 @@ In those bytes, at which offset does `ProducerEpoch` start? (Count: two compact 
 16 characters, then an 8-byte ProducerId.) Check against `codec.annotate`."""),
     code("""answer = None
 check(answer, 39, hint="1+13 bytes, then 1+16 bytes, then 8 bytes of ProducerId: 14 + 17 + 8.")"""),
-    md("""## 6. TxnOffsetCommit v5 → v6 (KIP-1319, accepted)
+    md("""## 6. TxnOffsetCommit v5 → v6 (KIP-1319, released in Kafka 4.4)
 
-v6 replaces each topic **name** with its topic **ID** and renames `GenerationId` to
+v6 shipped in Kafka 4.4.0; brokers of Kafka 4.0–4.3 serve up to v5. v6 replaces each topic **name** with its topic **ID** and renames `GenerationId` to
 `GenerationIdOrMemberEpoch` — a rename in the source only: the bytes are the same. The diff is
 computed from the two definitions:"""),
     code("""display(diff_table("TxnOffsetCommitRequest", 5, 6))
