@@ -4,7 +4,7 @@
                   consumer group, one transactional producer each) read them, write the enriched
                   records and their offsets in one transaction, commit; a few transactions abort
                   (a processing failure) and are retried from the committed offsets.
-    kip1319       KIP-1319 (accepted): the same loop with TxnOffsetCommit v6 (processor 0) and a
+    kip1319       KIP-1319 (released in Kafka 4.4): the same loop with TxnOffsetCommit v6 (processor 0) and a
                   pre-KIP producer capped at v5 (processor 1), with group churn that leaves the
                   processors' captured member epochs stale (STALE_MEMBER_EPOCH at v6,
                   ILLEGAL_GENERATION at v5) and a side input that is deleted and recreated, so
