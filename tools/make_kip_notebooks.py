@@ -1,5 +1,5 @@
 """Writes notebooks/03_topic_ids.ipynb and notebooks/05_txn_offset_commit_v6.ipynb."""
-from nbbuild import code, md, write_notebook
+from nbbuild import code, md, predict, write_notebook
 
 from kipviz.course import kip_link
 
@@ -29,7 +29,7 @@ from IPython.display import HTML, display
 from kipviz import scenarios, uuids
 from kipviz.broker import Cluster
 from kipviz.broker.error_codes import name_of
-from kipviz.teach import check
+from kipviz.exercises import exercise
 """ + SHOW),
     md("""## 1. What a topic ID looks like
 
@@ -50,8 +50,7 @@ A consumer is reading `orders` by ID. The topic is deleted and recreated under t
 
 ### Exercise 1 — predict
 The consumer's next Fetch (v13+, by the **old** ID) — which error does it get?"""),
-    code("""answer = None
-check(answer, "UNKNOWN_TOPIC_ID", hint="The broker cannot resolve the old ID to any live topic.")"""),
+    *predict("03-1"),
     code("""stale_read = scenarios.run("kip516.stale_read")
 show(stale_read)
 stale_read.result"""),
@@ -74,16 +73,12 @@ TxnOffsetCommit v6) is refused.
 
 ### Exercise 2 — predict
 After the recreate, a late OffsetCommit **v10** carries the **old** topic ID. What does it answer?"""),
-    code("""answer = None
-check(answer, "UNKNOWN_TOPIC_ID", hint="v10 names topics by ID, and the old ID is gone.")"""),
+    *predict("03-2"),
     code("""offsets = scenarios.run("kip516.delete_recreate_committed_offsets")
 show(offsets)
 offsets.result"""),
     code("""ids = scenarios.run("kip516.ids_never_reused")
 show(ids)"""),
-    md("""### Solutions"""),
-    code("""print(check(stale_read.result["fetch_by_old_id"], "UNKNOWN_TOPIC_ID"))
-print(check(offsets.result["late_commit_by_id"], "UNKNOWN_TOPIC_ID"))"""),
     md("""## Summary
 
 * Topic IDs are 16 random bytes, shown as 22 base64url characters; zero means "none".
@@ -117,7 +112,7 @@ v5, so in a fleet that mixes releases the producer still meets v5 (section 3). k
 from IPython.display import HTML, SVG, display
 from kipviz import scenarios
 from kipviz.draw import state_diagram, tables, to_svg
-from kipviz.teach import check
+from kipviz.exercises import exercise
 from kipviz.widgets import player
 """ + SHOW),
     md("""## 1. The same mistake at v5 and at v6
@@ -125,9 +120,7 @@ from kipviz.widgets import player
 ### Exercise 1 — predict
 A producer commits offsets for a group that does not exist (with a generation ≥ 0). What does v5
 answer, and what does v6 answer?"""),
-    code("""answer_v5, answer_v6 = None, None
-display(check(answer_v5, "ILLEGAL_GENERATION", hint="v0–5 keep the old mapping so old producers do not treat it as fatal."))
-display(check(answer_v6, "GROUP_ID_NOT_FOUND", hint="v6 says what happened."))"""),
+    *predict("05-1", "answer = (..., ...)   # (the error at v5, the error at v6)"),
     code("""cases = ["group_id_not_found", "stale_member_epoch"]
 runs = {(c, v): scenarios.run(f"kip1319.{c}_v{v}") for c in cases for v in (5, 6)}
 pd.DataFrame([{"case": c, "version": v, "error": runs[c, v].result["error"] if "error" in runs[c, v].result else "",
@@ -163,8 +156,7 @@ the whole request goes at v5.
 ### Exercise 2 — predict
 A Kafka 4.4 producer commits through a Kafka 4.3 broker (the release before 4.4). Which
 TxnOffsetCommit version does it send?"""),
-    code("""answer = None
-check(answer, 5, hint="Brokers of 4.0–4.3 serve TxnOffsetCommit up to v5; v6 (KIP-1319) arrived in Kafka 4.4.")"""),
+    *predict("05-2"),
     code("""for name in ("kip1319.fallback_old_broker", "kip1319.fallback_unknown_topic_id", "kip1319.producer_error_classes"):
     t = scenarios.run(name)
     print(name, "->", "all checks passed" if t.passed else t.failures(), t.result.get("version_sent", ""))"""),
@@ -204,10 +196,6 @@ show(aborted)"""),
     code("""# in the logs: one row per transaction from __transaction_state, the abort and the retry
 logs = ks.scenario_logs(aborted)
 ks.transactions(logs).select("transactional_id", "txn", "outcome", "duration_ms", "partitions").toPandas()"""),
-    md("""### Solutions"""),
-    code("""display(check(runs["group_id_not_found", 5].result["error"], "ILLEGAL_GENERATION"))
-display(check(runs["group_id_not_found", 6].result["error"], "GROUP_ID_NOT_FOUND"))
-display(check(int(scenarios.run("kip1319.fallback_old_broker").result["version_sent"]), 5))"""),
     md("""## Summary
 
 * v0–5 report a missing group and a stale member epoch as ILLEGAL_GENERATION; v6 says GROUP_ID_NOT_FOUND / STALE_MEMBER_EPOCH.

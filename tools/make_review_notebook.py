@@ -1,7 +1,8 @@
 """Writes notebooks/08_design_review.ipynb."""
-from nbbuild import code, md, write_notebook
+from nbbuild import code, md, predict, write_notebook
 
 from kipviz.course import kip_link
+from kipviz.exercises import BROKEN_DRAFT
 
 K1289, K1319 = kip_link(1289), kip_link(1319)
 KIP482 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-482%3A+The+Kafka+Protocol+should+Support+Optional+Tagged+Fields"
@@ -38,7 +39,7 @@ from kipviz.draw import diff_diagram, to_svg
 from kipviz.review import RULES, review
 from kipviz.schema import jsonc, registry
 from kipviz.schema.check import reference_root
-from kipviz.teach import check
+from kipviz.exercises import exercise
 
 
 def findings(r):
@@ -66,9 +67,7 @@ together (the `trunk only` column: an RPC that held the key on trunk but never s
 
 ### Exercise 1 — predict
 Which RPC holds api key 93 in Kafka 4.4, the newest release? (a string, e.g. `"Produce"`)"""),
-    code("""answer = None
-check(answer, "StreamsGroupTopologyDescriptionUpdate",
-      hint="KIP-1331 (streams group topology descriptions) added an RPC in 4.4; the history table names it.")"""),
+    *predict("08-1"),
     code("""kit_text = (registry.DEFS_DIR / "TxnShareAcknowledgeRequest.json").read_text()
 default_key = registry.api_key(registry.get("TxnShareAcknowledgeRequest"))
 as_on_kip_page = kit_text.replace(f'"apiKey": {default_key}', '"apiKey": 93')
@@ -109,19 +108,8 @@ invented RPC whose `Partitions` field has a `tag` but no `taggedVersions`.
 
 ### Exercise 2 — predict
 On which line of `broken` (counting from 1) will the review point?"""),
-    code("""broken = '''{
-  "apiKey": 96, "type": "request", "name": "ShareRenewLeaseRequest",
-  "validVersions": "0", "flexibleVersions": "0+",
-  "fields": [
-    { "name": "GroupId", "type": "string", "versions": "0+", "about": "The share group." },
-    { "name": "Topics", "type": "[]RenewTopic", "versions": "0+", "about": "Leases per topic.", "fields": [
-      { "name": "TopicId", "type": "uuid", "versions": "0+", "about": "The topic id." },
-      { "name": "Partitions", "type": "[]int32", "versions": "0+", "tag": 0, "about": "The partitions." }
-    ]}
-  ]
-}'''
-answer = None
-check(answer, 8, hint="The review points at the line that names the field in the error.")"""),
+    code("broken = '''" + BROKEN_DRAFT + "'''"),
+    *predict("08-2"),
     code("""bad = review(broken)
 print(bad.summary())
 HTML(bad._repr_html_())"""),
@@ -155,8 +143,7 @@ print(deleted.summary())"""),
     md("""### Exercise 3 — predict
 Deleting the field's entry removes it from **every** version that had it. Which versions does the
 finding name? (a string like `"1-4"`)"""),
-    code("""answer = None
-check(answer, "3-6", hint="GroupInstanceId arrived with v3 (KIP-447); which versions exist before v7?")"""),
+    *predict("08-3"),
     md("""The review proves the point with bytes: the draft's example for v5 is decoded with the released
 definition, which expects a GroupInstanceId that is not there."""),
     code("""for ex in deleted.examples:
@@ -190,8 +177,7 @@ ends ApiVersions' `ZkMigrationReady` (tag 3) at v4 and gives tag 3 to a new fiel
 
 ### Exercise 4 — predict
 Which rule fires? (a rule id from section 1)"""),
-    code("""answer = None
-check(answer, "tag-reused", hint="Look at the rules whose usual severity is error.")"""),
+    *predict("08-4"),
     code("""av = jsonc.loads((registry.DEFS_DIR / "ApiVersionsResponse.json").read_text())
 del av["kipviz"]
 av["validVersions"], av["latestVersionUnstable"] = "0-5", True
@@ -216,11 +202,6 @@ Exit status 0 means no error-level finding, 1 means at least one, 2 means the fi
 (work / "TxnShareAcknowledgeRequest.json").write_text(as_on_kip_page)       # the KIP page's api key 93
 status = cli.main(["review", str(work / "TxnShareAcknowledgeRequest.json"), "--html", str(work / "review.html")])
 print("exit status", status, "-", (work / "review.html").stat().st_size, "bytes in review.html")"""),
-    md("""### Solutions"""),
-    code("""display(check(r93.errors[0].message.rsplit(" ", 1)[-1], "StreamsGroupTopologyDescriptionUpdate"))
-display(check(bad.findings[0].line, 8))
-display(check(deleted.errors[0].versions_text, "3-6"))
-display(check(tags.errors[0].rule, "tag-reused"))"""),
     md(f"""## Summary
 
 * `review(file_or_text)` validates a draft and names the file, field path and line of the first error.

@@ -1,6 +1,6 @@
 """Writes notebooks/00_welcome.ipynb (kept as a script so the notebook's source is reviewable)."""
 
-from nbbuild import code, md, write_notebook
+from nbbuild import code, md, predict, write_notebook
 
 from kipviz.course import kip_link
 
@@ -31,7 +31,7 @@ temporary — download a notebook (File → Download) to keep your answers. If i
 from kipviz import codec
 from kipviz.schema import registry
 from kipviz.schema.catalog import catalog, summary
-from kipviz.teach import check
+from kipviz.exercises import exercise
 
 pd.set_option("display.max_colwidth", 120)
 pd.DataFrame(summary())"""),
@@ -80,15 +80,9 @@ KIP-1319's TxnOffsetCommit v6 replaces each topic **name** with a 16-byte topic 
 (KIP-516). For this example with the topic `orders`, how many bytes **longer** is the v6
 request than the v5 one? (A compact string costs one length byte plus its characters.)
 
-Replace `None` with your answer and run the cell."""),
-    code("""answer = None
-check(answer, 9, hint="v5 spends 1 + len('orders') bytes on the name; v6 spends 16 on the ID.")"""),
-    md("""### Solution
-Encode both versions and compare. The check below uses the kit itself, so it cannot drift from the bytes."""),
-    code("""import uuid
-v6_example = dict(example, Topics=[{"TopicId": uuid.uuid4(), "Partitions": example["Topics"][0]["Partitions"]}])
-v6 = codec.encode("TxnOffsetCommitRequest", 6, v6_example)
-check(len(v6) - len(v5), 9, hint="count the bytes", explain="16 bytes of ID replace 7 bytes of name.")"""),
+Replace `...` with your answer and run the cell; the cell below checks it (and keeps a
+solution folded away)."""),
+    *predict("00-1"),
     md("""## How to use the kit
 
 * `notebooks/` are numbered; each starts with objectives, prerequisites and its time, has exercises
