@@ -37,7 +37,14 @@ def cmd_list(args) -> int:
 def cmd_decode(args) -> int:
     if (args.hex is None) == (args.file is None):
         raise KipvizError("give exactly one of --hex or --file")
-    data = codec.parse_hex(args.hex) if args.hex is not None else open(args.file, "rb").read()
+    codec.plan(args.name, args.version)     # an unknown name or version is not about bytes: no "at byte 0"
+    if args.hex is not None:
+        try:
+            data = codec.parse_hex(args.hex)
+        except codec.DecodeError as e:      # about the text given, not a byte of the message
+            raise KipvizError(f"--hex: {e.reason}") from None
+    else:
+        data = open(args.file, "rb").read()
     if args.annotate:
         for s in codec.annotate(args.name, args.version, data):
             print(f"{s.start:>6}-{s.end:<6} {s.path:<50} {s.wire_type:<18} {s.value!r}")

@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from kipviz import cli
 
 from .test_codec_golden import SEED_BODY
@@ -133,3 +135,18 @@ def test_ctrl_c_during_a_long_run_is_one_line_and_leaves_no_process(tmp_path):
             if str(out).encode() in cmd:
                 left.append(d)
     assert left == []                                # no chunk child or writer process left behind
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["decode", "NoSuch", "--version", "0", "--hex", "00"], "no message named 'NoSuch'"),
+    (["decode", "TxnOffsetCommitRequest", "--version", "99", "--hex", "00"], "has no version 99 (valid: 0-6)"),
+    (["decode", "TxnOffsetCommitRequest", "--version", "5", "--hex", "zz"], "--hex: not hex: 'z'"),
+    (["decode", "TxnOffsetCommitRequest", "--version", "5", "--hex", "0e7"], "--hex: odd number of hex digits"),
+])
+def test_decode_errors_not_about_bytes_name_no_byte(capsys, argv, message):
+    """Only a failure inside the message's bytes names a byte offset."""
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == f"kipviz: error: {err.split(': ', 2)[2]}" and message in err and "at byte" not in err
+    assert cli.main(["decode", "TxnOffsetCommitRequest", "--version", "5", "--hex", "0e74"]) == 2
+    assert "kipviz: error: at byte 0 in TransactionalId:" in capsys.readouterr().err
