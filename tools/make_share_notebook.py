@@ -184,7 +184,7 @@ logs = ks.scenario_logs({var})
 {SPARK[var]}"""),
     ]
 cells += [
-    md("""### Solutions
+    md("""### Every corner case, checked
 Each exercise's check computed its answer from the run; the cell below confirms that every
 corner case's own checks passed."""),
     code("""runs = {c["name"]: scenarios.run(c["name"]) for c in scenarios.catalog() if c["name"].startswith("kip1289.")}

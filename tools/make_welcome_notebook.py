@@ -86,7 +86,8 @@ solution folded away)."""),
     md("""## How to use the kit
 
 * `notebooks/` are numbered; each starts with objectives, prerequisites and its time, has exercises
-  whose checks give a hint on a wrong answer, and ends with a summary. The table below is read
+  (predict, then run the check below your answer: a hint when it is wrong, and a folded
+  "Show solution"), and ends with a summary. The table below is read
   from the notebooks themselves; click a name to open it.
 * The same functions work from Python: `kipviz.codec.encode/decode/annotate`,
   `kipviz.codec.decode_request(frame)` for a whole size-prefixed request.
