@@ -2,6 +2,7 @@
 from nbbuild import code, md, predict, write_notebook
 
 from kipviz.course import kip_link
+from kipviz.exercises import SEED_HEX
 
 cells = [
     md("""# 01 · The wire format, byte by byte
@@ -143,4 +144,6 @@ Explorer("TxnOffsetCommit", 6)"""),
 * TxnOffsetCommit v6 (KIP-1319) swaps names for topic IDs; the GenerationId rename changes no byte.
 * A topic ID (16 bytes) beats a compact topic name from 16 characters on."""),
 ]
+# the exercise registry computes exercise 2's answer from the same bytes
+assert SEED_HEX in "".join(c.source for c in cells).replace('"\n            "', ""), "seed_hex differs from kipviz.exercises.SEED_HEX"
 write_notebook("01_wire_format.ipynb", cells)
