@@ -305,6 +305,16 @@ def _failure(e: BaseException) -> str:
     return f"internal error: {type(e).__name__}" + (f": {text}" if text else "") + " (a kipviz bug: please report it)"
 
 
+def _interrupted() -> int:
+    print("kipviz: interrupted", file=sys.stderr)
+    return 130
+
+
+def _was_interrupted() -> bool:
+    """Ctrl-C reached a Spark command, whose connection to the JVM then failed first."""
+    return "kipviz.cli_spark" in sys.modules and sys.modules["kipviz.cli_spark"].LOG["interrupted"]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -313,9 +323,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except KeyboardInterrupt:          # Ctrl-C: one line, the shell's status for SIGINT
-        print("kipviz: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted()
     except (KipvizError, ValueError, KeyError, OSError) as e:
+        if _was_interrupted():
+            return _interrupted()
         if "kipviz.cli_spark" in sys.modules and sys.modules["kipviz.cli_spark"].failure_line(e):
             msg = _failure(e)          # Spark's own ValueErrors (PySparkValueError, ...)
         else:
@@ -323,6 +334,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kipviz: error: {' '.join(str(msg).split())}", file=sys.stderr)
         return 2
     except Exception as e:             # anything else, Spark's failures included: still one line
+        if _was_interrupted():
+            return _interrupted()
         if os.environ.get("KIPVIZ_TRACEBACK"):
             raise
         print(f"kipviz: error: {' '.join(_failure(e).split())}", file=sys.stderr)

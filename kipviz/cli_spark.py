@@ -46,14 +46,19 @@ def cmd_sample_data(args) -> int:
 # the driver JVM's stderr (Spark's log, its Python workers' stderr) goes to this file while a
 # command runs, so that the command's own stderr is its one line; removed at exit unless a Spark
 # failure names it
-LOG: dict = {"path": None, "keep": False}
+LOG: dict = {"path": None, "keep": False, "interrupted": False}
 
 
-def _jvm_log() -> int:
+def _jvm_log() -> int | None:
+    """The log file's descriptor; Python's own log records (py4j's, PySpark's) go there too."""
     import atexit
+    import logging
     import tempfile
+    if LOG["path"]:
+        return None                      # a second command in one process: the JVM already runs
     fd, path = tempfile.mkstemp(prefix="kipviz-spark-", suffix=".log")
     LOG["path"] = path
+    logging.getLogger().addHandler(logging.StreamHandler(open(fd, "w", buffering=1, closefd=False)))
 
     def _remove():
         if not LOG["keep"]:
@@ -77,8 +82,17 @@ def failure_line(e: BaseException) -> str | None:
     return line
 
 
+def _interrupted(signum, frame):
+    """Ctrl-C once Spark runs: PySpark's own handler asks the JVM to cancel its jobs over the
+    connection the interrupted call is using, which fails with an error of its own; the JVM
+    stops when we exit (its stdin closes)."""
+    LOG["interrupted"] = True
+    raise KeyboardInterrupt
+
+
 def _source(directory: str, master: str | None):
-    import logging
+    import signal
+    import threading
 
     from .spark.readers import check_files, load_manifest, topic_records
     d = Path(directory)
@@ -86,12 +100,12 @@ def _source(directory: str, master: str | None):
     check_files(d, manifest)
     from .spark import read_samples, session
     from .spark.session import LARGE_ROWS, check_master
-    if master:
-        check_master(master)
-    for name in ("py4j", "pyspark"):     # their log lines would follow ours when the JVM fails
-        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    if master is not None or os.environ.get("KIPVIZ_SPARK_MASTER"):
+        check_master(master if master is not None else os.environ["KIPVIZ_SPARK_MASTER"])
     # the run's size picks the Spark settings
     spark = session(master, batch=True, large=topic_records(d) >= LARGE_ROWS, jvm_log=_jvm_log())
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _interrupted)
     return read_samples(spark, d)
 
 

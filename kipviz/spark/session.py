@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import signal
 import sys
 from collections import deque
 from pathlib import Path
@@ -154,20 +155,52 @@ def _forward_stderr(pipe, fd: int = 2) -> None:
             pass
 
 
-def _launch_gateway(conf, log_fd: int = 2):
+def _children() -> set[int]:
+    """The ids of this process's children (Linux /proc; empty elsewhere)."""
+    me, out = str(os.getpid()), set()
+    for d in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as fh:
+                    if fh.read().rsplit(")", 1)[1].split()[1] == me:      # "pid (comm) state ppid ..."
+                        out.add(int(d))
+            except (OSError, IndexError):
+                pass
+    return out
+
+
+def _launch_gateway(conf, log_fd: int | None = None):
     """Start the driver JVM (spark-submit, as PySpark does) with its stderr forwarded by a thread
-    to log_fd."""
-    import subprocess
+    (to our stderr, or to log_fd together with its stdout, where a JVM that cannot start says
+    why). The pipe is read from before the JVM starts, so JVM_TAIL holds what a JVM that exits
+    at once said."""
     import threading
 
     from pyspark.java_gateway import launch_gateway
     JVM_TAIL.clear()
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
-    proc = getattr(gateway, "proc", None)
-    if proc is not None and proc.stderr is not None:
-        threading.Thread(target=_forward_stderr, args=(proc.stderr, log_fd), name="kipviz-jvm-stderr",
-                         daemon=True).start()
-    return gateway
+    r, w = os.pipe()
+    reader = threading.Thread(target=_forward_stderr, args=(os.fdopen(r, "rb"), 2 if log_fd is None else log_fd),
+                              name="kipviz-jvm-stderr", daemon=True)
+    reader.start()
+    kwargs = {"stderr": w} if log_fd is None else {"stderr": w, "stdout": w}
+    before = _children()
+    try:
+        return launch_gateway(conf, popen_kwargs=kwargs)
+    except BaseException:
+        # the JVM exited, or we were interrupted while it started: one that is still starting
+        # would outlive us (it stops when our end of its stdin closes only once it has started)
+        for pid in _children() - before:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        os.close(w)
+        w = None
+        reader.join(5)                   # the JVM's last words are in the pipe
+        raise
+    finally:
+        if w is not None:
+            os.close(w)                  # the JVM holds its own copy
 
 
 # the master URLs Spark 4 takes (SparkContext.createTaskScheduler, SparkSubmit): local, local[N],
@@ -203,13 +236,17 @@ def check_master(master: str) -> None:
 
 def _one_line(text: str, limit: int = 400) -> str:
     text = " ".join(text.split())
-    text = re.sub(r" ?SQLSTATE: \w+\.?$", "", text)
+    text = re.sub(r"\s*SQLSTATE: \w+\.?", "", text)
+    # "Job aborted due to stage failure: Task 0 in stage 14.0 failed 1 times, most recent failure:
+    # Lost task 0.0 in stage 14.0 (TID 17) (localhost executor driver): X" -> "a Spark task failed: X"
+    text = re.sub(r"(?:\w+: )*Job aborted due to stage failure: .*?most recent failure: Lost task .*?\)"
+                  r"(?: \([^)]*\))?: ", "a Spark task failed: ", text)
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _java_name(line: str) -> str:
-    """'org.apache.spark.SparkException: msg' -> 'SparkException: msg'."""
-    return re.sub(r"^(?:[\w$]+\.)+([\w$]+(?:Exception|Error|Throwable)\b)", r"\1", line.strip())
+    """'org.apache.spark.SparkException: msg' -> 'SparkException: msg' (every such name in it)."""
+    return re.sub(r"\b(?:[a-z_$][\w$]*\.)+([A-Z][\w$]*(?:Exception|Error|Throwable))\b", r"\1", line.strip())
 
 
 def error_line(e: BaseException) -> str | None:
@@ -241,8 +278,9 @@ def error_line(e: BaseException) -> str | None:
     except Exception:
         pass
     if cond == "JAVA_GATEWAY_EXITED" or "JAVA_GATEWAY_EXITED" in text:
-        said = [ln.decode(errors="replace").strip() for ln in JVM_TAIL]
-        reason = next((ln for ln in said if ln.startswith("Error") or "Exception" in ln), said[0] if said else "")
+        said = [t for t in (ln.decode(errors="replace").strip() for ln in JVM_TAIL) if t]
+        at = next((i for i, ln in enumerate(said) if ln.startswith("Error") or "Exception" in ln), 0)
+        reason = " ".join(said[at:at + (1 if ":" in said[at] else 2)]) if said else ""
         return _one_line("the Spark driver JVM exited as it started" + (f": {reason}" if reason else ""))
     if mod.startswith("py4j"):           # the connection to the JVM broke: it died or was killed
         return _one_line(f"lost the Spark driver JVM ({lines[0] if lines else name})")
@@ -286,8 +324,7 @@ def session(master: str | None = None, *, app_name: str = "kipviz", driver_memor
             check_master(wanted)
         if wanted is None or _is_local(wanted):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        gateway = _launch_gateway(_launch_conf(wanted, driver_memory, java_options),
-                                  2 if jvm_log is None else jvm_log)
+        gateway = _launch_gateway(_launch_conf(wanted, driver_memory, java_options), jvm_log)
         SparkContext._ensure_initialized(gateway=gateway)
     elif master:
         check_master(master)
