@@ -89,7 +89,8 @@ def test_wrong_types_and_values_become_error_rows_and_the_rest_reads(spark, tmp_
 
 
 def _junk(rows: list[dict]) -> tuple[list[dict], dict]:
-    """Junk in three of every four `batch` values; what each should be reported as."""
+    """Junk in three of every four `batch` values, another topic (or none) in half the rest; what
+    each should be reported as."""
     why = {}
     for i, r in enumerate(rows):
         b = r["batch"]
@@ -103,6 +104,9 @@ def _junk(rows: list[dict]) -> tuple[list[dict], dict]:
             r["batch"] = b + b"\x00" * 3
             why[r["base_offset"], r["partition"]] = (f"the batch length field says {len(b)} bytes, the value "
                                                      f"holds {len(b) + 3}")
+        elif i % 8 == 3:
+            r["topic"] = None if i % 16 == 3 else "in"
+            why[r["base_offset"], r["partition"]] = f"a batch of topic {r['topic'] or 'null'} in the batches of 'out'"
     return rows, why
 
 
@@ -119,7 +123,7 @@ def test_junk_batches_are_error_rows_and_never_reach_the_batch_view(spark, tmp_p
     src = ks.read_samples(spark, d)
     bad = _errors(src, "batches/out.parquet")
     assert {(r["offset"], r["partition"]): r["error"] for r in bad} == why
-    assert {r["error_kind"] for r in bad} == {"corrupt"} and {r["error_path"] for r in bad} == {"batch"}
+    assert {r["error_kind"] for r in bad} == {"corrupt"} and {r["error_path"] for r in bad} == {"batch", "topic"}
     assert src.batches_of("out").count() + len(bad) == len(before)
     view = txnview.batch_view(src.batches_of("out")).collect()          # no CAST_INVALID_INPUT
     assert len(view) == len(before) - len(bad)

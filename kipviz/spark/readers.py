@@ -109,23 +109,31 @@ def conform(df, ddl: str, dataset: str, errors: list):
 BATCH_HEADER = 61
 
 
-def checked_batches(df, dataset: str, errors: list):
+def checked_batches(df, dataset: str, errors: list, topic: str | None = None):
     """A batches frame (BATCHES_DDL) without the rows whose `batch` is not one whole v2 record
     batch (null, shorter than its header, another magic, a length field that disagrees with the
-    bytes): those become `corrupt` error rows in `errors`, so no analysis reads a header out of them."""
+    bytes) or, given `topic`, whose topic column names another: those become `corrupt` error rows
+    in `errors`, so no analysis reads a header out of them or leaves them out unsaid."""
     from pyspark.sql import functions as F
     b = F.col("batch")
     n = F.length(b)
     magic = F.conv(F.hex(F.substring(b, 17, 1)), 16, 10)
     length = F.conv(F.hex(F.substring(b, 9, 4)), 16, 10).cast("bigint") + 12
-    why = (F.when(b.isNull(), F.lit("null batch"))
+    why = F.when(F.lit(False), F.lit(None))
+    if topic is not None:
+        why = why.when(~F.col("topic").eqNullSafe(topic),
+                       F.format_string(f"a batch of topic %s in the batches of {topic!r}",
+                                       F.coalesce(F.col("topic"), F.lit("null"))))
+    why = (why.when(b.isNull(), F.lit("null batch"))
            .when(n < BATCH_HEADER, F.format_string(f"%d bytes, shorter than a record batch header ({BATCH_HEADER})", n))
            .when(magic != "2", F.format_string("magic %s, not 2 (a v2 record batch)", magic))
            .when(length != n, F.format_string("the batch length field says %d bytes, the value holds %d", length, n)))
     out = df.withColumn("_why", why)
     errors.append(out.filter(F.col("_why").isNotNull()).select(
         F.lit(dataset).alias("dataset"), "partition", F.col("base_offset").alias("offset"),
-        F.lit("corrupt").alias("error_kind"), F.col("_why").alias("error"), F.lit("batch").alias("error_path")))
+        F.lit("corrupt").alias("error_kind"), F.col("_why").alias("error"),
+        F.when(F.col("_why").startswith("a batch of topic"), F.lit("topic")).otherwise(F.lit("batch"))
+        .alias("error_path")))
     return out.filter(F.col("_why").isNull()).drop("_why")
 
 
@@ -339,7 +347,7 @@ def read_samples(spark, directory) -> Source:
             if "seq" not in df.columns and src.events is not None:     # kipviz-sample/1: no seq column yet
                 df = txnview.with_event_seq(conform(df, _BATCHES_NO_SEQ, rel, src.read_errors), src.events)
             df = conform(df, ddl, rel, src.read_errors)
-            src.batches[t["name"]] = checked_batches(df, rel, src.read_errors)
+            src.batches[t["name"]] = checked_batches(df, rel, src.read_errors, t["name"])
     if not src.topics:
         raise KipvizError(f"{d}: no topic files (manifest.json lists none that exist)")
     return src
