@@ -97,6 +97,9 @@ def test_every_topic_field_of_the_wrong_type_is_named(capsys, tmp_path, no_jvm, 
     (lambda m: m["datasets"].update({"topics/in.parquet": 5}), "field datasets['topics/in.parquet']: expected an "
                                                                "object, got 5"),
     (lambda m: m["datasets"]["topics/in.parquet"].update(rows=-1), "rows: expected a count"),
+    (lambda m: m["topics"].append(dict(m["topics"][3])), "field topics[5].name: topic 'in' is listed twice (topics[3] too)"),
+    (lambda m: m.update(topics=[]), "no topic files (manifest.json lists none that exist)"),
+    (lambda m: [t.update(dataset="topics/gone.parquet") for t in m["topics"]], "no topic files"),
 ])
 def test_manifest_values_kipviz_cannot_use(capsys, tmp_path, no_jvm, change, says):
     m = _manifest()
@@ -114,6 +117,9 @@ def test_no_directory_no_manifest_no_json(capsys, tmp_path, no_jvm):
     assert "no manifest.json here" in _one_line(capsys, ["analyze", tmp_path / "dir"])
     assert "not JSON" in _one_line(capsys, ["analyze", _run(tmp_path / "a", raw=b"{x")])
     assert "not JSON" in _one_line(capsys, ["analyze", _run(tmp_path / "b", raw=b"\xff\xfe\x00junk")])
+    assert "nested too deeply" in _one_line(capsys, ["analyze", _run(tmp_path / "c", raw=b"[" * 100_000)])
+    big = _run(tmp_path / "d", raw=b" " * (readers.MAX_MANIFEST_BYTES + 1))
+    assert "larger than 16777216 bytes" in _one_line(capsys, ["analyze", big])
 
 
 # ---- Parquet files that are not Parquet: no JVM -------------------------------------------------

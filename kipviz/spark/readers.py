@@ -255,6 +255,7 @@ def validate_manifest(manifest, where: str = "manifest.json") -> dict:
     fmt = manifest.get("format")
     if not (isinstance(fmt, str) and fmt.startswith("kipviz-sample/")):
         raise KipvizError(f"{where}: field format: {fmt!r} is not a kipviz-sample format (kipviz-sample/1 or /2)")
+    live: dict[str, int] = {}
     for i, t in enumerate(manifest.get("topics") or []):
         if not isinstance(t, dict):
             raise bad(f"topics[{i}]", _OBJ, t)
@@ -268,6 +269,11 @@ def validate_manifest(manifest, where: str = "manifest.json") -> dict:
             rel = t.get(name)
             if rel is not None and (not rel or Path(rel).is_absolute() or ".." in Path(rel).parts):
                 raise bad(f"topics[{i}].{name}", "a path inside the run directory", rel)
+        if not t.get("deleted"):
+            if t["name"] in live:
+                raise KipvizError(f"{where}: field topics[{i}].name: topic {t['name']!r} is listed twice "
+                                  f"(topics[{live[t['name']]}] too) and neither is deleted")
+            live[t["name"]] = i
     for k, v in (manifest.get("datasets") or {}).items():
         if not isinstance(v, dict):
             raise bad(f"datasets[{k!r}]", _OBJ, v)
@@ -275,6 +281,11 @@ def validate_manifest(manifest, where: str = "manifest.json") -> dict:
         if rows is not None and not (_is(rows, _INT) and rows >= 0):
             raise bad(f"datasets[{k!r}].rows", "a count (an integer, 0 or more)", rows)
     return manifest
+
+
+# the largest manifest.json kipviz reads (the bundled ones are under 10 kB); raise it for a run of
+# very many topics
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 
 
 def load_manifest(directory) -> dict:
@@ -288,9 +299,16 @@ def load_manifest(directory) -> dict:
         raise KipvizError(f"{d}: no manifest.json here; expected a sample-data run directory "
                           f"(kipviz sample-data -o DIR; e.g. sample_data/share_eos)")
     try:
-        manifest = json.loads(mpath.read_bytes())
+        with open(mpath, "rb") as fh:
+            raw = fh.read(MAX_MANIFEST_BYTES + 1)
+        if len(raw) > MAX_MANIFEST_BYTES:
+            raise KipvizError(f"{mpath}: larger than {MAX_MANIFEST_BYTES} bytes (MAX_MANIFEST_BYTES); a "
+                              f"manifest lists a run's datasets in a few kB")
+        manifest = json.loads(raw)
     except ValueError as e:
         raise KipvizError(f"{mpath}: not JSON ({e})") from None
+    except RecursionError:
+        raise KipvizError(f"{mpath}: not a manifest (JSON nested too deeply)") from None
     except OSError as e:
         raise KipvizError(f"{mpath}: cannot read: {e.strerror or e}") from None
     return validate_manifest(manifest, str(mpath))
@@ -312,6 +330,8 @@ def check_files(directory, manifest: dict) -> None:
     is not an error here (read_samples reports it in `errors`)."""
     import pyarrow.parquet as pq
     d = Path(directory)
+    if not any(t and ddl is schemas.KAFKA_DDL and rel and (d / rel).is_file() for rel, ddl, t in _files(d, manifest)):
+        raise KipvizError(f"{d}: no topic files (manifest.json lists none that exist)")
     for rel, _, _ in _files(d, manifest):
         p = d / rel if rel else None
         if p is None or not p.exists():
