@@ -1,4 +1,6 @@
-"""`kipviz` command line: thin commands over the library functions. Bad input: one line, exit 2."""
+"""`kipviz` command line: thin commands over the library functions. Bad input and any failure: one
+line on stderr, `kipviz: error: ...`, and exit 2 (1: checks or violations found; 130: Ctrl-C);
+KIPVIZ_TRACEBACK=1 shows the traceback of an unexpected one."""
 from __future__ import annotations
 
 import argparse
