@@ -58,7 +58,17 @@ def _jvm_log() -> int | None:
         return None                      # a second command in one process: the JVM already runs
     fd, path = tempfile.mkstemp(prefix="kipviz-spark-", suffix=".log")
     LOG["path"] = path
-    logging.getLogger().addHandler(logging.StreamHandler(open(fd, "w", buffering=1, closefd=False)))
+    to_log = logging.StreamHandler(open(fd, "w", buffering=1, closefd=False))
+    logging.getLogger().addHandler(to_log)
+    try:                                 # PySpark's query-error loggers write to stderr themselves
+        from pyspark.logger import PySparkLogger
+        for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
+            lg = PySparkLogger.getLogger(name)
+            for h in list(lg.handlers):
+                lg.removeHandler(h)
+            lg.addHandler(to_log)
+    except ImportError:
+        pass
 
     def _remove():
         if not LOG["keep"]:

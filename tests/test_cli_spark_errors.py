@@ -281,23 +281,54 @@ def _junk_batches(path: Path) -> int:
     return sum(1 for i in range(len(rows)) if i % 3 != 2)
 
 
+def _wrong_schema(d: Path) -> int:
+    """Another schema: a string `partition` (every fifth value not a number) in __transaction_state,
+    no `timestamp` in __share_group_state, an int `batch` in out's batches; how many batches."""
+    def rewrite(rel, change):
+        t = pq.read_table(d / rel)
+        rows, fields = change([dict(r) for r in t.to_pylist()], list(t.schema))
+        pq.write_table(pa.Table.from_pylist(rows, schema=pa.schema(fields)), d / rel)
+        return len(rows)
+
+    def partition(rows, fields):
+        for i, r in enumerate(rows):
+            r["partition"] = "abc" if i % 5 == 0 else str(r["partition"])
+        return rows, [pa.field("partition", pa.string()) if f.name == "partition" else f for f in fields]
+
+    def timestamp(rows, fields):
+        return [{k: v for k, v in r.items() if k != "timestamp"} for r in rows], \
+            [f for f in fields if f.name != "timestamp"]
+
+    def batch(rows, fields):
+        for r in rows:
+            r["batch"] = len(r["batch"])
+        return rows, [pa.field("batch", pa.int64()) if f.name == "batch" else f for f in fields]
+    rewrite("topics/internal/transaction_state.parquet", partition)
+    rewrite("topics/internal/share_group_state.parquet", timestamp)
+    return rewrite("batches/out.parquet", batch)
+
+
 @pytest.mark.slow
 def test_failures_inside_spark_are_one_line(tmp_path):
-    """In one process, one JVM, as three command lines: a Parquet file whose footer reads but whose
+    """In one process, one JVM, as four command lines: a Parquet file whose footer reads but whose
     pages do not (the JVM's reader fails: FAILED_READ_FILE), junk `batch` values (counted as
-    corrupt batches, not a CAST_INVALID_INPUT failure: verify-eos gives its verdict), and then a
-    good run in the same JVM. Nothing of the JVM's reaches stderr; its log is kept and named."""
+    corrupt batches, not a CAST_INVALID_INPUT failure: verify-eos gives its verdict), columns of
+    the wrong type (counted in errors), and then a good run in the same JVM. Nothing of the JVM's
+    or PySpark's logging reaches stderr; the JVM's log is kept and named."""
     page = tmp_path / "page"
     shutil.copytree(SHARE, page)
     _corrupt_pages(page / "topics" / "internal" / "transaction_state.parquet")
     junk = tmp_path / "junk"
     shutil.copytree(SHARE, junk)
     _junk_batches(junk / "batches" / "out.parquet")
-    argv = [["analyze", str(page)], ["verify-eos", str(junk)], ["verify-eos", str(SHARE)]]
+    schema = tmp_path / "schema"
+    shutil.copytree(SHARE, schema)
+    rows = _wrong_schema(schema)
+    argv = [["analyze", str(page)], ["verify-eos", str(junk)], ["analyze", str(schema)], ["verify-eos", str(SHARE)]]
     done = subprocess.run([sys.executable, "-c", _SEVERAL, json.dumps(argv)], env=_env(), capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0 and done.stderr == "", done.stderr[-3000:]
-    page_run, junk_run, good_run = json.loads(done.stdout)
+    page_run, junk_run, schema_run, good_run = json.loads(done.stdout)
     err = page_run["stderr"]
     assert page_run["code"] == 2 and err.count("\n") == 1, page_run
     assert err.startswith("kipviz: error: SparkException: [FAILED_READ_FILE") and "transaction_state.parquet" in err
@@ -306,6 +337,9 @@ def test_failures_inside_spark_are_one_line(tmp_path):
     Path(log).unlink()
     assert junk_run["code"] == 1 and junk_run["stderr"] == "", junk_run
     assert "CAST_INVALID_INPUT" not in junk_run["stdout"] and ": FAIL" in junk_run["stdout"]
+    assert schema_run["code"] == 0 and schema_run["stderr"] == "", schema_run
+    for counted in ("wrong-type: 1", "missing-column: 1", f"corrupt: {rows}", "bad-value: "):
+        assert counted in schema_run["stdout"], schema_run["stdout"]
     assert good_run["code"] == 0 and good_run["stderr"] == "" and ": OK" in good_run["stdout"], good_run
 
 

@@ -25,6 +25,7 @@ files; the internal-topic decoders and their analyses work the same on both."""
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,6 +60,26 @@ def _error(dataset, kind: str, error: str, path: str | None = None, partition=No
             "error_path": path}
 
 
+@contextmanager
+def _quiet_query_errors():
+    """PySpark logs every query error it raises to stderr as JSON (PySparkLogger's
+    DataFrameQueryContextLogger); an error conform expects and handles is not news."""
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:
+        yield
+        return
+    loggers = [PySparkLogger.getLogger(n) for n in ("DataFrameQueryContextLogger", "SQLQueryContextLogger")]
+    was = [lg.disabled for lg in loggers]
+    for lg in loggers:
+        lg.disabled = True
+    try:
+        yield
+    finally:
+        for lg, w in zip(loggers, was, strict=True):
+            lg.disabled = w
+
+
 def conform(df, ddl: str, dataset: str, errors: list):
     """df with exactly the columns of `ddl`, in order: a missing column becomes nulls (and an
     error row), extra columns are dropped, a column of another type is converted where Spark can
@@ -77,7 +98,8 @@ def conform(df, ddl: str, dataset: str, errors: list):
             cols.append(F.lit(None).cast(typ).alias(name))
         elif have[name].replace(" ", "") != typ.replace(" ", ""):
             try:
-                df.select(F.col(name).try_cast(typ))         # analysis only: can Spark convert it at all?
+                with _quiet_query_errors():
+                    df.select(F.col(name).try_cast(typ))     # analysis only: can Spark convert it at all?
             except AnalysisException:
                 errors.append(_error(dataset, "wrong-type", f"column {name!r} is {have[name]}, expected {typ}; "
                                                             f"read as nulls", name))
