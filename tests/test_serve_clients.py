@@ -288,3 +288,25 @@ def test_librdkafka_share_consumer_reads_and_acknowledges(server, logs):
     with server.lock:
         parts = [sp for (g, _, _), sp in server.cluster.shares.partitions.items() if g == group]
         assert parts and all(sp.spso == 10 for sp in parts)      # every record acknowledged
+
+
+def test_an_idle_consumer_long_polls_instead_of_spinning(server, logs):
+    topic, group = name("idle"), name("idle-g")
+    create(server, logs, topic, 1)
+    c = Consumer(conf(server, logs, **{"group.id": group, "auto.offset.reset": "latest",
+                                       "fetch.wait.max.ms": 500}))
+    c.subscribe([topic])
+    end = time.monotonic() + WAIT_S
+    while not c.assignment() and time.monotonic() < end:
+        c.poll(0.1)
+    with server.lock:
+        since = server.cluster.next_seq
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 2.0:
+        assert c.poll(0.1) is None
+    with server.lock:
+        fetches = [e for e in server.cluster.events if e.seq >= since and type(e).__name__ == "RequestReceived"
+                   and e.api == "Fetch"]
+    c.close()
+    # held up to fetch.wait.max.ms: about 4 in 2 s (the issue saw thousands when answered at once)
+    assert 1 <= len(fetches) <= 10

@@ -198,38 +198,52 @@ class Server:
 
     async def _serve(self, reader, writer, broker: int, client: str) -> str:
         c = self.cluster
-        while True:
-            try:
-                head = await reader.readexactly(4)
-            except asyncio.IncompleteReadError as e:
-                if e.partial:
-                    return self._half(broker, client, f"{len(e.partial)} of 4 size bytes")
-                return "client closed"
-            size, = struct.unpack(">i", head)
-            if size < 0 or size > MAX_REQUEST_BYTES:
+        head_task: asyncio.Task | None = None
+        try:
+            while True:
+                if head_task is None:
+                    head_task = asyncio.ensure_future(reader.readexactly(4))
+                try:
+                    head = await head_task
+                except asyncio.IncompleteReadError as e:
+                    if e.partial:
+                        return self._half(broker, client, f"{len(e.partial)} of 4 size bytes")
+                    return "client closed"
+                head_task = None
+                size, = struct.unpack(">i", head)
+                if size < 0 or size > MAX_REQUEST_BYTES:
+                    with self.lock:
+                        c.note(f"connection closed: request size {size} out of range", broker=broker, client=client)
+                    return f"bad size {size}"
+                try:
+                    payload = await reader.readexactly(size)
+                except asyncio.IncompleteReadError as e:
+                    return self._half(broker, client, f"{len(e.partial)} of {size} bytes")
+                fut = None
                 with self.lock:
-                    c.note(f"connection closed: request size {size} out of range", broker=broker, client=client)
-                return f"bad size {size}"
-            try:
-                payload = await reader.readexactly(size)
-            except asyncio.IncompleteReadError as e:
-                return self._half(broker, client, f"{len(e.partial)} of {size} bytes")
-            fut = None
-            with self.lock:
-                self.requests += 1
-                kind, out = c.dispatch(head + payload, broker=broker, client=client)
+                    self.requests += 1
+                    kind, out = c.dispatch(head + payload, broker=broker, client=client)
+                    if kind == "held":
+                        fut = self._loop.create_future()
+                        self._waiting[(client, broker)] = fut
+                    done = c.take_completed()
+                self._route(done)
+                if kind == "close":
+                    return "closed by the broker (unreadable request)"
                 if kind == "held":
-                    fut = self._loop.create_future()
-                    self._waiting[(client, broker)] = fut
-                done = c.take_completed()
-            self._route(done)
-            if kind == "close":
-                return "closed by the broker (unreadable request)"
-            if kind == "held":
-                out = await fut
-            if out:
-                writer.write(out)
-                await writer.drain()
+                    # the channel stays muted (the next request is not handled before this answer),
+                    # but a client that goes away is noticed: its held request is dropped
+                    head_task = asyncio.ensure_future(reader.readexactly(4))
+                    await asyncio.wait({fut, head_task}, return_when=asyncio.FIRST_COMPLETED)
+                    if not fut.done() and head_task.exception() is not None:
+                        return "client closed while its request was held"
+                    out = await fut
+                if out:
+                    writer.write(out)
+                    await writer.drain()
+        finally:
+            if head_task is not None and not head_task.done():
+                head_task.cancel()
 
     def _half(self, broker: int, client: str, what: str) -> str:
         with self.lock:
