@@ -310,3 +310,21 @@ def test_an_idle_consumer_long_polls_instead_of_spinning(server, logs):
     c.close()
     # held up to fetch.wait.max.ms: about 4 in 2 s (the issue saw thousands when answered at once)
     assert 1 <= len(fetches) <= 10
+
+
+def test_admin_describe_configs_of_a_topic_and_a_broker(server, logs):
+    from confluent_kafka.admin import ConfigResource
+    topic = name("cfg")
+    create(server, logs, topic)
+    admin = AdminClient(conf(server, logs))
+    res = admin.describe_configs([ConfigResource("topic", topic), ConfigResource("broker", "1")])
+    by_name = {r.name: f.result(WAIT_S) for r, f in res.items()}
+    assert by_name[topic]["cleanup.policy"].value == "delete"
+    assert by_name["1"]["broker.id"].value == "1"
+    pytest.importorskip("kafka")
+    from kafka.admin import ConfigResource as KpResource
+    from kafka.admin import ConfigResourceType, KafkaAdminClient
+    kp = KafkaAdminClient(bootstrap_servers=server.bootstrap, request_timeout_ms=10000)
+    out = kp.describe_configs([KpResource(ConfigResourceType.TOPIC, topic)], config_filter="all")
+    kp.close()
+    assert "retention.ms" in repr(out)

@@ -203,3 +203,30 @@ def test_events_are_bounded_and_spill_in_order_when_configured():
     for i in range(100):
         unbounded.call("Produce", 9, produce_body("t", [b"%d" % i]))
     assert len(unbounded.events) == len(seqs)
+
+
+# ---- 7. DescribeConfigs ------------------------------------------------------------------------------
+def test_describe_configs_for_a_topic_a_broker_and_a_group():
+    c = Cluster(brokers=2, share_group_offset_reset={"sg": "earliest"})
+    c.create_topic("t")
+    body = {"Resources": [{"ResourceType": 2, "ResourceName": "t", "ConfigurationKeys": None},
+                          {"ResourceType": 2, "ResourceName": "nope", "ConfigurationKeys": None},
+                          {"ResourceType": 4, "ResourceName": "1", "ConfigurationKeys": ["broker.id", "num.partitions"]},
+                          {"ResourceType": 4, "ResourceName": "0", "ConfigurationKeys": None},
+                          {"ResourceType": 32, "ResourceName": "sg", "ConfigurationKeys": ["share.auto.offset.reset"]},
+                          {"ResourceType": 32, "ResourceName": "other", "ConfigurationKeys": ["share.auto.offset.reset"]},
+                          {"ResourceType": 99, "ResourceName": "x", "ConfigurationKeys": None},
+                          {"ResourceType": 2, "ResourceName": "t", "ConfigurationKeys": []}],
+            "IncludeSynonyms": False, "IncludeDocumentation": False}
+    for v in (1, 4):
+        topic, unknown, broker, other, group, default_group, bad, empty = c.call("DescribeConfigs", v, body,
+                                                                                 broker=1)["Results"]
+        assert empty["Configs"] == topic["Configs"] and len(topic["Configs"]) > 3     # [] lists every setting
+        assert topic["ErrorCode"] == 0 and {x["Name"]: x["Value"] for x in topic["Configs"]}["cleanup.policy"] == "delete"
+        assert unknown["ErrorCode"] == CODE["UNKNOWN_TOPIC_OR_PARTITION"]
+        assert [(x["Name"], x["Value"]) for x in broker["Configs"]] == [("broker.id", "1"), ("num.partitions", "1")]
+        assert other["ErrorCode"] == CODE["INVALID_REQUEST"] and "Unexpected broker id" in other["ErrorMessage"]
+        assert [(x["Value"], x["ConfigSource"]) for x in group["Configs"]] == [("earliest", 8)]
+        assert [(x["Value"], x["ConfigSource"]) for x in default_group["Configs"]] == [("latest", 5)]
+        assert bad["ErrorCode"] == CODE["INVALID_REQUEST"]
+    assert c.internal_errors == []
