@@ -2,6 +2,7 @@
 
     kipviz serve --brokers 3 --port 9092          # brokers on 127.0.0.1:9092, 9093, 9094
     kipviz serve --port 0 -v --speed 10           # free ports; connection lines; time 10x faster
+    kipviz serve --record out/live                # also write the session (kipviz analyze out/live)
 
 Prints the bootstrap address and serves until Ctrl-C. Bad input (a release the kit does not model,
 a port in use, --speed <= 0): one line on stderr, exit 2."""
@@ -26,7 +27,7 @@ def cmd_serve(args) -> int:
     if args.release is not None:
         settings["release"] = args.release
     srv = Server(brokers=args.brokers, host=args.host, port=args.port, speed=args.speed, verbose=args.verbose,
-                 **settings)
+                 record=args.record, **settings)
     stop = threading.Event()
     old = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     srv.start()
@@ -41,6 +42,9 @@ def cmd_serve(args) -> int:
         srv.stop()
         signal.signal(signal.SIGTERM, old)
         print(f"kipviz serve: stopped after {srv.connections} connection(s), {srv.requests} request(s)", flush=True)
+        if args.record:
+            print(f"kipviz serve: recorded {args.record} (sample-data layout and traffic.pcap; "
+                  f"`kipviz analyze {args.record}`)", flush=True)
     return 0
 
 
@@ -54,5 +58,7 @@ def add_serve(sub) -> None:
     sv.add_argument("--share-version", type=int, default=1, choices=(1, 2),
                     help="share.version feature; 2 serves KIP-1289's proposed TxnShareAcknowledge")
     sv.add_argument("--speed", type=float, default=1.0, help="virtual time runs X times faster than wall time")
+    sv.add_argument("--record", metavar="DIR", default=None,
+                    help="write the session to DIR: the sample-data layout plus traffic.pcap")
     sv.add_argument("-v", "--verbose", action="store_true", help="one line per connection opened or closed")
     sv.set_defaults(func=cmd_serve)

@@ -30,7 +30,7 @@ class Server:
     def __init__(self, cluster: Cluster | None = None, *, brokers: int | None = None, host: str = "127.0.0.1",
                  port: int = 0, speed: float = 1.0, verbose: bool = False,
                  log: Callable[[str], None] | None = None, events_max: int | None = DEFAULT_EVENTS_MAX,
-                 **cluster_settings):
+                 record=None, **cluster_settings):
         if cluster is None:
             cluster = Cluster(brokers=brokers or 1, start_ms=int(time.time() * 1000), **cluster_settings)
         elif brokers is not None and brokers != cluster.config.brokers:
@@ -41,6 +41,12 @@ class Server:
         cluster.config.long_poll = True             # a live broker holds Fetch/ShareFetch (DelayedFetch)
         if events_max is not None and cluster.config.events_max is None:
             cluster.config.events_max = events_max
+        self.recorder = None
+        self.manifest: dict | None = None
+        if record is not None:
+            from .record import Recorder
+            self.recorder = Recorder(record, cluster)
+            cluster.config.events_spill = self.recorder.spill
         self.host, self.port, self.speed = host, port, speed
         self.verbose = verbose
         self.log = log or (lambda line: print(line, flush=True))
@@ -89,6 +95,9 @@ class Server:
                 pass
         thread.join(timeout)
         self._thread = None
+        if self.recorder is not None and self.manifest is None:
+            with self.lock:
+                self.manifest = self.recorder.close({"connections": self.connections, "requests": self.requests})
 
     def __enter__(self) -> Server:
         return self.start()
@@ -177,6 +186,10 @@ class Server:
         self.connections += 1
         self.open_connections += 1
         self._say(f"broker {broker}: connection from {client}")
+        rec = self.recorder
+        if rec is not None:
+            with self.lock:
+                rec.opened((client, broker), peer, writer.get_extra_info("sockname") or ("0.0.0.0", 0))
         why = "client closed"
         try:
             why = await self._serve(reader, writer, broker, client)
@@ -189,6 +202,8 @@ class Server:
             self._waiting.pop((client, broker), None)
             with self.lock:
                 self.cluster.connection_closed(client, broker)
+                if self.recorder is not None:
+                    self.recorder.gone((client, broker))
             try:
                 writer.close()
             except Exception:  # noqa: BLE001
@@ -222,6 +237,8 @@ class Server:
                 fut = None
                 with self.lock:
                     self.requests += 1
+                    if self.recorder is not None:
+                        self.recorder.sent((client, broker), True, head + payload)
                     kind, out = c.dispatch(head + payload, broker=broker, client=client)
                     if kind == "held":
                         fut = self._loop.create_future()
@@ -239,6 +256,9 @@ class Server:
                         return "client closed while its request was held"
                     out = await fut
                 if out:
+                    if self.recorder is not None:
+                        with self.lock:
+                            self.recorder.sent((client, broker), False, out)
                     writer.write(out)
                     await writer.drain()
         finally:
