@@ -11,6 +11,7 @@ any notebook thread take it before touching the cluster."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import struct
 import threading
 import time
@@ -55,6 +56,8 @@ class Server:
         self.connections = 0                         # accepted so far
         self.open_connections = 0
         self.requests = 0
+        # the last 100,000 answered-at-once requests: (seconds in the model, seconds frame-in to frame-out)
+        self.timings: collections.deque = collections.deque(maxlen=100_000)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
@@ -235,11 +238,14 @@ class Server:
                 except asyncio.IncompleteReadError as e:
                     return self._half(broker, client, f"{len(e.partial)} of {size} bytes")
                 fut = None
+                t0 = time.perf_counter()
                 with self.lock:
                     self.requests += 1
                     if self.recorder is not None:
                         self.recorder.sent((client, broker), True, head + payload)
+                    t1 = time.perf_counter()
                     kind, out = c.dispatch(head + payload, broker=broker, client=client)
+                    model_s = time.perf_counter() - t1
                     if kind == "held":
                         fut = self._loop.create_future()
                         self._waiting[(client, broker)] = fut
@@ -261,6 +267,8 @@ class Server:
                             self.recorder.sent((client, broker), False, out)
                     writer.write(out)
                     await writer.drain()
+                if kind == "send":
+                    self.timings.append((model_s, time.perf_counter() - t0))
         finally:
             if head_task is not None and not head_task.done():
                 head_task.cancel()
