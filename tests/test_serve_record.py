@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -11,7 +13,9 @@ import time
 import pyarrow.parquet as pq
 import pytest
 
+from kipviz import codec
 from kipviz.capture import read_pcap
+from kipviz.schema import registry
 from kipviz.serve import Server
 
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is a dev dependency")
@@ -44,16 +48,24 @@ def test_a_recorded_session_has_the_sample_layout_and_the_real_traffic(tmp_path)
 def test_cli_serve_prints_the_bootstrap_and_stops_cleanly_on_sigint(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     proc = subprocess.Popen([sys.executable, "-m", "kipviz.cli", "serve", "--port", "0", "--brokers", "2", "-v",
-                             "--record", str(tmp_path / "rec")],
+                             "--share-version", "2", "--record", str(tmp_path / "rec")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             start_new_session=True)
     try:
         line = proc.stdout.readline()
         assert "bootstrap.servers=127.0.0.1:" in line
         bootstrap = line.split("bootstrap.servers=")[1].split()[0]
-        md = ck.admin.AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
+        from confluent_kafka.admin import AdminClient
+        md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
         assert sorted(md.brokers) == [0, 1]
         assert [f"127.0.0.1:{b.port}" for _, b in sorted(md.brokers.items())] == bootstrap.split(",")
+        host, port = bootstrap.split(",")[0].split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as s:      # --share-version 2: KIP-1289's RPC
+            s.sendall(codec.encode_request("ApiVersions", 3, {"ClientSoftwareName": "t", "ClientSoftwareVersion": "1"}))
+            head = s.recv(4, socket.MSG_WAITALL)
+            body = s.recv(struct.unpack(">i", head)[0], socket.MSG_WAITALL)
+        keys = {k["ApiKey"] for k in codec.decode_response(head + body, "ApiVersions", 3)["body"]["ApiKeys"]}
+        assert registry.api_key(registry.get("TxnShareAcknowledgeRequest")) in keys
         time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=20)
