@@ -13,4 +13,12 @@ from __future__ import annotations
 
 from .server import Server
 
-__all__ = ["Server"]
+
+def __getattr__(name):
+    if name == "LiveView":            # ipywidgets only when a notebook asks for the view
+        from .live import LiveView
+        return LiveView
+    raise AttributeError(name)
+
+
+__all__ = ["Server", "LiveView"]
