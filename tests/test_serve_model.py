@@ -57,6 +57,9 @@ def test_acks_0_produce_is_appended_and_never_answered():
     assert c.dispatch(frame("Produce", 9, produce_body("t", [b"a", b"b"], acks=0))) == ("none", b"")
     assert c.topics.partition("t", 0).log_end_offset == 2
     assert "acks=0" in c.events[-1].text
+    # with an error Kafka closes the connection instead (the client then refreshes its metadata)
+    assert c.dispatch(frame("Produce", 9, produce_body("nope", [b"x"], acks=0))) == ("close", b"")
+    assert "connection closed" in c.events[-1].text
     kind, out = c.dispatch(frame("Produce", 9, produce_body("t", [b"c"], acks=1)))
     assert kind == "send" and answer(out, "Produce", 9)["body"]["Responses"][0]["PartitionResponses"][0]["BaseOffset"] == 2
 

@@ -22,7 +22,7 @@ from . import events as ev
 from .clock import VirtualClock
 from .config import Acl, ClusterConfig, served_versions
 from .error_codes import CODE
-from .handlers import DEFERRED, HANDLERS, Request, load_all
+from .handlers import CLOSE, DEFERRED, HANDLERS, Request, load_all
 from .respond import error_codes, error_response
 from .topics import INTERNAL, TopicRegistry
 
@@ -291,6 +291,10 @@ class Cluster:
             body = error_response(api, version, req["body"], CODE["UNKNOWN_SERVER_ERROR"])
         if body is DEFERRED:     # held; answered later through complete() -> take_completed()
             return "held", b""
+        if body is CLOSE:        # no response, and Kafka closes the connection (acks=0 with an error)
+            self.note(f"{api} v{version}: error with acks=0, connection closed", client=client, correlation_id=cid,
+                      broker=broker)
+            return "close", b""
         if body is None:         # no response on the wire (Produce with acks=0)
             self.note(f"{api} v{version} needs no response (acks=0)", client=client, correlation_id=cid)
             return "none", b""

@@ -32,7 +32,7 @@ from ...records.batch import TRANSACTIONAL_MASK as TRANSACTIONAL_BIT
 from ...uuids import ZERO_UUID
 from .. import events as ev
 from ..error_codes import CODE
-from . import DEFERRED, Request, handles
+from . import CLOSE, DEFERRED, Request, handles
 from .metadata import CLUSTER_RESOURCE, err, is_zero, leader_alive, model_state, node, shape
 
 NONE = 0
@@ -301,7 +301,10 @@ def produce(cluster, req: Request) -> dict:
                           "PartitionResponses": parts})
     if acks == 0:
         # KafkaApis.handleProduceRequest: "no operation needed if producer request.required.acks = 0"
-        # (FACTS (i)); Cluster.handle records a Note and sends nothing
+        # (FACTS (i)): nothing is sent; with an error the connection is closed instead, so the
+        # client refreshes its metadata
+        if any(p["ErrorCode"] for t in responses for p in t["PartitionResponses"]):
+            return CLOSE
         return None
     return shape("ProduceResponse", v, {"Responses": responses, "ThrottleTimeMs": 0,
                                         "NodeEndpoints": [node(cluster, b) for b in sorted(leaders)]})
