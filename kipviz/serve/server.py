@@ -21,7 +21,7 @@ from ..broker import Cluster
 
 MAX_REQUEST_BYTES = 104857600      # socket.request.max.bytes: a bigger size prefix closes the connection
 MIN_TICK_S, MAX_TICK_S = 0.002, 0.1    # virtual time catches up with the wall clock at the next timer
-DEFAULT_EVENTS_MAX = 200_000       # a long-running server keeps this many events (issue 22 item 8)
+DEFAULT_EVENTS_MAX = 50_000        # a long-running server keeps at most this many events (issue 22 item 8)
 
 
 class Server:
