@@ -55,7 +55,8 @@ class ClusterConfig:
     # the request is held up to MaxWaitMs or until MinBytes arrive. False (the kit's scenarios, which
     # drive time themselves): answered at once, as if MaxWaitMs were 0. `kipviz serve` sets True.
     long_poll: bool = False
-    # share.auto.offset.reset (GroupConfig.SHARE_AUTO_OFFSET_RESET_DEFAULT = "latest"): where a share
+    # share.auto.offset.reset (group-coordinator/.../coordinator/group/GroupConfig.java:
+    # SHARE_AUTO_OFFSET_RESET_DEFAULT = ShareGroupAutoOffsetResetStrategy.LATEST): where a share
     # group with no state starts; a group's own setting goes in share_group_offset_reset.
     share_auto_offset_reset: str = "latest"
     share_group_offset_reset: dict[str, str] = field(default_factory=dict)
