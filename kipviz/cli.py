@@ -301,6 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_export(sub)
     from .cli_spark import add_spark
     add_spark(sub)
+    from .cli_serve import add_serve
+    add_serve(sub)
     return p
 
 

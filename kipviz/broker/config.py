@@ -48,6 +48,31 @@ class ClusterConfig:
     group_share_delivery_count_limit: int = 5
     group_share_record_lock_duration_ms: int = 30000
     group_share_partition_max_record_locks: int = 200
+    # ---- fields for a live cluster (kipviz serve); defaults keep the scenarios' frames as they were ----
+    # advertised.listeners per broker id: (host, port). None: "broker-N":9092 for every broker.
+    advertised_listeners: dict[int, tuple[str, int]] | None = None
+    # Fetch/ShareFetch long polling (Kafka's DelayedFetch / DelayedShareFetch): with nothing to return
+    # the request is held up to MaxWaitMs or until MinBytes arrive. False (the kit's scenarios, which
+    # drive time themselves): answered at once, as if MaxWaitMs were 0. `kipviz serve` sets True.
+    long_poll: bool = False
+    # share.auto.offset.reset (group-coordinator/.../coordinator/group/GroupConfig.java:
+    # SHARE_AUTO_OFFSET_RESET_DEFAULT = ShareGroupAutoOffsetResetStrategy.LATEST): where a share
+    # group with no state starts; a group's own setting goes in share_group_offset_reset.
+    share_auto_offset_reset: str = "latest"
+    share_group_offset_reset: dict[str, str] = field(default_factory=dict)
+    # cluster.events bound: None keeps every event (scenarios); N keeps the newest N, handing older
+    # ones to events_spill (e.g. a recording) or dropping them.
+    events_max: int | None = None
+    events_spill: object = None            # callable(list[Event]) or None
+
+    def share_offset_reset(self, group_id: str) -> str:
+        return self.share_group_offset_reset.get(group_id, self.share_auto_offset_reset)
+
+    def advertised(self, broker: int) -> tuple[str, int]:
+        """The host and port clients are told to reach `broker` at (advertised.listeners)."""
+        if self.advertised_listeners and broker in self.advertised_listeners:
+            return self.advertised_listeners[broker]
+        return f"broker-{broker}", 9092
 
     def proposals(self) -> frozenset[str]:
         """APIs whose *proposed* versions are served: KIP-1289's RPC needs share.version >= 2."""
