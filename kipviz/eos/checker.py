@@ -192,10 +192,13 @@ def content_key(record) -> int | None:
     text, values as bytes), so that a copy is told from a fan-out record."""
     if not isinstance(record, dict):
         return None
-    hs = tuple((k.decode("utf-8", "replace") if isinstance(k, (bytes, bytearray)) else k,
-                v.encode() if isinstance(v, str) else (bytes(v) if v is not None else None))
+    hs = tuple((k.decode("utf-8", "replace") if isinstance(k, (bytes, bytearray)) else k, _b(v))
                for k, v in (record.get("headers") or ()))
-    return hash((record.get("key"), record.get("value"), hs))      # an int: kept per settled record
+    return hash((_b(record.get("key")), _b(record.get("value")), hs))      # an int: kept per settled record
+
+
+def _b(v):
+    return v.encode() if isinstance(v, str) else bytes(v) if isinstance(v, (bytearray, memoryview)) else v
 
 
 def _marker_is_commit(e) -> bool:
@@ -541,6 +544,7 @@ class ShareEosChecker:
                 _duplicate(add, rid, h, atts, allowed)
             for copies in within.values():
                 if len(copies) > 1:
+                    copies.sort(key=lambda c: (c[2], c[3]))
                     names = ", ".join(f"{output_topic}-{p}@{o}" for _, _, p, o in copies)
                     add("duplicate-in-transaction", rid,
                         f"the same output record visible {len(copies)} times in one transaction: {names}",
