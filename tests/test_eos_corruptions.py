@@ -112,6 +112,16 @@ def committed(df):
     return out
 
 
+def mid_commit(df):
+    """(data row, marker row) of a committed transaction whose producer's next marker on the
+    partition is a COMMIT too."""
+    def next_marker(m):
+        later = df[(df.partition == df.loc[m, "partition"]) & (df.producer_id == df.loc[m, "producer_id"])
+                   & df.is_control & (df.base_offset > df.loc[m, "base_offset"])].index
+        return marker_of(df, later[0]) if len(later) else None
+    return next((i, m) for i, m in committed(df) if next_marker(m) == "COMMIT")
+
+
 def aborted_markers(df):
     return [i for i in df[df.is_control].index if marker_of(df, i) == "ABORT"]
 
@@ -193,12 +203,7 @@ def test_commit_marker_removed_mid_partition(spark, copy):  # noqa: F811
     """(b) the producer's next COMMIT then commits the records (each visible once), while
     __transaction_state says that transaction ended earlier: marker-missing, named."""
     df = copy.frame()
-
-    def next_marker(m):
-        later = df[(df.partition == df.loc[m, "partition"]) & (df.producer_id == df.loc[m, "producer_id"])
-                   & df.is_control & (df.base_offset > df.loc[m, "base_offset"])].index
-        return marker_of(df, later[0]) if len(later) else None
-    i, m = next((i, m) for i, m in committed(df) if next_marker(m) == "COMMIT")
+    i, m = mid_commit(df)
     pid, epoch, p = df.loc[m, "producer_id"], df.loc[m, "producer_epoch"], df.loc[m, "partition"]
     copy.save(df.drop(index=m))
     res = failed(copy.verify(spark))
