@@ -209,7 +209,9 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
             name = f"{output_topic}-{r['partition']}@{r['offset']}"
             collected.append({"kind": "unattributed-output", "rid": None, "outputs": [name],
                               "detail": f"visible output {name} has no {checker.SOURCE_HEADER!r} header"})
-    for v in _txn_log_check(src, input_topic, output_topic):
+    markers, bad_batches = _batch_facts(src, _marker_topics(input_topic, output_topic))
+    txn_records, bad_log = _txn_log(src)
+    for v in _txn_log_check(src, input_topic, output_topic, markers, txn_records):
         collected.append({"kind": v["kind"], "rid": None, "transaction": f"{v['transaction']} {v['partition']}",
                           "outputs": [f"{v['partition']}@{v['offset']}"] if v["offset"] is not None else [],
                           "detail": v["detail"]})
@@ -236,7 +238,7 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     cols = [f.name for f in schema.fields]
     vdf = spark.createDataFrame([tuple(r[c] for c in cols) for r in collected], schema)
     stats = {**in_stats, **out_stats}
-    unreadable = _unreadable(logs, src, input_topic, output_topic)
+    unreadable = _unreadable(logs, src, input_topic, output_topic, bad_batches, bad_log)
     per_input.unpersist()
     if own:
         logs.unpersist()
@@ -490,40 +492,67 @@ def _marker_topics(input_topic, output_topic) -> tuple:
     return (input_topic, output_topic, SHARE_GROUP_STATE)
 
 
-def _txn_log_check(src, input_topic, output_topic) -> list[dict]:
-    """kipviz.eos.txnlog.check_markers over the run's __transaction_state records and the markers
-    (read from the batches' bytes) of the partitions whose batches the run has; [] without a
-    transaction log. The log and the markers are a handful of rows per transaction: they are
-    matched on the driver, by the function the event checker uses."""
+def _batch_facts(src, topics) -> tuple[list, list]:
+    """(markers, unreadable) of the batches of `topics` the run has, read from their bytes
+    (txnview.batch_headers) in one pass per topic: markers as (topic, partition, offset,
+    producer id, epoch, type) sorted by partition and offset, unreadable as dicts."""
+    from pyspark.sql import functions as F
+    markers, bad = [], []
+    for t in topics:
+        b = src.batches_of(t)
+        if b is None:
+            continue
+        hdr = txnview.batch_headers(b.filter(F.col("topic") == t))
+        for r in hdr.filter(F.col("error").isNotNull() | F.col("is_control")).select(
+                "partition", "row_offset", "base_offset", "producer_id", "producer_epoch", "control_type",
+                "error").collect():
+            if r["error"] is not None:
+                bad.append({"dataset": f"batches/{t}", "partition": r["partition"], "offset": r["row_offset"],
+                            "error": r["error"]})
+            else:
+                markers.append((t, r["partition"], r["base_offset"], r["producer_id"], r["producer_epoch"],
+                                r["control_type"]))
+    markers.sort(key=lambda m: m[:3])
+    return markers, bad
+
+
+def _txn_log(src) -> tuple[list, list]:
+    """(records, unreadable) of the run's __transaction_state: records as check_markers takes
+    them, in log order per transactional id (one id lives in one log partition); both empty
+    without a transaction log."""
     from pyspark.sql import functions as F
     log = src.topics.get(TRANSACTION_STATE) if hasattr(src, "topics") else None
     if log is None:
-        return []
-    ok, _ = decode.split_errors(decode.decode_transactions(log), TRANSACTION_STATE)
-    rows = ok.filter(F.col("state_id").isNotNull()).select(
+        return [], []
+    rows = decode.decode_transactions(log).filter(F.col("error").isNotNull() | F.col("state_id").isNotNull()).select(
         "log_partition", "log_offset", "transactional_id", "producer_id", "producer_epoch", "state_id",
-        "partitions").collect()
-    if not rows:
-        return []
-    rows.sort(key=lambda r: (r["log_partition"], r["log_offset"]))
+        "partitions", "error").collect()
+    rows.sort(key=lambda r: (r["log_partition"] if r["log_partition"] is not None else -1,
+                             r["log_offset"] if r["log_offset"] is not None else -1))
     records = [(r["transactional_id"], r["producer_id"], r["producer_epoch"], r["state_id"],
-                [(p["topic"], p["partition"]) for p in r["partitions"] or ()]) for r in rows]
+                [(p["topic"], p["partition"]) for p in r["partitions"] or ()]) for r in rows if r["error"] is None]
+    bad = [{"dataset": TRANSACTION_STATE, "partition": r["log_partition"], "offset": r["log_offset"],
+            "error": r["error"]} for r in rows if r["error"] is not None]
+    return records, bad
+
+
+def _txn_log_check(src, input_topic, output_topic, markers, records) -> list[dict]:
+    """kipviz.eos.txnlog.check_markers over the run's __transaction_state records and the markers
+    of the partitions whose batches the run has; [] without a transaction log. The log and the
+    markers are a handful of rows per transaction: they are matched on the driver, by the function
+    the event checker uses."""
+    if not records:
+        return []
     topics = [t for t in _marker_topics(input_topic, output_topic) if src.batches_of(t) is not None]
-    markers = []
-    for t in topics:
-        hdr = txnview.batch_headers(src.batches_of(t).filter(F.col("topic") == t))
-        markers += hdr.filter(F.col("error").isNull() & F.col("is_control")).select(
-            "topic", "partition", "base_offset", "producer_id", "producer_epoch", "control_type").collect()
-    markers.sort(key=lambda m: (m["topic"], m["partition"], m["base_offset"]))
-    return check_markers(records, [tuple(m) for m in markers], topics)
+    return check_markers(records, markers, topics)
 
 
-def _unreadable(logs, src, input_topic, output_topic) -> list[dict]:
+def _unreadable(logs, src, input_topic, output_topic, bad_batches, bad_log) -> list[dict]:
     """What the verdict depends on and did not read, one dict per batch / record / dataset
     (dataset, partition, offset, error): the input, output and __share_group_state batches whose
-    bytes do not read (txnview.batch_headers) or whose records do not decode, the
-    __transaction_state records that do not decode, and the reader's errors for those datasets
-    and for the events."""
+    bytes do not read (_batch_facts) or whose records do not decode, the __transaction_state
+    records that do not decode (_txn_log), and the reader's errors for those datasets and for the
+    events."""
     from pyspark.sql import functions as F
     names = {input_topic, output_topic, TRANSACTION_STATE, SHARE_GROUP_STATE}
     wanted = {"events.parquet"} | {t.get(k) for t in (src.manifest.get("topics") or []) if isinstance(t, dict)
@@ -535,20 +564,10 @@ def _unreadable(logs, src, input_topic, output_topic) -> list[dict]:
     for e in src.read_errors:
         if e.get("dataset") in wanted:
             add(e["dataset"], e.get("partition"), e.get("offset"), e.get("error"))
-    for t in _marker_topics(input_topic, output_topic):
-        b = src.batches_of(t)
-        if b is None:
-            continue
-        for r in txnview.batch_headers(b.filter(F.col("topic") == t)).filter(F.col("error").isNotNull()).select(
-                "partition", "row_offset", "error").collect():
-            add(f"batches/{t}", r["partition"], r["row_offset"], r["error"])
+    for u in bad_batches + bad_log:
+        add(u["dataset"], u["partition"], u["offset"], u["error"])
     for r in logs.errors.filter(F.col("dataset") == f"batches/{output_topic}").collect():
         add(r["dataset"], r["partition"], r["offset"], r["error"])
-    log = src.topics.get(TRANSACTION_STATE)
-    if log is not None:
-        _, bad = decode.split_errors(decode.decode_transactions(log), TRANSACTION_STATE)
-        for r in bad.collect():
-            add(TRANSACTION_STATE, r["partition"], r["offset"], r["error"])
     return [{"dataset": d, "partition": p, "offset": o, "error": err}
             for (d, p, o), err in sorted(found.items(), key=lambda kv: tuple("" if x is None else str(x)
                                                                              for x in kv[0]))]
