@@ -297,6 +297,20 @@ def test_headerless_records_under_columns_that_claim_an_aborted_producer(spark, 
     assert {r["kind"] for r in res.rows} == {"unattributed-output"} and len(res.rows) == 500
 
 
+def test_ack_moved_to_another_record(spark, copy):  # noqa: F811
+    """The events: one record's ACKNOWLEDGED move rewritten onto another record's key."""
+    rel = "events.parquet"
+    ev = copy.frame(rel)
+    acks = ev[(ev.kind == "StateChanged") & (ev.machine == "share-record") & (ev.to_state == "ACKNOWLEDGED")]
+    a, b = acks.index[0], acks.index[-1]
+    frm, to = ev.loc[a, "key"].split("/", 1)[1], ev.loc[b, "key"].split("/", 1)[1]
+    ev.at[a, "key"] = ev.loc[b, "key"]
+    copy.save(ev, rel)
+    res = failed(copy.verify(spark))
+    assert names(res, "lost") == {frm} and names(res, "terminal-twice") == {to}
+    assert frm in names(res, "output-without-ack")
+
+
 # ---- inputs that do not read: "cannot verify", never OK ---------------------------------------------------
 def _cannot(res, n, where):
     assert not res.ok and res.verdict.startswith(f"cannot verify: {n} batches"), res.summary()
