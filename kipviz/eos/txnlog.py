@@ -2,7 +2,7 @@
 partitions: one function, used by the event checker (kipviz.eos.checker) and by Spark's
 verify_eos (kipviz.spark.eos) alike, so that the two agree by construction.
 
-    viols = check_markers(log_records, markers, topics={"in", "out", "__share_group_state"})
+    viols = check_markers(log_records, markers, topics={"in", "out"})
 
 A transaction is what the coordinator prepared: a PrepareCommit / PrepareAbort record of a
 transactional id, named by the record's (ProducerId, ProducerEpoch) -- the coordinator writes its
@@ -27,6 +27,12 @@ The rules, on the partitions of `topics` only (those whose data the caller has):
                      producer id / epoch, a partition the transaction did not name, one marker
                      too many)
 
+A retried WriteTxnMarkers may append the same marker again (the broker accepts a marker of the
+producer's current epoch; kipviz's duplicate-marker fault): a marker with the producer id, epoch
+and type of that producer's previous marker on the partition, with none of its data in between,
+is a retry -- read_committed readers see nothing new -- and is set aside where the partition holds
+more markers of that producer id and epoch than the log has transactions for it.
+
 A transaction still prepared at the end (markers in flight) may have written some markers and not
 others: no marker-missing for it. Violations are dicts: kind, transaction (text naming the
 transactional id, producer id and epoch, or the marker's producer id and epoch when no transaction
@@ -37,7 +43,7 @@ PREPARE = {2: "COMMIT", 3: "ABORT"}          # TransactionStatus ids (Transactio
 COMPLETE = {4: "COMMIT", 5: "ABORT"}
 TXN_KINDS = ("marker-missing", "marker-mismatch", "marker-unexpected")
 
-__all__ = ["check_markers", "TXN_KINDS", "txn_name"]
+__all__ = ["check_markers", "retried_markers", "TXN_KINDS", "txn_name"]
 
 
 def txn_name(tid, pid, epoch) -> str:
@@ -47,8 +53,10 @@ def txn_name(tid, pid, epoch) -> str:
 def check_markers(log_records, markers, topics) -> list[dict]:
     """log_records: (transactional_id, producer_id, producer_epoch, state_id, [(topic, partition), ...])
     in log order per transactional id (records of one id are in one __transaction_state partition);
-    markers: (topic, partition, offset, producer_id, producer_epoch, "COMMIT" / "ABORT") in offset
-    order per partition. Returns the violations (module docstring), sorted."""
+    markers: (topic, partition, offset, producer_id, producer_epoch, "COMMIT" / "ABORT", retry) in
+    offset order per partition; retry: the producer's previous marker on the partition has the same
+    epoch and type and none of its data lies between (retried_markers() works it out). Returns the
+    violations (module docstring), sorted."""
     topics = set(topics)
     txns: list[dict] = []                    # prepared transactions, in log order per id
     current: dict = {}                       # transactional id -> its transaction still prepared
@@ -72,11 +80,22 @@ def check_markers(log_records, markers, topics) -> list[dict]:
     for t in txns:
         for tp, p in t["parts"]:
             expected.setdefault((t["pid"], t["epoch"], tp, p), []).append(t)
+    by_key: dict = {}
+    for m in markers:
+        if m[0] in topics:
+            by_key.setdefault((m[3], m[4], m[0], m[1]), []).append(m)
+    kept = []
+    for k, ms in by_key.items():
+        excess = len(ms) - len(expected.get(k, ()))
+        for m in ms:
+            if excess > 0 and m[6]:
+                excess -= 1                  # a retried marker: the same one again
+                continue
+            kept.append(m)
+    kept.sort(key=lambda m: (m[0], m[1], m[2]))
     seen: dict = {}
     viols: list[dict] = []
-    for tp, p, off, pid, epoch, mtype in markers:
-        if tp not in topics:
-            continue
+    for tp, p, off, pid, epoch, mtype, _retry in kept:
         k = (pid, epoch, tp, p)
         i = seen.get(k, 0)
         seen[k] = i + 1
@@ -106,6 +125,22 @@ def check_markers(log_records, markers, topics) -> list[dict]:
     viols.sort(key=lambda v: (v["partition"], v["offset"] if v["offset"] is not None else -1, v["kind"],
                               v["transaction"]))
     return viols
+
+
+def retried_markers(batches):
+    """batches: (topic, partition, offset, producer_id, producer_epoch, marker type or None for
+    data) of transactional batches in offset order per partition -> the markers as check_markers
+    takes them, each with its retry flag."""
+    last: dict = {}                          # (topic, partition, pid) -> (epoch, type) of the last marker, or None
+    out = []
+    for tp, p, off, pid, epoch, mtype in batches:
+        k = (tp, p, pid)
+        if mtype is None:
+            last[k] = None
+            continue
+        out.append((tp, p, off, pid, epoch, mtype, last.get(k) == (epoch, mtype)))
+        last[k] = (epoch, mtype)
+    return out
 
 
 def _v(kind, txn, topic, partition, offset, detail) -> dict:

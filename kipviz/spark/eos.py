@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from ..eos import checker
 from ..eos.txnlog import check_markers
 from ..errors import KipvizError
-from ..records.internal import SHARE_GROUP_STATE, TRANSACTION_STATE
+from ..records.internal import TRANSACTION_STATE
 from . import decode, txnview
 from .logs import Logs
 from .moves import partition_offset_after, share_events, share_moves
@@ -489,13 +489,15 @@ def _within(rid: str, vis: list, contents: dict, output_topic: str) -> list[dict
 
 
 def _marker_topics(input_topic, output_topic) -> tuple:
-    return (input_topic, output_topic, SHARE_GROUP_STATE)
+    """The data partitions whose markers are checked against the log."""
+    return (input_topic, output_topic)
 
 
 def _batch_facts(src, topics) -> tuple[list, list]:
     """(markers, unreadable) of the batches of `topics` the run has, read from their bytes
     (txnview.batch_headers) in one pass per topic: markers as (topic, partition, offset,
     producer id, epoch, type) sorted by partition and offset, unreadable as dicts."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
     markers, bad = [], []
     for t in topics:
@@ -503,15 +505,19 @@ def _batch_facts(src, topics) -> tuple[list, list]:
         if b is None:
             continue
         hdr = txnview.batch_headers(b.filter(F.col("topic") == t))
-        for r in hdr.filter(F.col("error").isNotNull() | F.col("is_control")).select(
-                "partition", "row_offset", "base_offset", "producer_id", "producer_epoch", "control_type",
-                "error").collect():
-            if r["error"] is not None:
-                bad.append({"dataset": f"batches/{t}", "partition": r["partition"], "offset": r["row_offset"],
-                            "error": r["error"]})
-            else:
-                markers.append((t, r["partition"], r["base_offset"], r["producer_id"], r["producer_epoch"],
-                                r["control_type"]))
+        # a marker right after another of its producer (no data between): maybe a retry (txnlog)
+        w = Window.partitionBy("partition", "producer_id").orderBy("base_offset")
+        prev = F.lag(F.struct("is_control", "producer_epoch", "control_type")).over(w)
+        ok = hdr.filter(F.col("error").isNull() & F.col("is_transactional")).withColumn("_prev", prev).filter(
+            "is_control").select("partition", "base_offset", "producer_id", "producer_epoch", "control_type",
+                                 F.coalesce(F.col("_prev.is_control") & (F.col("_prev.producer_epoch") == F.col(
+                                     "producer_epoch")) & (F.col("_prev.control_type") == F.col("control_type")),
+                                            F.lit(False)).alias("retry"))
+        markers += [(t, r["partition"], r["base_offset"], r["producer_id"], r["producer_epoch"], r["control_type"],
+                     r["retry"]) for r in ok.collect()]
+        bad += [{"dataset": f"batches/{t}", "partition": r["partition"], "offset": r["row_offset"],
+                 "error": r["error"]}
+                for r in hdr.filter(F.col("error").isNotNull()).select("partition", "row_offset", "error").collect()]
     markers.sort(key=lambda m: m[:3])
     return markers, bad
 
@@ -549,12 +555,11 @@ def _txn_log_check(src, input_topic, output_topic, markers, records) -> list[dic
 
 def _unreadable(logs, src, input_topic, output_topic, bad_batches, bad_log) -> list[dict]:
     """What the verdict depends on and did not read, one dict per batch / record / dataset
-    (dataset, partition, offset, error): the input, output and __share_group_state batches whose
-    bytes do not read (_batch_facts) or whose records do not decode, the __transaction_state
+    (dataset, partition, offset, error): the input and output batches whose bytes do not read (_batch_facts) or whose records do not decode, the __transaction_state
     records that do not decode (_txn_log), and the reader's errors for those datasets and for the
     events."""
     from pyspark.sql import functions as F
-    names = {input_topic, output_topic, TRANSACTION_STATE, SHARE_GROUP_STATE}
+    names = {input_topic, output_topic, TRANSACTION_STATE}
     wanted = {"events.parquet"} | {t.get(k) for t in (src.manifest.get("topics") or []) if isinstance(t, dict)
                                    and t.get("name") in names for k in ("dataset", "batches")}
     found: dict = {}
