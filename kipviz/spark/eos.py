@@ -113,9 +113,12 @@ class EosResult:
 
 
 def cannot_verify(unreadable: list) -> str:
-    n = len(unreadable)
+    """"cannot verify: N batches unreadable" (and the __transaction_state records and the datasets
+    that did not read, when there are any)."""
     recs = sum(u["dataset"] == TRANSACTION_STATE for u in unreadable)
-    what = f"{n} batches" if not recs else f"{n - recs} batches and {recs} __transaction_state records"
+    sets = sum(u["dataset"] != TRANSACTION_STATE and u["partition"] is None for u in unreadable)
+    parts = [(len(unreadable) - recs - sets, "batches"), (recs, "__transaction_state records"), (sets, "datasets")]
+    what = " and ".join(f"{n} {w}" for n, w in parts if n) or "0 batches"
     return f"cannot verify: {what} unreadable"
 
 
@@ -495,8 +498,8 @@ def _marker_topics(input_topic, output_topic) -> tuple:
 
 def _batch_facts(src, topics) -> tuple[list, list]:
     """(markers, unreadable) of the batches of `topics` the run has, read from their bytes
-    (txnview.batch_headers) in one pass per topic: markers as (topic, partition, offset,
-    producer id, epoch, type) sorted by partition and offset, unreadable as dicts."""
+    (txnview.batch_headers) in one pass per topic: markers as kipviz.eos.txnlog.check_markers
+    takes them (with the retry flag), sorted by partition and offset, unreadable as dicts."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     markers, bad = [], []
@@ -508,16 +511,19 @@ def _batch_facts(src, topics) -> tuple[list, list]:
         # a marker right after another of its producer (no data between): maybe a retry (txnlog)
         w = Window.partitionBy("partition", "producer_id").orderBy("base_offset")
         prev = F.lag(F.struct("is_control", "producer_epoch", "control_type")).over(w)
-        ok = hdr.filter(F.col("error").isNull() & F.col("is_transactional")).withColumn("_prev", prev).filter(
-            "is_control").select("partition", "base_offset", "producer_id", "producer_epoch", "control_type",
-                                 F.coalesce(F.col("_prev.is_control") & (F.col("_prev.producer_epoch") == F.col(
-                                     "producer_epoch")) & (F.col("_prev.control_type") == F.col("control_type")),
-                                            F.lit(False)).alias("retry"))
-        markers += [(t, r["partition"], r["base_offset"], r["producer_id"], r["producer_epoch"], r["control_type"],
-                     r["retry"]) for r in ok.collect()]
-        bad += [{"dataset": f"batches/{t}", "partition": r["partition"], "offset": r["row_offset"],
-                 "error": r["error"]}
-                for r in hdr.filter(F.col("error").isNotNull()).select("partition", "row_offset", "error").collect()]
+        bad_row = F.col("error").isNotNull()           # (producer id null: a window of their own)
+        rows = hdr.filter(bad_row | F.col("is_transactional")).withColumn("_prev", prev).filter(
+            bad_row | F.col("is_control")).select(
+            "partition", "row_offset", "base_offset", "producer_id", "producer_epoch", "control_type", "error",
+            F.coalesce(F.col("_prev.is_control") & (F.col("_prev.producer_epoch") == F.col("producer_epoch"))
+                       & (F.col("_prev.control_type") == F.col("control_type")), F.lit(False)).alias("retry"))
+        for r in rows.collect():
+            if r["error"] is not None:
+                bad.append({"dataset": f"batches/{t}", "partition": r["partition"], "offset": r["row_offset"],
+                            "error": r["error"]})
+            else:
+                markers.append((t, r["partition"], r["base_offset"], r["producer_id"], r["producer_epoch"],
+                                r["control_type"], r["retry"]))
     markers.sort(key=lambda m: m[:3])
     return markers, bad
 
