@@ -384,6 +384,14 @@ def test_garbled_transaction_log_record(spark, copy):  # noqa: F811
         ("__transaction_state", t.loc[5, "partition"], t.loc[5, "offset"])]
 
 
+def test_missing_output_batches_file(spark, copy):  # noqa: F811
+    """Without the output's batches nothing says which output committed: a dataset unreadable."""
+    (copy.dir / OUT_B).unlink()
+    res = copy.verify(spark)
+    assert not res.ok and res.verdict == "cannot verify: 1 datasets unreadable", res.summary()
+    assert [(u["dataset"], u["partition"]) for u in res.unreadable] == [(OUT_B, None)]
+
+
 def test_cli_verdicts(spark, copy, capsys):  # noqa: F811
     assert main(["verify-eos", str(copy.dir)]) == 0
     assert capsys.readouterr().out.splitlines()[-1].endswith(": OK (0 violation(s))")
