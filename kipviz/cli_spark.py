@@ -3,7 +3,7 @@
     kipviz sample-data --scenario share_eos --records 100000 --seed 1 -o out/share_eos
     kipviz sample-data --all -o sample_data          # the bundled set, byte for byte
     kipviz analyze out/share_eos [--master URL] [--html report.html]
-    kipviz verify-eos out/share_eos                  # exit 1 if any violation, 0 if none
+    kipviz verify-eos out/share_eos                  # exit 1 if any violation or unreadable input, 0 if none
 
 Bad input (no such directory, not a sample, a manifest field of the wrong type, a file that is not
 Parquet, a master URL Spark does not take or that does not answer) and any failure in Spark: one
@@ -133,9 +133,12 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_verify_eos(args) -> int:
-    from .spark.eos import line, verify_eos
+    from .spark.eos import line, unreadable_line, verify_eos
     res = verify_eos(_source(args.directory, args.master), group=args.group, input_topic=args.input_topic,
                      output_topic=args.output_topic, allowed_at_least_once=not args.strict)
+    # unreadable inputs first: over them no verdict holds ("cannot verify", exit 1, never OK)
+    for u in res.unreadable:
+        print(unreadable_line(u))
     for r in res.rows:
         print(line(r))
     print(res.summary(limit=0).splitlines()[0] + f" ({sum(r['classification'] == 'violation' for r in res.rows)} "
