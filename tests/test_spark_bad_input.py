@@ -137,9 +137,6 @@ def _with_base_timestamp(batch: bytes, ts: int) -> bytes:
     return bytes(b)
 
 
-@pytest.mark.xfail(strict=True, reason="kipviz/spark/txnview.py (h21a's) reads BaseTimestamp as an unsigned "
-                                       "number: F.conv(hex, 16, 10).cast('bigint') fails for any negative one, "
-                                       "NO_TIMESTAMP (-1) included; F.conv(hex, 16, -10) reads it signed")
 def test_a_batch_with_no_timestamp_has_a_batch_view(spark, tmp_path):  # noqa: F811
     d = tmp_path / "run"
     shutil.copytree(SHARE, d)
