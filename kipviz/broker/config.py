@@ -21,8 +21,9 @@ class Acl:
 class ClusterConfig:
     brokers: int = 1
     # Which Kafka release the brokers play: versions are served per the kit's labels
-    # (since <= release, not removed). None = released and accepted versions (trunk).
-    release: str | None = None
+    # (since <= release, not removed). Default: the newest release (4.4). None = every released and
+    # accepted version (trunk-like: also versions no release serves by default).
+    release: str | None = releases.NEWEST
     api_versions: dict[str, tuple[int, int]] = field(default_factory=dict)   # per-API override
     transaction_version: int = 2           # transaction.version feature: 1 or 2 (KIP-890 part 2)
     acls: list[Acl] | None = None          # None: everyone may do everything

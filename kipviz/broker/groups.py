@@ -1,7 +1,7 @@
 """The group coordinator: classic groups, KIP-848 consumer groups and committed offsets.
 
 Models released Kafka's *new* group coordinator (group-coordinator/ module; FACTS.md (c)), with
-KIP-1319 (TxnOffsetCommit v6) as accepted:
+KIP-1319 (TxnOffsetCommit v6, released in Kafka 4.4):
 
 * GroupMetadataManager   -> classic groups (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, generations,
                             session and rebalance timeouts) and consumer groups (ConsumerGroupHeartbeat,
@@ -1545,6 +1545,38 @@ class GroupCoordinator:
         if found:
             self.cluster.note(f"topic {topic} deleted: {len(found)} committed offset(s) removed (tombstones)",
                               topic=topic, offsets=sorted({f"{g} {topic}-{p}" for g, p in found}))
+
+    def delete_groups(self, group_ids: list[str]) -> list[dict]:
+        """GroupCoordinatorShard.deleteGroups: per group, validateDeleteGroup (a missing or Dead group
+        is GROUP_ID_NOT_FOUND, one with members NON_EMPTY_GROUP), then OffsetMetadataManager
+        .deleteAllOffsets (a tombstone per committed offset, and per pending transactional offset not
+        also committed) and the group's own tombstones. A group known only by its offsets counts as
+        Empty (Kafka would hold it as an Empty classic group)."""
+        out = []
+        for gid in group_ids:
+            g = self.groups.get(gid)
+            if g is None and gid not in self.offsets:
+                out.append({"GroupId": gid, "ErrorCode": CODE["GROUP_ID_NOT_FOUND"],
+                            "ErrorMessage": f"Group {gid} not found."})
+                continue
+            if g is not None and g.state != "Empty":
+                out.append({"GroupId": gid, "ErrorCode": CODE["NON_EMPTY_GROUP"],
+                            "ErrorMessage": f"Group {gid} is not empty (state {g.state})."})
+                continue
+            keys = list(self.offsets.get(gid, {}))
+            for groups in self.pending_txn.values():
+                keys += [k for k in groups.get(gid, {}) if k not in keys]
+            for topic, p in keys:
+                self._append(gid, "OffsetCommit", {"group": gid, "topic": topic, "partition": p}, None)
+            self.offsets.pop(gid, None)
+            for groups in self.pending_txn.values():
+                groups.pop(gid, None)
+            if g is not None:
+                self._remove_group(g, "deleted (DeleteGroups)")
+            self.cluster.note(f"group {gid} deleted: {len(keys)} offset tombstone(s)", group=gid,
+                              partition=self.partition_for(gid))
+            out.append({"GroupId": gid, "ErrorCode": 0, "ErrorMessage": None})
+        return out
 
     def has_pending(self, gid: str, topic: str, partition: int) -> bool:
         part = self.partition_for(gid)

@@ -266,7 +266,7 @@ PRE_KIP_1319 = {"TxnOffsetCommit": 5}
 
 def kip1319(records: int, seed: int, step) -> Run:
     rng = random.Random(seed)
-    cluster = Cluster(seed=seed, brokers=3, release=None, start_ms=START_MS)
+    cluster = Cluster(seed=seed, brokers=3, start_ms=START_MS)      # the newest release (4.4): v6 served
     batch, per_partition = sizes(records)
     pipe = Pipeline(cluster, rng, inputs=["orders", "promos"], output="orders-enriched", group="enricher",
                     partitions=4, processors=2, batch=batch, member_versions={1: PRE_KIP_1319})

@@ -222,6 +222,25 @@ def describe_groups(cluster, req: Request) -> dict:
     return finish("DescribeGroups", req.version, {"Groups": errors + results})
 
 
+@handles("DeleteGroups")
+def delete_groups(cluster, req: Request) -> dict:
+    """KafkaApis.handleDeleteGroupsRequest: DELETE on each group or GROUP_AUTHORIZATION_FAILED; then
+    GroupCoordinatorService.deleteGroups: an empty id is INVALID_GROUP_ID, a group this broker does
+    not coordinate NOT_COORDINATOR, the rest go to the coordinator shard."""
+    results, todo = [], []
+    for gid in req.body["GroupsNames"]:
+        if not cluster.authorized(req.principal, "GROUP", gid, "DELETE"):
+            results.append({"GroupId": gid, "ErrorCode": CODE["GROUP_AUTHORIZATION_FAILED"]})
+        elif not gid:
+            results.append({"GroupId": gid, "ErrorCode": CODE["INVALID_GROUP_ID"]})
+        elif _wrong_coordinator(cluster, req, gid):
+            results.append({"GroupId": gid, "ErrorCode": CODE["NOT_COORDINATOR"]})
+        else:
+            todo.append(gid)
+    results += cluster.groups.delete_groups(todo)
+    return finish("DeleteGroups", req.version, {"ThrottleTimeMs": 0, "Results": results})
+
+
 # ---- offsets ---------------------------------------------------------------------------------------------
 class _Builder:
     """OffsetCommitResponse.Builder / TxnOffsetCommit's equivalent: topics in the order they first got
