@@ -190,7 +190,10 @@ class Cluster:
     # ---- the front door ------------------------------------------------------------------------
     def handle(self, frame: bytes, *, broker: int = 0, client: str = "client-1",
                principal: str = "User:ANONYMOUS") -> bytes:
-        """One request frame in, its response frame out (b"" where Kafka would close the connection)."""
+        """One request frame in, its response frame out (b"" where Kafka would close the connection).
+        A frame that is not bytes is the caller's mistake, not the model's: TypeError."""
+        if not isinstance(frame, (bytes, bytearray, memoryview)):
+            raise TypeError(f"Cluster.handle takes a request frame as bytes, not {type(frame).__name__}")
         try:
             req = codec.decode_request(frame)
         except DecodeError as e:

@@ -48,6 +48,12 @@ class ClusterConfig:
     group_share_delivery_count_limit: int = 5
     group_share_record_lock_duration_ms: int = 30000
     group_share_partition_max_record_locks: int = 200
+    # Bounds on the work one request can cause (docs/limits.md). message.max.bytes is Kafka's
+    # (LogConfig.DEFAULT_MAX_MESSAGE_BYTES, 1 MiB + 12); the other two are the kit's own limits,
+    # which a user may raise: Kafka has no cluster-wide partition cap and no per-Produce record cap.
+    message_max_bytes: int = 1048588       # message.max.bytes: a larger produced batch -> MESSAGE_TOO_LARGE
+    max_produce_records: int = 100_000     # kit: records (+ headers) one Produce appends -> MESSAGE_TOO_LARGE
+    max_cluster_partitions: int = 20_000   # kit: partitions the model holds -> CreateTopics POLICY_VIOLATION
 
     def proposals(self) -> frozenset[str]:
         """APIs whose *proposed* versions are served: KIP-1289's RPC needs share.version >= 2."""
