@@ -20,6 +20,7 @@ import random
 import struct
 import time
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,6 +29,7 @@ from kipviz.broker import Cluster
 from kipviz.broker.config import served_versions
 from kipviz.broker.events import ResponseSent
 from kipviz.broker.handlers import HANDLERS, load_all
+from kipviz.clients import Consumer, Producer
 from kipviz.draw.examples import TOPIC_IDS, example_value
 
 # KIPVIZ_FUZZ_EXAMPLES=20000 for a long campaign
@@ -78,25 +80,26 @@ def _cluster(share_version: int, brokers: int = 3) -> Cluster:
     return c
 
 
-# requests whose valid examples leave state behind: producers, transactions, groups, share groups
-_STATEFUL = ("InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "Produce", "JoinGroup", "SyncGroup",
-             "OffsetCommit", "ConsumerGroupHeartbeat", "ShareGroupHeartbeat", "ShareFetch", "TxnOffsetCommit")
-_WARMING = sorted(((api, v, f, sv) for api, v, f, sv in FRAMES
-                   if api in _STATEFUL and (api, v + 1) not in {(a, w) for a, w, _f, _s in FRAMES}),
-                  key=lambda x: _STATEFUL.index(x[0]))
-
-
-def _warm(share_version: int) -> Cluster:
-    """A one-broker cluster (every request reaches its handler, coordinators included) that has
-    served the newest valid example of each stateful API: producers, a transaction, groups and a
-    share group exist, so mutated requests meet state. Built afresh each time: a copy would share
-    the timers' closures with the original."""
+def _warm(share_version: int) -> tuple[Cluster, tuple, tuple]:
+    """A one-broker cluster (every request reaches its handler, coordinators included) with live
+    state made by the kit's clients: an open transaction of "tx-orders-001", a classic group
+    "order-processors" and a KIP-848 group "g848" that have consumed. Also returns the ints and
+    strings that state is keyed by (producer id and epoch, generation, member ids and epochs), for
+    the mutations to use: a request naming a live member reaches deeper than one naming nobody."""
     c = _cluster(share_version, brokers=1)
-    for _api, _version, frame, sv in _WARMING:
-        if sv <= share_version:
-            c.handle(frame)
+    p = Producer(c, "tx-orders-001")
+    pid, epoch = p.init_transactions()
+    p.begin_transaction()
+    p.send("orders", b"k", b"v", partition=0)
+    classic = Consumer(c, "order-processors", protocol="classic")
+    classic.subscribe(["orders"])
+    classic.poll()
+    modern = Consumer(c, "g848", protocol="consumer")
+    modern.subscribe(["orders", "payments"])
+    modern.poll()
     assert c.internal_errors == []
-    return c
+    return c, (pid, epoch, classic.generation, modern.member_epoch), (
+        "tx-orders-001", "order-processors", "g848", classic.member_id, modern.member_id)
 
 
 HUGE = (b"\x7f\xff\xff\xff", b"\xff\xff\xff\xff", b"\x7f\xff", b"\xff\xff", b"\xff\xff\xff\xff\x0f",
@@ -152,7 +155,7 @@ OPS = st.lists(st.tuples(st.sampled_from(("flip", "set", "cut", "insert", "delet
        twice=st.booleans(), warm=st.booleans())
 def test_mutated_frames_of_every_api_and_version(which, ops, fix_size, twice, warm):
     api, version, frame, share_version = FRAMES[which]
-    c = _warm(share_version) if warm else _cluster(share_version)
+    c = _warm(share_version)[0] if warm else _cluster(share_version)
     bad = mutate(frame, ops, fix_size)
     check(c, bad)
     if twice:                  # the state the first one left must not trip the model either
@@ -205,13 +208,13 @@ def _paths(value, path=()):
             yield from _paths(v, path + (i,))
 
 
-def _candidates(v) -> list:
+def _candidates(v, ints=(), strs=()) -> list:
     if isinstance(v, bool):
         return [not v]
     if isinstance(v, int):
-        return [*_INTS, v + 1, v - 1]
+        return [*_INTS, v + 1, v - 1, *ints]
     if isinstance(v, str):
-        return list(_STRS)
+        return [*_STRS, *strs]
     if isinstance(v, (bytes, bytearray)):
         return [b"", None, b"\x00" * 70, bytes(v[:-1]), bytes(v) + b"\x00", bytes(v) * 2]
     if isinstance(v, list):
@@ -235,6 +238,7 @@ def _replace(value, path, new):
 @given(which=st.integers(0, len(FRAMES) - 1), data=st.data(), warm=st.booleans())
 def test_valid_frames_with_odd_values(which, data, warm):
     api, version, _frame, share_version = FRAMES[which]
+    c, ints, strs = _warm(share_version) if warm else (_cluster(share_version), (), ())
     value = example_value(api + "Request", version)
     for _ in range(data.draw(st.integers(1, 3), label="changes")):
         paths = [p for p, v in _paths(value) if p and _candidates(v)]
@@ -245,14 +249,13 @@ def test_valid_frames_with_odd_values(which, data, warm):
         leaf = value
         for k in path:
             leaf = leaf[k]
-        new = data.draw(st.sampled_from(_candidates(leaf)), label="new")
+        new = data.draw(st.sampled_from(_candidates(leaf, ints, strs)), label="new")
         value = _replace(value, path, new)
         try:
             codec.encode_request(api, version, value, correlation_id=3)
         except Exception:  # noqa: BLE001 - the value does not fit the field: keep the old one
             value = old
     frame = codec.encode_request(api, version, value, correlation_id=3)
-    c = _warm(share_version) if warm else _cluster(share_version)
     check(c, frame)
     check(c, frame)            # again, on the state the first one left
     _later(c, data.draw(st.sampled_from((0, 1, 5_000, 60_000, 10**9)), label="advance"))
@@ -266,3 +269,19 @@ def _later(c: Cluster, ms: int) -> None:
     for _api, _version, frame, sv in FRAMES[::7]:
         if sv <= c.config.share_version:
             check(c, frame)
+
+
+def test_the_checks_catch_a_model_bug(monkeypatch):
+    """Not vacuous: a handler that fails on some input is reported by check() (internal_errors),
+    and a caller's None is a TypeError, not a model bug."""
+    def broken(cluster, req):
+        raise KeyError("a model bug")
+    monkeypatch.setitem(HANDLERS, "Heartbeat", broken)
+    api, version, frame, share_version = next(f for f in FRAMES if f[0] == "Heartbeat")
+    c = _cluster(share_version)
+    with pytest.raises(AssertionError, match="a model bug"):
+        check(c, frame)
+    c = _cluster(share_version)
+    with pytest.raises(TypeError):
+        c.handle(None)
+    assert c.internal_errors == []
