@@ -10,7 +10,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON ?= $(abspath $(PY))
 
-.PHONY: setup lab git-filter test bench lint fresh-check dot java tools browser voila clean sample-data
+.PHONY: setup lab git-filter test bench lint fresh-check dot java tools browser voila clean sample-data audit
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kipviz needs Python 3.11 or newer")'
@@ -91,6 +91,11 @@ voila: setup
 # loadgroup + tests/browser/xdist_group.py: the browser tests share one worker (one notebook at a time)
 test: setup browser
 	$(PY) -m pytest -n 2 --dist loadgroup -p tests.browser.xdist_group -q
+
+# Known vulnerabilities in the installed packages (pip-audit; needs the network, so not part of
+# `make test`). Unreachable service: one line and exit 2; vulnerabilities found: exit 1.
+audit: $(STAMP)
+	$(PY) tools/audit.py $(AUDIT_FLAGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check kipviz tests benchmarks

@@ -49,7 +49,7 @@ TXN = Table(
         Row("CompleteCommit", "add-partitions", "Ongoing", note="AddPartitionsToTxn"),
         Row("CompleteAbort", "add-partitions", "Ongoing", note="AddPartitionsToTxn"),
         Row("CompleteCommit", "init-producer-id", "Empty", note="InitProducerId"),
-        Row("Empty", "end-txn-abort", "PrepareAbort", status="accepted", kip="KIP-1319", note="EndTxn(abort)"),
+        Row("Empty", "end-txn-abort", "PrepareAbort", status="accepted", kip="KIP-939", note="EndTxn(abort)"),
         Row("Empty", "expire", "Dead"),
     ),
     state_ids={"Empty": 0, "Ongoing": 1, "PrepareCommit": 2, "PrepareAbort": 3, "CompleteCommit": 4,
@@ -230,7 +230,7 @@ def test_proposed_rows_hidden_by_show_proposed_false_are_drawn_when_taken():
     s.change("tx-1", "Empty", "end-txn-abort", "PrepareAbort", status="accepted")
     anim = Animation(TXN, s.events, show_proposed=False)
     svg = anim.frames_svg()[0]
-    assert f'id="{edge_id(TXN, 12)}"' in svg and "end-txn-abort (KIP-1319, accepted)" in anim.frames[0].caption
+    assert f'id="{edge_id(TXN, 12)}"' in svg and "end-txn-abort (KIP-939, accepted)" in anim.frames[0].caption
 
 
 @needs_dot

@@ -50,7 +50,7 @@ TXN = Table(
         Row("PrepareAbort", "markers-written", "CompleteAbort"),
         Row("CompleteCommit", "init-producer-id", "Empty"),
         Row("CompleteAbort", "init-producer-id", "Empty"),
-        Row("Empty", "end-txn-abort", "PrepareAbort", status="accepted", kip="KIP-1319", note="unsure client"),
+        Row("Empty", "end-txn-abort", "PrepareAbort", status="accepted", kip="KIP-939", note="unsure client"),
         Row("Empty", "expire", "Dead"),
     ),
     state_ids={"Empty": 0, "Ongoing": 1, "PrepareCommit": 2, "PrepareAbort": 3, "CompleteCommit": 4,
@@ -122,7 +122,7 @@ def test_terminal_states_are_double_circles_and_only_they():
 
 
 def test_accepted_and_proposed_rows_are_dashed_coloured_and_carry_their_kip():
-    for table, i, color, kip, status in ((TXN, 11, C_ACCEPTED, "KIP-1319", "accepted"),
+    for table, i, color, kip, status in ((TXN, 11, C_ACCEPTED, "KIP-939", "accepted"),
                                          (SHARE, 4, C_PROPOSED, "KIP-1289", "proposed")):
         line = next(e for e in dot_edges(state_diagram(table).source) if f"id={edge_id(table, i)}" in e)
         assert "style=dashed" in line and f'color="{color}"' in line
@@ -183,7 +183,7 @@ def test_svg_shows_states_ids_events_and_kips():
         assert s in text
     for r in TXN.rows:
         assert r.event in text
-    assert "id 7" in text and "KIP-1319 · accepted" in text
+    assert "id 7" in text and "KIP-939 · accepted" in text
     cur = group(svg, node_id(TXN, "PrepareCommit"))
     assert f'fill="{C_CURRENT_FILL}"' in cur
     assert f'fill="{C_NODE_FILL}"' in group(svg, node_id(TXN, "Ongoing"))

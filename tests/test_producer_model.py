@@ -108,7 +108,7 @@ def tv2():
 
 # ---- pure parts -----------------------------------------------------------------------------------
 def test_client_max_version_is_the_newest_non_proposed_version():
-    assert client_max_version("TxnOffsetCommit") == 6          # v6 is accepted (KIP-1319), not proposed
+    assert client_max_version("TxnOffsetCommit") == 6          # v6 is released (KIP-1319, Kafka 4.4)
     assert client_max_version("EndTxn") == 5
     assert client_max_version("AddPartitionsToTxn") == 3       # v4+ is the broker-to-coordinator form
 

@@ -254,7 +254,10 @@ class Cluster:
                  principal: str = "User:ANONYMOUS") -> tuple[str, bytes]:
         """Like handle, with what the connection does: ("send", frame), ("none", b"") for a request
         Kafka never answers (acks=0), ("held", b"") for a request answered later (take_completed),
-        ("close", b"") where Kafka closes the connection."""
+        ("close", b"") where Kafka closes the connection. A frame that is not bytes is the caller's
+        mistake, not the model's: TypeError."""
+        if not isinstance(frame, (bytes, bytearray, memoryview)):
+            raise TypeError(f"Cluster.handle takes a request frame as bytes, not {type(frame).__name__}")
         try:
             out = self._dispatch(frame, broker, client, principal)
         finally:

@@ -66,6 +66,13 @@ class ClusterConfig:
     events_max: int | None = None
     events_spill: object = None            # callable(list[Event]) or None
 
+    # Bounds on the work one request can cause (docs/limits.md). message.max.bytes is Kafka's
+    # (LogConfig.DEFAULT_MAX_MESSAGE_BYTES, 1 MiB + 12); the other two are the kit's own limits,
+    # which a user may raise: Kafka has no cluster-wide partition cap and no per-Produce record cap.
+    message_max_bytes: int = 1048588       # message.max.bytes: a larger produced batch -> MESSAGE_TOO_LARGE
+    max_produce_records: int = 100_000     # kit: records (+ headers) one Produce appends -> MESSAGE_TOO_LARGE
+    max_cluster_partitions: int = 20_000   # kit: partitions the model holds -> CreateTopics POLICY_VIOLATION
+
     def share_offset_reset(self, group_id: str) -> str:
         return self.share_group_offset_reset.get(group_id, self.share_auto_offset_reset)
 

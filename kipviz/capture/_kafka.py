@@ -4,13 +4,19 @@ A stream whose start was captured is cut strictly by the size prefixes. A stream
 mid-conversation (no SYN), or picks up again after a hole, is resynchronised: the first offset
 where a plausible frame starts (a sane size, and for requests a known api key and version that
 decode; for responses a correlation id the client used, or a chain of sizes) is taken and the
-bytes before it are reported as skipped."""
+bytes before it are reported as skipped.
+
+Resynchronising takes time linear in the bytes it looks at: a candidate frame is decoded in
+place (the stream's bytes with an end bound, no copy of the rest of the stream per candidate
+offset), and the bytes of candidate frames decoded in one hunt stay below a few times the bytes
+hunted through so far (plus 1 MiB); a candidate that would pass that is not believed."""
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from functools import lru_cache
 
-from ..codec import decode_request, decode_response
+from ..codec import decode_request, decode_response, plan_for, request_header_version, response_header_version
 from ..errors import DecodeError, UnknownMessageError
 from ..schema import registry
 from ._tcp import Connection, Stream
@@ -19,6 +25,7 @@ MAX_REQUEST = 100 * 1024 * 1024     # Kafka's default socket.request.max.bytes
 MAX_RESPONSE = 1 << 30
 RESYNC_MAX = 64 * 1024 * 1024       # larger sizes are not believed while hunting for a frame start
 CHAIN_LIMIT = 64
+DECODE_FACTOR, DECODE_SLACK = 4, 1 << 20   # candidate bytes one hunt may decode: 4 x hunted + 1 MiB
 
 _I = struct.Struct(">i")
 _REQ_HEAD = struct.Struct(">ihhi")
@@ -56,7 +63,41 @@ def api_name(key) -> str | None:
 # plausibility tests used while resynchronising
 
 
-def _request_at(data, i: int, n: int) -> bool:
+class _Budget:
+    """Bytes of candidate frames one resync may decode: DECODE_FACTOR per byte hunted through,
+    plus DECODE_SLACK (keeps the hunt linear in the bytes it looks at)."""
+    __slots__ = ("start", "spent")
+
+    def __init__(self, start: int):
+        self.start, self.spent = start, 0
+
+    def take(self, size: int, i: int) -> bool:
+        if self.spent + size > DECODE_FACTOR * (i - self.start) + DECODE_SLACK:
+            return False
+        self.spent += size
+        return True
+
+
+@lru_cache(maxsize=512)
+def _plans(spec, version: int, side: str):
+    if side == "request":
+        return plan_for(registry.get("RequestHeader"), request_header_version(spec, version)), plan_for(spec, version)
+    return plan_for(registry.get("ResponseHeader"), response_header_version(spec, version)), plan_for(spec, version)
+
+
+def _decodes(data: bytes, start: int, end: int, spec, version: int, side: str) -> bool:
+    """Does data[start:end] (a frame's payload) decode exactly, read in place? The generated
+    decoders take an end bound, so no slice of the stream is copied."""
+    header, body = _plans(spec, version, side)
+    try:
+        _, pos = header._decoder()(data, start, end)
+        _, stop = body._decoder()(data, pos, end)
+    except Exception:  # noqa: BLE001 - any failure means: not a frame start
+        return False
+    return stop == end
+
+
+def _request_at(data, i: int, n: int, budget: _Budget | None = None) -> bool:
     """Does a request frame plausibly start at i? The whole frame must be there and decode (or,
     for api keys the kit does not define, carry a sane client id), followed by another sane size
     or the end of the bytes. A frame running past the captured bytes is not believed."""
@@ -72,11 +113,7 @@ def _request_at(data, i: int, n: int) -> bool:
     if spec is not None:
         if version not in spec.valid:
             return False
-        try:
-            decode_request(bytes(data[i:end]))
-            return True
-        except DecodeError:
-            return False
+        return (budget is None or budget.take(size, i)) and _decodes(data, i + 4, end, spec, version, "request")
     if key not in registry.kafka_api_keys() or not 0 <= version <= 30 or size < 10:
         return False
     cid, = struct.unpack_from(">h", data, i + 12)
@@ -102,7 +139,7 @@ def _chain_end(data, i: int, n: int, smallest: int, largest: int, stop: int | No
     return None
 
 
-def _response_at(data, i: int, n: int, pending: dict) -> bool:
+def _response_at(data, i: int, n: int, pending: dict, budget: _Budget | None = None) -> bool:
     if n - i < 8:
         return False
     size, corr = _RESP_HEAD.unpack_from(data, i)
@@ -111,20 +148,16 @@ def _response_at(data, i: int, n: int, pending: dict) -> bool:
     end = i + 4 + size
     if end > n:
         return True                 # a known correlation id at a sane size: good enough at the edge
+    if budget is not None and not budget.take(size, i):
+        return False
     for key, version in pending[corr]:
         spec = registry.by_api_key(key, "response") if _spec_for(key) is not None else None
         if spec is None or version not in spec.valid:
             return True             # cannot check the body; the correlation id has to do
-        try:
-            decode_response(bytes(data[i:end]), spec, version)
+        if _decodes(data, i + 4, end, spec, version, "response"):
             return True
-        except DecodeError:
-            if spec.api == "ApiVersions":
-                try:
-                    decode_response(bytes(data[i:end]), spec, 0)
-                    return True
-                except DecodeError:
-                    pass
+        if spec.api == "ApiVersions" and _decodes(data, i + 4, end, spec, 0, "response"):
+            return True
     return False
 
 
@@ -146,16 +179,17 @@ def _response_chain(data, i: int, n: int, stop: int | None, below: int | None = 
     return None
 
 
-def _resync(data, start: int, side: str, pending: dict) -> int | None:
+def _resync(data: bytes, start: int, side: str, pending: dict) -> int | None:
     n = len(data)
+    budget = _Budget(start)
     if side == "request":
         for i in range(start, n - 11):
-            if _request_at(data, i, n):
+            if _request_at(data, i, n, budget):
                 return i
         return None
     strong = None
     for i in range(start, n - 7):
-        if _response_at(data, i, n, pending):
+        if _response_at(data, i, n, pending, budget):
             strong = i
             break
     if strong is not None:
@@ -187,7 +221,8 @@ def split_stream(stream: Stream, side: str, pending: dict, ended: str) -> tuple[
     expect_next: int | None = None  # where the frame after a cut-short one begins
     events = sorted(stream.events)
     for ci, chunk in enumerate(stream.chunks):
-        data, n = chunk.data, len(chunk.data)
+        data = bytes(chunk.data)    # once per chunk: frames and resync candidates are read in place
+        n = len(data)
         pos = 0
         if ci == 0 and _looks_like_tls(data):
             carry.append(f"{side} stream looks like TLS (starts {bytes(data[:3]).hex(' ')}); "

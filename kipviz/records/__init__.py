@@ -7,7 +7,15 @@
     decode_internal(key, value, topic=None) -> {topic, record, key, value, ...}   (internal topics)
     group_coordinator_partition(group_id) / transaction_coordinator_partition(id) / share_coordinator_partition(...)
 """
-from .batch import Batches, annotate_batches, read_batches, write_batch
+from .batch import (
+                        MAX_RECORDS,
+                        MAX_TOTAL_DECOMPRESSED,
+                        Batches,
+                        RecordLimitError,
+                        annotate_batches,
+                        read_batches,
+                        write_batch,
+)
 from .compression import CODEC_NAMES, MAX_DECOMPRESSED
 from .control import CONTROL_TYPES, control_key, end_txn_marker_value, parse_control, write_control_batch
 from .internal import AmbiguousRecordError, annotate_internal, decode_internal, dump_json, encode_internal
@@ -22,6 +30,7 @@ from .partition import (
 )
 
 __all__ = ["read_batches", "write_batch", "write_control_batch", "annotate_batches", "Batches",
+           "RecordLimitError", "MAX_RECORDS", "MAX_TOTAL_DECOMPRESSED",
            "CODEC_NAMES", "MAX_DECOMPRESSED", "CONTROL_TYPES", "control_key", "end_txn_marker_value",
            "parse_control", "decode_internal", "encode_internal", "annotate_internal", "dump_json",
            "AmbiguousRecordError", "java_string_hash", "kafka_abs", "partition_for",

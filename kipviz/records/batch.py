@@ -56,6 +56,13 @@ an error at the CRC field ("batch[i].CRC") unless verify_crc=False, which keeps 
 crc_valid False. Decompressed data is capped at max_decompressed bytes per batch (64 MiB);
 errors inside compressed records point at the blob's first byte and give the position inside
 the decompressed data in the message.
+
+Limits per call (the work one input can cause; docs/limits.md): besides the per-batch cap, one
+call decompresses at most max_total_decompressed bytes in all (256 MiB) and builds at most
+max_records records and record headers together (1,000,000; a header counts as one, since a
+record of many 2-byte headers would otherwise be the cheaper bomb). Past a limit read_batches
+raises RecordLimitError (a DecodeError naming the limit and the keyword that raises it), before
+the batch's records are built: a batch's RecordsCount is checked against what is left.
 """
 from __future__ import annotations
 
@@ -71,7 +78,13 @@ from .compression import CODEC_NAMES, MAX_DECOMPRESSED, codec_id, compress, deco
 from .control import parse_control
 
 __all__ = ["read_batches", "write_batch", "annotate_batches", "Batches", "HEADER_SIZE",
-           "HEADER_FIELDS"]
+           "HEADER_FIELDS", "RecordLimitError", "MAX_TOTAL_DECOMPRESSED", "MAX_RECORDS"]
+
+# kit limits per read_batches/annotate_batches call (Kafka has no such total: a broker reads what
+# one request or one segment holds, bounded by message.max.bytes / fetch.max.bytes)
+MAX_TOTAL_DECOMPRESSED = 256 * 1024 * 1024
+MAX_RECORDS = 1_000_000
+MIN_RECORD_SIZE = 7   # length, attributes, timestamp delta, offset delta, key, value, header count
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
@@ -110,30 +123,42 @@ class Batches(list):
     consumed: int = 0
 
 
+class RecordLimitError(DecodeError):
+    """A read would pass one of the per-call limits (max_records, max_total_decompressed)."""
+
+
 class _Bad(Exception):
     """The fast record reader gave up; the careful one says what is wrong and where."""
 
 
 # ---- reading ---------------------------------------------------------------------------------
 def read_batches(data, *, verify_crc: bool = True, strict: bool = False,
-                 max_decompressed: int = MAX_DECOMPRESSED) -> Batches:
+                 max_decompressed: int = MAX_DECOMPRESSED,
+                 max_total_decompressed: int = MAX_TOTAL_DECOMPRESSED,
+                 max_records: int = MAX_RECORDS) -> Batches:
     """Decode every v2 record batch in `data` (e.g. the Records field of a fetch response).
+
+    Bounded work: at most max_decompressed bytes per batch, max_total_decompressed bytes in all
+    and max_records records plus headers in all; past one of them, RecordLimitError.
 
     The cyclic garbage collector is paused while the records are built (the record dicts hold no
     cycles, and letting it rescan every new dict roughly halves the speed); it is re-enabled
     before returning, also on errors."""
     data = _as_bytes(data)
     with gc_paused():
-        return _walk(data, verify_crc, strict, max_decompressed, None)
+        return _walk(data, verify_crc, strict, _Limits(max_decompressed, max_total_decompressed, max_records),
+                     None)
 
 
-def annotate_batches(data, *, strict: bool = False, max_decompressed: int = MAX_DECOMPRESSED) -> list[Span]:
+def annotate_batches(data, *, strict: bool = False, max_decompressed: int = MAX_DECOMPRESSED,
+                     max_total_decompressed: int = MAX_TOTAL_DECOMPRESSED,
+                     max_records: int = MAX_RECORDS) -> list[Span]:
     """Spans covering every byte exactly once: each header field; each record field of uncompressed
     batches; one span (role "value", wire type e.g. "gzip records") per compressed blob; one span
     (role "unknown") for a partial trailing batch. CRC mismatches do not raise here: the CRC span's
     wire type says "mismatch" and the computed value."""
     spans: list[Span] = []
-    _walk(_as_bytes(data), False, strict, max_decompressed, spans)
+    _walk(_as_bytes(data), False, strict, _Limits(max_decompressed, max_total_decompressed, max_records), spans)
     return spans
 
 
@@ -145,7 +170,47 @@ def _as_bytes(data) -> bytes:
     raise DecodeError(f"record batches are bytes, not {type(data).__name__}", 0, "")
 
 
-def _walk(data: bytes, verify_crc: bool, strict: bool, limit: int, spans) -> Batches:
+class _Limits:
+    """What one call may still decompress and build."""
+    __slots__ = ("per_batch", "total", "records", "bytes_left", "items_left")
+
+    def __init__(self, per_batch: int, total: int, records: int):
+        self.per_batch, self.total, self.records = per_batch, total, records
+        self.bytes_left, self.items_left = total, records
+
+    def decompress(self, cid: int, blob: bytes, offset: int, path: str) -> bytes:
+        if self.bytes_left >= self.per_batch:
+            rb = decompress(cid, blob, limit=self.per_batch, offset=offset, path=path)
+        else:
+            try:
+                rb = decompress(cid, blob, limit=self.bytes_left, offset=offset, path=path)
+            except DecodeError as e:
+                if "bomb guard" not in e.reason:
+                    raise
+                raise RecordLimitError(
+                    f"decompressing this batch passes the {self.total} bytes this read may decompress in "
+                    f"all (raise max_total_decompressed to allow it)", offset, path) from None
+        self.bytes_left -= len(rb)
+        return rb
+
+    def check_count(self, count: int, rb: bytes, at: int, path: str) -> None:
+        if count <= self.items_left:
+            return
+        if count * MIN_RECORD_SIZE > len(rb):   # a RecordsCount the data cannot hold: corrupt
+            raise DecodeError(f"RecordsCount says {count} records, which take at least {count * MIN_RECORD_SIZE}"
+                              f" bytes; the batch has {len(rb)} bytes of records", at, path)
+        raise RecordLimitError(f"RecordsCount {count} passes the {self.items_left} records and headers left "
+                               f"of this read's {self.records} (raise max_records to allow more)", at, path)
+
+    def took(self, records: list) -> None:
+        n = len(records)
+        for r in records:
+            if r["headers"]:
+                n += len(r["headers"])
+        self.items_left -= n
+
+
+def _walk(data: bytes, verify_crc: bool, strict: bool, limits: _Limits, spans) -> Batches:
     out = Batches()
     n = len(data)
     pos = 0
@@ -203,20 +268,23 @@ def _walk(data: bytes, verify_crc: bool, strict: bool, limit: int, spans) -> Bat
             if not blob and count == 0:
                 rb = b""  # an emptied (compacted) batch keeps its header only
             else:
-                rb = decompress(cid, blob, limit=limit, offset=rstart, path=prefix + ".records")
+                rb = limits.decompress(cid, blob, rstart, prefix + ".records")
             blob_at = rstart
             if spans is not None and end > rstart:
                 spans.append(Span(rstart, end, prefix + ".records", f"{CODEC_NAMES[cid]} records",
                                   f"{count} records, {len(rb)} bytes uncompressed", "value"))
+        limits.check_count(count, rb, pos + 57, prefix + ".RecordsCount")
         ctx = (h[0], h[7], lat, prefix, rstart, blob_at, is_control,
                spans if (spans is not None and cid == 0) else None)
+        headers_left = limits.items_left - count
         if is_control or spans is not None:
-            records = _careful(rb, count, ctx)
+            records = _careful(rb, count, ctx, headers_left)
         else:
             try:
-                records = _fast(rb, count, h[0], h[7], lat)
+                records = _fast(rb, count, h[0], h[7], lat, headers_left)
             except Exception:
-                records = _careful(rb, count, ctx)
+                records = _careful(rb, count, ctx, headers_left)
+        limits.took(records)
         batch["records"] = records
         out.append(batch)
         pos = end
@@ -255,7 +323,7 @@ def _zz64(buf, p):
     return (u >> 1) ^ -(u & 1), p
 
 
-def _fast(rb: bytes, count: int, base_offset: int, base_ts: int, lat,
+def _fast(rb: bytes, count: int, base_offset: int, base_ts: int, lat, headers_left: int = 1 << 62,
           _zz32=_zz32, _zz64=_zz64, len=len):
     """Tight loop for well-formed records; raises on anything odd (the caller then runs _careful).
 
@@ -364,7 +432,8 @@ def _fast(rb: bytes, count: int, base_offset: int, base_ts: int, lat,
                 hc = (b >> 1) ^ -(b & 1)
             else:
                 hc, p = _zz32(rb, p - 1)
-            if hc < 0:
+            headers_left -= hc
+            if hc < 0 or headers_left < 0:
                 raise _Bad
             headers = []
             for _h in range(hc):
@@ -458,7 +527,7 @@ class _Cursor:
         return v
 
 
-def _careful(rb: bytes, count: int, ctx) -> list:
+def _careful(rb: bytes, count: int, ctx, headers_left: int = 1 << 62) -> list:
     base_offset, base_ts, lat, prefix, base, blob_at, is_control, spans = ctx
     outer = _Cursor(rb, base, blob_at, None)
     recs = []
@@ -479,7 +548,8 @@ def _careful(rb: bytes, count: int, ctx) -> list:
                               start, rp + ".length")
         c = _Cursor(rb[body:body + ln], base + body, blob_at, spans)
         outer.p = body + ln
-        rec = _careful_record(c, rp, base_offset, base_ts, lat)
+        rec = _careful_record(c, rp, base_offset, base_ts, lat, headers_left)
+        headers_left -= len(rec["headers"])
         if c.p != ln:
             raise outer.error(f"record length says {ln} bytes, its fields take {c.p}", start, rp + ".length")
         if is_control:
@@ -494,7 +564,7 @@ def _careful(rb: bytes, count: int, ctx) -> list:
     return recs
 
 
-def _careful_record(c: _Cursor, rp: str, base_offset: int, base_ts: int, lat) -> dict:
+def _careful_record(c: _Cursor, rp: str, base_offset: int, base_ts: int, lat, headers_left: int) -> dict:
     attrs = c.take(1, rp + ".attributes", "the record ends before its attributes byte")[0]
     if attrs > 127:
         attrs -= 256
@@ -507,6 +577,14 @@ def _careful_record(c: _Cursor, rp: str, base_offset: int, base_ts: int, lat) ->
     hc = c.varint(rp + ".headers_count", "count")
     if hc < 0:
         raise c.error(f"negative header count {hc}", hc_at, rp + ".headers_count")
+    if hc > headers_left:
+        left = len(c.buf) - c.p
+        if hc * 2 > left:   # each header takes at least 2 bytes: corrupt, said before any is built
+            raise c.error(f"headers_count says {hc} headers, which take at least {hc * 2} bytes; the record "
+                          f"has {left} left", hc_at, rp + ".headers_count")
+        e = c.error(f"headers_count {hc} passes the records and headers left of this read "
+                    f"(raise max_records to allow more)", hc_at, rp + ".headers_count")
+        raise RecordLimitError(e.reason, e.offset, e.path)
     headers = []
     for k in range(hc):
         hp = f"{rp}.headers[{k}]"

@@ -33,29 +33,38 @@ def _looks_like_text(s: str) -> bool:
     return head.startswith(("{", "//", "/*")) or "\n" in s
 
 
-def read(what, source: str | None = None) -> Draft:
+def read(what, source: str | None = None, *, max_bytes: int = jsonc.MAX_BYTES,
+         max_depth: int = jsonc.MAX_DEPTH) -> Draft:
     """A Draft from a path, schema text (a str starting with "{" or "//", or holding a newline)
     or a MessageSpec. A file that cannot be read raises SchemaError (the one unreadable-input
-    case); everything wrong inside the text is returned in Draft.error."""
+    case); everything wrong inside the text is returned in Draft.error.
+
+    Bounded: at most max_bytes + 1 bytes are read from a file (so /dev/zero or a FIFO ends), and
+    text larger than max_bytes or nested deeper than max_depth is an error (docs/limits.md)."""
     if isinstance(what, MessageSpec):
         return Draft(source or what.source or what.name, None, what)
     if isinstance(what, str) and _looks_like_text(what):
-        return load(what, source or "<draft>")
+        return load(what, source or "<draft>", max_bytes=max_bytes, max_depth=max_depth)
     if not isinstance(what, (str, Path)):
         raise SchemaError(f"cannot review a {type(what).__name__}: give a file path, schema text or a MessageSpec")
     p = Path(what)
     try:
-        text = p.read_text(encoding="utf-8")
+        with p.open("rb") as f:
+            raw = f.read(max_bytes + 1)
+        problem = jsonc.too_large(len(raw), max_bytes)
+        if problem:
+            raise SchemaError(problem, source=str(p))
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise SchemaError(f"cannot read: {reason}", source=str(p)) from None
-    return load(text, source or p.name)
+    return load(text, source or p.name, max_bytes=max_bytes, max_depth=max_depth)
 
 
-def load(text: str, source: str) -> Draft:
+def load(text: str, source: str, *, max_bytes: int = jsonc.MAX_BYTES, max_depth: int = jsonc.MAX_DEPTH) -> Draft:
     """Validate schema text; the error, if any, is kept with the line it points at."""
     try:
-        obj = jsonc.loads(text)
+        obj = jsonc.loads(text, max_bytes=max_bytes, max_depth=max_depth)
     except json.JSONDecodeError as e:
         err = SchemaError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}", source=source)
         return Draft(source, text, None, err, e.lineno, e.colno)

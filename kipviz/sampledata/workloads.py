@@ -370,6 +370,6 @@ def kip516(records: int, seed: int, step) -> Run:
 WORKLOADS = {
     "regular_eos": (regular_eos, "released", "read-process-write with a KIP-848 group and transactions "
                                              "(KIP-98/447/848/890), with a few aborted transactions"),
-    "kip1319": (kip1319, "accepted", "TxnOffsetCommit v6 and v5 with stale member epochs and unknown topic ids"),
+    "kip1319": (kip1319, "released", "TxnOffsetCommit v6 and v5 with stale member epochs and unknown topic ids"),
     "kip516": (kip516, "released", "the input topic deleted and recreated while by-id and by-name clients use it"),
 }

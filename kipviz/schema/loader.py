@@ -280,9 +280,14 @@ def load_text(text: str, source: str = "<schema>", *, require_kit: bool = False)
 def load_file(path: str | Path, *, require_kit: bool = False) -> MessageSpec:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        with p.open("rb") as f:
+            raw = f.read(jsonc.MAX_BYTES + 1)     # bounded: a device or FIFO cannot feed it forever
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise SchemaError(f"cannot read: {e}", source=str(p)) from None
+    problem = jsonc.too_large(len(raw))
+    if problem:
+        raise SchemaError(problem, source=str(p))
     return load_text(text, p.name, require_kit=require_kit)
 
 

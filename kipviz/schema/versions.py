@@ -1,10 +1,14 @@
-"""Kafka version ranges as written in schema files: "0+", "3-5", "7", "none"."""
+"""Kafka version ranges as written in schema files: "0+", "3-5", "7", "none".
+
+A version is an int16 on the wire (RequestHeader.RequestApiVersion; Kafka's generator reads
+ranges as shorts, `Versions.parse`), so a bound past 32767 is an error, not a range to walk."""
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
 _RANGE = re.compile(r"^\s*(\d+)\s*(?:(\+)|-\s*(\d+))?\s*$")
+MAX_VERSION = 2**15 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,9 +28,11 @@ class Versions:
         if not m:
             raise ValueError(f"bad version range {text!r} (expected e.g. '0+', '1-3', '2' or 'none')")
         lo = int(m.group(1))
+        hi = int(m.group(3)) if m.group(3) is not None else lo
+        if max(lo, hi) > MAX_VERSION:
+            raise ValueError(f"bad version range {text!r}: versions are int16, at most {MAX_VERSION}")
         if m.group(2):
             return cls(lo, None)
-        hi = int(m.group(3)) if m.group(3) is not None else lo
         if hi < lo:
             raise ValueError(f"bad version range {text!r}: end before start")
         return cls(lo, hi)

@@ -27,7 +27,7 @@ import struct
 from collections import deque
 
 from ...errors import DecodeError
-from ...records import read_batches
+from ...records import RecordLimitError, read_batches
 from ...records.batch import TRANSACTIONAL_MASK as TRANSACTIONAL_BIT
 from ...uuids import ZERO_UUID
 from .. import events as ev
@@ -77,16 +77,28 @@ def _epoch_error(log, current_leader_epoch: int) -> int:
 
 
 # ---- Produce ----------------------------------------------------------------------------------------
-def _parse_records(records, version: int):
-    """ProduceRequest.validateRecords + the log validator: (batch, 0) or (None, error code, message)."""
+def _parse_records(records, version: int, config, records_left: int):
+    """ProduceRequest.validateRecords + the log validator: (batch, 0) or (None, error code, message).
+    `records_left`: how many more records this Produce may append (ClusterConfig.max_produce_records)."""
     if not records:
         return None, err("INVALID_RECORD"), (f"Produce requests with version {version} must have at least "
                                              "one record batch per partition")
     if len(records) > 16 and records[16] != 2:
         return None, err("INVALID_RECORD"), (f"Produce requests with version {version} are only allowed to "
                                              "contain record batches with magic version 2")
+    if len(records) >= 12:
+        # UnifiedLog.analyzeAndValidateRecords: a batch larger than message.max.bytes, before its CRC
+        size = 12 + struct.unpack_from(">i", records, 8)[0]
+        if config.message_max_bytes < size <= len(records):
+            return None, CODE["MESSAGE_TOO_LARGE"], (f"The record batch size in the append is {size} bytes which "
+                                                     f"exceeds the maximum configured value of "
+                                                     f"{config.message_max_bytes}.")
     try:
-        batches = read_batches(records, strict=True)
+        batches = read_batches(records, strict=True, max_records=records_left)
+    except RecordLimitError as e:
+        return None, CODE["MESSAGE_TOO_LARGE"], (f"kipviz limit: one Produce appends at most "
+                                                 f"{config.max_produce_records} records and headers "
+                                                 f"(ClusterConfig.max_produce_records): {e}")
     except DecodeError as e:
         if "cramjam" in str(e):
             return None, err("UNSUPPORTED_COMPRESSION_TYPE"), str(e)
@@ -199,7 +211,7 @@ def _txn_check(cluster, txn_id, batch, topic: str, partition: int, version: int)
 
 
 def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dict, acks: int,
-                       txn_id) -> dict:
+                       txn_id, budget: list) -> dict:
     v = req.version
     idx = pd.get("Index", -1)
     out = {"Index": idx, "ErrorCode": NONE, "BaseOffset": NO_OFFSET, "LogAppendTimeMs": -1,
@@ -217,7 +229,7 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
     log = _log_of(topic, idx)
     if log is None:
         return fail(CODE["UNKNOWN_TOPIC_OR_PARTITION"])
-    batch, code, message = _parse_records(pd.get("Records"), v)
+    batch, code, message = _parse_records(pd.get("Records"), v, cluster.config, budget[0])
     if code:
         return fail(code, message)
     if acks not in (-1, 0, 1):
@@ -242,6 +254,7 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
             out.update(BaseOffset=duplicate_of, LogStartOffset=0)
             return out
     records = batch["records"]
+    budget[0] -= len(records) + sum(len(r["headers"]) for r in records)   # read_batches' count
     base = log.append([(r["key"], r["value"], r["headers"]) for r in records], cluster.now,
                       producer_id=batch["producer_id"], producer_epoch=batch["producer_epoch"],
                       base_sequence=batch["base_sequence"], transactional=batch["is_transactional"],
@@ -289,11 +302,12 @@ def produce(cluster, req: Request) -> dict:
         return shape("ProduceResponse", v, {"Responses": forced(CODE["TRANSACTIONAL_ID_AUTHORIZATION_FAILED"]),
                                             "ThrottleTimeMs": 0})
     leaders = set()
+    budget = [cluster.config.max_produce_records]     # records this request may still append
     for t in topic_data:
         topic, name, unknown = _resolve_topic(cluster, v, t, 13, "Name")
         parts = []
         for pd in t.get("PartitionData") or []:
-            r = _produce_partition(cluster, req, topic, name, unknown, pd, acks, txn_id)
+            r = _produce_partition(cluster, req, topic, name, unknown, pd, acks, txn_id, budget)
             if r["ErrorCode"] == CODE["NOT_LEADER_OR_FOLLOWER"] and r["CurrentLeader"]["LeaderId"] >= 0:
                 leaders.add(r["CurrentLeader"]["LeaderId"])
             parts.append(r)

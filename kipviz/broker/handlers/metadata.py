@@ -44,7 +44,7 @@ METADATA_TOPIC = "__cluster_metadata"
 EXTRA_CODES = {"INVALID_REQUIRED_ACKS": 21, "INVALID_REPLICA_ASSIGNMENT": 39,
                "OUT_OF_ORDER_SEQUENCE_NUMBER": 45, "FETCH_SESSION_ID_NOT_FOUND": 70,
                "INVALID_FETCH_SESSION_EPOCH": 71, "FENCED_LEADER_EPOCH": 74, "UNKNOWN_LEADER_EPOCH": 75,
-               "UNSUPPORTED_COMPRESSION_TYPE": 76, "INVALID_RECORD": 87}
+               "UNSUPPORTED_COMPRESSION_TYPE": 76, "INVALID_RECORD": 87, "POLICY_VIOLATION": 44}
 
 
 def err(name: str) -> int:
@@ -346,11 +346,48 @@ def _creation_error(cluster, t: dict, live: int) -> tuple[int, str | None, int, 
     return 0, None, partitions, rf
 
 
+# ReplicationControlManager.MAX_PARTITIONS_PER_BATCH: createTopics first calls
+# validateTotalNumberOfPartitions, which throws PolicyViolationException when the request's topics
+# (NumPartitions, the default for -1, or the number of manual assignments) add up to more; the
+# controller fails the whole request, and ControllerApis.handleCreateTopics answers every topic
+# with that error (CreateTopicsRequest.getErrorResponse).
+MAX_PARTITIONS_PER_BATCH = 10_000
+TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+
+
+def _requested_partitions(t: dict, default: int) -> int:
+    """validateTotalNumberOfPartitions' count for one topic."""
+    if t.get("Assignments"):
+        return len(t["Assignments"])
+    n = t.get("NumPartitions", -1)
+    return default if n == -1 else max(n, 0)
+
+
+def _refuse_all(v: int, requested: list, code: int, message: str) -> dict:
+    return shape("CreateTopicsResponse", v, {"ThrottleTimeMs": 0, "Topics": [
+        {"Name": t["Name"], "TopicId": ZERO_UUID, "ErrorCode": code, "ErrorMessage": message,
+         "NumPartitions": -1, "ReplicationFactor": -1, "Configs": None} for t in requested]})
+
+
+def _model_capacity(cluster, partitions: int) -> tuple[int, str | None]:
+    """The kit's cap on the partitions the model holds (ClusterConfig.max_cluster_partitions; Kafka
+    has none): a topic that would pass it is refused as a create-topic policy would refuse it."""
+    held = sum(len(t.partitions) for t in cluster.topics.by_name.values())
+    cap = cluster.config.max_cluster_partitions
+    if held + partitions > cap:
+        return err("POLICY_VIOLATION"), (f"kipviz limit: the cluster model holds {held} partitions; {partitions} "
+                                         f"more would pass max_cluster_partitions={cap} (a ClusterConfig field)")
+    return 0, None
+
+
 @handles("CreateTopics")
 def create_topics(cluster, req: Request) -> dict:
     v, body = req.version, req.body
     validate_only = bool(body.get("validateOnly", False))
     requested = body.get("Topics") or []
+    default = cluster.config.default_partitions
+    if sum(_requested_partitions(t, default) for t in requested) > MAX_PARTITIONS_PER_BATCH:
+        return _refuse_all(v, requested, err("POLICY_VIOLATION"), TOO_MANY_PARTITIONS)
     names = [t["Name"] for t in requested]
     duplicates = {n for n in names if names.count(n) > 1}
     may_create_any = cluster.authorized(req.principal, "CLUSTER", CLUSTER_RESOURCE, "CREATE")
@@ -375,6 +412,8 @@ def create_topics(cluster, req: Request) -> dict:
             res.update(ErrorCode=CODE["TOPIC_AUTHORIZATION_FAILED"], ErrorMessage="Authorization failed.")
             continue
         code, message, partitions, rf = _creation_error(cluster, t, live)
+        if not code and not validate_only:
+            code, message = _model_capacity(cluster, partitions)
         if code:
             res.update(ErrorCode=code, ErrorMessage=message)
             continue
