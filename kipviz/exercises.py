@@ -315,9 +315,9 @@ def _tag_rule():
     from .schema import jsonc, registry
     av = jsonc.loads((registry.DEFS_DIR / "ApiVersionsResponse.json").read_text())
     del av["kipviz"]
-    av["validVersions"], av["latestVersionUnstable"] = "0-5", True
+    av["validVersions"], av["latestVersionUnstable"] = "0-6", True
     zk = next(f for f in av["fields"] if f["name"] == "ZkMigrationReady")
-    zk["versions"] = zk["taggedVersions"] = "3-4"
-    av["fields"].append({"name": "ControllerReady", "type": "bool", "versions": "5+", "taggedVersions": "5+",
+    zk["versions"] = zk["taggedVersions"] = "3-5"
+    av["fields"].append({"name": "ControllerReady", "type": "bool", "versions": "6+", "taggedVersions": "6+",
                          "tag": 3, "ignorable": True, "default": "false", "about": "Controller quorum ready."})
     return review(json.dumps(av, indent=2)).errors[0].rule

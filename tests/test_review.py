@@ -58,7 +58,7 @@ def test_clean_draft_has_no_findings():
     ("removed_field.json", "field-removed-without-bound", "error", (3, 4, 5, 6), None),
     ("old_version_field.json", "field-added-to-old-version", "error", (5, 6), 29),
     ("non_ignorable_tagged.json", "non-ignorable-in-old-version", "warning", (3, 4, 5, 6), 31),
-    ("tag_reused.json", "tag-reused", "error", (5,), 51),
+    ("tag_reused.json", "tag-reused", "error", (6,), 51),
     ("api_key_93.json", "api-key-taken", "error", (), 4),
 ])
 def test_each_rule_fires_on_its_fixture(fixture, rule, severity, versions, line):
@@ -187,7 +187,7 @@ def test_a_deleted_tagged_field_is_a_warning_and_its_tag_stays_taken():
         o["fields"] = [f for f in o["fields"] if f["name"] != "ZkMigrationReady"]
     r = review(edited((FIX / "tag_reused.json").read_text(), change))
     removed = only(r, "field-removed-without-bound")[0]
-    assert removed.severity == "warning" and removed.versions == (3, 4)
+    assert removed.severity == "warning" and removed.versions == (3, 4, 5)
     reused = only(r, "tag-reused")[0]
     assert "was ZkMigrationReady" in reused.message and reused.severity == "error"
 

@@ -173,17 +173,17 @@ print(next(e for e in added.examples if e.version == 5).base_reading)"""),
 
 Tagged fields can be added to existing flexible versions, because readers skip unknown tags. That is
 exactly why a tag number must never mean two things. ZooKeeper is gone in Kafka 4.0, so a draft
-ends ApiVersions' `ZkMigrationReady` (tag 3) at v4 and gives tag 3 to a new field in v5.
+ends ApiVersions' `ZkMigrationReady` (tag 3) at v5 (Kafka 4.4's newest) and gives tag 3 to a new field in v6.
 
 ### Exercise 4 — predict
 Which rule fires? (a rule id from section 1)"""),
     *predict("08-4"),
     code("""av = jsonc.loads((registry.DEFS_DIR / "ApiVersionsResponse.json").read_text())
 del av["kipviz"]
-av["validVersions"], av["latestVersionUnstable"] = "0-5", True
+av["validVersions"], av["latestVersionUnstable"] = "0-6", True
 zk = next(f for f in av["fields"] if f["name"] == "ZkMigrationReady")
-zk["versions"] = zk["taggedVersions"] = "3-4"
-av["fields"].append({"name": "ControllerReady", "type": "bool", "versions": "5+", "taggedVersions": "5+",
+zk["versions"] = zk["taggedVersions"] = "3-5"
+av["fields"].append({"name": "ControllerReady", "type": "bool", "versions": "6+", "taggedVersions": "6+",
                      "tag": 3, "ignorable": True, "default": "false", "about": "Controller quorum ready."})
 tags = review(json.dumps(av, indent=2))
 findings(tags)"""),

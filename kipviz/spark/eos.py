@@ -572,9 +572,13 @@ def _unreadable(logs, src, input_topic, output_topic, bad_batches, bad_log) -> l
 
     def add(dataset, partition, offset, error):
         found.setdefault((dataset, partition, offset), error)
-    for e in src.read_errors:
-        if e.get("dataset") in wanted:
-            add(e["dataset"], e.get("partition"), e.get("offset"), e.get("error"))
+    # the reader's errors: missing files and columns, and the batches it took out as corrupt
+    # (a batch the reader took out is named as the decoder names batches: "batches/<topic>")
+    for e in src.errors.filter(F.col("dataset").isin(sorted(w for w in wanted if w))).collect():
+        d = e["dataset"]
+        if e["offset"] is not None and d.startswith("batches/"):
+            d = d.removesuffix(".parquet")
+        add(d, e["partition"], e["offset"], e["error"])
     for u in bad_batches + bad_log:
         add(u["dataset"], u["partition"], u["offset"], u["error"])
     for r in logs.errors.filter(F.col("dataset") == f"batches/{output_topic}").collect():
