@@ -172,11 +172,20 @@ def _request_summary(events) -> str:
     return ", ".join(parts) or "none"
 
 
+# the machine a KIP's scenarios are about, animated by default when it changed state (KIP-1289's
+# corner cases are about the share records; its dense transaction machine hides them)
+_KIP_MACHINE = {"KIP-1289": "share-record"}
+
+
 def _pick_machine(trace, wanted: str | None) -> str | None:
-    """--machine, else "transaction" if a transaction changed state, else the first machine that did."""
+    """--machine, else the machine of the scenario's KIP (_KIP_MACHINE) if it changed state, else
+    "transaction" if a transaction changed state, else the first machine that did."""
     if wanted:
         return wanted
     changed = list(dict.fromkeys(e.machine for e in trace.events if e.kind == "StateChanged"))
+    own = _KIP_MACHINE.get(trace.scenario.kip or "")
+    if own in changed:
+        return own
     if "transaction" in changed:
         return "transaction"
     return changed[0] if changed else None
@@ -250,6 +259,17 @@ def cmd_scenario(args) -> int:
     return 1 if failed else 0
 
 
+class _MachineHelp(str):
+    """The help of `scenario --machine`, listing the machines of the tables registry. Filled in only
+    when help is printed (argparse formats help with %), so other commands do not import the model."""
+
+    def __mod__(self, params) -> str:
+        from .draw.machines import tables
+        kips = ", ".join(f"{m} for {k} scenarios" for k, m in _KIP_MACHINE.items())
+        return (f"state machine to animate: {', '.join(tables())}; default: {kips}, else 'transaction' "
+                "if a transaction changed state, else the first that did")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kipviz", description="Explore Kafka's wire protocol from the kit's definitions.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -291,9 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--html", metavar="FILE", help="write a standalone page: checks, sequence diagram and the "
                                                    "state-machine animation player")
     sc.add_argument("--gif", metavar="FILE", help="write the state-machine animation as an animated GIF")
-    sc.add_argument("--machine", metavar="M", help="state machine to animate (transaction, classic-group, "
-                                                   "consumer-group, consumer-member); default: 'transaction' if "
-                                                   "a transaction changed state, else the first that did")
+    sc.add_argument("--machine", metavar="M", help=_MachineHelp("state machine to animate"))
     sc.set_defaults(func=cmd_scenario)
     from .cli_review import add_review
     add_review(sub)

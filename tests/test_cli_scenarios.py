@@ -139,3 +139,27 @@ def test_console_run_of_a_scenario():
                        text=True, encoding="utf-8", env={"PYTHONIOENCODING": "utf-8", "PATH": ""})
     assert r.returncode == 0, r.stderr
     assert "OFFSET_OUT_OF_RANGE" in r.stdout and "Fetch v12 [OFFSET_OUT_OF_RANGE]" in r.stdout
+
+
+def test_scenario_help_lists_every_machine_of_the_registry(capsys):
+    """Issue 25: --machine share-record was missing from the help; the list comes from the tables."""
+    import re
+
+    from kipviz.draw.machines import tables
+    with pytest.raises(SystemExit) as ex:
+        cli.main(["scenario", "--help"])
+    assert ex.value.code == 0
+    text = re.sub(r"-\s+", "-", re.sub(r"\s+", " ", capsys.readouterr().out))   # argparse wraps at hyphens
+    (machine,) = re.findall(r"--machine M (.*)", text)
+    assert set(tables()) >= {"share-record", "transaction"}
+    assert all(name in machine for name in tables()), machine
+
+
+def test_kip1289_scenarios_animate_the_share_records_by_default(tmp_path, capsys):
+    page = tmp_path / "k.html"
+    assert cli.main(["scenario", "kip1289.case06_lock_expiry_tx_pending", "--html", str(page)]) == 0
+    assert "State machine: share-record" in page.read_text()
+    # --machine still wins, and other KIPs keep the transaction machine
+    assert cli.main(["scenario", "kip1289.case06_lock_expiry_tx_pending", "--machine", "transaction",
+                     "--html", str(page)]) == 0
+    assert "State machine: transaction" in page.read_text()

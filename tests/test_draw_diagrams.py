@@ -448,3 +448,39 @@ def test_missing_dot_is_explained(monkeypatch, tmp_path):
         to_svg(wire_diagram("TxnOffsetCommitRequest", 6))
     msg = str(e.value)
     assert "make lab" in msg and "apt-get install graphviz" in msg and "graphviz-pure" in msg
+
+
+@pytest.mark.parametrize("name,version", [("TxnOffsetCommitRequest", 5), ("TxnOffsetCommitRequest", 6),
+                                          ("MetadataResponse", 12)])
+@pytest.mark.parametrize("example", [False, True])
+def test_wire_type_cells_are_wide_enough_for_their_text(name, version, example):
+    """Issue 25: the "Topics" type text overflowed its cell. Every type cell declares a WIDTH (points),
+    and each of its lines fits by the sizing rule (wire.text_width: 0.7 em a character + padding)."""
+    from kipviz.draw import wire
+    src = wire.wire_diagram(name, version, example=example).source
+    cells = re.findall(r'<TD[^>]*WIDTH="(\d+)"[^>]*>(.*?)</TD>', src)
+    types = [wire.wire_type(f) for f in _all_fields(name, version)]
+    assert len(cells) >= len(types)
+    texts = []
+    for width, body in cells:
+        for line in re.split(r"<BR[^>]*/>", body):
+            size = re.search(r'POINT-SIZE="(\d+)"', line)
+            text = html.unescape(re.sub(r"<[^>]+>", "", line))
+            texts.append(text)
+            fs = int(size.group(1)) if size else wire.FS_CELL
+            assert wire.text_width(text, fs) + wire.CELL_PAD <= int(width), (text, width)
+    assert all(t in texts for t in types)            # the long "array (compact) · … of …Topic" among them
+    assert any(t.endswith("of TxnOffsetCommitRequestTopic") or t.endswith("of MetadataResponseTopic")
+               for t in texts)
+
+
+def _all_fields(name, version):
+    from kipviz.schema import registry
+    from kipviz.schema.resolve import resolve
+
+    def walk(fields):
+        for f in fields:
+            yield f
+            if f.is_struct:
+                yield from walk(f.fields)
+    return list(walk(resolve(registry.get(name), version).fields))

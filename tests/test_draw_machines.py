@@ -279,3 +279,19 @@ def test_any_table_renders_with_every_state_shown(table):
     ET.fromstring(re.sub(r"^.*?(?=<svg)", "", svg, flags=re.S))
     for s in table.states:
         assert f'id="{node_id(table, s)}"' in svg
+
+
+@needs_dot
+@pytest.mark.parametrize("show_proposed", [True, False])
+def test_header_key_parts_are_on_separate_lines(show_proposed):
+    """Issue 25: the header rendered "(11 rows)dashed:" -- the row count and the legend of the
+    proposed rows ran together. In the SVG each is its own text line (its own y)."""
+    from kipviz.broker.tables import share_record as sr
+    svg = to_svg(state_diagram(sr.TABLE, show_proposed=show_proposed))
+    root = ET.fromstring(svg)
+    texts = [(t.get("y"), "".join(t.itertext())) for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    (solid,) = [(y, s) for y, s in texts if s.startswith("solid: released Kafka")]
+    assert solid[1].endswith("rows)"), solid
+    other = "dashed: accepted/proposed" if show_proposed else "(KIP-1289 rows hidden)"
+    (key,) = [(y, s) for y, s in texts if s.startswith(other)]
+    assert float(key[0]) > float(solid[0])          # a line below, not run on

@@ -268,3 +268,29 @@ def test_caption_names_what_moved_records_without_a_request():
     strip = record_strip(scenarios.run("kip932.lock_expiry_delivery_limit").events)
     heads = [f["caption"].splitlines()[0] for f in strip.frames if f["request"] is None]
     assert heads and all(h.endswith("no request: the acquisition lock expired") for h in heads), heads
+
+
+def test_every_state_label_is_the_full_name_and_fits_its_cell():
+    """Issue 25: the strip cut TX_PENDING to TX_PEND. Each cell's state text is the full state name,
+    and its width (bold Helvetica, AFM widths) fits the cell with a margin."""
+    import importlib
+    rs = importlib.import_module("kipviz.draw.record_strip")
+    ev = _synthetic()
+    ev.append(E.StateChanged(seq=len(ev), t=12, machine="share-record", key="sg/t-0@2", from_state="ACQUIRED",
+                             to_state="ARCHIVED", cause="reject"))
+    strip = record_strip(ev)
+    seen = set()
+    for i in range(len(strip)):
+        root = ET.fromstring(strip.svg(i))
+        rects = [(float(r.get("x")), float(r.get("width"))) for r in root.iter("{http://www.w3.org/2000/svg}rect")
+                 if r.get("height") == "56"]
+        for t in root.iter("{http://www.w3.org/2000/svg}text"):
+            if t.get("font-size") == str(rs.FS_STATE) and t.get("font-weight") == "bold":
+                assert t.text in sr.TABLE.states, t.text        # never a cut name
+                seen.add(t.text)
+                x = float(t.get("x"))
+                (cx, cw), = [(cx, cw) for cx, cw in rects if cx <= x <= cx + cw]
+                half = rs.label_width(t.text) / 2
+                assert cx + 4 <= x - half and x + half <= cx + cw - 4, (t.text, cw)
+    assert {"TX_PENDING", "ACKNOWLEDGED", "ACQUIRED", "ARCHIVED"} <= seen
+    assert all(rs.label_width(s) + 8 <= rs.CELL_W for s in sr.TABLE.states)

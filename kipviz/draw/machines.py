@@ -131,13 +131,14 @@ def _title(table: Table, show_proposed: bool) -> str:
              f'<FONT POINT-SIZE="10" COLOR="#555555">  state machine</FONT>']
     if table.source:
         lines.append(f'<FONT POINT-SIZE="9" COLOR="#555555">{_e(table.source)}</FONT>')
-    key = f'<FONT POINT-SIZE="9" COLOR="{C_RELEASED}">solid: released Kafka ({n_rel} rows)</FONT>'
+    # each part of the key on its own line: graphviz's SVG drops the spaces between FONT runs
+    # (rendered "(11 rows)dashed:")
+    lines.append(f'<FONT POINT-SIZE="9" COLOR="{C_RELEASED}">solid: released Kafka ({n_rel} rows)</FONT>')
     if kips and show_proposed:
-        key += (f'<FONT POINT-SIZE="9" COLOR="{C_PROPOSED}">   dashed: accepted/proposed '
-                f'({_e(", ".join(kips))})</FONT>')
+        lines.append(f'<FONT POINT-SIZE="9" COLOR="{C_PROPOSED}">dashed: accepted/proposed '
+                     f'({_e(", ".join(kips))})</FONT>')
     elif kips:
-        key += f'<FONT POINT-SIZE="9" COLOR="#777777">   ({_e(", ".join(kips))} rows hidden)</FONT>'
-    lines.append(key)
+        lines.append(f'<FONT POINT-SIZE="9" COLOR="#777777">({_e(", ".join(kips))} rows hidden)</FONT>')
     return "<" + '<BR ALIGN="LEFT"/>'.join(lines) + '<BR ALIGN="LEFT"/>>'
 
 

@@ -44,7 +44,7 @@ from .animate import _font, _wrap_caption, player_html
 from .machines import state_diagram
 
 __all__ = ["record_strip", "RecordStrip", "share_state_diagrams", "parse_key", "ACQUIRE_CAUSES",
-           "STATE_COLORS", "PROPOSED_LEGEND"]
+           "STATE_COLORS", "PROPOSED_LEGEND", "CELL_W", "FS_STATE", "label_width"]
 
 MACHINE = sr.TABLE.name
 # the events that hand a record out: the rows AVAILABLE -> ACQUIRED of the table
@@ -62,8 +62,6 @@ STATE_COLORS = {
     sr.ARCHIVED: ("#a0aec0", "#4a5568", "#1a202c"),
     sr.TX_PENDING: ("#e9d8fd", "#6b46c1", "#1a202c"),
 }
-SHORT = {sr.AVAILABLE: "AVAIL", sr.ACQUIRED: "ACQ", sr.ACKNOWLEDGED: "ACK", sr.ARCHIVED: "ARCH",
-         sr.TX_PENDING: "TX_PEND"}
 C_CHANGED = "#e53e3e"
 C_SPSO = "#c05621"
 C_HATCH = "#6b46c1"
@@ -72,8 +70,22 @@ C_MUTED = "#718096"
 NOT_FETCHED = ("#ffffff", "#a0aec0", "#a0aec0")
 FADE = 0.45           # cells below the SPSO (out of the in-flight cache)
 
-CELL_W, CELL_H, GAP, PAD = 66, 56, 6, 16
 FS, FS_SMALL, LINE = 13, 11, 17
+FS_STATE = 10         # the state name in a cell (bold, full name: never cut)
+# Helvetica-Bold advance widths (1/1000 em, Adobe AFM) of the characters of state names; others 0.78 em
+_BOLD_EM = dict(zip("ABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789",
+                    (722, 722, 722, 722, 667, 611, 778, 722, 278, 556, 722, 611, 833, 722, 778, 667, 778, 722,
+                     667, 611, 722, 667, 944, 667, 667, 611, 556, *[556] * 10), strict=True))
+
+
+def label_width(text: str, size: float = FS_STATE) -> float:
+    """Width in px of `text` in bold Helvetica at `size` (the sizing rule of a cell's state name)."""
+    return sum(_BOLD_EM.get(ch, 780) for ch in text) * size / 1000
+
+
+# a cell is as wide as the longest state name of the table, plus a margin either side
+CELL_W = max(66, int(max(label_width(s) for s in sr.TABLE.states)) + 2 * 6 + 1)
+CELL_H, GAP, PAD = 56, 6, 16
 
 
 def parse_key(key: str) -> tuple[str, str, int, int]:
@@ -270,7 +282,7 @@ class RecordStrip:
                     ops.append(("text", x + CELL_W / 2, top + 32, "not fetched", 9, "middle", tcol, False))
                     continue
                 halo = STATE_COLORS[st][0] if hatched else None     # readable over the hatching
-                ops.append(("text", x + CELL_W / 2, top + 17, SHORT.get(st, st), FS_SMALL, "middle", tcol, True, halo))
+                ops.append(("text", x + CELL_W / 2, top + 17, st, FS_STATE, "middle", tcol, True, halo))
                 ops.append(("text", x + CELL_W / 2, top + 33, f"dc {c['delivery_count']}", FS_SMALL, "middle", tcol,
                             False, halo))
                 if c["owner"] or c["owner_client"]:

@@ -32,7 +32,7 @@ from ..schema.resolve import VField, resolve
 from .examples import example_value
 from .render import label_text, to_svg
 
-__all__ = ["wire_diagram", "wire_svg", "wire_type", "header_info"]
+__all__ = ["wire_diagram", "wire_svg", "wire_type", "header_info", "text_width"]
 
 FONT = "Helvetica"
 MONO = "Courier"
@@ -46,6 +46,16 @@ C_HEAD_ROW = "#fafafa"
 DEPTH_BG = ("#fffdf3", "#f3f8ff", "#f4fbf1", "#fff5ee", "#f7f3fb")
 C_ACTIVE, C_INACTIVE = "#2b6cb0", "#eeeeee"
 VALUE_WIDTH = 34
+FS_CELL, FS_NOTE = 10, 8          # the node's font size; _small's
+# graphviz sizes a cell by its own estimate of Helvetica, a browser draws whatever sans font it has
+# (DejaVu Sans: ~0.67 em a character on these texts), so the type cell declares a width from this
+# rule: 0.7 em per character, plus cell padding and border
+EM_PER_CHAR, CELL_PAD = 0.7, 10
+
+
+def text_width(text: str, size: float = FS_CELL) -> int:
+    """Points a line of `text` may need at `size` (the sizing rule of the type cell)."""
+    return int(len(text) * size * EM_PER_CHAR + 0.999)
 
 
 def _e(s) -> str:
@@ -225,7 +235,10 @@ class _Table:
             cells.append(f'<FONT FACE="{MONO}">{_e(value)}</FONT>' if self.spans is not None else _small(_e(value), "#444444", 9))
         else:
             cells.append("")
-        return "<TR>" + "".join(f'<TD{bga} ALIGN="LEFT" BALIGN="LEFT">{c}</TD>' for c in cells) + "</TR>"
+        width = max(text_width(wtype), text_width(note, FS_NOTE)) + CELL_PAD
+        kind = len(cells) - 2          # the type cell
+        return "<TR>" + "".join(f'<TD{bga} ALIGN="LEFT" BALIGN="LEFT"' + (f' WIDTH="{width}"' if k == kind else "")
+                                + f">{c}</TD>" for k, c in enumerate(cells)) + "</TR>"
 
     def _block(self, rows: list[str], bg: str) -> str:
         inner = "".join(rows)
@@ -427,7 +440,7 @@ def wire_diagram(name_or_spec: str | MessageSpec, version: int, *, header: bool 
         graph_attr={"rankdir": "TB", "labelloc": "t", "labeljust": "l", "fontname": FONT,
                     "label": _title(spec, version, example is not None, hinfo is not None, nbytes),
                     "nodesep": "0.2", "ranksep": "0.25", "pad": "0.2"},
-        node_attr={"shape": "plaintext", "fontname": FONT, "fontsize": "10", "margin": "0"},
+        node_attr={"shape": "plaintext", "fontname": FONT, "fontsize": str(FS_CELL), "margin": "0"},
         edge_attr={"arrowsize": "0.6", "color": "#999999"},
     )
 
