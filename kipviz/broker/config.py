@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..schema import registry
+from ..schema.releases import NEWEST
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,8 +22,9 @@ class Acl:
 class ClusterConfig:
     brokers: int = 1
     # Which Kafka release the brokers play: versions are served per the kit's labels
-    # (since <= release, not removed). None = released and accepted versions (trunk).
-    release: str | None = None
+    # (since <= release, not removed). Default: the newest release (schema.releases.NEWEST).
+    # None = released and accepted versions (trunk), for scenarios that show an accepted KIP.
+    release: str | None = NEWEST
     api_versions: dict[str, tuple[int, int]] = field(default_factory=dict)   # per-API override
     transaction_version: int = 2           # transaction.version feature: 1 or 2 (KIP-890 part 2)
     acls: list[Acl] | None = None          # None: everyone may do everything

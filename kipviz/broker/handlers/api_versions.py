@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ...schema import registry
 from ..config import served_versions
+from ..error_codes import CODE
 from . import Request, handles
 
 
@@ -17,8 +18,21 @@ def advertised(config) -> list[dict]:
     return out
 
 
+def misrouted(cluster, req: Request) -> bool:
+    """KIP-1242 (ApiVersions v5, Kafka 4.4; apache/kafka PR #22187, KAFKA-20246): the client names the
+    cluster and node it means to reach; null / -1 means it does not know them, and is not checked."""
+    if req.version < 5:
+        return False
+    cid, nid = req.body.get("ClusterId"), req.body.get("NodeId", -1)
+    return (cid is not None and cid != cluster.cluster_id) or (nid != -1 and nid != req.broker)
+
+
 @handles("ApiVersions")
 def api_versions(cluster, req: Request) -> dict:
+    if misrouted(cluster, req):
+        # KIP-1242: a misrouted connection is refused with REBOOTSTRAP_REQUIRED and no API list,
+        # so the client drops what it knew and bootstraps again.
+        return {"ErrorCode": CODE["REBOOTSTRAP_REQUIRED"], "ApiKeys": [], "ThrottleTimeMs": 0}
     body = {"ErrorCode": 0, "ApiKeys": advertised(cluster.config), "ThrottleTimeMs": 0}
     if req.version >= 3:
         body.update({"SupportedFeatures": [], "FinalizedFeaturesEpoch": -1, "FinalizedFeatures": [],
