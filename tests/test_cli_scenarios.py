@@ -26,7 +26,7 @@ def test_scenarios_lists_name_status_kip_and_title(capsys):
     for r in scenarios.catalog():
         line = rows[r["name"]]
         assert r["status"] in line and r["title"] in line and (r["kip"] or "-") in line
-    assert "accepted" in rows["kip1319.stale_member_epoch_v6"] and "KIP-1319" in rows["kip1319.stale_member_epoch_v6"]
+    assert "released" in rows["kip1319.stale_member_epoch_v6"] and "KIP-1319" in rows["kip1319.stale_member_epoch_v6"]
     assert "released" in rows["kip516.stale_read"] and "KIP-516" in rows["kip516.stale_read"]
 
 
@@ -39,7 +39,7 @@ def test_scenarios_filter(capsys):
 def test_scenario_prints_checks_and_a_request_summary(capsys):
     assert cli.main(["scenario", "kip1319.stale_member_epoch_v6"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("kip1319.stale_member_epoch_v6 (seed 0, KIP-1319, accepted)")
+    assert out.startswith("kip1319.stale_member_epoch_v6 (seed 0, KIP-1319, released)")
     assert "✓ TxnOffsetCommit v6 answered STALE_MEMBER_EPOCH" in out and "✗" not in out
     (summary,) = [line for line in out.splitlines() if line.startswith("requests: ")]
     assert "TxnOffsetCommit v6 [STALE_MEMBER_EPOCH]" in summary and "ConsumerGroupHeartbeat v1 ×4" in summary

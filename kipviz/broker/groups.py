@@ -1,7 +1,7 @@
 """The group coordinator: classic groups, KIP-848 consumer groups and committed offsets.
 
 Models released Kafka's *new* group coordinator (group-coordinator/ module; FACTS.md (c)), with
-KIP-1319 (TxnOffsetCommit v6) as accepted:
+KIP-1319 (TxnOffsetCommit v6, released in Kafka 4.4):
 
 * GroupMetadataManager   -> classic groups (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, generations,
                             session and rebalance timeouts) and consumer groups (ConsumerGroupHeartbeat,

@@ -1,4 +1,4 @@
-"""KIP-1319 (TxnOffsetCommit v6, accepted; seed 000): each error case at v5 and at v6, the
+"""KIP-1319 (TxnOffsetCommit v6, released in Kafka 4.4, FACTS (h); seed 000): each error case at v5 and at v6, the
 producer's version choice and fallback, the persisted topic id, and the producer's error classes.
 
     kip1319.group_id_not_found_v5 / _v6    missing group, generation >= 0: ILLEGAL_GENERATION / GROUP_ID_NOT_FOUND
@@ -6,7 +6,7 @@ producer's version choice and fallback, the persisted topic id, and the producer
     kip1319.unknown_topic_id_v6            an id the broker cannot resolve: UNKNOWN_TOPIC_ID for the whole topic
     kip1319.error_order_v6                 unknown id, then TOPIC_AUTHORIZATION_FAILED, then
                                            UNKNOWN_TOPIC_OR_PARTITION for one partition only
-    kip1319.fallback_old_broker            a Kafka 4.0 broker (TxnOffsetCommit up to v5): v5 for the request
+    kip1319.fallback_old_broker            a Kafka 4.3 broker (TxnOffsetCommit up to v5): v5 for the request
     kip1319.fallback_unknown_topic_id      no topic ids from Metadata: v5 for the whole request
     kip1319.topic_id_persisted             v6 writes the real topic id into OffsetCommitValue v4, v5 the zero id
     kip1319.producer_error_classes         GROUP_ID_NOT_FOUND / STALE_MEMBER_EPOCH abortable, UNKNOWN_TOPIC_ID
@@ -130,7 +130,7 @@ def _group_id_not_found(trace: Trace, version: int) -> None:
                                         for t in answer.get("topics", [])])
 
 
-@scenario("kip1319.group_id_not_found_v5", kip=KIP, status="accepted",
+@scenario("kip1319.group_id_not_found_v5", kip=KIP, status="released",
           title="TxnOffsetCommit v5: a missing group is reported as ILLEGAL_GENERATION",
           summary="A producer capped at v5 sends offsets for a group that does not exist, with generation 3. "
                   "The broker keeps the pre-KIP-1319 mapping: ILLEGAL_GENERATION. The producer raises "
@@ -139,7 +139,7 @@ def group_id_not_found_v5(trace: Trace) -> None:
     _group_id_not_found(trace, 5)
 
 
-@scenario("kip1319.group_id_not_found_v6", kip=KIP, status="accepted",
+@scenario("kip1319.group_id_not_found_v6", kip=KIP, status="released",
           title="TxnOffsetCommit v6: a missing group is GROUP_ID_NOT_FOUND",
           summary="The same offsets at v6 (topic ids): the broker returns GROUP_ID_NOT_FOUND as it is. The "
                   "producer treats it as abortable (CommitFailedError) and aborts.")
@@ -164,7 +164,7 @@ def _stale_member_epoch(trace: Trace, version: int) -> None:
     p.send("out", b"k", b"processed again")
     mark = len(trace.events)
     ok = send_offsets(p, {("in", 0): 10}, {**gm, "member_epoch": g["new_epoch"]})
-    trace.expect(f"with the current epoch {g['new_epoch']} the offsets are accepted (NONE)", ok == "NONE", ok)
+    trace.expect(f"with the current epoch {g['new_epoch']} the offsets are committed (NONE)", ok == "NONE", ok)
     p.commit_transaction()
     committed = trace.cluster.groups.committed(g["group_id"], "in", 0)
     trace.expect("after the commit the group's offset for in-0 is 10", committed is not None and committed.offset == 10)
@@ -173,7 +173,7 @@ def _stale_member_epoch(trace: Trace, version: int) -> None:
                                                                       txn_offset_commits(trace, mark)])
 
 
-@scenario("kip1319.stale_member_epoch_v5", kip=KIP, status="accepted",
+@scenario("kip1319.stale_member_epoch_v5", kip=KIP, status="released",
           title="TxnOffsetCommit v5: a stale KIP-848 member epoch is reported as ILLEGAL_GENERATION",
           summary="Consumer m1 of a KIP-848 group moves from epoch 1 to 2 when m2 joins; its producer (capped "
                   "at v5) still sends epoch 1. The broker maps STALE_MEMBER_EPOCH to ILLEGAL_GENERATION. The "
@@ -182,7 +182,7 @@ def stale_member_epoch_v5(trace: Trace) -> None:
     _stale_member_epoch(trace, 5)
 
 
-@scenario("kip1319.stale_member_epoch_v6", kip=KIP, status="accepted",
+@scenario("kip1319.stale_member_epoch_v6", kip=KIP, status="released",
           title="TxnOffsetCommit v6: a stale KIP-848 member epoch is STALE_MEMBER_EPOCH",
           summary="The same stale epoch at v6: the broker returns STALE_MEMBER_EPOCH as it is. The producer "
                   "aborts (abortable CommitFailedError), and with the current epoch the offsets go through.")
@@ -203,12 +203,12 @@ def _parts(*indexes: int, offset: int = 7) -> list[dict]:
             for i in indexes]
 
 
-@scenario("kip1319.unknown_topic_id_v6", kip=KIP, status="accepted",
+@scenario("kip1319.unknown_topic_id_v6", kip=KIP, status="released",
           title="TxnOffsetCommit v6: an id the broker cannot resolve is UNKNOWN_TOPIC_ID",
           summary="'in' is deleted and recreated while a transaction is open. A v6 frame naming the old topic id "
                   "gets UNKNOWN_TOPIC_ID on both partitions (the whole topic), and the answer echoes that id. "
-                  "The same offsets by name (v5) are accepted for the new topic, which is the hazard v6 closes. "
-                  "With the new id, v6 is accepted.")
+                  "The same offsets by name (v5) go through for the new topic, which is the hazard v6 closes. "
+                  "With the new id, v6 succeeds.")
 def unknown_topic_id_v6(trace: Trace) -> None:
     p = start(trace)
     c = trace.cluster
@@ -241,7 +241,7 @@ def unknown_topic_id_v6(trace: Trace) -> None:
 APP = "User:app"
 
 
-@scenario("kip1319.error_order_v6", kip=KIP, status="accepted",
+@scenario("kip1319.error_order_v6", kip=KIP, status="released",
           title="TxnOffsetCommit v6: unknown id, then authorization, then unknown partition",
           summary="One v6 request, four topics, with ACLs: the deleted incarnation of 'secret' gets "
                   "UNKNOWN_TOPIC_ID (the id is resolved before any ACL check); live 'secret', which User:app "
@@ -318,9 +318,10 @@ def _api_versions_max(trace: Trace, api: str) -> int | None:
     return None
 
 
-@scenario("kip1319.fallback_old_broker", kip=KIP, status="accepted", release="4.0",
-          title="KIP-1319 producer against a Kafka 4.0 broker: v5 for the whole request",
-          summary="The broker (release 4.0) advertises TxnOffsetCommit up to v5. The KIP-1319 producer knows "
+@scenario("kip1319.fallback_old_broker", kip=KIP, status="released", release="4.3",
+          title="Kafka 4.4 producer against a Kafka 4.3 broker: TxnOffsetCommit v5 for the whole request",
+          summary="The broker (release 4.3, the last without KIP-1319) advertises TxnOffsetCommit up to v5. The "
+                  "4.4 producer knows "
                   "the topic ids but sends the whole request at v5, by name, and it commits normally.")
 def fallback_old_broker(trace: Trace) -> None:
     p, answers = _offsets_flow(trace)
@@ -337,7 +338,7 @@ def fallback_old_broker(trace: Trace) -> None:
     trace.result.update(broker_max=top, version_sent=5, reason=chosen[-1]["reason"] if chosen else None)
 
 
-@scenario("kip1319.fallback_unknown_topic_id", kip=KIP, status="accepted", api_versions={"Metadata": (0, 9)},
+@scenario("kip1319.fallback_unknown_topic_id", kip=KIP, status="released", api_versions={"Metadata": (0, 9)},
           title="KIP-1319 producer without topic ids: v5 for the whole request",
           summary="The broker serves TxnOffsetCommit v6 but answers Metadata only up to v9, so the producer "
                   "learns no topic ids. The request is all-or-nothing: v5, by name, for every topic. The KIP "
@@ -356,7 +357,7 @@ def fallback_unknown_topic_id(trace: Trace) -> None:
     trace.result.update(broker_max=top, version_sent=5, fallback=fallback[0] if fallback else None)
 
 
-@scenario("kip1319.topic_id_persisted", kip=KIP, status="accepted",
+@scenario("kip1319.topic_id_persisted", kip=KIP, status="released",
           title="KIP-1319: v6 persists the real topic id, v5 the zero id",
           summary="Two producers commit offsets for 'in', one at v6 and one capped at v5. Decoding their "
                   "__consumer_offsets records: both are OffsetCommitValue v4; the v6 one carries the topic id "
@@ -373,7 +374,7 @@ def topic_id_persisted(trace: Trace) -> None:
         p.commit_transaction()
         (rec,) = [r for r in offsets_records(trace, mark) if not r["tombstone"]]
         sent = [a["version"] for a in txn_offset_commits(trace, mark)]
-        trace.expect(f"{txid}: TxnOffsetCommit v{version} accepted", ok == "NONE" and sent == [version],
+        trace.expect(f"{txid}: TxnOffsetCommit v{version} succeeds", ok == "NONE" and sent == [version],
                      f"{ok} {sent}")
         got[version] = rec
     v6, v5 = got[6], got[5]
@@ -392,7 +393,7 @@ def topic_id_persisted(trace: Trace) -> None:
                         committed={"in-0": 106, "in-1": 105})
 
 
-@scenario("kip1319.producer_error_classes", kip=KIP, status="accepted",
+@scenario("kip1319.producer_error_classes", kip=KIP, status="released",
           title="KIP-1319 producer: GROUP_ID_NOT_FOUND / STALE_MEMBER_EPOCH abort, UNKNOWN_TOPIC_ID retries",
           summary="How the producer treats the three v6 errors. GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH raise "
                   "CommitFailedError: abortable, the application aborts and carries on (before KIP-1319 the "
