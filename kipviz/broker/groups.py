@@ -1546,6 +1546,24 @@ class GroupCoordinator:
             self.cluster.note(f"topic {topic} deleted: {len(found)} committed offset(s) removed (tombstones)",
                               topic=topic, offsets=sorted({f"{g} {topic}-{p}" for g, p in found}))
 
+    def delete_group(self, gid: str) -> None:
+        """GroupCoordinatorShard.deleteGroups for one group: GroupMetadataManager.validateDeleteGroup
+        (a missing or Dead group: GROUP_ID_NOT_FOUND; a group with members: NON_EMPTY_GROUP), then
+        OffsetMetadataManager.deleteAllOffsets (an OffsetCommit tombstone per committed offset), then
+        createGroupTombstoneRecords (the group's own tombstones); replaying them removes the group."""
+        g = self.groups.get(gid)
+        if g is None or g.state == "Dead":
+            raise GroupError("GROUP_ID_NOT_FOUND", f"Group {gid} not found.")
+        if g.state != "Empty":    # classic and consumer groups alike: only an Empty group can go
+            raise GroupError("NON_EMPTY_GROUP", f"Group {gid} is not empty.")
+        offs = sorted(self.offsets.get(gid, {}))
+        for topic, p in offs:
+            self._append(gid, "OffsetCommit", {"group": gid, "topic": topic, "partition": p}, None)
+        self.offsets.pop(gid, None)
+        self._remove_group(g, "deleted (DeleteGroups)")
+        self.cluster.note(f"group {gid} deleted: {len(offs)} committed offset(s) removed (tombstones)",
+                          group=gid, offsets=[f"{t}-{p}" for t, p in offs])
+
     def has_pending(self, gid: str, topic: str, partition: int) -> bool:
         part = self.partition_for(gid)
         return any(gid in groups and (topic, partition) in groups[gid]
