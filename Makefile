@@ -10,7 +10,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON ?= $(abspath $(PY))
 
-.PHONY: setup lab test bench lint fresh-check dot java tools browser voila clean sample-data
+.PHONY: setup lab git-filter test bench lint fresh-check dot java tools browser voila clean sample-data
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kipviz needs Python 3.11 or newer")'
@@ -72,7 +72,16 @@ browser:
 # JupyterLab refuses to run as root unless told (containers, CI machines)
 LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-lab: setup
+# Saving a notebook in JupyterLab writes its outputs into the file: this git clean filter (named in
+# .gitattributes) stores notebooks without them. Local config of this clone only; idempotent.
+git-filter:
+	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+	  git config filter.kipviz-strip.clean "$(PYTHON) tools/strip_outputs.py" && \
+	  git config filter.kipviz-strip.smudge cat && \
+	  echo "git: notebooks are stored without outputs (filter kipviz-strip: tools/strip_outputs.py)"; \
+	fi
+
+lab: setup git-filter
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(LAB_FLAGS)
 
 # the dashboards (explorer, transaction animation) with their code hidden

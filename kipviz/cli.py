@@ -1,7 +1,10 @@
-"""`kipviz` command line: thin commands over the library functions. Bad input: one line, exit 2."""
+"""`kipviz` command line: thin commands over the library functions. Bad input and any failure: one
+line on stderr, `kipviz: error: ...`, and exit 2 (1: checks or violations found; 130: Ctrl-C);
+KIPVIZ_TRACEBACK=1 shows the traceback of an unexpected one."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import codec
@@ -11,9 +14,19 @@ from .schema.catalog import catalog
 
 
 def cmd_list(args) -> int:
+    from .schema import registry, releases
+    release = releases.check(args.release) if args.release is not None else None
     rows = catalog()
     if args.name:
         rows = [r for r in rows if args.name.lower() in r["message"].lower()]
+        if not rows:
+            raise KipvizError(f"no message name contains {args.name!r} (see `kipviz list`)")
+    if release is not None:            # only the versions that release serves (its labels decide)
+        served = {m: set(releases.served_list(registry.get(m), release)) for m in {r["message"] for r in rows}}
+        gone = [m for m in served if not served[m]]
+        rows = [r for r in rows if r["version"] in served[r["message"]]]
+        if args.name and not rows:
+            raise KipvizError(f"Kafka {release} serves no version of {', '.join(sorted(gone))}")
     last = None
     for r in rows:
         if r["message"] != last:
@@ -27,13 +40,53 @@ def cmd_list(args) -> int:
 def cmd_decode(args) -> int:
     if (args.hex is None) == (args.file is None):
         raise KipvizError("give exactly one of --hex or --file")
-    data = codec.parse_hex(args.hex) if args.hex is not None else open(args.file, "rb").read()
+    codec.plan(args.name, args.version)     # an unknown name or version is not about bytes: no "at byte 0"
+    if args.hex is not None:
+        try:
+            data = codec.parse_hex(args.hex)
+        except codec.DecodeError as e:      # about the text given, not a byte of the message
+            raise KipvizError(f"--hex: {e.reason}") from None
+    else:
+        data = _read_bytes(args.file)
     if args.annotate:
         for s in codec.annotate(args.name, args.version, data):
             print(f"{s.start:>6}-{s.end:<6} {s.path:<50} {s.wire_type:<18} {s.value!r}")
     else:
         print(to_json(codec.decode(args.name, args.version, data)))
     return 0
+
+
+def check_out(path: str) -> None:
+    """KipvizError unless `path` can be written, found out before the work that leads to it: a
+    file there is opened for appending (its bytes untouched), a new one created and removed."""
+    p = os.path.abspath(path)
+    if os.path.isdir(p):
+        raise KipvizError(f"{path}: is a directory, not a file to write")
+    if not os.path.isdir(os.path.dirname(p)):
+        raise KipvizError(f"no such directory for {path!r}")
+    try:
+        if os.path.exists(p):
+            open(p, "ab").close()
+        else:
+            open(p, "xb").close()
+            os.unlink(p)
+    except OSError as e:
+        raise KipvizError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+# the most bytes `decode --file` reads: Kafka's socket.request.max.bytes default (104857600,
+# SocketServerConfigs), the largest request a broker takes
+MAX_DECODE_BYTES = 100 * 1024 * 1024
+
+
+def _read_bytes(path: str) -> bytes:
+    if os.path.isdir(path):
+        raise KipvizError(f"{path}: is a directory")
+    with open(path, "rb") as fh:
+        data = fh.read(MAX_DECODE_BYTES + 1)
+    if len(data) > MAX_DECODE_BYTES:
+        raise KipvizError(f"{path}: more than {MAX_DECODE_BYTES} bytes (socket.request.max.bytes); not one message")
+    return data
 
 
 def _latest(name: str) -> int:
@@ -155,8 +208,6 @@ def _scenario_page(trace, anim) -> str:
 
 
 def cmd_scenario(args) -> int:
-    import os
-
     from . import scenarios
     sc = scenarios.get(args.name)              # bad input is refused before anything runs
     if args.machine:
@@ -166,8 +217,8 @@ def cmd_scenario(args) -> int:
     if args.gif and not args.gif.lower().endswith(".gif"):
         raise KipvizError(f"--gif needs a .gif file name, got {args.gif!r}")
     for out in (args.svg, args.html, args.gif):
-        if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
-            raise KipvizError(f"no such directory for {out!r}")
+        if out:
+            check_out(out)
     trace = scenarios.run(sc.name, seed=args.seed)
     good, bad = _marks()
     print(f"{sc.name} (seed {args.seed}, {sc.kip or 'no KIP'}, {sc.status}): {sc.title}")
@@ -200,10 +251,12 @@ def cmd_scenario(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kipviz", description="Explore Kafka's wire protocol from the kit's definitions.")
+    p = _Parser(prog="kipviz", description="Explore Kafka's wire protocol from the kit's definitions.")
     sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="messages, versions and their status (released/accepted/proposed)")
     ls.add_argument("name", nargs="?", help="only messages whose name contains this")
+    ls.add_argument("--release", metavar="R", help="only the versions Kafka release R serves (4.0 ... 4.4), "
+                                                   "derived from the kit's labels")
     ls.set_defaults(func=cmd_list)
     dec = sub.add_parser("decode", help="decode a message body from hex or a file")
     dec.add_argument("name", help="message name, e.g. TxnOffsetCommitRequest")
@@ -248,7 +301,41 @@ def build_parser() -> argparse.ArgumentParser:
     add_export(sub)
     from .cli_spark import add_spark
     add_spark(sub)
+    from .cli_serve import add_serve
+    add_serve(sub)
     return p
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the kit's one-line errors (usage on request: --help)."""
+
+    def error(self, message: str):
+        self.exit(2, f"kipviz: error: {message} (see: {self.prog} --help)\n")
+
+
+def _failure(e: BaseException) -> str:
+    """The one line of an unexpected failure: Spark's (its JVM, a query, a Python worker), or
+    the exception's own first line; KIPVIZ_TRACEBACK=1 shows the traceback instead."""
+    if "kipviz.cli_spark" in sys.modules:
+        line = sys.modules["kipviz.cli_spark"].failure_line(e)
+        if line:
+            return line
+    if isinstance(e, MemoryError):
+        return "out of memory"
+    if isinstance(e, RecursionError):
+        return "input nested too deeply (RecursionError)"
+    text = (str(e).strip().splitlines() or [""])[0]
+    return f"internal error: {type(e).__name__}" + (f": {text}" if text else "") + " (a kipviz bug: please report it)"
+
+
+def _interrupted() -> int:
+    print("kipviz: interrupted", file=sys.stderr)
+    return 130
+
+
+def _was_interrupted() -> bool:
+    """Ctrl-C reached a Spark command, whose connection to the JVM then failed first."""
+    return "kipviz.cli_spark" in sys.modules and sys.modules["kipviz.cli_spark"].LOG["interrupted"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -258,13 +345,24 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:            # `kipviz list | head`: the reader left; not an error
         sys.stderr.close()
         return 0
-    except (KipvizError, ValueError, KeyError, OSError) as e:
-        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
-        print(f"kipviz: error: {msg}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:          # Ctrl-C: one line, the shell's status for SIGINT
-        print("kipviz: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted()
+    except (KipvizError, ValueError, KeyError, OSError) as e:
+        if _was_interrupted():
+            return _interrupted()
+        if "kipviz.cli_spark" in sys.modules and sys.modules["kipviz.cli_spark"].failure_line(e):
+            msg = _failure(e)          # Spark's own ValueErrors (PySparkValueError, ...)
+        else:
+            msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"kipviz: error: {' '.join(str(msg).split())}", file=sys.stderr)
+        return 2
+    except Exception as e:             # anything else, Spark's failures included: still one line
+        if _was_interrupted():
+            return _interrupted()
+        if os.environ.get("KIPVIZ_TRACEBACK"):
+            raise
+        print(f"kipviz: error: {' '.join(_failure(e).split())}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -5,16 +5,14 @@ there is one (a draft that does not validate is such a finding, with its line an
 one line on stderr when the file cannot be read or --against names nothing known."""
 from __future__ import annotations
 
-import os
 import sys
-
-from .errors import KipvizError
 
 
 def cmd_review(args) -> int:
     from .review import review
-    if args.html and not os.path.isdir(os.path.dirname(os.path.abspath(args.html))):
-        raise KipvizError(f"no such directory for {args.html!r}")
+    if args.html:
+        from .cli import check_out
+        check_out(args.html)
     r = review(args.schema, against=args.against)
     print(r.summary())
     if args.html:

@@ -3,9 +3,11 @@
     kipviz sample-data --scenario share_eos --records 100000 --seed 1 -o out/share_eos
     kipviz sample-data --all -o sample_data          # the bundled set, byte for byte
     kipviz analyze out/share_eos [--master URL] [--html report.html]
-    kipviz verify-eos out/share_eos                  # exit 1 if any violation, 0 if none
+    kipviz verify-eos out/share_eos                  # exit 1 if any violation or unreadable input, 0 if none
 
-Bad input (no such directory, not a sample, unknown scenario): one line on stderr, exit 2."""
+Bad input (no such directory, not a sample, a manifest field of the wrong type, a file that is not
+Parquet, a master URL Spark does not take or that does not answer) and any failure in Spark: one
+line on stderr, exit 2. Rows that do not read or decode are counted in the errors table, not fatal."""
 from __future__ import annotations
 
 import os
@@ -41,23 +43,86 @@ def cmd_sample_data(args) -> int:
     return 0
 
 
+# the driver JVM's stderr (Spark's log, its Python workers' stderr) goes to this file while a
+# command runs, so that the command's own stderr is its one line; removed at exit unless a Spark
+# failure names it
+LOG: dict = {"path": None, "keep": False, "interrupted": False}
+
+
+def _jvm_log() -> int | None:
+    """The log file's descriptor; Python's own log records (py4j's, PySpark's) go there too."""
+    import atexit
+    import logging
+    import tempfile
+    if LOG["path"]:
+        return None                      # a second command in one process: the JVM already runs
+    fd, path = tempfile.mkstemp(prefix="kipviz-spark-", suffix=".log")
+    LOG["path"] = path
+    to_log = logging.StreamHandler(open(fd, "w", buffering=1, closefd=False))
+    logging.getLogger().addHandler(to_log)
+    try:                                 # PySpark's query-error loggers write to stderr themselves
+        from pyspark.logger import PySparkLogger
+        for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
+            lg = PySparkLogger.getLogger(name)
+            for h in list(lg.handlers):
+                lg.removeHandler(h)
+            lg.addHandler(to_log)
+    except ImportError:
+        pass
+
+    def _remove():
+        if not LOG["keep"]:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+    atexit.register(_remove)
+    return fd
+
+
+def failure_line(e: BaseException) -> str | None:
+    """One line for a failure in Spark (kipviz.spark.session.error_line) naming the log of the
+    JVM, which is then kept; None when e is not Spark's."""
+    if "kipviz.spark.session" not in sys.modules:
+        return None
+    line = sys.modules["kipviz.spark.session"].error_line(e)
+    if line and LOG["path"]:
+        LOG["keep"] = True
+        line += f" (Spark's log: {LOG['path']})"
+    return line
+
+
+def _interrupted(signum, frame):
+    """Ctrl-C once Spark runs: PySpark's own handler asks the JVM to cancel its jobs over the
+    connection the interrupted call is using, which fails with an error of its own; the JVM
+    stops when we exit (its stdin closes)."""
+    LOG["interrupted"] = True
+    raise KeyboardInterrupt
+
+
 def _source(directory: str, master: str | None):
+    import signal
+    import threading
+
+    from .spark.readers import check_files, load_manifest, topic_records
     d = Path(directory)
-    if not d.is_dir():
-        raise KipvizError(f"{directory}: no such directory")
-    if not (d / "manifest.json").is_file():
-        raise KipvizError(f"{directory}: no manifest.json here; expected a sample-data run directory "
-                          "(kipviz sample-data -o DIR)")
+    manifest = load_manifest(d)          # bad input is refused before any JVM starts
+    check_files(d, manifest)
     from .spark import read_samples, session
-    from .spark.readers import topic_records
-    from .spark.session import LARGE_ROWS
+    from .spark.session import LARGE_ROWS, check_master
+    if master is not None or os.environ.get("KIPVIZ_SPARK_MASTER"):
+        check_master(master if master is not None else os.environ["KIPVIZ_SPARK_MASTER"])
     # the run's size picks the Spark settings
-    return read_samples(session(master, batch=True, large=topic_records(d) >= LARGE_ROWS), d)
+    spark = session(master, batch=True, large=topic_records(d) >= LARGE_ROWS, jvm_log=_jvm_log())
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _interrupted)
+    return read_samples(spark, d)
 
 
 def cmd_analyze(args) -> int:
-    if args.html and not os.path.isdir(os.path.dirname(os.path.abspath(args.html))):
-        raise KipvizError(f"no such directory for {args.html!r}")
+    if args.html:
+        from .cli import check_out
+        check_out(args.html)
     from .spark.report import analyze
     rep = analyze(_source(args.directory, args.master), plot=bool(args.html))
     print(rep.summary())
@@ -68,9 +133,12 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_verify_eos(args) -> int:
-    from .spark.eos import line, verify_eos
+    from .spark.eos import line, unreadable_line, verify_eos
     res = verify_eos(_source(args.directory, args.master), group=args.group, input_topic=args.input_topic,
                      output_topic=args.output_topic, allowed_at_least_once=not args.strict)
+    # unreadable inputs first: over them no verdict holds ("cannot verify", exit 1, never OK)
+    for u in res.unreadable:
+        print(unreadable_line(u))
     for r in res.rows:
         print(line(r))
     print(res.summary(limit=0).splitlines()[0] + f" ({sum(r['classification'] == 'violation' for r in res.rows)} "

@@ -82,6 +82,16 @@ def _source(cell) -> str:
     return "".join(src) if isinstance(src, list) else src
 
 
+def _registered_exercise(f) -> str | None:
+    """For `exercise("ID").check`: the registered exercise's hint ("" if it has none or is unknown)."""
+    if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Call) and isinstance(f.value.func, ast.Name)
+            and f.value.func.id == "exercise" and f.value.args and isinstance(f.value.args[0], ast.Constant)):
+        return None
+    from .exercises import EXERCISES
+    ex = EXERCISES.get(f.value.args[0].value)
+    return ex.hint.strip() if ex else ""
+
+
 def _check_calls(code: str) -> list[tuple[str, bool]]:
     """(call text, has a hint) for every check(...) call in a code cell."""
     try:
@@ -95,6 +105,10 @@ def _check_calls(code: str) -> list[tuple[str, bool]]:
             continue
         f = node.func
         if not ((isinstance(f, ast.Name) and f.id == "check") or (isinstance(f, ast.Attribute) and f.attr == "check")):
+            continue
+        registered = _registered_exercise(f)
+        if registered is not None:          # exercise("03-1").check(answer): the hint is in kipviz.exercises
+            out.append((ast.get_source_segment(code, node) or "check(...)", bool(registered)))
             continue
         hint = node.args[2] if len(node.args) > 2 else next((k.value for k in node.keywords if k.arg == "hint"), None)
         empty = hint is None or (isinstance(hint, ast.Constant) and not str(hint.value).strip())

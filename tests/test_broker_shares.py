@@ -17,7 +17,7 @@ G = "sg"
 
 
 def setup(n=5, **cfg):
-    c = Cluster(seed=3, **cfg)
+    c = Cluster(seed=3, **{"share_auto_offset_reset": "earliest", **cfg})   # Kafka default: latest
     tid = c.create_topic("t", 1)
     c.topics.partition("t", 0).append([(b"k%d" % i, b"v%d" % i) for i in range(n)], 0)
     return c, tid
@@ -227,7 +227,7 @@ def test_heartbeat_errors_unknown_member_and_fenced_epoch():
 
 
 def test_unknown_topic_id_and_not_leader_per_partition():
-    c = Cluster(seed=3, brokers=2)
+    c = Cluster(seed=3, brokers=2, share_auto_offset_reset="earliest")
     c.create_topic("t", 2)
     tid = c.topics.get("t").topic_id
     hb(c)

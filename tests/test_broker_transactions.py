@@ -157,7 +157,7 @@ def test_invalid_moves_raise_invalid_transition():
 def test_every_row_of_the_table_is_reachable_through_frames():
     taken = set()
     for tv in (1, 2):
-        c = Cluster(transaction_version=tv, release=None)   # trunk: KIP-939 (accepted) is reached too
+        c = Cluster(transaction_version=tv, release=None)    # trunk-like: KIP-939's accepted v6 is served too
         c.create_topic("t", 2)
         # init from Empty, add (Empty, Ongoing), commit, init from CompleteCommit
         r = init(c, "a")

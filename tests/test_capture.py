@@ -402,7 +402,7 @@ def test_rst_and_keepalive_bytes_are_not_stream_data():
 
 
 def test_undecodable_frames_keep_their_decode_error():
-    unknown = struct.pack(">hhi", 32, 4, 7) + b"\x00\x03abc" + b"\x01\x02\x03"      # DescribeConfigs v4
+    unknown = struct.pack(">hhi", 33, 4, 7) + b"\x00\x03abc" + b"\x01\x02\x03"      # AlterConfigs v4 (not in the kit)
     unknown = struct.pack(">i", len(unknown)) + unknown
     good = req("Metadata", 12, {"Topics": [{"Name": "orders"}]}, 8)
     broken = bytearray(good)
@@ -410,9 +410,9 @@ def test_undecodable_frames_keep_their_decode_error():
     items = [("request", unknown), ("response", struct.pack(">ii", 8, 7) + b"\0\0\0\0"),
              ("request", bytes(broken)), ("response", resp("Metadata", 12, {}, 8))]
     first, second = read_pcap(capture_bytes(items))
-    assert first["api"] == "DescribeConfigs" and first["api_key"] == 32 and first["version"] == 4
+    assert first["api"] == "AlterConfigs" and first["api_key"] == 33 and first["version"] == 4
     assert first["request"] is None and first["response"] is None and first["response_frame"] is not None
-    assert any(e.startswith("request does not decode: at byte") and "DescribeConfigs" in e for e in first["errors"])
+    assert any(e.startswith("request does not decode: at byte") and "AlterConfigs" in e for e in first["errors"])
     assert any("response not decoded" in e for e in first["errors"])
     assert second["api"] == "Metadata" and second["request"] is None
     assert any(e.startswith("request does not decode: at byte") for e in second["errors"])

@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from kipviz import cli
 
 from .test_codec_golden import SEED_BODY
@@ -13,6 +15,31 @@ def test_list_shows_labels(capsys):
     assert cli.main(["list", "TxnOffsetCommitRequest"]) == 0
     out = capsys.readouterr().out
     assert "v6" in out and "released in Kafka 4.4 (KIP-1319)" in out and "released in Kafka 4.0" in out
+
+
+def test_list_release_keeps_only_the_versions_that_release_serves(capsys):
+    assert cli.main(["list", "TxnOffsetCommitRequest", "--release", "4.3"]) == 0
+    out = capsys.readouterr().out
+    assert "v5" in out and "v6" not in out and "v0" in out
+    assert cli.main(["list", "TxnOffsetCommitRequest", "--release", "4.4"]) == 0
+    assert "v6" in capsys.readouterr().out
+    assert cli.main(["list", "OffsetCommitRequest", "--release", "4.1"]) == 0
+    section = capsys.readouterr().out.split("OffsetCommitRequest (api key 8)\n")[1].split("TxnOffsetCommit")[0]
+    versions = [ln.split()[0] for ln in section.splitlines()]
+    assert versions == [f"v{v}" for v in range(2, 10)]       # KIP-896 dropped 0-1; v10 came in 4.2
+    assert cli.main(["list", "--release", "4.0"]) == 0
+    out = capsys.readouterr().out
+    assert "ShareFetchRequest" not in out and "TxnShareAcknowledge" not in out and "ProduceRequest" in out
+
+
+def test_list_bad_release_and_unknown_name_are_one_line_and_exit_2(capsys):
+    for argv in (["list", "--release", "4.9"], ["list", "TxnOffsetCommit", "--release", "latest"],
+                 ["list", "NoSuchThing"], ["list", "TxnShareAcknowledge", "--release", "4.4"]):
+        assert cli.main(argv) == 2, argv
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.startswith("kipviz: error:") and captured.err.count("\n") == 1
+    assert cli.main(["list", "--release", "4.9"]) == 2
+    assert "4.0, 4.1, 4.2, 4.3, 4.4" in capsys.readouterr().err
 
 
 def test_decode_hex_and_annotate(capsys):
@@ -108,3 +135,18 @@ def test_ctrl_c_during_a_long_run_is_one_line_and_leaves_no_process(tmp_path):
             if str(out).encode() in cmd:
                 left.append(d)
     assert left == []                                # no chunk child or writer process left behind
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["decode", "NoSuch", "--version", "0", "--hex", "00"], "no message named 'NoSuch'"),
+    (["decode", "TxnOffsetCommitRequest", "--version", "99", "--hex", "00"], "has no version 99 (valid: 0-6)"),
+    (["decode", "TxnOffsetCommitRequest", "--version", "5", "--hex", "zz"], "--hex: not hex: 'z'"),
+    (["decode", "TxnOffsetCommitRequest", "--version", "5", "--hex", "0e7"], "--hex: odd number of hex digits"),
+])
+def test_decode_errors_not_about_bytes_name_no_byte(capsys, argv, message):
+    """Only a failure inside the message's bytes names a byte offset."""
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == f"kipviz: error: {err.split(': ', 2)[2]}" and message in err and "at byte" not in err
+    assert cli.main(["decode", "TxnOffsetCommitRequest", "--version", "5", "--hex", "0e74"]) == 2
+    assert "kipviz: error: at byte 0 in TransactionalId:" in capsys.readouterr().err

@@ -387,7 +387,7 @@ def test_an_older_release_without_kip848_serves_only_the_classic_protocol():
     with pytest.raises(ConsumerError) as e:
         new.poll()
     assert e.value.error == "UNSUPPORTED_VERSION" and e.value.api == "ConsumerGroupHeartbeat"
-    # ApiVersions v5 (4.4) is not served by 3.6: the answer comes in v0 and the client re-sends v3 at once
+    # ApiVersions v5 (Kafka 4.4) is not served by 3.6: the answer comes in v0 and the client re-sends v3 at once
     assert [v for a, v in [(x.api, x.version) for x in requests(c, client="new")] if a == "ApiVersions"] == [5, 3]
     assert c.now == 0
     old = Consumer(c, "g2", client_id="old", protocol="classic")

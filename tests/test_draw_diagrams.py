@@ -122,7 +122,7 @@ def test_wire_svg_renders_sample(name):
 @needs_dot
 def test_txn_offset_commit_v6_layout_svg():
     text = svg_text(wire_svg("TxnOffsetCommitRequest", 6))
-    for s in ("TxnOffsetCommitRequest v6", "accepted (KIP-1319)", "request header v2", "RequestHeader v2",
+    for s in ("TxnOffsetCommitRequest v6", "released in Kafka 4.4 (KIP-1319)", "request header v2", "RequestHeader v2",
               "TransactionalId", "GroupId", "ProducerId", "ProducerEpoch", "GenerationIdOrMemberEpoch",
               "MemberId", "GroupInstanceId", "Topics", "TopicId", "Partitions", "PartitionIndex",
               "CommittedOffset", "CommittedLeaderEpoch", "CommittedMetadata",
@@ -188,7 +188,7 @@ def test_example_driven_offsets_match_the_codec():
 @needs_dot
 def test_example_driven_svg_shows_values_and_offsets():
     text = svg_text(wire_svg("TxnOffsetCommitRequest", 6, example=True))
-    for s in ("tx-orders-001", "order-processors", "consumer-1-abc123", "150382", "accepted (KIP-1319)",
+    for s in ("tx-orders-001", "order-processors", "consumer-1-abc123", "150382", "released in Kafka 4.4 (KIP-1319)",
               "example-driven layout", "Topics[0] · TxnOffsetCommitRequestTopic"):
         assert s in text, s
     assert "21" in text.split("\n")                          # TransactionalId's offset in the frame
@@ -338,7 +338,7 @@ def test_diff_table_and_diagram():
     assert re.search(rf'BGCOLOR="{colours["added"]}"[^>]*>(?:&#160;)*<B>TopicId</B>', src)
     assert re.search(rf'BGCOLOR="{colours["renamed"]}"[^>]*><B>GenerationId</B>', src)
     assert re.search(rf'BGCOLOR="{colours["renamed"]}"[^>]*><B>GenerationIdOrMemberEpoch</B>', src)
-    assert "accepted (KIP-1319)" in src and "released in Kafka 4.0 (KIP-890)" in src
+    assert "released in Kafka 4.4 (KIP-1319)" in src and "released in Kafka 4.0 (KIP-890)" in src
     amber = diff_diagram("TxnOffsetCommitRequest", 2, 3).source
     assert 'BGCOLOR="#feebc8"' in amber and "request header v1 → v2" in html.unescape(amber)
 
@@ -358,7 +358,7 @@ def test_version_history_matrix():
     assert list(df.columns) == [f"v{v}" for v in range(7)]
     assert list(df.index[:6]) == ["status", "since", "removed", "KIP", "flexible", "header"]
     assert df.shape == (6 + 15, 7)
-    assert df.loc["status", "v6"] == "accepted" and df.loc["KIP", "v6"] == "KIP-1319"
+    assert df.loc["status", "v6"] == "released" and df.loc["KIP", "v6"] == "KIP-1319"
     assert df.loc["status", "v5"] == "released" and df.loc["since", "v5"] == "4.0"
     assert df.loc["flexible", "v2"] == "·" and df.loc["flexible", "v3"] == "✓"
     assert df.loc["header", "v2"] == "h1" and df.loc["header", "v3"] == "h2"
@@ -376,7 +376,8 @@ def test_version_history_matrix():
 def test_history_html():
     out = history_html("TxnOffsetCommitRequest")
     assert out.startswith('<div class="kipviz-history">') and "<style>" in out
-    assert 'class="v accepted"' in out and 'class="v released"' in out
+    assert 'class="v accepted"' not in out and 'class="v released"' in out      # v6: released in Kafka 4.4
+    assert 'class="v accepted"' in history_html("InitProducerIdRequest")         # KIP-939's v6
     assert "(was GenerationId)" in out
     assert re.search(r"v6 renamed from GenerationId \(same wire\) <span class=\"kip\">KIP-1319</span>", out)
     assert re.search(r"v6 added <span class=\"kip\">KIP-1319</span>", out)

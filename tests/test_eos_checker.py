@@ -39,12 +39,12 @@ class Stream:
         return self._add(StateChanged, machine="share-record", key=f"{group}/{IN}-{p}@{off}", from_state=frm,
                          to_state=to, cause=cause, status="proposed" if "TX_PENDING" in (frm, to) else "released")
 
-    def out(self, src, pid=7, txn=True, p=0, header=True):
+    def out(self, src, pid=7, txn=True, p=0, header=True, value=b"V"):
         o = self.out_offsets.get(p, 0)
         self.out_offsets[p] = o + 1
         hs = [("kipviz-source", src.encode() if isinstance(src, str) else src)] if header else []
         return self._add(RecordAppended, topic=OUT, partition=p, offset=o,
-                         record={"kind": "data", "key": b"k", "value": b"V", "headers": hs},
+                         record={"kind": "data", "key": b"k", "value": value, "headers": hs},
                          producer_id=pid, producer_epoch=0, transactional=txn)
 
     def marker(self, pid=7, commit=True, p=0):
@@ -113,12 +113,123 @@ def test_fan_out_in_one_transaction_counts_as_one_visible_output():
     s.inp(0)
     s.acquire(0)
     s.out("in-0@0")
-    s.out("in-0@0", p=1)                            # a second output record of the same attempt
+    s.out("in-0@0", p=1, value=b"V2")               # a second, different output record of the same attempt
     s.stage(0)
     s.marker()
     s.marker(p=1)
     s.commit_ack(0)
     assert check(s.events).violations == []
+
+
+@pytest.mark.parametrize("p2", [0, 1])
+def test_the_same_output_record_twice_in_one_transaction_is_a_duplicate(p2):
+    """A copy (same key, value and headers) inside one committed transaction -- a retried append,
+    a corrupted log -- is output appearing twice, unlike fan-out: duplicate-in-transaction."""
+    s = Stream()
+    s.inp(0)
+    s.acquire(0)
+    a = s.out("in-0@0")
+    b = s.out("in-0@0", p=p2)
+    s.stage(0)
+    m = s.marker()
+    m2 = s.marker(p=1) if p2 else m
+    s.commit_ack(0)
+    v = only(check(s.events), "duplicate-in-transaction")
+    assert v["input"] == ("in", 0, 0) and v["classification"] == VIOLATION
+    assert {a.seq, b.seq, m.seq, m2.seq} <= set(v["events"])
+    assert f"out-0@{a.offset}, out-{p2}@{b.offset}" in v["detail"]
+    # fed in chunks, the record settled in between: the same verdict
+    ch = ShareEosChecker(group=G, input_topic=IN, output_topic=OUT)
+    for e in s.events:
+        ch.feed([e])
+    assert [x["kind"] for x in ch.report().violations] == ["duplicate-in-transaction"]
+
+
+def _txn_rec(tid, pid, epoch, state, parts=()):
+    by: dict = {}
+    for t, p in parts:
+        by.setdefault(t, []).append(p)
+    return {"record": "TransactionLog", "key": {"TransactionalId": tid},
+            "value": {"ProducerId": pid, "ProducerEpoch": epoch, "TransactionStatus": state,
+                      "TransactionPartitions": [{"Topic": t, "PartitionIds": ps} for t, ps in by.items()]}}
+
+
+def _logged(s: Stream, tid, pid, epoch, state, parts=()):
+    return s._add(RecordAppended, topic="__transaction_state", partition=0, offset=len(s.events),
+                  record=_txn_rec(tid, pid, epoch, state, parts))
+
+
+def _logged_happy(s: Stream, off, pid, epoch, marker=True, commit=True, p=0):
+    """happy() with its transaction logged as the coordinator logs it (Ongoing, PrepareX with the
+    marker's epoch, the marker, CompleteX)."""
+    s.inp(off)
+    s.acquire(off)
+    _logged(s, "t", pid, epoch - 1, 1, [(OUT, p)])
+    s.out(f"{IN}-0@{off}", pid, p=p)
+    s.stage(off)
+    _logged(s, "t", pid, epoch, 2 if commit else 3, [(OUT, p)])
+    m = None
+    if marker:
+        m = s._add(RecordAppended, topic=OUT, partition=p, offset=s.out_offsets.get(p, 0),
+                   record={"type": "COMMIT" if commit else "ABORT"}, producer_id=pid, producer_epoch=epoch,
+                   transactional=True, control=True)
+        s.out_offsets[p] = s.out_offsets.get(p, 0) + 1
+    _logged(s, "t", pid, epoch, 4 if commit else 5)
+    if commit:
+        s.commit_ack(off)
+    else:
+        s.move(off, "TX_PENDING", "ACQUIRED", "txn-abort")
+    return m
+
+
+def test_transaction_log_agrees_with_the_markers_on_a_clean_stream():
+    s = Stream()
+    for i in range(3):
+        _logged_happy(s, i, 7, i + 1)
+    r = check(s.events)
+    assert r.ok and r.violations == [], r.summary()
+
+
+def test_a_commit_marker_removed_mid_partition_is_marker_missing():
+    """The next COMMIT of the producer then commits both transactions' records (each visible once),
+    but __transaction_state says the first transaction ended earlier: marker-missing, named."""
+    s = Stream()
+    _logged_happy(s, 0, 7, 1)
+    _logged_happy(s, 1, 7, 2, marker=False)
+    _logged_happy(s, 2, 7, 3)
+    v = only(check(s.events), "marker-missing")
+    assert v["transaction"] == "t (producer 7, epoch 2) out-0" and v["input"] is None
+    assert "CompleteCommit" in v["detail"] and v["classification"] == VIOLATION
+
+
+def test_a_marker_of_the_wrong_type_or_unaccounted_for_is_named():
+    s = Stream()
+    m = _logged_happy(s, 0, 7, 1, commit=False)
+    # the aborted transaction's marker rewritten as COMMIT (its output becomes visible too)
+    s.events[s.events.index(m)] = dataclasses.replace(m, record={"type": "COMMIT"})
+    r = check(s.events)
+    mm = [v for v in r.violations if v["kind"] == "marker-mismatch"]
+    assert len(mm) == 1 and mm[0]["transaction"] == "t (producer 7, epoch 1) out-0" and m.seq in mm[0]["events"]
+    assert "aborted" in mm[0]["detail"]
+    s2 = Stream()
+    _logged_happy(s2, 0, 7, 1)
+    x = s2.marker(pid=99)                            # a marker no transaction of the log accounts for
+    v = only(check(s2.events), "marker-unexpected")
+    assert v["transaction"] == "producer 99, epoch 1 out-0" and v["events"] == [x.seq]
+
+
+def test_real_run_transaction_log_matches_its_markers_and_a_removed_marker_is_found(real):
+    ev = list(real.cluster.events)
+    assert check(ev, allowed_at_least_once=True).ok
+    # a COMMIT in the middle of the partition: the producer's next COMMIT there ends both
+    marks = [(j, e) for j, e in enumerate(ev) if isinstance(e, RecordAppended) and e.control and e.topic == OUT
+             and e.record.get("type") == "COMMIT"]
+    i, m = next((j, e) for j, e in marks if any(j2 > j and e2.partition == e.partition
+                                                and e2.producer_id == e.producer_id for j2, e2 in marks))
+    r = check(ev[:i] + ev[i + 1:], allowed_at_least_once=True)
+    assert not r.ok
+    v = [v for v in r.violations if v["kind"] == "marker-missing"]
+    assert len(v) == 1 and f"epoch {m.producer_epoch}) out-{m.partition}" in v[0]["transaction"]
 
 
 def test_header_key_and_value_may_be_bytes_or_str():
@@ -425,9 +536,14 @@ def test_real_run_dropping_an_output_commit_marker_gives_ack_without_output(real
     srcs = _sources_closed_by(ev, i)
     tampered = ev[:i] + ev[i + 1:]
     r = check(tampered)
-    bad = {f"{v['input'][0]}-{v['input'][1]}@{v['input'][2]}" for v in r.violations}
-    assert {v["kind"] for v in r.violations} == {"ack-without-output"} and bad == set(srcs)
-    for v in r.violations:
+    per_record = [v for v in r.violations if v["input"] is not None]
+    bad = {f"{v['input'][0]}-{v['input'][1]}@{v['input'][2]}" for v in per_record}
+    assert {v["kind"] for v in per_record} == {"ack-without-output"} and bad == set(srcs)
+    # and the transaction log names the transaction whose marker is gone
+    txn = [v for v in r.violations if v["input"] is None]
+    assert [v["kind"] for v in txn] == ["marker-missing"]
+    assert txn[0]["transaction"].endswith(f"(producer {m.producer_id}, epoch {m.producer_epoch}) out-{m.partition}")
+    for v in per_record:
         src = "{}-{}@{}".format(*v["input"])
         acks = [e.seq for e in tampered if isinstance(e, StateChanged) and e.key == f"{G}/{src}"
                 and e.to_state == "ACKNOWLEDGED"]
@@ -446,6 +562,8 @@ def test_real_run_replaying_an_output_gives_a_duplicate_naming_both_attempts(rea
     copy = dataclasses.replace(orig, seq=n, offset=10_000, producer_id=4242)
     mark = dataclasses.replace(m, seq=n + 1, offset=10_001, producer_id=4242)
     r = check(ev + [copy, mark], allowed_at_least_once=True)
+    assert [(x["kind"], x["events"]) for x in r.violations if x["input"] is None] == [("marker-unexpected", [mark.seq])]
+    r.violations = [x for x in r.violations if x["input"] is not None]     # the forged marker: not in the log
     v = only(r, "duplicate-output")
     assert v["input"] == parse_source(src) and {orig.seq, m.seq, copy.seq, mark.seq} <= set(v["events"])
     assert v["classification"] == VIOLATION
@@ -521,7 +639,8 @@ def test_summary_and_to_frame():
     assert "events/s" in text
     assert "... 1 more" in r.summary(limit=1)
     df = r.to_frame()
-    assert list(df.columns) == ["kind", "topic", "partition", "offset", "classification", "case", "detail", "events"]
+    assert list(df.columns) == ["kind", "topic", "partition", "offset", "classification", "case", "transaction",
+                               "detail", "events"]
     assert list(df["kind"]) == ["duplicate-output", "lost"] and list(df["offset"]) == [0, 5]
     assert str(df["case"].dtype) == "Int64" and df["case"].isna().tolist() == [False, True]
     assert check([]).to_frame().empty and check([]).summary().startswith("share EOS check")

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import nbformat
+import psutil
 import pytest
 
 from kipviz import cli, scenarios
@@ -19,6 +22,7 @@ from kipviz.export import external_refs, find_notebooks, notebook_html
 from kipviz.export_widgets import WIDGET_VIEW, static_widgets
 from kipviz.nbrun import MemoryWatch, run_notebook
 
+ROOT = Path(__file__).resolve().parent.parent
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz `dot` not installed")
 md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
 
@@ -305,3 +309,73 @@ def test_memory_watch_counts_pages_shared_by_forked_children_once():
     assert len(m.processes) >= 4
     assert m.peak_rss >= 4 * 150 * 2**20 * 0.9              # four processes each map the 150 MB
     assert 150 * 2**20 <= m.peak <= 2 * 150 * 2**20          # but it is there once (plus interpreters)
+
+
+# ---- the command from anywhere, its output folder, SIGTERM ------------------------------------------------
+def _kipviz(*argv: str, cwd: Path, **kw) -> subprocess.Popen:
+    run = "import sys; from kipviz.cli import main; sys.exit(main(sys.argv[1:]))"      # the console script
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen([sys.executable, "-c", run, *argv], cwd=cwd, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+
+def test_missing_output_parents_are_created_and_said(sources, tmp_path, capsys):
+    out = tmp_path / "a" / "b" / "c"
+    assert cli.main(["export", str(sources / "02_plain.ipynb"), "--no-execute", "-q", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert err.splitlines()[0] == f"kipviz export: created {out} and 2 missing parent folder(s)"
+    assert (out / "02_plain.html").is_file() and (out / "index.html").is_file()
+    assert cli.main(["export", str(sources / "02_plain.ipynb"), "--no-execute", "-q", "-o", str(out)]) == 0
+    assert "created" not in capsys.readouterr().err                 # an existing folder: nothing to say
+
+
+def test_bad_options_create_no_output_folder(sources, tmp_path):
+    assert cli.main(["export", str(sources), "--only", "99", "-o", str(tmp_path / "x" / "y")]) == 2
+    assert not (tmp_path / "x").exists()
+
+
+def test_export_runs_from_any_directory(tmp_path):
+    """Without NOTEBOOK it exports the kit's notebooks, wherever it is started."""
+    from kipviz.cli_export import default_sources
+    assert default_sources() == [ROOT / "notebooks"]
+    proc = _kipviz("export", "--only", "00", "--no-execute", "-q", "-o", "site", cwd=tmp_path)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert (tmp_path / "site" / "00_welcome.html").is_file()
+
+
+def test_sigterm_stops_with_one_line_and_no_kernel_left(tmp_path):
+    src = tmp_path / "nb"
+    src.mkdir()
+    pid_file = tmp_path / "kernel.pid"
+    _write(src, "slow.ipynb", [code(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                                    "time.sleep(120)")])
+    (tmp_path / "o").mkdir()
+    proc = _kipviz("export", str(src), "-q", "-o", str(tmp_path / "o"), cwd=tmp_path)
+    deadline = time.monotonic() + 120
+    while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert pid_file.exists(), "the kernel never ran the cell"
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143
+    assert err.strip().splitlines() == ["kipviz: export stopped (SIGTERM); the site may be incomplete"]
+    kernel = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while psutil.pid_exists(kernel) and psutil.Process(kernel).status() != psutil.STATUS_ZOMBIE \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not psutil.pid_exists(kernel) or psutil.Process(kernel).status() == psutil.STATUS_ZOMBIE
+
+
+def test_a_prediction_exports_with_its_solution_folded(tmp_path):
+    """The check's "Show solution" is a closed <details> in the static page, as in JupyterLab."""
+    src = tmp_path / "nb"
+    src.mkdir()
+    _write(src, "predict.ipynb", [code("answer = ..."),
+                                  code("from kipviz.exercises import exercise\nexercise('03-1').check(answer)")])
+    assert cli.main(["export", str(src), "-q", "-o", str(tmp_path / "o")]) == 0
+    page = (tmp_path / "o" / "predict.html").read_text(encoding="utf-8")
+    folded = re.search(r'<details class="kipviz-solution"><summary>Show solution</summary>(.*?)</details>', page, re.S)
+    assert folded and "UNKNOWN_TOPIC_ID" in folded.group(1)
+    assert "Not answered yet" in page and "<details open" not in page

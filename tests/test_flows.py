@@ -218,13 +218,13 @@ def test_any_two_traces_clusters_or_event_lists():
     share = k.share_commit_run(seed=2)
     f = regular_vs_share_flow(tv2.cluster, list(share.events))
     df = f.steps.set_index("step")
-    # transaction.version 2 on trunk: no AddOffsetsToTxn; TxnOffsetCommit v6 (KIP-1319, accepted) adds the partition
+    # transaction.version 2 on trunk: no AddOffsetsToTxn; TxnOffsetCommit v6 (KIP-1319, released in Kafka 4.4) adds the partition
     offsets = tv2.cluster.coordinator_partition(0, "enricher")[1]
     assert "AddOffsetsToTxn" not in df.loc[3, "regular"]
-    assert df.loc[3, "regular"].startswith("TxnOffsetCommit v6 (accepted)")
+    assert df.loc[3, "regular"].startswith("TxnOffsetCommit v6 → group coordinator")
     assert f"AddPartitionsToTxn v5 (add) __consumer_offsets-{offsets}" in df.loc[3, "regular"]
     col = column(f.svg, "regular")
-    assert col.get("data-status") == "accepted" and "TxnOffsetCommit v6 · accepted" in labels(col, "kv-req")
+    assert col.get("data-status") == "released" and "TxnOffsetCommit v6" in labels(col, "kv-req")
     assert f.regular.source.startswith(f"{len(tv2.events)} events") and f.share.source.startswith(
         f"{len(share.events)} events")
 
@@ -306,9 +306,9 @@ def test_sequence_status_labels_and_internal_arrows():
     from kipviz.draw.sequence import sequence_diagram
     root = ET.fromstring(sequence_diagram(_events(), status_labels=True, internal_arrows=True))
     assert [text_of(g) for g in groups(root, "kv-req")] == ["TxnShareAcknowledge v0 · proposed",
-                                                             "TxnOffsetCommit v6 · accepted"]
+                                                             "TxnOffsetCommit v6"]
     assert [text_of(g) for g in groups(root, "kv-resp")] == ["TxnShareAcknowledge v0 · proposed",
-                                                              "TxnOffsetCommit v6 · accepted"]
+                                                              "TxnOffsetCommit v6"]
     # the registration while a request is handled is an arrow from that request's lifeline ...
     (arrow,) = groups(root, "kv-internal")
     assert text_of(arrow) == "AddPartitionsToTxn (broker-internal) __share_group_state-3 · proposed"

@@ -27,7 +27,7 @@ G = "sg"
 
 def setup(parts=1, n=4, **cfg):
     cfg.setdefault("share_version", 2)
-    c = Cluster(seed=3, **cfg)
+    c = Cluster(seed=3, **{"share_auto_offset_reset": "earliest", **cfg})   # Kafka default: latest
     tid = c.create_topic("in", parts)
     c.create_topic("out", 1)
     for p in range(parts):

@@ -38,7 +38,7 @@ def run():
     w1 gets 0-2, w2 gets 3-5; w1 accepts 0, releases 1, rejects 2; w2 re-acquires 1 (count 2),
     releases it and accepts 3, 4; w1 re-acquires 1 (count 3) and releases it -> ARCHIVED at the
     limit; SPSO 0 -> 1 -> 5. Snapshots of the SharePartition are taken after each step."""
-    c = Cluster(seed=3, group_share_delivery_count_limit=3)
+    c = Cluster(seed=3, group_share_delivery_count_limit=3, share_auto_offset_reset="earliest")
     tid = c.create_topic("t", 1)
     c.topics.partition("t", 0).append([(b"k%d" % i, b"v%d" % i) for i in range(6)], 0)
     w1 = ShareConsumer(c, G, client_id="w1", max_records=3)

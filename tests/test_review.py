@@ -75,11 +75,14 @@ def test_removed_field_names_the_bound_to_use():
     assert hit.path == "GroupInstanceId" and '"versions": "3-6"' in hit.explanation
 
 
-def test_api_key_93_names_getreplicaloginfo_and_the_candidates():
+def test_api_key_93_names_kafka_44s_rpc_and_the_candidates():
     r = review(FIX / "api_key_93.json")
     hit = only(r, "api-key-taken")[0]
-    assert "GetReplicaLogInfo" in hit.message
-    assert "first key free today is 94" in hit.explanation and "KIP-1289 page" in hit.explanation
+    assert "Kafka 4.4's StreamsGroupTopologyDescriptionUpdate" in hit.message
+    assert "first key free in Kafka 4.4 is 95" in hit.explanation and "KIP-1289 page" in hit.explanation
+    # the candidates' story comes from the key table: 94 is taken in 4.4, 95 free, 93 held on trunk once
+    assert "Kafka 4.4's UnregisterController" in hit.explanation and "95 (later draft" in hit.explanation
+    assert "free in Kafka 4.4" in hit.explanation and "GetReplicaLogInfo's on trunk" in hit.explanation
     assert rules(r, "error") == {"api-key-taken"}          # the layout itself matches the kit's v0
 
 
@@ -161,7 +164,7 @@ def _nullable(o):
     (_metadata, "metadata-changed", "info", (), "ignorable True → False"),
     (_no_about, "missing-about", "info", (), "TransactionVersion"),
     (_key, "api-key-changed", "error", (), "apiKey 28 → 29"),
-    (_key, "api-key-taken", "error", (), "Kafka's DescribeAcls"),
+    (_key, "api-key-taken", "error", (), "Kafka 4.4's DescribeAcls"),
 ])
 def test_rule_fires_on_a_variant_of_the_clean_draft(change, rule, severity, versions, detail):
     r = review(edited(CLEAN, change))
@@ -172,7 +175,7 @@ def test_rule_fires_on_a_variant_of_the_clean_draft(change, rule, severity, vers
 
 def test_changes_to_proposed_versions_are_warnings():
     """The kit's TxnShareAcknowledge v0 is proposed: changing it is worth a warning, not an error."""
-    text = (FIX / "api_key_93.json").read_text().replace('"apiKey": 93', '"apiKey": 94')
+    text = (FIX / "api_key_93.json").read_text().replace('"apiKey": 93', '"apiKey": 95')
     text = text.replace('"name": "MemberEpoch", "type": "int32"', '"name": "MemberEpoch", "type": "int64"')
     r = review(text)
     [hit] = only(r, "existing-version-changed")
@@ -194,11 +197,11 @@ def test_new_rpc_rules():
         o["flexibleVersions"] = "none"
         o["name"] = "ShareRenewLease"
         del o["fields"][0]["about"]
-    text = (FIX / "bad_field.json").read_text().replace('"tag": 0, ', "")
+    text = (FIX / "bad_field.json").read_text().replace('"tag": 0, ', "").replace('"apiKey": 95', '"apiKey": 96')
     r = review(edited(text, change), against="none")
     assert r.baseline.spec is None and r.new_versions == [0]
     assert {"new-version-not-flexible", "bad-name", "missing-about", "new-version-not-unstable"} <= rules(r)
-    assert "api-key-taken" not in rules(r)          # 95 is free
+    assert "api-key-taken" not in rules(r)          # 96 is free (95 is the kit's TxnShareAcknowledge)
 
 
 def test_example_that_does_not_round_trip_is_an_error(monkeypatch):
@@ -307,8 +310,11 @@ def _proposed(prefix: str) -> Path:
 @needs_kafka
 def test_kafka_draft_request_has_the_kits_bytes():
     r = review(_proposed("TxnShareAcknowledgeRequest"))
-    assert r.ok and r.changed_versions == [] and rules(r) == {"metadata-changed"}
-    assert {f.path for f in r.findings} == {"Topics.TopicId", "Topics.Partitions.PartitionIndex"}   # mapKey
+    assert r.changed_versions == [] and rules(r) == {"metadata-changed", "api-key-taken", "api-key-changed"}
+    assert {f.path for f in r.findings if f.rule == "metadata-changed"} == {"Topics.TopicId",
+                                                                            "Topics.Partitions.PartitionIndex"}
+    # the draft PR's key 94 is Kafka 4.4's UnregisterController: the only error
+    assert [f.message for f in r.errors] == ["apiKey 94 is taken: api key 94 is Kafka 4.4's UnregisterController"]
     assert r.examples[0].base_ok
 
 
@@ -317,14 +323,16 @@ def test_kafka_draft_response_lacks_the_kits_tagged_fields():
     r = review(_proposed("TxnShareAcknowledgeResponse"))
     removed = {f.path for f in r.findings if f.rule == "field-removed-without-bound"}
     assert removed == {"Responses.Partitions.CurrentLeader", "NodeEndpoints"}
-    assert r.ok and all(f.severity == "warning" for f in r.findings if f.rule == "field-removed-without-bound")
+    assert all(f.severity == "warning" for f in r.findings if f.rule == "field-removed-without-bound")
+    assert {f.rule for f in r.errors} == {"api-key-taken"}          # 94: Kafka 4.4's UnregisterController
     assert r.examples[0].base_ok is not None
 
 
 @needs_kafka
-def test_kafka_draft_of_getreplicaloginfo_owns_key_93():
+def test_kafka_draft_of_getreplicaloginfo_lost_key_93_in_kafka_44():
     r = review(_proposed("GetReplicaLogInfoRequest"))
-    assert r.baseline.spec is None and "api-key-taken" not in rules(r) and r.ok
+    assert r.baseline.spec is None and [f.message for f in r.errors] == [
+        "apiKey 93 is taken: api key 93 is Kafka 4.4's StreamsGroupTopologyDescriptionUpdate"]
 
 
 @needs_kafka

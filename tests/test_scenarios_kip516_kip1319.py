@@ -242,7 +242,7 @@ def test_error_order_unknown_id_then_acl_then_partition(seed):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_fallback_to_v5_against_a_kafka_4_3_broker(seed):
     t = run("kip1319.fallback_old_broker", seed)
-    assert t.cluster.config.release == "4.3"
+    assert t.cluster.config.release == "4.3"        # a 4.4 client in a fleet still on 4.3
     sent = requests(t, "TxnOffsetCommit")
     assert [v for v, _ in sent] == [5]
     assert sorted(tp["Name"] for tp in sent[0][1]["Topics"]) == ["clicks", "in"]

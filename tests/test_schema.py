@@ -144,16 +144,86 @@ def test_headers_and_labels_of_the_kips():
 
 
 def test_txn_share_acknowledge_key_is_configurable_and_clash_is_shown():
-    assert registry.clashes("TxnShareAcknowledge", 93) == ["api key 93 is Kafka's GetReplicaLogInfo"]
+    assert registry.api_key(registry.get("TxnShareAcknowledgeRequest")) == 95      # the later draft's, free in 4.4
+    assert registry.clashes("TxnShareAcknowledge", 95) == []
+    assert registry.clashes("TxnShareAcknowledge", 93) == [
+        "api key 93 is Kafka 4.4's StreamsGroupTopologyDescriptionUpdate"]
     try:
         problems = registry.configure_api_key("TxnShareAcknowledge", 93)
-        assert problems == ["api key 93 is Kafka's GetReplicaLogInfo"]
+        assert problems == ["api key 93 is Kafka 4.4's StreamsGroupTopologyDescriptionUpdate"]
         assert registry.by_api_key(93).name == "TxnShareAcknowledgeRequest"
         with pytest.raises(ValueError, match="kit's TxnOffsetCommit"):
             registry.configure_api_key("TxnShareAcknowledge", 28)
     finally:
         registry.configure_api_key("TxnShareAcknowledge", None)
-    assert registry.api_key(registry.get("TxnShareAcknowledgeRequest")) == 94
+    assert registry.api_key(registry.get("TxnShareAcknowledgeRequest")) == 95
+
+
+@pytest.mark.parametrize("key, release, expected", [
+    (93, "4.4", ["api key 93 is Kafka 4.4's StreamsGroupTopologyDescriptionUpdate"]),
+    (94, "4.4", ["api key 94 is Kafka 4.4's UnregisterController"]),
+    (93, "4.3", []),            # GetReplicaLogInfo held 93 on trunk only: no release clash
+    (94, "4.3", []),
+    (95, "4.4", []),
+    (88, "4.1", ["api key 88 is Kafka 4.1's StreamsGroupHeartbeat"]),
+    (88, "4.0", ["api key 88 may already be Kafka 4.0's StreamsGroupHeartbeat (first release not pinned; "
+                 "certain from 4.1)"]),
+])
+def test_configure_api_key_reports_clashes_against_the_release_the_cluster_plays(key, release, expected):
+    try:
+        assert registry.configure_api_key("TxnShareAcknowledge", key, release=release) == expected
+        assert registry.clashes("TxnShareAcknowledge", key, release) == expected
+        assert registry.by_api_key(key).api == "TxnShareAcknowledge"
+    finally:
+        registry.configure_api_key("TxnShareAcknowledge", None)
+
+
+def test_configure_api_key_refuses_bad_input_and_leaves_the_key_alone():
+    for bad in (-1, 2**15, "93", True, 9.5):
+        with pytest.raises(ValueError, match="api key must be an integer"):
+            registry.configure_api_key("TxnShareAcknowledge", bad)
+    with pytest.raises(ValueError, match="unknown Kafka release '3.9'"):
+        registry.configure_api_key("TxnShareAcknowledge", 96, release="3.9")
+    with pytest.raises(KeyError, match="no RPC named"):
+        registry.configure_api_key("NoSuchRpc", 96)
+    assert registry.api_key(registry.get("TxnShareAcknowledgeRequest")) == 95
+
+
+def test_api_keys_per_release():
+    from kipviz.schema.releases import RELEASES
+    tables = {r: registry.kafka_api_keys(r) for r in RELEASES}
+    assert registry.kafka_api_keys() == tables["4.4"]                        # None = newest
+    assert tables["4.4"][93] == "StreamsGroupTopologyDescriptionUpdate" and tables["4.4"][94] == "UnregisterController"
+    assert sorted(tables["4.4"]) == list(range(95))                           # 0-94, contiguous
+    for r in ("4.0", "4.1", "4.2", "4.3"):
+        assert 93 not in tables[r] and 94 not in tables[r]
+    assert all(k not in tables["4.0"] for k in range(88, 93))                 # first release not pinned
+    for r in ("4.1", "4.2", "4.3", "4.4"):
+        assert [tables[r][k] for k in range(88, 93)] == [
+            "StreamsGroupHeartbeat", "StreamsGroupDescribe", "DescribeShareGroupOffsets",
+            "AlterShareGroupOffsets", "DeleteShareGroupOffsets"]
+    assert tables["4.0"][74] == "ListClientMetricsResources" and tables["4.1"][74] == "ListConfigResources"
+    assert all("GetReplicaLogInfo" not in t.values() for t in tables.values())   # never released
+    for older, newer in zip(RELEASES, RELEASES[1:], strict=False):     # keys are never given back
+        assert set(tables[older]) <= set(tables[newer])
+    with pytest.raises(ValueError, match="unknown Kafka release"):
+        registry.kafka_api_keys("5.0")
+
+
+def test_api_key_history_tells_the_kip_1289_story():
+    rows = registry.api_key_history("TxnShareAcknowledge")
+    assert [(r["key"], r["source"], r["default"]) for r in rows] == [
+        (93, "KIP-1289 page", False), (94, "draft PR apache/kafka#22357", False),
+        (95, "later draft in the author's fork", True)]
+    by_key = {r["key"]: r for r in rows}
+    assert "GetReplicaLogInfo" in by_key[93]["trunk only"] and "#19664" in by_key[93]["trunk only"]
+    assert by_key[93]["4.4"] == "StreamsGroupTopologyDescriptionUpdate" and by_key[93]["4.3"] == ""
+    assert by_key[94]["4.4"] == "UnregisterController" and by_key[94]["trunk only"] == ""
+    assert [r["free_in_newest"] for r in rows] == [False, False, True]
+    assert all(by_key[95][rel] == "" for rel in ("4.0", "4.1", "4.2", "4.3", "4.4"))
+    assert registry.api_key_history("TxnOffsetCommit") == []                  # a settled key has no story
+    with pytest.raises(KeyError, match="no RPC named"):
+        registry.api_key_history("NoSuchRpc")
 
 
 def test_unknown_message_suggests_names():

@@ -20,7 +20,7 @@ SAMPLES = Path(__file__).resolve().parent.parent / "sample_data"
 
 
 def _checker_keys(report) -> set:
-    return {(v["kind"], v["input"], v["classification"], v["case"]) for v in report.violations}
+    return {(v["kind"], v["input"], v["classification"], v["case"], v["transaction"]) for v in report.violations}
 
 
 @pytest.fixture(scope="module")
@@ -170,3 +170,46 @@ def test_per_input_counts_are_exact_when_packed_two_to_a_column(spark, monkeypat
                    4: (0, 0, 0, 0, 1, 0, 0), 5: (0, 0, 0, 0, 1, 0, 0), 6: (0, 0, 0, 0, 0, 1, 0)}
     assert rows[1]["attempt_min"] != rows[1]["attempt_max"]          # two transactions
     assert rows[2]["attempt_min"] == rows[2]["attempt_max"]          # one non-transactional record
+
+
+def test_corruptions_that_apply_to_events_agree_with_kipviz_eos(spark, tmp_path):  # noqa: F811
+    """The same corruption applied to a run's events and to its sample files: (a) an output record
+    copied into its own committed transaction, (b) a COMMIT marker removed mid-partition (the
+    producer's next COMMIT there ends both transactions). kipviz.eos and verify_eos name the same
+    violations (kind, record, transaction)."""
+    import dataclasses
+
+    from kipviz.broker.events import RecordAppended
+    from kipviz.records.batch import read_batches
+    from tests.test_eos_corruptions import Copy, committed, data_batch, insert, mid_commit
+    run = run_share_eos(records=120, consumers=2, partitions=2, seed=5, batch=10)
+    write_trace(run, tmp_path / "s", name="share_eos")
+    ev = list(run.cluster.events)
+
+    def appended(p, o, control):
+        return next(k for k, e in enumerate(ev) if isinstance(e, RecordAppended) and e.topic == "out"
+                    and e.partition == p and e.offset == o and e.control == control)
+    seen = []
+    for case in ("dup", "marker"):
+        c = Copy(tmp_path / "s", tmp_path / case)
+        df = c.frame()
+        pairs = committed(df)
+        if case == "dup":
+            i, _ = pairs[1]
+            b = read_batches(df.loc[i, "batch"])[0]
+            c.save(insert(df, i, data_batch(b["records"][:1], b["producer_id"], b["producer_epoch"], True)))
+            k = appended(df.loc[i, "partition"], df.loc[i, "last_offset"], False)
+            first = ev[appended(df.loc[i, "partition"], df.loc[i, "base_offset"], False)]
+            events = ev[:k + 1] + [dataclasses.replace(first, offset=10_000)] + ev[k + 1:]
+        else:
+            _, m = mid_commit(df)
+            c.save(df.drop(index=m))
+            k = appended(df.loc[m, "partition"], df.loc[m, "base_offset"], True)
+            events = ev[:k] + ev[k + 1:]
+        rep = ks.eos.checker.check_share_eos(events, group="sg", input_topic="in", output_topic="out",
+                                             allowed_at_least_once=True)
+        res = ks.verify_eos(ks.read_samples(spark, c.dir), allowed_at_least_once=True)
+        assert not rep.ok and not res.ok
+        assert res.keys() == _checker_keys(rep), (res.summary(), rep.summary())
+        seen.append({k[0] for k in res.keys()})
+    assert seen == [{"duplicate-in-transaction"}, {"marker-missing"}]

@@ -1,5 +1,5 @@
 """Writes notebooks/04_consumer_groups.ipynb (kept as a script so the notebook's source is reviewable)."""
-from nbbuild import code, md, write_notebook
+from nbbuild import code, md, predict, write_notebook
 
 from kipviz.course import kip_link
 
@@ -26,7 +26,7 @@ from IPython.display import SVG, HTML, display
 from kipviz.broker import Cluster
 from kipviz.broker.error_codes import name_of
 from kipviz.draw import state_diagram, sequence_diagram, tables, to_svg
-from kipviz.teach import check
+from kipviz.exercises import exercise
 
 cluster = Cluster(brokers=3, seed=42)
 orders = cluster.create_topic("orders", 4)
@@ -50,8 +50,8 @@ print("a:", a2["MemberEpoch"], a2["Assignment"])"""),
     md("""### Exercise 1 — fencing
 Member `a` now sends a heartbeat with an epoch **higher** than the one the coordinator gave it.
 Which error comes back? (FACTS: received epoch > current → fenced.)"""),
-    code("""answer = None
-check(answer, "FENCED_MEMBER_EPOCH", hint="It is not STALE_MEMBER_EPOCH: that one is for offset commits.")"""),
+    *predict("04-1", setup='too_high = heartbeat("member-a", a2["MemberEpoch"] + 5)   # the experiment',
+             inputs="response=too_high"),
     md("""## 2. Listing groups (ListGroups v4 states, v5 types)"""),
     code("""for v, body in [(3, {}), (4, {"StatesFilter": ["Stable"]}), (5, {"StatesFilter": [], "TypesFilter": ["consumer"]}),
                 (5, {"StatesFilter": [], "TypesFilter": ["classic"]})]:
@@ -77,8 +77,8 @@ pd.DataFrame([{"version": v, "current epoch": commit(v, epoch_a), "stale epoch":
     md("""### Exercise 2
 Why does v8 answer `UNSUPPORTED_VERSION` for a member of a consumer group, and what does a missing
 group give at v8 versus v9? (Look at the table; FACTS (c) explains both rules.)"""),
-    code("""answer = None   # the error a missing group gets at v8
-check(answer, "ILLEGAL_GENERATION", hint="Before v9 the coordinator could not say GROUP_ID_NOT_FOUND.")"""),
+    *predict("04-2", "answer = ...   # the error a missing group gets at v8",
+             inputs='error=commit(8, 3, group="no-such-group")'),
     code("""fetched = cluster.call("OffsetFetch", 10, {"Groups": [{"GroupId": "order-processors", "MemberId": "member-a",
     "MemberEpoch": epoch_a, "Topics": [{"TopicId": orders, "PartitionIndexes": [0]}]}], "RequireStable": True})
 fetched["Groups"][0]["Topics"]"""),
@@ -91,10 +91,6 @@ display(SVG(to_svg(state_diagram(machines["consumer-group"]))))
 display(SVG(to_svg(state_diagram(machines["consumer-member"]))))"""),
     md("""And everything that happened above, as a sequence diagram drawn from the recorded events:"""),
     code("""HTML(sequence_diagram(cluster.events[-24:], title="last requests of this notebook"))"""),
-    md("""### Solutions"""),
-    code("""too_high = heartbeat("member-a", epoch_a + 5)
-print(check(name_of(too_high["ErrorCode"]), "FENCED_MEMBER_EPOCH"))
-print(check(commit(8, 3, group="no-such-group"), "ILLEGAL_GENERATION"))"""),
     md("""## Summary
 
 * KIP-848 members heartbeat with epochs; the coordinator assigns partitions and fences epochs it did not give out.

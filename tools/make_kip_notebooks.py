@@ -1,5 +1,5 @@
 """Writes notebooks/03_topic_ids.ipynb and notebooks/05_txn_offset_commit_v6.ipynb."""
-from nbbuild import code, md, write_notebook
+from nbbuild import code, md, predict, write_notebook
 
 from kipviz.course import kip_link
 
@@ -29,7 +29,7 @@ from IPython.display import HTML, display
 from kipviz import scenarios, uuids
 from kipviz.broker import Cluster
 from kipviz.broker.error_codes import name_of
-from kipviz.teach import check
+from kipviz.exercises import exercise
 """ + SHOW),
     md("""## 1. What a topic ID looks like
 
@@ -50,8 +50,7 @@ A consumer is reading `orders` by ID. The topic is deleted and recreated under t
 
 ### Exercise 1 — predict
 The consumer's next Fetch (v13+, by the **old** ID) — which error does it get?"""),
-    code("""answer = None
-check(answer, "UNKNOWN_TOPIC_ID", hint="The broker cannot resolve the old ID to any live topic.")"""),
+    *predict("03-1"),
     code("""stale_read = scenarios.run("kip516.stale_read")
 show(stale_read)
 stale_read.result"""),
@@ -74,16 +73,12 @@ TxnOffsetCommit v6) is refused.
 
 ### Exercise 2 — predict
 After the recreate, a late OffsetCommit **v10** carries the **old** topic ID. What does it answer?"""),
-    code("""answer = None
-check(answer, "UNKNOWN_TOPIC_ID", hint="v10 names topics by ID, and the old ID is gone.")"""),
+    *predict("03-2"),
     code("""offsets = scenarios.run("kip516.delete_recreate_committed_offsets")
 show(offsets)
 offsets.result"""),
     code("""ids = scenarios.run("kip516.ids_never_reused")
 show(ids)"""),
-    md("""### Solutions"""),
-    code("""print(check(stale_read.result["fetch_by_old_id"], "UNKNOWN_TOPIC_ID"))
-print(check(offsets.result["late_commit_by_id"], "UNKNOWN_TOPIC_ID"))"""),
     md("""## Summary
 
 * Topic IDs are 16 random bytes, shown as 22 base64url characters; zero means "none".
@@ -93,18 +88,21 @@ print(check(offsets.result["late_commit_by_id"], "UNKNOWN_TOPIC_ID"))"""),
 ]
 
 kip1319 = [
-    md("""# 05 · TxnOffsetCommit v6 (KIP-1319, accepted)
+    md("""# 05 · TxnOffsetCommit v6 (KIP-1319, released in Kafka 4.4)
 
 A transactional producer commits a consumer group's offsets with **TxnOffsetCommit**. Until v5 the
 broker hid two distinct problems behind one error (ILLEGAL_GENERATION) and took topic **names**.
 KIP-1319's v6 returns GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH directly, takes topic **IDs**, and
-persists the real ID in the offsets record. KIP-1319 is *accepted* (on Kafka trunk since June
-2026, not yet in a release); kipviz labels it so.
+persists the real ID in the offsets record. v6 was merged on Kafka trunk in May–June 2026 (the
+[KAFKA-20444](https://issues.apache.org/jira/browse/KAFKA-20444) series; [apache/kafka#22523](https://github.com/apache/kafka/pull/22523) marked it
+stable) and shipped in **Kafka 4.4.0**, the newest release. Brokers of Kafka 4.0–4.3 serve up to
+v5, so in a fleet that mixes releases the producer still meets v5 (section 3). kipviz labels v6
+*released in 4.4*, and its cluster model plays Kafka 4.4 unless told otherwise.
 
 **Learning objectives** — after this notebook you can
 1. predict the TxnOffsetCommit error at v5 and at v6 for a missing group and a stale member epoch;
 2. apply v6's per-partition error order (unknown ID → authorization → unknown partition);
-3. explain when the producer falls back from v6 to v5;
+3. explain when the producer falls back from v6 to v5, and which version producers and brokers of Kafka 4.0–4.4 agree on;
 4. follow a whole read-process-write transaction through the transaction state machine.
 
 **Prerequisites:** `04_consumer_groups`. **Time to complete:** about 35 minutes.
@@ -114,7 +112,7 @@ persists the real ID in the offsets record. KIP-1319 is *accepted* (on Kafka tru
 from IPython.display import HTML, SVG, display
 from kipviz import scenarios
 from kipviz.draw import state_diagram, tables, to_svg
-from kipviz.teach import check
+from kipviz.exercises import exercise
 from kipviz.widgets import player
 """ + SHOW),
     md("""## 1. The same mistake at v5 and at v6
@@ -122,9 +120,7 @@ from kipviz.widgets import player
 ### Exercise 1 — predict
 A producer commits offsets for a group that does not exist (with a generation ≥ 0). What does v5
 answer, and what does v6 answer?"""),
-    code("""answer_v5, answer_v6 = None, None
-display(check(answer_v5, "ILLEGAL_GENERATION", hint="v0–5 keep the old mapping so old producers do not treat it as fatal."))
-display(check(answer_v6, "GROUP_ID_NOT_FOUND", hint="v6 says what happened."))"""),
+    *predict("05-1", "answer = (..., ...)   # (the error at v5, the error at v6)"),
     code("""cases = ["group_id_not_found", "stale_member_epoch"]
 runs = {(c, v): scenarios.run(f"kip1319.{c}_v{v}") for c in cases for v in (5, 6)}
 pd.DataFrame([{"case": c, "version": v, "error": runs[c, v].result["error"] if "error" in runs[c, v].result else "",
@@ -158,15 +154,33 @@ The producer uses v6 only when the broker supports it **and** every topic has a 
 the whole request goes at v5.
 
 ### Exercise 2 — predict
-Against a Kafka 4.0 broker, which TxnOffsetCommit version does the producer send?"""),
-    code("""answer = None
-check(answer, 5, hint="4.0 serves TxnOffsetCommit up to v5; v6 is KIP-1319.")"""),
+A Kafka 4.4 producer commits through a Kafka 4.3 broker (the release before 4.4). Which
+TxnOffsetCommit version does it send?"""),
+    *predict("05-2"),
     code("""for name in ("kip1319.fallback_old_broker", "kip1319.fallback_unknown_topic_id", "kip1319.producer_error_classes"):
     t = scenarios.run(name)
     print(name, "->", "all checks passed" if t.passed else t.failures(), t.result.get("version_sent", ""))"""),
     code("""# in the logs: without topic IDs the whole request goes at v5
 logs = ks.scenario_logs("kip1319.fallback_unknown_topic_id")
 ks.request_errors(logs, "TxnOffsetCommit").toPandas()"""),
+    md("""### Which releases you meet
+
+A producer and a broker each know a range of TxnOffsetCommit versions; the producer sends the
+newest version both know (and then v6 only if every topic has an ID). A Java client of a Kafka
+release speaks the versions that release defines, like its brokers. The first table is the newest
+version each release's brokers serve, computed from the kit's labels (`served_versions`, the
+function the cluster model itself uses); the second crosses producer and broker releases, as in a
+fleet that is upgraded one part at a time. The producer agrees versions with each broker it talks
+to, so during a rolling upgrade the version follows the broker that coordinates the group."""),
+    code("""from kipviz.broker.config import ClusterConfig, served_versions
+from kipviz.schema.releases import RELEASES
+
+newest = {r: served_versions("TxnOffsetCommit", ClusterConfig(release=r))[1] for r in RELEASES}
+display(pd.DataFrame([newest], index=["newest TxnOffsetCommit version served"]).rename_axis(columns="Kafka"))
+pd.DataFrame({f"broker {b}": {f"producer {p}": min(newest[p], newest[b]) for p in RELEASES} for b in RELEASES})"""),
+    md("""Only a 4.4 producer with a 4.4 broker uses v6: a 4.4 producer against 4.0–4.3 brokers falls back
+to v5 (the scenario above), and a 4.3 or older producer sends v5 even to 4.4 brokers, so it still
+gets ILLEGAL_GENERATION for a missing group or a stale member epoch."""),
     md("""## 4. The regular read-process-write transaction, animated
 
 A consumer reads `orders`, a transactional producer writes the results and commits the consumer's
@@ -182,16 +196,13 @@ show(aborted)"""),
     code("""# in the logs: one row per transaction from __transaction_state, the abort and the retry
 logs = ks.scenario_logs(aborted)
 ks.transactions(logs).select("transactional_id", "txn", "outcome", "duration_ms", "partitions").toPandas()"""),
-    md("""### Solutions"""),
-    code("""display(check(runs["group_id_not_found", 5].result["error"], "ILLEGAL_GENERATION"))
-display(check(runs["group_id_not_found", 6].result["error"], "GROUP_ID_NOT_FOUND"))
-display(check(int(scenarios.run("kip1319.fallback_old_broker").result["version_sent"]), 5))"""),
     md("""## Summary
 
 * v0–5 report a missing group and a stale member epoch as ILLEGAL_GENERATION; v6 says GROUP_ID_NOT_FOUND / STALE_MEMBER_EPOCH.
 * v6 names topics by ID; per topic: UNKNOWN_TOPIC_ID, then TOPIC_AUTHORIZATION_FAILED, then UNKNOWN_TOPIC_OR_PARTITION per partition.
 * v6 persists the real topic ID in OffsetCommitValue v4; the v5 path leaves it zero.
 * The producer falls back to v5 for the whole request when the broker or any topic ID is missing.
+* v6 needs Kafka 4.4 or later on both sides: brokers of 4.0–4.3 serve up to v5, and producers before 4.4 send at most v5.
 * A read-process-write transaction walks Empty → Ongoing → PrepareCommit → CompleteCommit, with markers on every partition."""),
 ]
 

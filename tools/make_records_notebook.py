@@ -1,6 +1,6 @@
 """Writes notebooks/02_records_and_logs.ipynb (kept as a script so the notebook's source is reviewable)."""
 
-from nbbuild import code, md, write_notebook
+from nbbuild import code, md, predict, write_notebook
 
 from kipviz.course import kip_link
 
@@ -28,7 +28,7 @@ import pandas as pd
 from IPython.display import HTML
 from kipviz import codec, records, capture
 from kipviz.draw.hexdump import hexdump_html
-from kipviz.teach import check"""),
+from kipviz.exercises import exercise"""),
     md("""## 1. A record batch, byte by byte
 
 `write_batch` builds a batch v2; `annotate_batches` says which bytes hold which header field and
@@ -69,7 +69,7 @@ pd.DataFrame([{k: b[k] for k in ("base_offset", "is_transactional", "is_control"
 A committed offset is a record in `__consumer_offsets`: the key is (record type, group, topic,
 partition), the value a versioned struct. Version 4 is the first *flexible* version; its tagged
 field 0 holds the topic ID that KIP-1319 makes the broker fill in for transactional commits
-(older brokers leave it at the zero UUID, which is not written at all)."""),
+(brokers before Kafka 4.4, which ships KIP-1319, leave it at the zero UUID, which is not written at all)."""),
     code("""key = {"group": "order-processors", "topic": "orders", "partition": 3}
 value = {"offset": 150382, "leaderEpoch": 12, "metadata": "", "commitTimestamp": 1_700_000_000_000}
 topic_id = uuid.UUID("5d1c8ac4-1d3b-4e2f-9a6e-1f6c0d9b2a11")
@@ -92,9 +92,7 @@ pd.DataFrame([{"group": g, "java hashCode": records.java_string_hash(g),
 Transactional ids are placed the same way in `__transaction_state`. Which partition of 50 owns the
 transactional id `"tx-orders-001"`? Compute it with `records.java_string_hash` and the rule above
 (not with `transaction_coordinator_partition`)."""),
-    code("""answer = None
-check(answer, records.transaction_coordinator_partition("tx-orders-001"),
-      hint="abs(java_string_hash(id)) % 50 — and remember Kafka's abs of Integer.MIN_VALUE is 0.")"""),
+    *predict("02-1"),
     md("""## 5. A capture as a table
 
 `capture.write_pcap` writes a conversation as a real Ethernet/IPv4/TCP capture (Wireshark opens
@@ -118,12 +116,7 @@ capture.to_dataframe(capture.read_pcap(path))"""),
     md("""### Exercise 2
 The TxnOffsetCommit response above carries error code 22. What is its name? (FACTS: it is what
 v0–5 return for both a missing group and a stale member epoch — the ambiguity KIP-1319 removes.)"""),
-    code("""answer = None
-check(answer, "ILLEGAL_GENERATION", hint="Error 22 is about generations; KIP-1319 v6 returns GROUP_ID_NOT_FOUND / STALE_MEMBER_EPOCH instead.")"""),
-    md("""### Solutions"""),
-    code("""h = records.java_string_hash("tx-orders-001")
-print(check(records.kafka_abs(h) % 50, records.transaction_coordinator_partition("tx-orders-001")))
-print(check("ILLEGAL_GENERATION", "ILLEGAL_GENERATION"))"""),
+    *predict("02-2"),
     md("""## Summary
 
 * A record batch v2 is a 61-byte header (CRC-32C from `Attributes` on) plus varint-encoded records.

@@ -1,7 +1,8 @@
 """Writes notebooks/08_design_review.ipynb."""
-from nbbuild import code, md, write_notebook
+from nbbuild import code, md, predict, write_notebook
 
 from kipviz.course import kip_link
+from kipviz.exercises import BROKEN_DRAFT
 
 K1289, K1319 = kip_link(1289), kip_link(1319)
 KIP482 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-482%3A+The+Kafka+Protocol+should+Support+Optional+Tagged+Fields"
@@ -25,7 +26,7 @@ alone and writes one self-contained HTML page for the review thread. The same ca
 
 **Prerequisites:** `01_wire_format` (flexible versions, tagged fields); `05_txn_offset_commit_v6` helps.
 **Time to complete:** about 30 minutes.
-**Seeds:** {K1289} (proposed, seed 004), {K1319} (accepted, seed 000);
+**Seeds:** {K1289} (proposed, seed 004), {K1319} (released in Kafka 4.4, seed 000);
 background: [KIP-482]({KIP482}) (tagged fields)."""),
     code("""import json
 import tempfile
@@ -38,7 +39,7 @@ from kipviz.draw import diff_diagram, to_svg
 from kipviz.review import RULES, review
 from kipviz.schema import jsonc, registry
 from kipviz.schema.check import reference_root
-from kipviz.teach import check
+from kipviz.exercises import exercise
 
 
 def findings(r):
@@ -55,24 +56,34 @@ the thread."""),
     code("""pd.DataFrame([{"rule": k, "usual severity": sev, "catches": what} for k, (what, sev) in RULES.items()])"""),
     md("""## 2. KIP-1289's TxnShareAcknowledge, numbered as the KIP page numbers it
 
-KIP-1289 (*proposed*, under vote) adds the TxnShareAcknowledge RPC. The KIP page gives the request
-**api key 93**. The kit's own definition (`kipviz/defs/messages/TxnShareAcknowledgeRequest.json`) uses
-94, as the draft pull request does. We review the kit's file with the KIP page's key.
+KIP-1289 (*proposed*, under vote) adds the TxnShareAcknowledge RPC. Its api key has moved three times:
+the KIP page gives the request **93**, the draft pull request uses 94, and a later draft in the
+author's fork 95. The kit's definition records all three (`apiKeyCandidates` in
+`kipviz/defs/messages/TxnShareAcknowledgeRequest.json`) and uses the one still free. The kit's key
+table knows, for each Kafka release, who holds each key; `registry.api_key_history` puts the two
+together (the `trunk only` column: an RPC that held the key on trunk but never shipped):"""),
+    code("""pd.DataFrame(registry.api_key_history("TxnShareAcknowledge"))"""),
+    md("""We review the kit's file with the KIP page's key.
 
 ### Exercise 1 — predict
-Api key 93 was handed out in 2025. To which RPC? (a string, e.g. `"Produce"`)"""),
-    code("""answer = None
-check(answer, "GetReplicaLogInfo", hint="KIP-966 (eligible leader replicas) added an RPC to read a replica's log info.")"""),
+Which RPC holds api key 93 in Kafka 4.4, the newest release? (a string, e.g. `"Produce"`)"""),
+    *predict("08-1"),
     code("""kit_text = (registry.DEFS_DIR / "TxnShareAcknowledgeRequest.json").read_text()
-as_on_kip_page = kit_text.replace('"apiKey": 94', '"apiKey": 93')
+default_key = registry.api_key(registry.get("TxnShareAcknowledgeRequest"))
+as_on_kip_page = kit_text.replace(f'"apiKey": {default_key}', '"apiKey": 93')
 r93 = review(as_on_kip_page)
 print(r93.summary())
 findings(r93)"""),
     md("""A broker dispatches on the api key alone, so a second RPC on 93 could never be served. The
 explanation names the first free key and the candidates the kit has recorded for this RPC. The kit's
-registry gives the same answer when you try to switch the kit to 93:"""),
-    code("""print(registry.configure_api_key("TxnShareAcknowledge", 93))
-registry.configure_api_key("TxnShareAcknowledge", None)      # back to the definition's 94
+registry gives the same answer when you switch the kit to 93 or to the draft PR's 94. The clash is
+checked against the release the cluster plays (`release=`, default the newest): a 4.3 cluster has
+neither key taken, since GetReplicaLogInfo, which held 93 on trunk in 2025, never shipped."""),
+    code("""for key in (93, 94):
+    print(key, "on Kafka 4.4:", registry.configure_api_key("TxnShareAcknowledge", key, release="4.4"))
+    print(key, "on Kafka 4.3:", registry.configure_api_key("TxnShareAcknowledge", key, release="4.3"))
+registry.configure_api_key("TxnShareAcknowledge", None)      # back to the definition's key
+print("default:", registry.api_key(registry.get("TxnShareAcknowledgeRequest")))
 print(review(kit_text).summary())"""),
     md("""The report carries everything the thread needs: the verdict, the findings, every version's
 label (*proposed*, KIP-1289), the wire diagram of the version under review, and an example encoded
@@ -80,13 +91,15 @@ with the draft, decoded back, and shown as an annotated hex dump (hover a byte, 
     code("""HTML(r93._repr_html_())"""),
     md("""Kafka's own draft of this schema (apache/kafka PR #22357) can be reviewed the same way when the
 reference files are present (`../shared/kafka`, or `KIPVIZ_KAFKA_REF`). It has the kit's fields in the
-kit's order; it only leaves out `mapKey`, which changes generated code, not bytes."""),
+kit's order and leaves out `mapKey`, which changes generated code, not bytes; but it numbers the RPC
+94, which Kafka 4.4 gave to UnregisterController, so its review fails on the api key alone."""),
     code("""root = reference_root()
 if root is None:
     print("Kafka's draft files (../shared/kafka/proposed) are not here; set KIPVIZ_KAFKA_REF to review them.")
 else:
     kafka_draft = review(next((root / "proposed").glob("TxnShareAcknowledgeRequest.*.json")))
     print(kafka_draft.summary())
+    print([f.message for f in kafka_draft.errors])
     print("the kit's definition reads the draft's example bytes:", kafka_draft.examples[0].base_reading)"""),
     md("""## 3. A broken draft: precise errors
 
@@ -95,19 +108,8 @@ invented RPC whose `Partitions` field has a `tag` but no `taggedVersions`.
 
 ### Exercise 2 — predict
 On which line of `broken` (counting from 1) will the review point?"""),
-    code("""broken = '''{
-  "apiKey": 95, "type": "request", "name": "ShareRenewLeaseRequest",
-  "validVersions": "0", "flexibleVersions": "0+",
-  "fields": [
-    { "name": "GroupId", "type": "string", "versions": "0+", "about": "The share group." },
-    { "name": "Topics", "type": "[]RenewTopic", "versions": "0+", "about": "Leases per topic.", "fields": [
-      { "name": "TopicId", "type": "uuid", "versions": "0+", "about": "The topic id." },
-      { "name": "Partitions", "type": "[]int32", "versions": "0+", "tag": 0, "about": "The partitions." }
-    ]}
-  ]
-}'''
-answer = None
-check(answer, 8, hint="The review points at the line that names the field in the error.")"""),
+    code("broken = '''" + BROKEN_DRAFT + "'''"),
+    *predict("08-2"),
     code("""bad = review(broken)
 print(bad.summary())
 HTML(bad._repr_html_())"""),
@@ -119,7 +121,7 @@ fixed = review(broken.replace('"tag": 0,', '"tag": 0, "taggedVersions": "0+",'))
 print(fixed.summary())"""),
     md("""## 4. Changing a released RPC: a TxnOffsetCommit v7 draft
 
-Existing versions are a contract: v0–5 are released, v6 is accepted (KIP-1319). We write v7 drafts by
+Existing versions are a contract: v0–6 are released (v6 in Kafka 4.4, KIP-1319). We write v7 drafts by
 editing the kit's definition and review each against it."""),
     code("""toc = jsonc.loads((registry.DEFS_DIR / "TxnOffsetCommitRequest.json").read_text())
 
@@ -141,8 +143,7 @@ print(deleted.summary())"""),
     md("""### Exercise 3 — predict
 Deleting the field's entry removes it from **every** version that had it. Which versions does the
 finding name? (a string like `"1-4"`)"""),
-    code("""answer = None
-check(answer, "3-6", hint="GroupInstanceId arrived with v3 (KIP-447); which versions exist before v7?")"""),
+    *predict("08-3"),
     md("""The review proves the point with bytes: the draft's example for v5 is decoded with the released
 definition, which expects a GroupInstanceId that is not there."""),
     code("""for ex in deleted.examples:
@@ -158,7 +159,7 @@ bounded = review(draft_v7(bound_group_instance_id))
 print(bounded.summary())
 SVG(to_svg(diff_diagram(bounded.spec, 6, 7)))"""),
     md("""Adding a field is the mirror image. A regular field declared `"versions": "5+"` lands inside
-released v5 and accepted v6: a peer built from the released definition reads its byte as the start of
+released v5 and v6: a peer built from the released definition reads its byte as the start of
 the next field."""),
     code("""def add_to_old_versions(obj):
     obj["fields"].insert(4, {"name": "TransactionVersion", "type": "int8", "versions": "5+",
@@ -176,8 +177,7 @@ ends ApiVersions' `ZkMigrationReady` (tag 3) at v4 and gives tag 3 to a new fiel
 
 ### Exercise 4 — predict
 Which rule fires? (a rule id from section 1)"""),
-    code("""answer = None
-check(answer, "tag-reused", hint="Look at the rules whose usual severity is error.")"""),
+    *predict("08-4"),
     code("""av = jsonc.loads((registry.DEFS_DIR / "ApiVersionsResponse.json").read_text())
 del av["kipviz"]
 av["validVersions"], av["latestVersionUnstable"] = "0-5", True
@@ -202,17 +202,13 @@ Exit status 0 means no error-level finding, 1 means at least one, 2 means the fi
 (work / "TxnShareAcknowledgeRequest.json").write_text(as_on_kip_page)       # the KIP page's api key 93
 status = cli.main(["review", str(work / "TxnShareAcknowledgeRequest.json"), "--html", str(work / "review.html")])
 print("exit status", status, "-", (work / "review.html").stat().st_size, "bytes in review.html")"""),
-    md("""### Solutions"""),
-    code("""display(check(r93.errors[0].message.rsplit(" ", 1)[-1], "GetReplicaLogInfo"))
-display(check(bad.findings[0].line, 8))
-display(check(deleted.errors[0].versions_text, "3-6"))
-display(check(tags.errors[0].rule, "tag-reused"))"""),
     md(f"""## Summary
 
 * `review(file_or_text)` validates a draft and names the file, field path and line of the first error.
 * It compares the draft with the kit's definition of the same name (or Kafka's file, or `against=`):
   existing versions must keep their bytes; new versions are diffed against the released one before them.
-* Errors: an api key already taken (KIP-1289's 93 is GetReplicaLogInfo's), a field deleted instead of
+* Errors: an api key already taken (KIP-1289's 93 and 94 are Kafka 4.4's StreamsGroupTopologyDescriptionUpdate
+  and UnregisterController; `registry.api_key_history` tells the story), a field deleted instead of
   bounded, a regular field added to an existing version, a reused tag, any other change to an existing
   version's bytes. Changes to *proposed* versions are warnings.
 * Every review encodes an example with the draft, decodes it back, and lets the released definition read

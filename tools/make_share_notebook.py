@@ -1,52 +1,50 @@
 """Writes notebooks/06_share_group_eos.ipynb (kept as a script so the notebook's source is reviewable)."""
-from nbbuild import code, md, write_notebook
+from nbbuild import code, md, predict, write_notebook
 
 from kipviz.course import kip_link
 
-# (scenario, title, what goes wrong, prediction question, expected answer, hint)
+# (scenario, title, what goes wrong, prediction question); expected answers and hints: kipviz.exercises
 CASES = [
     ("kip1289.case01_broker_crash_tx_pending", "1 · Broker crash while records are TX_PENDING",
      "The share-partition leader stages acknowledgements, then crashes before the COMMIT marker. "
      "TX_PENDING lives only in memory (the KIP keeps `__share_group_state` unchanged).",
-     "After the restart, are the staged records delivered again? (True/False)", True,
-     "Persisted state saves TX_PENDING as AVAILABLE: the KIP documents an at-least-once window here."),
+     "After the restart, are the staged records delivered again? (True/False)"),
     ("kip1289.case02_coordinator_unavailable", "2 · Registration with the transaction coordinator fails",
      "The broker's internal add of `__share_group_state-N` to the transaction gets a retriable error.",
-     "Is anything staged? (True/False)", False, "The broker registers before staging; a failure stages nothing."),
+     "Is anything staged? (True/False)"),
     ("kip1289.case03_zombie_producer", "3 · A zombie producer",
      "Producer A (old epoch) sends TxnShareAcknowledge after producer B initialised the same transactional id.",
-     "Which error does A get?", "PRODUCER_FENCED", "An older epoch is fenced."),
+     "Which error does A get?"),
     ("kip1289.case05_duplicate_marker", "5 · The same marker twice",
      "The transaction coordinator retries a WriteTxnMarkers it already delivered.",
-     "Does the second marker change any record? (True/False)", False, "Nothing is TX_PENDING any more: no-op by state."),
+     "Does the second marker change any record? (True/False)"),
     ("kip1289.case06_lock_expiry_tx_pending", "6 · Lock expiry while TX_PENDING",
      "The transaction stalls after staging and the acquisition lock (30 s) runs out.",
-     "Which state does a TX_PENDING record return to when its lock expires?", "ACQUIRED",
-     "It reverts to ACQUIRED, then the normal expiry makes it AVAILABLE."),
+     "Which state does a TX_PENDING record return to when its lock expires?"),
     ("kip1289.case07_txn_timeout", "7 · Transaction timeout while TX_PENDING",
      "The producer dies after staging; the coordinator aborts the abandoned transaction.",
-     "Is any input record lost? (True/False)", False, "ABORT markers revert TX_PENDING; records are redelivered."),
+     "Is any input record lost? (True/False)"),
     ("kip1289.case08_stale_member_epoch", "8 · Rebalance between metadata snapshot and call",
      "The member epoch changes after `share_group_metadata()` and before the call.",
-     "Which error comes back?", "STALE_MEMBER_EPOCH", "Checked when staging, not at commit."),
+     "Which error comes back?"),
     ("kip1289.case09_old_broker", "9 · A broker without the RPC",
      "During a rolling upgrade some brokers do not advertise TxnShareAcknowledge (share.version < 2).",
-     "Are any TxnShareAcknowledge bytes sent? (True/False)", False, "The producer checks ApiVersions and raises first."),
+     "Are any TxnShareAcknowledge bytes sent? (True/False)"),
     ("kip1289.case10_invalid_ack_type", "10 · RELEASE inside a transaction",
      "The application tries to RELEASE (2) a record inside the transaction.",
-     "Which error?", "INVALID_RECORD_STATE", "Only ACCEPT (1) and REJECT (3) have transactional meaning."),
+     "Which error?"),
     ("kip1289.case11_partial_multi_partition", "11 · One of two partitions fails",
      "Acknowledgements for partitions A and B; B is invalid.",
-     "Is partition A staged? (True/False)", False, "All or nothing per call."),
+     "Is partition A staged? (True/False)"),
     ("kip1289.case12_leader_change_share_state", "12 · Leader change of `__share_group_state-N`",
      "The share-state partition's leadership moves between staging and the marker.",
-     "Are records redelivered? (True/False)", True, "TX_PENDING is lost with the old leader's memory (like case 1)."),
+     "Are records redelivered? (True/False)"),
     ("kip1289.case13_markers_never_arrive", "13 · Markers never arrive",
      "The transaction aborts, but the broker holding TX_PENDING never gets the marker.",
-     "Does the partition converge anyway? (True/False)", True, "The lock timeout reverts the records; a late marker is a no-op."),
+     "Does the partition converge anyway? (True/False)"),
     ("kip1289.case14_concurrent_epochs", "14 · An old in-flight call after an epoch bump",
      "A TxnShareAcknowledge with the previous epoch arrives after the producer's epoch was bumped.",
-     "Which error?", "PRODUCER_FENCED", "The stale epoch is fenced; nothing is staged."),
+     "Which error?"),
 ]
 
 # per case: what its logs show, read back in PySpark (kipviz.spark) from the run's sample logs
@@ -95,6 +93,7 @@ from kipviz import scenarios
 from kipviz import spark as ks
 from kipviz.broker.share_metrics import metrics
 from kipviz.draw import record_strip, share_state_diagrams, to_svg
+from kipviz.exercises import exercise
 from kipviz.teach import check
 from kipviz.widgets import player, strip_player
 
@@ -137,8 +136,7 @@ strip_player(record_strip(basics.events))"""),
     md("""### Exercise 1 — predict
 A consumer acquires a record and never acknowledges it (it keeps heartbeating). How many times is
 the record delivered before it is archived, with the default settings?"""),
-    code("""answer = None
-check(answer, 5, hint="group.share.delivery.count.limit defaults to 5; the lock (30 s) expires after each delivery.")"""),
+    *predict("06-1"),
     code("""slow = scenarios.run("kip932.lock_expiry_delivery_limit")
 show(slow)
 print("delivery counts seen by the consumer:", slow.result["delivery_counts"])
@@ -167,7 +165,7 @@ player(abort.animation("share-record"))"""),
     code("""# the KIP's metrics, computed from the events of the abort run
 pd.Series(metrics(abort.events))"""),
 ]
-for n, (name, title, what, question, expected, hint) in enumerate(CASES, start=2):
+for n, (name, title, what, question) in enumerate(CASES, start=2):
     var = name.split(".")[1].split("_")[0]
     cells += [
         md(f"""## Case {title}
@@ -176,8 +174,7 @@ for n, (name, title, what, question, expected, hint) in enumerate(CASES, start=2
 
 ### Exercise {n} — predict
 {question}"""),
-        code(f"""answer = None
-check(answer, {expected!r}, hint={hint!r})"""),
+        *predict(f"06-{n}"),
         code(f"""{var} = scenarios.run({name!r})
 show({var})
 verdict({var})
@@ -187,9 +184,9 @@ logs = ks.scenario_logs({var})
 {SPARK[var]}"""),
     ]
 cells += [
-    md("""### Solutions
-The expected answers are in each check cell; running the solution cell below checks them against
-what the runs above actually did."""),
+    md("""### Every corner case, checked
+Each exercise's check computed its answer from the run; the cell below confirms that every
+corner case's own checks passed."""),
     code("""runs = {c["name"]: scenarios.run(c["name"]) for c in scenarios.catalog() if c["name"].startswith("kip1289.")}
 print(check(all(t.passed for t in runs.values()), True, hint="every corner case's checks pass"))
 pd.DataFrame([{"scenario": n, "status": t.scenario.status, "checks": len(t.checks), "passed": t.passed} for n, t in runs.items()])"""),

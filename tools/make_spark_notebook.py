@@ -1,5 +1,5 @@
 """Writes notebooks/07_spark_log_analysis.ipynb (kept as a script so the notebook's source is reviewable)."""
-from nbbuild import code, md, write_notebook
+from nbbuild import code, md, predict, write_notebook
 
 from kipviz.course import kip_link
 
@@ -18,11 +18,11 @@ cells run unchanged on a Spark cluster or against a live Kafka cluster (section 
 1. read Kafka logs into Spark with the Kafka source's columns and decode `__consumer_offsets`, `__transaction_state` and `__share_group_state` inside Spark;
 2. compute committed offsets and lag with topic ids resolved to names, and spot {K516} deleted/re-created topics;
 3. measure transaction durations, commit/abort rates and timeouts, and the {K1289} (proposed) TX_PENDING metrics;
-4. compare error codes by TxnOffsetCommit version before and after {K1319} (accepted);
+4. compare error codes by TxnOffsetCommit version before and after {K1319} (released in Kafka 4.4);
 5. verify exactly-once over a whole run and read the offending records when it fails.
 
 **Prerequisites:** `06_share_group_eos`. **Time to complete:** about 40 minutes.
-**Seeds:** {K516}, {K848}, {K1289} (proposed), {K1319} (accepted)."""),
+**Seeds:** {K516}, {K848}, {K1289} (proposed), {K1319} (released in Kafka 4.4)."""),
     code("""import json
 import tempfile
 from pathlib import Path
@@ -32,7 +32,7 @@ from IPython.display import display
 
 from kipviz import spark as ks
 from kipviz.spark import plots
-from kipviz.teach import check
+from kipviz.exercises import exercise
 
 # one SparkSession for the whole notebook: local[2], ~768 MB driver, no web UI, errors-only logging
 spark = ks.session()
@@ -53,8 +53,7 @@ orders.printSchema()
 orders.show(3, truncate=40)"""),
     md("""### Exercise 1
 How many columns does a topic DataFrame have (the Kafka source's schema)?"""),
-    code("""answer = None
-check(answer, 8, hint="count the fields printSchema shows: key, value, ...")"""),
+    *predict("07-1", inputs="orders=orders"),
     md("""## 2. Decoding inside Spark
 
 `decode_all` decodes the three internal topics with kipviz's own codec. The decoders run inside
@@ -91,8 +90,7 @@ lag.show(truncate=False)
 plots.plot_lag(lag)"""),
     md("""### Exercise 2
 How many topic ids did the name `clicks` have during the kip516 run?"""),
-    code("""answer = None
-check(answer, 3, hint="count the rows named clicks in topic_ids(), deleted ones included")"""),
+    *predict("07-2", inputs="kip516=kip516"),
     md("""## 4. Transactions: durations, commit/abort rates, timeouts
 
 One row per transaction from `__transaction_state`: start, prepare, end, outcome, and whether the
@@ -103,8 +101,7 @@ ks.transaction_summary(logs, txns).show()
 plots.plot_transactions(txns)"""),
     md("""### Exercise 3
 How many transactions aborted in the regular_eos run?"""),
-    code("""answer = None
-check(answer, 8, hint="txns.filter(\\"outcome = 'abort'\\").count()")"""),
+    *predict("07-3", inputs="txns=txns"),
     md(f"""## 5. TX_PENDING residency and TxnPendingRecordsCount ({K1289}, proposed)
 
 The share_eos run is a share-group read-process-write with KIP-1289's transactional
@@ -128,8 +125,7 @@ errs.filter("answers > 0").show(truncate=False)
 plots.plot_kip1319(errs)"""),
     md("""### Exercise 4
 Which error does a stale member epoch give at TxnOffsetCommit v5 (before KIP-1319)?"""),
-    code("""answer = None
-check(answer, "ILLEGAL_GENERATION", hint="look at the v5 row with answers > 0")"""),
+    *predict("07-4", inputs="errs=errs"),
     md("""## 7. Share-group state in `__share_group_state`
 
 ShareSnapshot and ShareUpdate records persist each share partition's start offset (SPSO) and the
@@ -162,8 +158,7 @@ display(faulty.violations.select("kind", "topic", "partition", "offset", "output
 plots.plot_eos(faulty)"""),
     md("""### Exercise 5
 Which kind of violation does the injected fault produce?"""),
-    code("""answer = None
-check(answer, "duplicate-output", hint="the record was processed twice and both outputs committed")"""),
+    *predict("07-5", inputs="faulty=faulty"),
     md("""## 9. The same cells on a cluster or a live topic
 
 **A Spark cluster.** `ks.session()` takes its master from, strongest first: the argument,
@@ -201,14 +196,7 @@ live = ks.decode_all(ks.from_kafka_frame(spark, kafka_like, manifest=m))
 cols = ["transactional_id", "txn", "outcome", "start_ms", "end_ms"]
 same = ks.transactions(live).select(*cols).exceptAll(ks.transactions(k1319).select(*cols)).count() == 0
 print("same transactions from a Kafka-source frame:", same)"""),
-    md("""### Solutions
-Each check below recomputes the expected answer from the data."""),
-    code("""display(check(len(orders.columns), 8))
-display(check(kip516.source.topic_ids().filter("name = 'clicks'").count(), 3))
-display(check(txns.filter("outcome = 'abort'").count(), 8))
-display(check(errs.filter("version = 5 and answers > 0").first()["error"], "ILLEGAL_GENERATION"))
-display(check(sorted({r["kind"] for r in faulty.rows}), ["duplicate-output"]))
-for l in (logs, kip516, share, k1319, live, broken):
+    code("""for l in (logs, kip516, share, k1319, live, broken):   # free the cached frames
     l.unpersist()"""),
     md(f"""## Summary
 

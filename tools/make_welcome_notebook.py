@@ -1,6 +1,6 @@
 """Writes notebooks/00_welcome.ipynb (kept as a script so the notebook's source is reviewable)."""
 
-from nbbuild import code, md, write_notebook
+from nbbuild import code, md, predict, write_notebook
 
 from kipviz.course import kip_link
 
@@ -20,7 +20,7 @@ tests use.
 **Prerequisites:** basic Python; no Kafka cluster needed. **Time to complete:** about 15 minutes.
 
 **Seed documents this kit follows:** KIP_516 (topic IDs), KIP_848 (new consumer groups),
-KIP_1319 (TxnOffsetCommit v6, accepted) and KIP_1289 (transactional acknowledgements for share groups, proposed).
+KIP_1319 (TxnOffsetCommit v6, released in Kafka 4.4) and KIP_1289 (transactional acknowledgements for share groups, proposed).
 
 **On Binder?** Everything runs in your browser's session: nothing to install. A Binder session is
 temporary — download a notebook (File → Download) to keep your answers. If it is slow, see
@@ -31,7 +31,7 @@ temporary — download a notebook (File → Download) to keep your answers. If i
 from kipviz import codec
 from kipviz.schema import registry
 from kipviz.schema.catalog import catalog, summary
-from kipviz.teach import check
+from kipviz.exercises import exercise
 
 pd.set_option("display.max_colwidth", 120)
 pd.DataFrame(summary())"""),
@@ -39,10 +39,14 @@ pd.DataFrame(summary())"""),
 
 Every version carries a label. *Released* versions name the first Apache Kafka release that
 shipped them (and the release that removed them, if any); *accepted* means the KIP is accepted
-but no release has it yet; *proposed* means the KIP is still under discussion. TxnOffsetCommit
-shows all the interesting cases:"""),
+but no release has it as a stable version yet (at most as an opt-in early access); *proposed*
+means the KIP is still under discussion. Labels move as Kafka ships: TxnOffsetCommit v6 (KIP-1319)
+was *accepted* while it was only on Kafka's trunk, and is *released* since Kafka 4.4.0, the newest
+release the kit models. Every TxnOffsetCommit version is released now:"""),
     code("""rows = pd.DataFrame(catalog("request"))
 rows[rows.api == "TxnOffsetCommit"][["version", "flexible", "status", "since", "kip", "change"]]"""),
+    md("""The versions that are not (only) released — accepted early-access versions and proposals:"""),
+    code("""rows[rows.status != "released"][["api", "version", "status", "since", "removed", "kip", "change"]]"""),
     md("""## 2. Bytes from a definition
 
 The example below is the TxnOffsetCommit v5 request from a public wire-format page (seed 002).
@@ -76,19 +80,14 @@ KIP-1319's TxnOffsetCommit v6 replaces each topic **name** with a 16-byte topic 
 (KIP-516). For this example with the topic `orders`, how many bytes **longer** is the v6
 request than the v5 one? (A compact string costs one length byte plus its characters.)
 
-Replace `None` with your answer and run the cell."""),
-    code("""answer = None
-check(answer, 9, hint="v5 spends 1 + len('orders') bytes on the name; v6 spends 16 on the ID.")"""),
-    md("""### Solution
-Encode both versions and compare. The check below uses the kit itself, so it cannot drift from the bytes."""),
-    code("""import uuid
-v6_example = dict(example, Topics=[{"TopicId": uuid.uuid4(), "Partitions": example["Topics"][0]["Partitions"]}])
-v6 = codec.encode("TxnOffsetCommitRequest", 6, v6_example)
-check(len(v6) - len(v5), 9, hint="count the bytes", explain="16 bytes of ID replace 7 bytes of name.")"""),
+Replace `...` with your answer and run the cell; the cell below checks it (and keeps a
+solution folded away)."""),
+    *predict("00-1"),
     md("""## How to use the kit
 
 * `notebooks/` are numbered; each starts with objectives, prerequisites and its time, has exercises
-  whose checks give a hint on a wrong answer, and ends with a summary. The table below is read
+  (predict, then run the check below your answer: a hint when it is wrong, and a folded
+  "Show solution"), and ends with a summary. The table below is read
   from the notebooks themselves; click a name to open it.
 * The same functions work from Python: `kipviz.codec.encode/decode/annotate`,
   `kipviz.codec.decode_request(frame)` for a whole size-prefixed request.

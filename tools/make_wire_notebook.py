@@ -1,7 +1,8 @@
 """Writes notebooks/01_wire_format.ipynb (kept as a script so the notebook's source is reviewable)."""
-from nbbuild import code, md, write_notebook
+from nbbuild import code, md, predict, write_notebook
 
 from kipviz.course import kip_link
+from kipviz.exercises import SEED_HEX
 
 cells = [
     md("""# 01 · The wire format, byte by byte
@@ -29,7 +30,7 @@ from kipviz.codec import varint
 from kipviz.draw import (diff_diagram, diff_table, example_value, history_html, to_svg, wire_diagram)
 from kipviz.draw.hexdump import hexdump_for, hexdump_request
 from kipviz.schema.model import FIXED_SIZES
-from kipviz.teach import check"""),
+from kipviz.exercises import exercise"""),
     md("""## 1. Primitive types and varints
 
 Fixed-width integers are big-endian. Lengths and counts in flexible versions, and everything inside
@@ -47,8 +48,7 @@ pd.DataFrame(rows).fillna("")"""),
     md("""### Exercise 1
 A compact string stores its length **plus one** as an unsigned varint (zero means null). How many
 bytes does a compact string of 200 ASCII characters take in total?"""),
-    code("""answer = None
-check(answer, 202, hint="length + 1 = 201 needs a 2-byte varint (it is >= 128); then 200 bytes of text.")"""),
+    *predict("01-1"),
     md("""## 2. Flexible versions and tagged fields
 
 From its first *flexible* version a message uses compact strings, bytes and arrays (varint
@@ -94,11 +94,10 @@ hexdump_for("TxnOffsetCommitRequest", 5, data)"""),
     md("""### Exercise 2
 In those bytes, at which offset does `ProducerEpoch` start? (Count: two compact strings of 13 and
 16 characters, then an 8-byte ProducerId.) Check against `codec.annotate`."""),
-    code("""answer = None
-check(answer, 39, hint="1+13 bytes, then 1+16 bytes, then 8 bytes of ProducerId: 14 + 17 + 8.")"""),
-    md("""## 6. TxnOffsetCommit v5 → v6 (KIP-1319, accepted)
+    *predict("01-2"),
+    md("""## 6. TxnOffsetCommit v5 → v6 (KIP-1319, released in Kafka 4.4)
 
-v6 replaces each topic **name** with its topic **ID** and renames `GenerationId` to
+v6 shipped in Kafka 4.4.0; brokers of Kafka 4.0–4.3 serve up to v5. v6 replaces each topic **name** with its topic **ID** and renames `GenerationId` to
 `GenerationIdOrMemberEpoch` — a rename in the source only: the bytes are the same. The diff is
 computed from the two definitions:"""),
     code("""display(diff_table("TxnOffsetCommitRequest", 5, 6))
@@ -129,9 +128,7 @@ table"""),
     md("""### Exercise 3
 From the table: what is the **shortest** topic name for which the v6 request is strictly smaller
 than v5? (Real Kafka topic names are often longer: `orders.eu-west-1.v2` has 19 characters.)"""),
-    code("""answer = None
-first = int(table[table["v6 saves"] > 0]["name length"].min())
-check(answer, first, hint="1 + n > 16 ... and look for the first positive 'v6 saves'.")"""),
+    *predict("01-3"),
     md("""## 8. Explore any message yourself
 
 The explorer below puts the diagram, an editable JSON example and the hex dump side by side. Pick a
@@ -139,10 +136,6 @@ message and a version, edit the JSON (the bytes follow), or paste hex — with o
 prefix and header. Mistakes give one readable line, never a traceback."""),
     code("""from kipviz.widgets import Explorer
 Explorer("TxnOffsetCommit", 6)"""),
-    md("""### Solutions"""),
-    code("""print(check(len(varint.uvarint_bytes(201)) + 200, 202))
-print(check(next(s.start for s in codec.annotate("TxnOffsetCommitRequest", 5, data) if s.path == "ProducerEpoch"), 39))
-print(check(first, 16, explain="a compact name of 16 characters costs 17 bytes, one more than the ID."))"""),
     md("""## Summary
 
 * Integers are big-endian; lengths in flexible versions and everything in records are varints.
@@ -151,4 +144,6 @@ print(check(first, 16, explain="a compact name of 16 characters costs 17 bytes, 
 * TxnOffsetCommit v6 (KIP-1319) swaps names for topic IDs; the GenerationId rename changes no byte.
 * A topic ID (16 bytes) beats a compact topic name from 16 characters on."""),
 ]
+# the exercise registry computes exercise 2's answer from the same bytes
+assert SEED_HEX in "".join(c.source for c in cells).replace('"\n            "', ""), "seed_hex differs from kipviz.exercises.SEED_HEX"
 write_notebook("01_wire_format.ipynb", cells)

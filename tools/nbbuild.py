@@ -22,3 +22,15 @@ def write_notebook(filename: str, cells: list) -> Path:
     nbf.write(nb, out)
     print("wrote", out)
     return out
+
+
+def predict(exercise_id: str, blank: str = "answer = ...", *, setup: str = "", inputs: str = "") -> list:
+    """A prediction exercise as two cells: the learner's (only the blank; tagged
+    {"kipviz": {"exercise": id}}), then the check (not editable; the expected answer is computed by
+    kipviz.exercises, never written in the notebook). tests/test_predictions.py relies on the tags."""
+    learner = code(blank)
+    learner.metadata["kipviz"] = {"exercise": exercise_id}
+    args = "answer" + (f", {inputs}" if inputs else "")
+    checker = code((setup + "\n" if setup else "") + f"exercise({exercise_id!r}).check({args})")
+    checker.metadata.update({"editable": False, "deletable": False, "kipviz": {"check": exercise_id}})
+    return [learner, checker]

@@ -21,6 +21,12 @@ class VirtualClock:
     def cancel(self, tid: int) -> None:
         self._cancelled.add(tid)
 
+    def next_due(self) -> int | None:
+        """When the next live timer fires (None: no timer), so a driver can sleep until then."""
+        while self._timers and self._timers[0][1] in self._cancelled:
+            self._cancelled.discard(heapq.heappop(self._timers)[1])
+        return self._timers[0][0] if self._timers else None
+
     def advance(self, ms: int) -> None:
         """Move time forward, firing due timers in time order (each at its own time)."""
         if ms < 0:

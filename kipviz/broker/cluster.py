@@ -22,14 +22,38 @@ from . import events as ev
 from .clock import VirtualClock
 from .config import Acl, ClusterConfig, served_versions
 from .error_codes import CODE
-from .handlers import DEFERRED, HANDLERS, Request, load_all
+from .handlers import CLOSE, DEFERRED, HANDLERS, Request, load_all
 from .respond import error_codes, error_response
 from .topics import INTERNAL, TopicRegistry
+
+
+def read_request(frame) -> dict:
+    """Decode a request frame like Kafka's AbstractRequest.parseRequest: bytes left after the body
+    are ignored (FACTS (i): librdkafka's all-topics Metadata v9+ leaves 3), unlike the codec's
+    strict decode_request."""
+    payload = codec.unframe(bytes(frame))
+    if len(payload) < 4:
+        raise DecodeError(f"needs 4 bytes for api key and version, only {len(payload)} left", 4,
+                          "header.RequestApiKey")
+    key, version = struct.unpack_from(">hh", payload, 0)
+    try:
+        spec = registry.by_api_key(key, "request")
+    except Exception:  # noqa: BLE001 - UnknownMessageError
+        raise DecodeError(f"unknown api key {key}", 4, "header.RequestApiKey") from None
+    if version not in spec.valid:
+        raise DecodeError(f"{spec.name} has no version {version}", 6, "header.RequestApiVersion")
+    hv = codec.request_header_version(spec, version)
+    header, pos = codec.plan_for(registry.get("RequestHeader"), hv).decode_at(payload, 0, "header.")
+    body, end = codec.plan_for(spec, version).decode_at(payload, pos, "body.")
+    return {"api": spec.api, "message": spec.name, "api_key": key, "version": version, "header_version": hv,
+            "correlation_id": header["CorrelationId"], "header": header, "body": body, "trailing": len(payload) - end}
+
 
 _IMPLIES = {"DESCRIBE": {"READ", "WRITE", "DELETE", "ALTER"}, "DESCRIBE_CONFIGS": {"ALTER_CONFIGS"}}
 
 # coordinators live in their own modules and are created on first use
-_COMPONENTS = {"groups": ("kipviz.broker.groups", "GroupCoordinator"),
+_COMPONENTS = {"delayed": ("kipviz.broker.delayed", "Delayed"),
+               "groups": ("kipviz.broker.groups", "GroupCoordinator"),
                "txns": ("kipviz.broker.transactions", "TransactionCoordinator"),
                "shares": ("kipviz.broker.shares", "ShareCoordinator")}
 
@@ -73,6 +97,38 @@ class Cluster:
 
     def advance(self, ms: int) -> None:
         self.clock.advance(ms)
+        self._after()
+
+    def _after(self) -> None:
+        """After a request or a clock step: retry held requests, keep the event buffer bounded."""
+        delayed = self.__dict__.get("delayed")
+        if delayed is not None and delayed.held:
+            delayed.poke()
+        cap = self.config.events_max
+        if cap is not None and len(self.events) > cap:
+            # keep the newest half of the bound; the rest goes to the spill callback (a recording)
+            n = len(self.events) - cap // 2
+            out, self.events = self.events[:n], self.events[n:]
+            self.events_taken += n
+            if self.config.events_spill is not None:
+                self.config.events_spill(out)
+
+    def take_completed(self) -> list[tuple[str, int, bytes]]:
+        """Responses to held requests completed since the last call: (client, broker, frame), in
+        order (JoinGroup/SyncGroup from the group coordinator, Fetch/ShareFetch from `delayed`)."""
+        out = []
+        for name in ("groups", "delayed"):
+            comp = self.__dict__.get(name)
+            if comp is not None and comp.outbox:
+                out.extend(comp.outbox)
+                comp.outbox = []
+        return out
+
+    def connection_closed(self, client: str, broker: int) -> None:
+        """The edge lost a connection: its held Fetch/ShareFetch requests are dropped."""
+        delayed = self.__dict__.get("delayed")
+        if delayed is not None:
+            delayed.drop(client, broker)
 
     def emit(self, kind: type[ev.Event], *values, **fields) -> ev.Event:
         """Record a `kind` event (seq and t are filled in). Fields by name, or (on the hot paths
@@ -190,27 +246,42 @@ class Cluster:
     # ---- the front door ------------------------------------------------------------------------
     def handle(self, frame: bytes, *, broker: int = 0, client: str = "client-1",
                principal: str = "User:ANONYMOUS") -> bytes:
-        """One request frame in, its response frame out (b"" where Kafka would close the connection)."""
+        """One request frame in, its response frame out; b"" when nothing is sent now (acks=0, a
+        held request, or Kafka would close the connection: `dispatch` tells these apart)."""
+        return self.dispatch(frame, broker=broker, client=client, principal=principal)[1]
+
+    def dispatch(self, frame: bytes, *, broker: int = 0, client: str = "client-1",
+                 principal: str = "User:ANONYMOUS") -> tuple[str, bytes]:
+        """Like handle, with what the connection does: ("send", frame), ("none", b"") for a request
+        Kafka never answers (acks=0), ("held", b"") for a request answered later (take_completed),
+        ("close", b"") where Kafka closes the connection."""
         try:
-            req = codec.decode_request(frame)
+            out = self._dispatch(frame, broker, client, principal)
+        finally:
+            self._after()
+        return out
+
+    def _dispatch(self, frame, broker, client, principal) -> tuple[str, bytes]:
+        try:
+            req = read_request(frame)
         except DecodeError as e:
-            return self._malformed(frame, e, broker, client)
+            return "close", self._malformed(frame, e, broker, client)
         except Exception as e:  # noqa: BLE001 - a bytes-level bug must still not escape
             self.internal_errors.append(f"decode: {type(e).__name__}: {e}")
-            return b""
+            return "close", b""
         api, version, cid = req["api"], req["version"], req["correlation_id"]
         self.emit(ev.RequestReceived, broker=broker, client=client, api=api, version=version,
                   correlation_id=cid, body=req["body"], frame=bytes(frame))
         served = served_versions(api, self.config)
         if broker in self.down:
-            return b""
+            return "close", b""
         if served is None or not served[0] <= version <= served[1] or api not in HANDLERS:
             if api == "ApiVersions":   # answered in the v0 layout so any client can read it
                 from .handlers.api_versions import advertised
-                return self._respond(broker, client, api, 0, cid, {
+                return "send", self._respond(broker, client, api, 0, cid, {
                     "ErrorCode": CODE["UNSUPPORTED_VERSION"], "ApiKeys": advertised(self.config)})
-            return self._respond(broker, client, api, version, cid,
-                                 error_response(api, version, req["body"], CODE["UNSUPPORTED_VERSION"]))
+            return "send", self._respond(broker, client, api, version, cid,
+                                         error_response(api, version, req["body"], CODE["UNSUPPORTED_VERSION"]))
         request = Request(api, version, cid, req["header"], req["body"], broker, client, principal)
         try:
             body = HANDLERS[api](self, request)
@@ -218,12 +289,16 @@ class Cluster:
             self.internal_errors.append(f"{api} v{version}: {type(e).__name__}: {e}")
             self.note(f"internal error in {api}: {e}", api=api)
             body = error_response(api, version, req["body"], CODE["UNKNOWN_SERVER_ERROR"])
-        if body is DEFERRED:     # held by the coordinator; answered later through complete()
-            return b""
+        if body is DEFERRED:     # held; answered later through complete() -> take_completed()
+            return "held", b""
+        if body is CLOSE:        # no response, and Kafka closes the connection (acks=0 with an error)
+            self.note(f"{api} v{version}: error with acks=0, connection closed", client=client, correlation_id=cid,
+                      broker=broker)
+            return "close", b""
         if body is None:         # no response on the wire (Produce with acks=0)
             self.note(f"{api} v{version} needs no response (acks=0)", client=client, correlation_id=cid)
-            return b""
-        return self._respond(broker, client, api, version, cid, body)
+            return "none", b""
+        return "send", self._respond(broker, client, api, version, cid, body)
 
     def complete(self, request: Request, body: dict) -> bytes:
         """Answer a request a handler held (returned DEFERRED): records ResponseSent, returns the frame."""
@@ -269,16 +344,14 @@ class Cluster:
         return out
 
     def _malformed(self, frame: bytes, err: DecodeError, broker: int, client: str) -> bytes:
-        """Kafka answers INVALID_REQUEST when it can read the header, else closes the connection."""
+        """A request that cannot be parsed: RequestContext.parseRequest throws InvalidRequestException
+        and SocketServer's Processor closes the connection (FACTS (i)); nothing is answered."""
+        api = None
         try:
-            payload = codec.unframe(bytes(frame))
-            key, version, cid = struct.unpack_from(">hhi", payload, 0)
-            spec = registry.by_api_key(key, "request")
-            if version not in spec.valid:
-                raise ValueError
-        except Exception:  # noqa: BLE001 - unreadable header: the connection is closed
-            self.note("connection closed: unreadable request", reason=str(err), broker=broker, client=client)
-            return b""
-        self.note(f"malformed {spec.api} v{version} request: {err}", broker=broker, client=client)
-        return self._respond(broker, client, spec.api, version, cid,
-                             error_response(spec.api, version, None, CODE["INVALID_REQUEST"]))
+            key, version = struct.unpack_from(">hh", codec.unframe(bytes(frame)), 0)
+            api = f"{registry.by_api_key(key, 'request').api} v{version}"
+        except Exception:  # noqa: BLE001 - not even the api key is readable
+            pass
+        self.note(f"connection closed: unreadable {api or 'request'}: {err}", reason=str(err), broker=broker,
+                  client=client, api=api)
+        return b""

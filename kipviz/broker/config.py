@@ -4,8 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..schema import registry
-from ..schema.releases import NEWEST
+from ..schema import registry, releases
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,9 +21,9 @@ class Acl:
 class ClusterConfig:
     brokers: int = 1
     # Which Kafka release the brokers play: versions are served per the kit's labels
-    # (since <= release, not removed). Default: the newest release (schema.releases.NEWEST).
-    # None = released and accepted versions (trunk), for scenarios that show an accepted KIP.
-    release: str | None = NEWEST
+    # (since <= release, not removed). Default: the newest release (4.4). None = every released and
+    # accepted version (trunk-like: also versions no release serves by default).
+    release: str | None = releases.NEWEST
     api_versions: dict[str, tuple[int, int]] = field(default_factory=dict)   # per-API override
     transaction_version: int = 2           # transaction.version feature: 1 or 2 (KIP-890 part 2)
     acls: list[Acl] | None = None          # None: everyone may do everything
@@ -50,14 +49,35 @@ class ClusterConfig:
     group_share_delivery_count_limit: int = 5
     group_share_record_lock_duration_ms: int = 30000
     group_share_partition_max_record_locks: int = 200
+    # ---- fields for a live cluster (kipviz serve); defaults keep the scenarios' frames as they were ----
+    # advertised.listeners per broker id: (host, port). None: "broker-N":9092 for every broker.
+    advertised_listeners: dict[int, tuple[str, int]] | None = None
+    # Fetch/ShareFetch long polling (Kafka's DelayedFetch / DelayedShareFetch): with nothing to return
+    # the request is held up to MaxWaitMs or until MinBytes arrive. False (the kit's scenarios, which
+    # drive time themselves): answered at once, as if MaxWaitMs were 0. `kipviz serve` sets True.
+    long_poll: bool = False
+    # share.auto.offset.reset (group-coordinator/.../coordinator/group/GroupConfig.java:
+    # SHARE_AUTO_OFFSET_RESET_DEFAULT = ShareGroupAutoOffsetResetStrategy.LATEST): where a share
+    # group with no state starts; a group's own setting goes in share_group_offset_reset.
+    share_auto_offset_reset: str = "latest"
+    share_group_offset_reset: dict[str, str] = field(default_factory=dict)
+    # cluster.events bound: None keeps every event (scenarios); N keeps the newest N, handing older
+    # ones to events_spill (e.g. a recording) or dropping them.
+    events_max: int | None = None
+    events_spill: object = None            # callable(list[Event]) or None
+
+    def share_offset_reset(self, group_id: str) -> str:
+        return self.share_group_offset_reset.get(group_id, self.share_auto_offset_reset)
+
+    def advertised(self, broker: int) -> tuple[str, int]:
+        """The host and port clients are told to reach `broker` at (advertised.listeners)."""
+        if self.advertised_listeners and broker in self.advertised_listeners:
+            return self.advertised_listeners[broker]
+        return f"broker-{broker}", 9092
 
     def proposals(self) -> frozenset[str]:
         """APIs whose *proposed* versions are served: KIP-1289's RPC needs share.version >= 2."""
         return frozenset({"TxnShareAcknowledge"}) if self.share_version >= 2 else frozenset()
-
-
-def _version_key(text: str) -> tuple:
-    return tuple(int(p) for p in text.lstrip("≤").split(".") if p.isdigit())
 
 
 def served_versions(api: str, config: ClusterConfig) -> tuple[int, int] | None:
@@ -69,23 +89,6 @@ def served_versions(api: str, config: ClusterConfig) -> tuple[int, int] | None:
 
 @lru_cache(maxsize=1024)
 def _served(api: str, release: str | None, proposals: frozenset) -> tuple[int, int] | None:
-    spec = registry.get(api + "Request")
-    ok = []
-    for v in spec.versions:
-        st = spec.status(v)
-        if st is None or (st.status == "proposed" and api not in proposals):
-            continue
-        if st.status == "proposed":
-            ok.append(v)
-            continue
-        if release is None:
-            if st.removed is None:
-                ok.append(v)
-            continue
-        rel = _version_key(release)
-        if st.status != "released" or not st.since or _version_key(st.since) > rel:
-            continue
-        if st.removed and _version_key(st.removed) <= rel:
-            continue
-        ok.append(v)
-    return (min(ok), max(ok)) if ok else None
+    # the rule lives with the releases (kipviz.schema.releases.served): one rule for the broker,
+    # the CLI's `list --release` and the release matrix
+    return releases.served(registry.get(api + "Request"), release, proposals)

@@ -1546,23 +1546,37 @@ class GroupCoordinator:
             self.cluster.note(f"topic {topic} deleted: {len(found)} committed offset(s) removed (tombstones)",
                               topic=topic, offsets=sorted({f"{g} {topic}-{p}" for g, p in found}))
 
-    def delete_group(self, gid: str) -> None:
-        """GroupCoordinatorShard.deleteGroups for one group: GroupMetadataManager.validateDeleteGroup
-        (a missing or Dead group: GROUP_ID_NOT_FOUND; a group with members: NON_EMPTY_GROUP), then
-        OffsetMetadataManager.deleteAllOffsets (an OffsetCommit tombstone per committed offset), then
-        createGroupTombstoneRecords (the group's own tombstones); replaying them removes the group."""
-        g = self.groups.get(gid)
-        if g is None or g.state == "Dead":
-            raise GroupError("GROUP_ID_NOT_FOUND", f"Group {gid} not found.")
-        if g.state != "Empty":    # classic and consumer groups alike: only an Empty group can go
-            raise GroupError("NON_EMPTY_GROUP", f"Group {gid} is not empty.")
-        offs = sorted(self.offsets.get(gid, {}))
-        for topic, p in offs:
-            self._append(gid, "OffsetCommit", {"group": gid, "topic": topic, "partition": p}, None)
-        self.offsets.pop(gid, None)
-        self._remove_group(g, "deleted (DeleteGroups)")
-        self.cluster.note(f"group {gid} deleted: {len(offs)} committed offset(s) removed (tombstones)",
-                          group=gid, offsets=[f"{t}-{p}" for t, p in offs])
+    def delete_groups(self, group_ids: list[str]) -> list[dict]:
+        """GroupCoordinatorShard.deleteGroups: per group, validateDeleteGroup (a missing or Dead group
+        is GROUP_ID_NOT_FOUND, one with members NON_EMPTY_GROUP), then OffsetMetadataManager
+        .deleteAllOffsets (a tombstone per committed offset, and per pending transactional offset not
+        also committed) and the group's own tombstones. A group known only by its offsets counts as
+        Empty (Kafka would hold it as an Empty classic group)."""
+        out = []
+        for gid in group_ids:
+            g = self.groups.get(gid)
+            if g is None and gid not in self.offsets:
+                out.append({"GroupId": gid, "ErrorCode": CODE["GROUP_ID_NOT_FOUND"],
+                            "ErrorMessage": f"Group {gid} not found."})
+                continue
+            if g is not None and g.state != "Empty":
+                out.append({"GroupId": gid, "ErrorCode": CODE["NON_EMPTY_GROUP"],
+                            "ErrorMessage": f"Group {gid} is not empty (state {g.state})."})
+                continue
+            keys = list(self.offsets.get(gid, {}))
+            for groups in self.pending_txn.values():
+                keys += [k for k in groups.get(gid, {}) if k not in keys]
+            for topic, p in keys:
+                self._append(gid, "OffsetCommit", {"group": gid, "topic": topic, "partition": p}, None)
+            self.offsets.pop(gid, None)
+            for groups in self.pending_txn.values():
+                groups.pop(gid, None)
+            if g is not None:
+                self._remove_group(g, "deleted (DeleteGroups)")
+            self.cluster.note(f"group {gid} deleted: {len(keys)} offset tombstone(s)", group=gid,
+                              partition=self.partition_for(gid))
+            out.append({"GroupId": gid, "ErrorCode": 0, "ErrorMessage": None})
+        return out
 
     def has_pending(self, gid: str, topic: str, partition: int) -> bool:
         part = self.partition_for(gid)

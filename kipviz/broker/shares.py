@@ -7,9 +7,12 @@
   topic to every member (share groups allow many members per partition). A member that does not
   heartbeat within group.share.session.timeout.ms (45000) is removed. Leaving (or being removed)
   releases the records it holds (SharePartition.releaseAcquiredRecords) and closes its sessions.
-* Share sessions (SharePartitionManager / ShareSessionCache): keyed by (group, member); epoch 0
-  opens one, -1 (FINAL) closes it and releases the member's records, otherwise the epoch must be
-  the next one (+1 per request).
+* Share sessions (SharePartitionManager / ShareSessionCache): every broker keeps its own cache
+  (server/.../share/session/ShareSessionCache.java, one per broker's SharePartitionManager), keyed
+  by ShareSessionKey(group, member): here (group, member, broker). A client fetching from two
+  leaders has two sessions with their own epochs. Epoch 0 opens one, -1 (FINAL) closes it and
+  releases the member's records on that broker's partitions, otherwise the epoch must be the next
+  one (+1 per request).
 * Persisted state: every change writes a ShareUpdate (record type 1) to __share_group_state at
   share_coordinator_partition(group, topic_id, partition); the first write of a share partition,
   and every share.coordinator.snapshot.update.records.per.snapshot (500) updates, is a
@@ -59,7 +62,7 @@ class ShareCoordinator:
         self.cluster = cluster
         self.groups: dict[str, ShareGroup] = {}
         self.partitions: dict[tuple, SharePartition] = {}      # (group, topic_id, partition)
-        self.sessions: dict[tuple[str, str], dict] = {}        # (group, member) -> {"epoch", "parts"}
+        self.sessions: dict[tuple[str, str, int], dict] = {}   # (group, member, broker) -> {"epoch", "parts"}
         self._updates: dict[tuple, int] = {}
 
     # ---- ListGroups / describe ------------------------------------------------------------------
@@ -136,13 +139,22 @@ class ShareCoordinator:
         g.epoch += 1
         self.cluster.note(f"{member_id} removed from share group {g.group_id}: {why}", group=g.group_id,
                           member=member_id, group_epoch=g.epoch)
-        self.sessions.pop((g.group_id, member_id), None)
+        for k in [k for k in self.sessions if k[:2] == (g.group_id, member_id)]:
+            del self.sessions[k]
         self.release(g.group_id, member_id)
 
-    def release(self, group_id: str, member_id: str) -> None:
-        for (gid, _, _), sp in list(self.partitions.items()):
-            if gid == group_id:
+    def release(self, group_id: str, member_id: str, broker: int | None = None) -> None:
+        """Release the member's acquired records (on `broker`'s share partitions only, for one
+        broker's session close)."""
+        for (gid, tid, p), sp in list(self.partitions.items()):
+            if gid == group_id and (broker is None or self._leader(tid, p) == broker):
                 sp.release_member(member_id)
+
+    def _leader(self, tid, p: int) -> int | None:
+        topic = self.cluster.topics.live(tid)
+        if topic is None or not 0 <= p < len(topic.partitions):
+            return None
+        return topic.partitions[p].leader
 
     def member(self, group_id: str, member_id: str) -> ShareMember | None:
         g = self.groups.get(group_id)
@@ -154,6 +166,12 @@ class ShareCoordinator:
         sp = self.partitions.get(k)
         if sp is None:
             sp = self.partitions[k] = SharePartition(self.cluster, group_id, topic.name, topic.topic_id, partition)
+            # SharePartition.startOffsetDuringInitialization: with no persisted state the start
+            # offset follows share.auto.offset.reset (GroupConfig: default "latest") -- a new share
+            # group does not see records written before it existed
+            if self.cluster.config.share_offset_reset(group_id) == "latest":
+                log = topic.partitions[partition]
+                sp.spso = sp.end = log.log_end_offset
             self.persist(sp, [])       # InitializeShareGroupState: the first snapshot
         return sp
 
@@ -182,9 +200,10 @@ class ShareCoordinator:
                                      {"type": kind, "key": {**key, "TopicId": str(sp.topic_id)}, "value": value})
 
     # ---- share sessions -------------------------------------------------------------------------
-    def session_step(self, group_id: str, member_id: str, epoch: int, *, opening_allowed: bool) -> dict | None:
-        """Check and advance a share session epoch. Returns the session (None after a close)."""
-        k = (group_id, member_id)
+    def session_step(self, group_id: str, member_id: str, epoch: int, *, opening_allowed: bool,
+                     broker: int = 0) -> dict | None:
+        """Check and advance a share session epoch on `broker`. Returns the session."""
+        k = (group_id, member_id, broker)
         s = self.sessions.get(k)
         if epoch == 0:
             if not opening_allowed:
@@ -203,9 +222,9 @@ class ShareCoordinator:
         s["epoch"] += 1
         return s
 
-    def close_session(self, group_id: str, member_id: str) -> None:
-        self.sessions.pop((group_id, member_id), None)
-        self.release(group_id, member_id)
+    def close_session(self, group_id: str, member_id: str, broker: int = 0) -> None:
+        self.sessions.pop((group_id, member_id, broker), None)
+        self.release(group_id, member_id, broker)
 
     # ---- broker crash (scenario faults) ---------------------------------------------------------
     def _led_by(self, broker: int) -> list[SharePartition]:

@@ -19,8 +19,10 @@ record written to `output_topic` carries the header
 naming the input record it was produced from -- the same "topic-partition@offset" as the tail of
 the share-record StateChanged key "{group}/{topic}-{partition}@{offset}". One processing attempt
 writes its output inside one producer transaction (or non-transactionally, one record per attempt);
-several output records of one attempt (fan-out, in the same transaction) count as one visible
-output. The header value may be bytes or str; the header key may be bytes or str.
+several different output records of one attempt (fan-out, in the same transaction) count as one
+visible output; the SAME record (key, value and headers alike) twice in one attempt is output
+appearing twice (duplicate-in-transaction). The header value may be bytes or str; the header key
+may be bytes or str.
 
 What exists (ground truth): the data RecordAppended events on `input_topic` (control markers are
 not records; records of an ABORTed or still-open input transaction need not be processed), plus
@@ -41,11 +43,17 @@ detail, events: [seq, ...], classification, case}):
   lost                 never reached ACKNOWLEDGED/ARCHIVED by the end of the run (rule 1)
   terminal-twice       reached a terminal state more than once (rule 1)
   duplicate-output     its output became visible in more than one attempt (rule 3)
+  duplicate-in-transaction  one output record visible twice inside one attempt (rule 3)
   ack-without-output   ACKNOWLEDGED (accept, or TX_PENDING -> ACKNOWLEDGED by a COMMIT marker)
                        but no output visible (rules 2 and 4; off with require_output=False)
   output-without-ack   output visible but the record never went ACKNOWLEDGED (rules 2 and 4)
   unknown-source       visible output whose header names no known input record
   unattributed-output  visible output without a "kipviz-source" header (input None)
+
+and, when the events hold the transaction log (__transaction_state RecordAppended), the log
+against the markers of the input and output partitions, the data partitions (kipviz.eos.txnlog:
+marker-missing, marker-mismatch, marker-unexpected; input None, `transaction` naming the
+transactional id, producer id, epoch and partition).
 
 Classification: "violation", or -- for an outcome that follows the pattern the KIP documents as
 its at-least-once window, and only when the caller allows that case -- "at-least-once window
@@ -91,6 +99,7 @@ from collections import Counter, namedtuple
 from dataclasses import dataclass, field
 
 from ..broker.events import RecordAppended, StateChanged
+from .txnlog import TXN_KINDS, check_markers
 
 SOURCE_HEADER = "kipviz-source"
 _SOURCE_HEADER_B = SOURCE_HEADER.encode()
@@ -102,8 +111,9 @@ COMMIT_CAUSES = ("txn-commit-accept", "txn-commit-reject")
 VIOLATION = "violation"
 AT_LEAST_ONCE = "at-least-once window (KIP-1289 case 1/12)"
 DOCUMENTED_CASES = frozenset({1, 12})
-KINDS = ("lost", "terminal-twice", "duplicate-output", "ack-without-output", "output-without-ack",
-         "unknown-source", "unattributed-output")
+KINDS = ("lost", "terminal-twice", "duplicate-output", "duplicate-in-transaction", "ack-without-output",
+         "output-without-ack", "unknown-source", "unattributed-output") + TXN_KINDS
+TRANSACTION_STATE = "__transaction_state"
 
 # A rebuilt transition of a settled record (the fields the rules read from a StateChanged).
 Transition = namedtuple("Transition", "seq from_state to_state cause")
@@ -176,6 +186,20 @@ def _source_of(record) -> str | None:
     return None
 
 
+def content_key(record) -> int | None:
+    """What makes two output records the same record: key, value and headers (header keys as
+    text, values as bytes), so that a copy is told from a fan-out record."""
+    if not isinstance(record, dict):
+        return None
+    hs = tuple((k.decode("utf-8", "replace") if isinstance(k, (bytes, bytearray)) else k, _b(v))
+               for k, v in (record.get("headers") or ()))
+    return hash((_b(record.get("key")), _b(record.get("value")), hs))      # an int: kept per settled record
+
+
+def _b(v):
+    return v.encode() if isinstance(v, str) else bytes(v) if isinstance(v, (bytearray, memoryview)) else v
+
+
 def _marker_is_commit(e) -> bool:
     rec = e.record
     t = None
@@ -232,7 +256,8 @@ class Report:
         for kind, n in sorted(self.by_kind().items()):
             lines.append(f"    {kind}: {n}")
         for v in self.violations[:limit]:
-            inp = "-" if v["input"] is None else "{}-{}@{}".format(*v["input"])
+            inp = "{}-{}@{}".format(*v["input"]) if v["input"] else f"transaction {v['transaction']}" \
+                if v.get("transaction") else "-"
             lines.append(f"  [{v['classification']}] {v['kind']} {inp}: {v['detail']} (events {v['events']})")
         if len(self.violations) > limit:
             lines.append(f"  ... {len(self.violations) - limit} more")
@@ -247,8 +272,9 @@ class Report:
                  "partition": v["input"][1] if v["input"] else None,
                  "offset": v["input"][2] if v["input"] else None,
                  "classification": v["classification"], "case": v["case"],
+                 "transaction": v.get("transaction"),
                  "detail": v["detail"], "events": list(v["events"])} for v in self.violations]
-        cols = ["kind", "topic", "partition", "offset", "classification", "case", "detail", "events"]
+        cols = ["kind", "topic", "partition", "offset", "classification", "case", "transaction", "detail", "events"]
         df = pd.DataFrame(rows, columns=cols)
         for c in ("partition", "offset", "case"):
             df[c] = df[c].astype("Int64")
@@ -267,8 +293,13 @@ class ShareEosChecker:
         self.in_pending: dict[tuple, list] = {}   # (partition, pid) -> inputs of an open input transaction
         self.in_aborted: set = set()
         self.in_control: set = set()
-        self.out_pending: dict[tuple, list] = {}  # (partition, pid) -> [(source, seq, partition, offset, attempt)]
-        self.visible: dict = {}                   # source -> [(attempt, seq, marker seq or None, partition, offset)]
+        self.out_pending: dict[tuple, list] = {}  # (partition, pid) -> [(source, seq, partition, offset, attempt, content)]
+        # source -> [(attempt, seq, marker seq or None, partition, offset, content)]; content: content_key()
+        self.visible: dict = {}
+        self.txn_log: list = []                   # (tid, pid, epoch, state id, [(topic, p)]) of __transaction_state
+        self.markers: list = []                   # (topic, p, offset, pid, epoch, type) of every marker
+        self.marker_seq: dict = {}                # (topic, p, offset) -> seq of the marker's RecordAppended
+        self.last_marker: dict = {}               # (topic, p, pid) -> (epoch, type) of its last marker; None after data
         self.invisible: dict = {}                 # source -> [(seq, marker seq)] (aborted)
         self.txn_no: dict[int, int] = {}
         self.closed: dict[int, bool] = {}
@@ -284,12 +315,8 @@ class ShareEosChecker:
             return
         vis = self.visible.get(rid)
         if h[-1].to_state == ACKNOWLEDGED:
-            if not vis:
+            if not vis or len(vis) > 1:         # fan-out or a duplicate: the rules decide
                 return
-            att = vis[0][0]
-            for v in vis:
-                if v[0] != att:
-                    return
             entry = vis[0]
         else:
             if vis:
@@ -307,6 +334,24 @@ class ShareEosChecker:
         if entry is not None:
             self.visible[rid] = [entry] + self.visible.get(rid, [])
         return h
+
+    def _marker(self, e) -> None:
+        t = "COMMIT" if _marker_is_commit(e) else "ABORT"
+        k = (e.topic, e.partition, e.producer_id)
+        self.markers.append((e.topic, e.partition, e.offset, e.producer_id, e.producer_epoch, t,
+                             self.last_marker.get(k) == (e.producer_epoch, t)))
+        self.last_marker[k] = (e.producer_epoch, t)
+        self.marker_seq[(f"{e.topic}-{e.partition}", e.offset)] = e.seq
+
+    def _txn_record(self, rec) -> None:
+        if not isinstance(rec, dict) or rec.get("record") != "TransactionLog":
+            return
+        v = rec.get("value")
+        if v is None:                             # a tombstone: the transactional id expired
+            return
+        parts = [(t["Topic"], p) for t in v.get("TransactionPartitions") or () for p in t["PartitionIds"]]
+        self.txn_log.append((rec["key"]["TransactionalId"], v["ProducerId"], v["ProducerEpoch"],
+                             v["TransactionStatus"], parts))
 
     # ---- one pass -----------------------------------------------------------------------------------------
     def feed(self, events) -> "ShareEosChecker":
@@ -344,6 +389,13 @@ class ShareEosChecker:
                     try_settle(rid, h)
             elif c is RA:
                 t = e.topic
+                if e.control:
+                    self._marker(e)
+                elif e.transactional:
+                    self.last_marker[(t, e.partition, e.producer_id)] = None
+                elif t == TRANSACTION_STATE:
+                    self._txn_record(e.record)
+                    continue
                 if t == output_topic:
                     pid = e.producer_id
                     if e.control:
@@ -353,21 +405,21 @@ class ShareEosChecker:
                             if _marker_is_commit(e):
                                 self.n_vis += len(lst)
                                 ms = e.seq
-                                for src, seq, p, o, att in lst:
+                                for src, seq, p, o, att, ck in lst:
                                     if src in settled:
                                         self._unsettle(src)
                                     v = visible.get(src)
                                     if v is None:
-                                        visible[src] = [(att, seq, ms, p, o)]
+                                        visible[src] = [(att, seq, ms, p, o, ck)]
                                     else:
-                                        v.append((att, seq, ms, p, o))
+                                        v.append((att, seq, ms, p, o, ck))
                                     if settle:
                                         h = hist.get(src)
                                         if h is not None and h[-1].to_state == ACKNOWLEDGED:
                                             try_settle(src, h)
                             else:
                                 self.n_abort += len(lst)
-                                for src, seq, _p, _o, _att in lst:
+                                for src, seq, _p, _o, _att, _ck in lst:
                                     self.invisible.setdefault(src, []).append((seq, e.seq))
                         continue
                     self.n_out += 1
@@ -377,7 +429,7 @@ class ShareEosChecker:
                             txn_no[pid] = txn_no.get(pid, 0) + 1
                             closed[pid] = False
                         kk = (e.partition, pid)
-                        item = (src, e.seq, e.partition, e.offset, (pid, txn_no[pid]))
+                        item = (src, e.seq, e.partition, e.offset, (pid, txn_no[pid]), content_key(e.record))
                         lst = out_pending.get(kk)
                         if lst is None:
                             out_pending[kk] = [item]
@@ -387,7 +439,7 @@ class ShareEosChecker:
                         self.n_vis += 1
                         if src in settled:
                             self._unsettle(src)
-                        item = (("non-transactional", e.seq), e.seq, None, e.partition, e.offset)
+                        item = (("non-transactional", e.seq), e.seq, None, e.partition, e.offset, None)
                         v = visible.get(src)
                         if v is None:
                             visible[src] = [item]
@@ -433,7 +485,7 @@ class ShareEosChecker:
             in_open.update(lst)
         open_out: dict = {}
         for lst in self.out_pending.values():
-            for src, seq, _, _, _ in lst:
+            for src, seq, *_ in lst:
                 open_out.setdefault(src, []).append(seq)
         ipref = input_topic + "-"
         seen_in = set()
@@ -453,9 +505,10 @@ class ShareEosChecker:
         considered = must | {s for s in visible if s is not None and known(s)}
         viol: list[dict] = []
 
-        def add(kind, rid, detail, evs, classification=VIOLATION, case=None):
+        def add(kind, rid, detail, evs, classification=VIOLATION, case=None, transaction=None):
             viol.append({"kind": kind, "input": parse_source(rid) if rid is not None else None, "detail": detail,
-                         "events": sorted(set(evs)), "classification": classification, "case": case})
+                         "events": sorted(set(evs)), "classification": classification, "case": case,
+                         "transaction": transaction})
 
         n_ack = n_arch = 0
         for causes, _, _ in settled.values():
@@ -486,11 +539,21 @@ class ShareEosChecker:
                     + ", ".join(f"{x.from_state}->{x.to_state} ({x.cause})" for x in terms),
                     [x.seq for x in terms])
             atts: dict = {}
-            for att, seq, ms, _, _ in visible.get(rid, ()):
+            within: dict = {}
+            for att, seq, ms, p, o, ck in visible.get(rid, ()):
                 if att not in atts:
                     atts[att] = (seq, ms)
+                if ck is not None:
+                    within.setdefault((att, ck), []).append((seq, ms, p, o))
             if len(atts) > 1:
                 _duplicate(add, rid, h, atts, allowed)
+            for copies in within.values():
+                if len(copies) > 1:
+                    copies.sort(key=lambda c: (c[2], c[3]))
+                    names = ", ".join(f"{output_topic}-{p}@{o}" for _, _, p, o in copies)
+                    add("duplicate-in-transaction", rid,
+                        f"the same output record visible {len(copies)} times in one transaction: {names}",
+                        [x for seq, ms, _, _ in copies for x in (seq, ms) if x is not None])
             if acks and not atts and require_output:
                 why = []
                 evs = [x.seq for x in acks]
@@ -508,16 +571,24 @@ class ShareEosChecker:
 
         for src, lst in visible.items():
             if src is None:
-                for _, seq, ms, p, o in lst:
+                for _, seq, ms, p, o, _ck in lst:
                     add("unattributed-output", None,
                         f"visible output {output_topic}-{p}@{o} has no {SOURCE_HEADER!r} header",
                         [seq] + ([ms] if ms is not None else []))
             elif not known(src):
-                evs = [y for _, seq, ms, _, _ in lst for y in (seq, ms if ms is not None else seq)]
+                evs = [y for _, seq, ms, *_ in lst for y in (seq, ms if ms is not None else seq)]
                 add("unknown-source", src if parse_source(src) else None,
                     f"visible output names {src!r}, which is no record of {input_topic} known to this run", evs)
 
-        viol.sort(key=lambda v: (v["input"] is None, v["input"] or ("", 0, 0), KINDS.index(v["kind"])))
+        if self.txn_log:                 # the transaction log against the markers (kipviz.eos.txnlog)
+            # the data partitions' markers (not __share_group_state's: KIP-1289 makes a stale marker
+            # there a no-op by epoch, and the kit's scenarios send such late markers on purpose)
+            for v in check_markers(self.txn_log, self.markers, (input_topic, output_topic)):
+                ms = self.marker_seq.get((v["partition"], v["offset"]))
+                add(v["kind"], None, v["detail"], [ms] if ms is not None else [],
+                    transaction=f"{v['transaction']} {v['partition']}")
+        viol.sort(key=lambda v: (v["input"] is None, v["input"] or ("", 0, 0), KINDS.index(v["kind"]),
+                                 v["transaction"] or ""))
         rules_s = time.perf_counter() - t0
         secs = self.seconds + rules_s
         stats = {"events": self.n_events, "inputs": len(considered) + len(settled), "terminal": n_ack + n_arch,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ..schema import registry
+from ..schema import api_keys, registry, releases
 from ..schema.model import FieldSpec, MessageSpec
 from ..schema.resolve import VField, resolve
 
@@ -198,12 +198,19 @@ def api_key_taken(s: Subject) -> list[Finding]:
     kit = s.base.kit if s.base is not None else None
     if kit and kit.api_key_candidates:
         candidates = " Candidates recorded for this RPC: " + "; ".join(
-            f"{c.get('apiKey')} ({c.get('source', '')}" + (f", clashes with {c['clash']}" if c.get("clash") else "")
-            + ")" for c in kit.api_key_candidates) + "."
+            f"{c['apiKey']} ({c.get('source', '')}, {_key_state(c['apiKey'])})" for c in kit.api_key_candidates) + "."
     return [Finding("api-key-taken", "error", "(apiKey)", f"apiKey {key} is taken: {'; '.join(clashes)}",
                     "Brokers dispatch on the api key alone: two RPCs with one key cannot both be served, and a "
                     f"client would send {s.draft.api} bytes to the other RPC's handler. Api keys are handed out "
-                    f"in order when a KIP is merged; the first key free today is {free}.{candidates}")]
+                    f"in order when a KIP is merged; the first key free in Kafka {releases.NEWEST} is {free}.{candidates}")]
+
+
+def _key_state(key: int) -> str:
+    """Who holds `key` in the newest release, and who held it on trunk only (from the key table)."""
+    taken = registry.kafka_api_keys().get(key)
+    state = f"Kafka {releases.NEWEST}'s {taken}" if taken else f"free in Kafka {releases.NEWEST}"
+    trunk = [e.name for e in api_keys.trunk_only(key)]
+    return state + (f"; {', '.join(trunk)}'s on trunk before, never released" if trunk else "")
 
 
 def api_key_changed(s: Subject) -> list[Finding]:

@@ -4,7 +4,7 @@
                   consumer group, one transactional producer each) read them, write the enriched
                   records and their offsets in one transaction, commit; a few transactions abort
                   (a processing failure) and are retried from the committed offsets.
-    kip1319       KIP-1319 (accepted): the same loop with TxnOffsetCommit v6 (processor 0) and a
+    kip1319       KIP-1319 (released in Kafka 4.4): the same loop with TxnOffsetCommit v6 (processor 0) and a
                   pre-KIP producer capped at v5 (processor 1), with group churn that leaves the
                   processors' captured member epochs stale (STALE_MEMBER_EPOCH at v6,
                   ILLEGAL_GENERATION at v5) and a side input that is deleted and recreated, so
@@ -266,7 +266,7 @@ PRE_KIP_1319 = {"TxnOffsetCommit": 5}
 
 def kip1319(records: int, seed: int, step) -> Run:
     rng = random.Random(seed)
-    cluster = Cluster(seed=seed, brokers=3, release=None, start_ms=START_MS)
+    cluster = Cluster(seed=seed, brokers=3, start_ms=START_MS)      # the newest release (4.4): v6 served
     batch, per_partition = sizes(records)
     pipe = Pipeline(cluster, rng, inputs=["orders", "promos"], output="orders-enriched", group="enricher",
                     partitions=4, processors=2, batch=batch, member_versions={1: PRE_KIP_1319})

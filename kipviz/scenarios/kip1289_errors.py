@@ -194,7 +194,8 @@ def share_commit_run(seed: int = 0, **cluster_settings) -> Trace:
     from ..broker import Cluster
     sc_ = Scenario("kip1289.share_commit_run", "KIP-1289: share-group read-process-write, committed", KIP, STATUS,
                    share_commit_run.__doc__ or "", lambda t: None, {"share_version": 2})
-    trace = Trace(sc_, seed, Cluster(seed=seed, **{"share_version": 2, **cluster_settings}))
+    trace = Trace(sc_, seed, Cluster(seed=seed, **{"share_version": 2, "share_auto_offset_reset": "earliest",
+                                                     **cluster_settings}))
     sc, pr, records = setup(trace)
     clean_commit(trace, sc, pr, records, reader="reader")
     check_eos(trace)

@@ -1,4 +1,4 @@
-"""KIP-1319 (TxnOffsetCommit v6, released in Kafka 4.4, FACTS (h); seed 000): each error case at v5 and at v6, the
+"""KIP-1319 (TxnOffsetCommit v6, released in Kafka 4.4; seed 000): each error case at v5 and at v6, the
 producer's version choice and fallback, the persisted topic id, and the producer's error classes.
 
     kip1319.group_id_not_found_v5 / _v6    missing group, generation >= 0: ILLEGAL_GENERATION / GROUP_ID_NOT_FOUND
@@ -6,7 +6,7 @@ producer's version choice and fallback, the persisted topic id, and the producer
     kip1319.unknown_topic_id_v6            an id the broker cannot resolve: UNKNOWN_TOPIC_ID for the whole topic
     kip1319.error_order_v6                 unknown id, then TOPIC_AUTHORIZATION_FAILED, then
                                            UNKNOWN_TOPIC_OR_PARTITION for one partition only
-    kip1319.fallback_old_broker            a Kafka 4.3 broker (TxnOffsetCommit up to v5): v5 for the request
+    kip1319.fallback_old_broker            a Kafka 4.3 broker (TxnOffsetCommit up to v5) and a 4.4 producer: v5
     kip1319.fallback_unknown_topic_id      no topic ids from Metadata: v5 for the whole request
     kip1319.topic_id_persisted             v6 writes the real topic id into OffsetCommitValue v4, v5 the zero id
     kip1319.producer_error_classes         GROUP_ID_NOT_FOUND / STALE_MEMBER_EPOCH abortable, UNKNOWN_TOPIC_ID
@@ -319,10 +319,10 @@ def _api_versions_max(trace: Trace, api: str) -> int | None:
 
 
 @scenario("kip1319.fallback_old_broker", kip=KIP, status="released", release="4.3",
-          title="Kafka 4.4 producer against a Kafka 4.3 broker: TxnOffsetCommit v5 for the whole request",
-          summary="The broker (release 4.3, the last without KIP-1319) advertises TxnOffsetCommit up to v5. The "
-                  "4.4 producer knows "
-                  "the topic ids but sends the whole request at v5, by name, and it commits normally.")
+          title="A Kafka 4.4 producer against a Kafka 4.3 broker: v5 for the whole request",
+          summary="The mixed fleet of a rolling upgrade: the broker (release 4.3) advertises TxnOffsetCommit up "
+                  "to v5. The 4.4 producer (KIP-1319) knows the topic ids but sends the whole request at v5, by "
+                  "name, and it commits normally. Any 4.0-4.3 broker answers the same way.")
 def fallback_old_broker(trace: Trace) -> None:
     p, answers = _offsets_flow(trace)
     top = _api_versions_max(trace, "TxnOffsetCommit")

@@ -1,5 +1,7 @@
 """`python -m kipviz.schema.check [FILE...]`: validate kit definitions and compare them with
-Kafka's own schema files (from ../shared/kafka or KIPVIZ_KAFKA_REF) at every shared version."""
+Kafka's own schema files (from ../shared/kafka or KIPVIZ_KAFKA_REF) at every shared version.
+Without FILEs it checks the whole kit and then prints the release matrix: for every request, the
+versions each Kafka release serves (min-max), derived from the kit's labels."""
 from __future__ import annotations
 
 import os
@@ -41,6 +43,17 @@ def check_spec(spec, refs: dict[str, dict]) -> list[str]:
     return problems
 
 
+def matrix_text(kind: str = "request") -> str:
+    """The release matrix (API x release) as a fixed-width table."""
+    from .releases import RELEASES, matrix_rows
+    rows = matrix_rows(kind)
+    width = max(len(r["api"]) for r in rows) + 2
+    head = f"{'api':<{width}}{'key':>4}  " + "".join(f"{r:>8}" for r in RELEASES)
+    lines = [head] + [f"{r['api']:<{width}}{r['api_key'] if r['api_key'] is not None else '':>4}  "
+                      + "".join(f"{r[rel]:>8}" for rel in RELEASES) for r in rows]
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
     from . import registry
     files = [Path(a) for a in argv] or sorted(registry.DEFS_DIR.glob("*.json"))
@@ -62,6 +75,9 @@ def main(argv: list[str]) -> int:
         if not problems:
             seen = [d for d, s in refs.items() if spec.name in s]
             print(f"ok {spec.name} v{spec.valid} (compared with {', '.join(seen) or 'nothing'})")
+    if not argv:
+        print("\nversions served per Kafka release (from the kit's labels; '-' = not served):")
+        print(matrix_text())
     return 1 if bad else 0
 
 

@@ -1,14 +1,15 @@
 """The kit's own definitions, loaded once, looked up by name or api key.
 
 A proposed RPC whose api key is not settled (TxnShareAcknowledge, KIP-1289) can be moved to
-another key with configure_api_key(); clashes with keys Kafka has taken are reported."""
+another key with configure_api_key(); clashes with the keys a Kafka release has taken are reported
+(the key table per release is kipviz.schema.api_keys; api_key_history() tells a candidate's story)."""
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 
 from ..errors import UnknownMessageError
+from . import api_keys, releases
 from .loader import load_dir
 from .model import MessageSpec
 
@@ -23,11 +24,9 @@ def _kit() -> dict[str, MessageSpec]:
     return load_dir(DEFS_DIR, require_kit=True)
 
 
-@lru_cache(maxsize=1)
-def kafka_api_keys() -> dict[int, str]:
-    """Api keys released Kafka has given out (key -> RPC name)."""
-    data = json.loads((DEFS / "api_keys.json").read_text())
-    return {int(k): v for k, v in data["keys"].items()}
+def kafka_api_keys(release: str | None = None) -> dict[int, str]:
+    """Api keys Kafka `release` has given out (key -> RPC name); None = the newest release."""
+    return api_keys.table(release)
 
 
 def messages() -> dict[str, MessageSpec]:
@@ -66,32 +65,61 @@ def by_api_key(key: int, kind: str = "request") -> MessageSpec:
     raise UnknownMessageError(f"no {kind} with api key {key}{extra}")
 
 
-def clashes(api: str, key: int) -> list[str]:
-    """Who else uses `key`: released Kafka RPCs and other kit definitions."""
+def clashes(api: str, key: int, release: str | None = None) -> list[str]:
+    """Who else uses `key` in Kafka `release` (None = newest) and among the kit's definitions."""
+    release = releases.check(release)
     out = []
-    taken = kafka_api_keys().get(key)
+    taken = kafka_api_keys(release).get(key)
     if taken and taken != api:
-        out.append(f"api key {key} is Kafka's {taken}")
+        out.append(f"api key {key} is Kafka {release}'s {taken}")
+    maybe = api_keys.maybe_taken(key, release)
+    if maybe is not None and maybe.name != api:
+        out.append(f"api key {key} may already be Kafka {release}'s {maybe.name} "
+                   f"(first release not pinned; certain from {maybe.since.lstrip('≤')})")
     for spec in _kit().values():
         if spec.api != api and api_key(spec) == key and spec.type == "request":
             out.append(f"api key {key} is the kit's {spec.api}")
     return sorted(set(out))
 
 
-def configure_api_key(api: str, key: int | None) -> list[str]:
-    """Use `key` for a proposed RPC (None restores the definition's key). Returns the clashes;
-    a key that another kit definition uses is refused, since frames could not be told apart."""
+def configure_api_key(api: str, key: int | None, release: str | None = None) -> list[str]:
+    """Use `key` for a proposed RPC (None restores the definition's key). Returns the clashes with
+    Kafka `release` (the release the cluster plays; None = newest); a key that another kit
+    definition uses is refused, since frames could not be told apart."""
     specs = [s for s in _kit().values() if s.api == api]
     if not specs:
         raise UnknownMessageError(f"no RPC named {api!r}")
-    _by_key.clear()
+    release = releases.check(release)
     if key is None:
+        _by_key.clear()
         _overrides.pop(api, None)
         return []
-    if not isinstance(key, int) or not 0 <= key < 2**15:
+    if isinstance(key, bool) or not isinstance(key, int) or not 0 <= key < 2**15:
         raise ValueError(f"api key must be an integer in [0, 32767], got {key!r}")
-    problems = clashes(api, key)
+    problems = clashes(api, key, release)
     if any("kit's" in p for p in problems):
         raise ValueError("; ".join(problems))
+    _by_key.clear()
     _overrides[api] = key
     return problems
+
+
+def api_key_history(api: str) -> list[dict]:
+    """The story of a proposed RPC's api key, from its definition's apiKeyCandidates and Kafka's
+    key table: one row per candidate with key, source, whether it is the definition's default,
+    who held it on trunk only, one column per release (the RPC holding it, or "" if free) and
+    free_in_newest."""
+    specs = [s for s in _kit().values() if s.api == api and s.type == "request"]
+    if not specs:
+        raise UnknownMessageError(f"no RPC named {api!r}")
+    spec = specs[0]
+    rows = []
+    for c in (spec.kit.api_key_candidates if spec.kit else ()):
+        key = c["apiKey"]
+        row = {"key": key, "source": c.get("source", ""), "default": key == spec.api_key,
+               "trunk only": "; ".join(f"{e.name} ({e.source.split(' (')[0]})" for e in api_keys.trunk_only(key))}
+        for rel, name in api_keys.taken_by(key).items():
+            row[rel] = name or ""
+        row["free_in_newest"] = not row[releases.NEWEST]
+        rows.append(row)
+    return rows

@@ -12,8 +12,18 @@ same run (tests/test_spark_eos.py): per input record of `input_topic`,
   duplicate-output     its output became visible in more than one attempt
   ack-without-output   ACKNOWLEDGED but no output visible to read_committed
   output-without-ack   output visible but never ACKNOWLEDGED
+  duplicate-in-transaction  the same output record (key, value, headers) twice in one attempt
   unknown-source       visible output naming no known input record
   unattributed-output  visible output without the header
+
+and the transaction log against the markers (kipviz.eos.txnlog, the same function kipviz.eos
+runs): marker-missing, marker-mismatch, marker-unexpected, each naming the transaction
+(`transaction`: transactional id, producer id, epoch, partition).
+
+Facts about a batch come from its bytes (kipviz.spark.txnview.batch_headers). A batch or record
+the verdict depends on that does not read -- an output or input batch, a marker, a
+__transaction_state record, a missing or malformed dataset -- makes the verdict "cannot verify"
+(res.unreadable; res.ok False), never "OK".
 
 What it reads: the share-record StateChanged events of `group` (the run's events), the input
 topic's records and batches (aborted / open input transactions need not be processed), and the
@@ -26,8 +36,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..eos import checker
+from ..eos.txnlog import check_markers
 from ..errors import KipvizError
-from . import txnview
+from ..records.internal import TRANSACTION_STATE
+from . import decode, txnview
 from .logs import Logs
 from .moves import partition_offset_after, share_events, share_moves
 
@@ -44,12 +56,22 @@ class EosResult:
     input_topic: str
     output_topic: str
     violations: object                     # Spark DataFrame: kind, topic, partition, offset, classification, case,
-    rows: list = field(default_factory=list)   # detail, outputs (the offending records); rows = collected
+    rows: list = field(default_factory=list)   # transaction, detail, outputs (the offending records)
     stats: dict = field(default_factory=dict)
+    unreadable: list = field(default_factory=list)   # {dataset, partition, offset, error}: inputs that did not read
 
     @property
     def ok(self) -> bool:
-        return all(r["classification"] != VIOLATION for r in self.rows)
+        """No violation and nothing unreadable (a verdict over inputs that did not all read is no
+        verdict)."""
+        return not self.unreadable and all(r["classification"] != VIOLATION for r in self.rows)
+
+    @property
+    def verdict(self) -> str:
+        """"OK", "FAIL" (violations) or "cannot verify: N batches unreadable"."""
+        if self.unreadable:
+            return cannot_verify(self.unreadable)
+        return "OK" if self.ok else "FAIL"
 
     def __bool__(self) -> bool:
         return self.ok
@@ -58,13 +80,13 @@ class EosResult:
         """{(kind, (topic, partition, offset) or None, classification, case)}: what is compared with
         kipviz.eos.check_share_eos."""
         return {(r["kind"], None if r["topic"] is None else (r["topic"], r["partition"], r["offset"]),
-                 r["classification"], r["case"]) for r in self.rows}
+                 r["classification"], r["case"], r.get("transaction")) for r in self.rows}
 
     def summary(self, limit: int = 20) -> str:
         s = self.stats
         bad = [r for r in self.rows if r["classification"] == VIOLATION]
         lines = [f"share EOS verification (Spark), group {self.group!r}: {self.input_topic} -> "
-                 f"{self.output_topic}: {'OK' if self.ok else 'FAIL'}",
+                 f"{self.output_topic}: {self.verdict}",
                  f"  {s.get('inputs', 0)} input records ({s.get('acknowledged', 0)} ACKNOWLEDGED, "
                  f"{s.get('archived', 0)} ARCHIVED), {s.get('output_records', 0)} output records "
                  f"({s.get('visible_records', 0)} visible, {s.get('aborted_records', 0)} aborted, "
@@ -76,6 +98,8 @@ class EosResult:
             counts[r["kind"]] = counts.get(r["kind"], 0) + 1
         for k in sorted(counts):
             lines.append(f"    {k}: {counts[k]}")
+        for u in self.unreadable[:limit]:
+            lines.append("  " + unreadable_line(u))
         for r in self.rows[:limit]:
             lines.append("  " + line(r))
         if len(self.rows) > limit:
@@ -84,13 +108,30 @@ class EosResult:
 
     def to_pandas(self):
         import pandas as pd
-        cols = ["kind", "topic", "partition", "offset", "classification", "case", "detail", "outputs"]
+        cols = ["kind", "topic", "partition", "offset", "classification", "case", "transaction", "detail", "outputs"]
         return pd.DataFrame(self.rows, columns=cols)
+
+
+def cannot_verify(unreadable: list) -> str:
+    """"cannot verify: N batches unreadable" (and the __transaction_state records and the datasets
+    that did not read, when there are any)."""
+    recs = sum(u["dataset"] == TRANSACTION_STATE for u in unreadable)
+    sets = sum(u["dataset"] != TRANSACTION_STATE and u["partition"] is None for u in unreadable)
+    parts = [(len(unreadable) - recs - sets, "batches"), (recs, "__transaction_state records"), (sets, "datasets")]
+    what = " and ".join(f"{n} {w}" for n, w in parts if n) or "0 batches"
+    return f"cannot verify: {what} unreadable"
+
+
+def unreadable_line(u: dict) -> str:
+    at = "" if u["partition"] is None else f" partition {u['partition']}" + (
+        "" if u["offset"] is None else f" offset {u['offset']}")
+    return f"[unreadable] {u['dataset']}{at}: {u['error']}"
 
 
 def line(r: dict) -> str:
     """One violation as one line of text."""
-    inp = "-" if r["topic"] is None else f"{r['topic']}-{r['partition']}@{r['offset']}"
+    inp = f"{r['topic']}-{r['partition']}@{r['offset']}" if r["topic"] is not None else \
+        f"transaction {r['transaction']}" if r.get("transaction") else "-"
     outs = f" [outputs: {', '.join(r['outputs'])}]" if r.get("outputs") else ""
     return f"[{r['classification']}] {r['kind']} {inp}: {r['detail']}{outs}"
 
@@ -135,7 +176,7 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     considered = F.col("must") | (visible & known)
     table = with_must.filter(considered)
     odd = ((F.col("must") & (F.col("n_term") == 0)) | (F.col("n_term") > 1)
-           | (F.col("attempt_min") != F.col("attempt_max"))
+           | (F.col("attempt_min") != F.col("attempt_max")) | (F.col("n_visible") > 1)
            | ((F.col("n_ack") > 0) & ~visible & F.lit(require_output)) | (visible & (F.col("n_ack") == 0)))
     odd_rows = table.filter(odd).collect()
     unknown = [_rid(input_topic, r) for r in per_input.filter(visible & ~known).select("partition", "offset")
@@ -149,6 +190,8 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     unknown += sorted({r["source"] for r in stray if r["source"] is not None})
     rids = [_rid(input_topic, r) for r in odd_rows]
     outputs = _outputs_of(recs, rids + unknown, output_topic)
+    contents = _contents(src, output_topic, [o for r, rid in zip(odd_rows, rids, strict=True) if r["n_visible"] > 1
+                                             for o in outputs.get(rid, ()) if o["visibility"] == "visible"])
     hist = _history(events, group, input_topic, [(r["partition"], r["offset"]) for r in odd_rows])
     collected = []
     for r, rid in zip(odd_rows, rids, strict=True):
@@ -158,6 +201,7 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
                    n_aborted=sum(o["visibility"] == "aborted" for o in outs),
                    n_open=sum(o["visibility"] == "open" for o in outs))
         collected.extend(_rules(row, require_output, hist.get(rid, [])))
+        collected.extend(_within(rid, vis, contents, output_topic))
     for rid in unknown:
         collected.append({"kind": "unknown-source", "rid": rid,
                           "outputs": [o["name"] for o in outputs.get(rid, []) if o["visibility"] == "visible"],
@@ -168,7 +212,14 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
             name = f"{output_topic}-{r['partition']}@{r['offset']}"
             collected.append({"kind": "unattributed-output", "rid": None, "outputs": [name],
                               "detail": f"visible output {name} has no {checker.SOURCE_HEADER!r} header"})
+    markers, bad_batches = _batch_facts(src, _marker_topics(input_topic, output_topic))
+    txn_records, bad_log = _txn_log(src)
+    for v in _txn_log_check(src, input_topic, output_topic, markers, txn_records):
+        collected.append({"kind": v["kind"], "rid": None, "transaction": f"{v['transaction']} {v['partition']}",
+                          "outputs": [f"{v['partition']}@{v['offset']}"] if v["offset"] is not None else [],
+                          "detail": v["detail"]})
     for r in collected:
+        r.setdefault("transaction", None)
         p = checker.parse_source(r["rid"]) if r["rid"] is not None else None
         r["topic"], r["partition"], r["offset"] = p if p else (None, None, None)
         r.setdefault("classification", VIOLATION)
@@ -181,19 +232,21 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
         _recheck(maybe, hist, outputs, group, input_topic, output_topic, allowed_at_least_once,
                  expect, require_output)
     collected.sort(key=lambda r: (r["topic"] is None, (r["topic"] or "", r["partition"] or 0, r["offset"] or 0),
-                                  KINDS.index(r["kind"])))
+                                  KINDS.index(r["kind"]), r["transaction"] or ""))
     schema = T.StructType([T.StructField("kind", T.StringType()), T.StructField("topic", T.StringType()),
                            T.StructField("partition", T.IntegerType()), T.StructField("offset", T.LongType()),
                            T.StructField("classification", T.StringType()), T.StructField("case", T.IntegerType()),
-                           T.StructField("detail", T.StringType()),
+                           T.StructField("transaction", T.StringType()), T.StructField("detail", T.StringType()),
                            T.StructField("outputs", T.ArrayType(T.StringType()))])
     cols = [f.name for f in schema.fields]
     vdf = spark.createDataFrame([tuple(r[c] for c in cols) for r in collected], schema)
     stats = {**in_stats, **out_stats}
+    unreadable = _unreadable(logs, src, input_topic, output_topic, bad_batches, bad_log)
     per_input.unpersist()
     if own:
         logs.unpersist()
-    return EosResult(group, input_topic, output_topic, vdf, [{c: r[c] for c in cols} for r in collected], stats)
+    return EosResult(group, input_topic, output_topic, vdf, [{c: r[c] for c in cols} for r in collected], stats,
+                     unreadable)
 
 
 def _rid(topic: str, row) -> str:
@@ -288,6 +341,7 @@ def _outputs_of(recs, rids, output_topic) -> dict:
     for o in (recs.join(F.broadcast(wanted), "source")
               .select("source", "partition", "offset", "visibility", "producer_id", "is_transactional", "txn_no",
                       "marker_offset", "marker_type", "marker_seq",
+                      "base_offset",
                       (F.col("batch_seq") + F.col("offset") - F.col("base_offset")).alias("seq")).collect()):
         out.setdefault(o["source"], []).append(dict(o.asDict(), name=f"{output_topic}-{o['partition']}@{o['offset']}"))
     return {k: sorted(v, key=lambda o: o["name"]) for k, v in out.items()}
@@ -397,3 +451,134 @@ def _recheck(rows, hist: dict, outputs: dict, group, input_topic, output_topic, 
         v = found.get((r["kind"], (r["topic"], r["partition"], r["offset"])))
         if v is not None:
             r["detail"], r["classification"], r["case"] = v["detail"], v["classification"], v["case"]
+
+
+def _contents(src, output_topic, outs: list) -> dict:
+    """(partition, offset) -> checker.content_key of the output records `outs` (dicts of
+    _outputs_of), decoded with their payload from their batches alone."""
+    from pyspark.sql import functions as F
+    batches = src.batches_of(output_topic)
+    if not outs or batches is None:
+        return {}
+    spark = batches.sparkSession
+    want = spark.createDataFrame(sorted({(o["partition"], o["base_offset"]) for o in outs}),
+                                 "partition int, base_offset bigint")
+    got = decode.decode_batches(batches.filter(F.col("topic") == output_topic).join(
+        F.broadcast(want), ["partition", "base_offset"]))
+    out = {}
+    for r in got.filter(F.col("error").isNull() & ~F.col("is_control")).select(
+            "partition", "offset", "key", "value", "headers").collect():
+        rec = {"key": r["key"], "value": r["value"], "headers": [(h["key"], h["value"]) for h in r["headers"] or ()]}
+        out[(r["partition"], r["offset"])] = checker.content_key(rec)
+    return out
+
+
+def _within(rid: str, vis: list, contents: dict, output_topic: str) -> list[dict]:
+    """duplicate-in-transaction: the same output record (checker.content_key) more than once in one
+    attempt, as kipviz.eos words it."""
+    groups: dict = {}
+    for o in vis:
+        ck = contents.get((o["partition"], o["offset"]))
+        if ck is not None:
+            groups.setdefault((_attempt(o), ck), []).append(o)
+    out = []
+    for copies in groups.values():
+        if len(copies) > 1:
+            copies = sorted(copies, key=lambda o: (o["partition"], o["offset"]))
+            names = ", ".join(f"{output_topic}-{o['partition']}@{o['offset']}" for o in copies)
+            out.append({"kind": "duplicate-in-transaction", "rid": rid, "outputs": [o["name"] for o in copies],
+                        "detail": f"the same output record visible {len(copies)} times in one transaction: {names}"})
+    return out
+
+
+def _marker_topics(input_topic, output_topic) -> tuple:
+    """The data partitions whose markers are checked against the log."""
+    return (input_topic, output_topic)
+
+
+def _batch_facts(src, topics) -> tuple[list, list]:
+    """(markers, unreadable) of the batches of `topics` the run has, read from their bytes
+    (txnview.batch_headers) in one pass per topic: markers as kipviz.eos.txnlog.check_markers
+    takes them (with the retry flag), sorted by partition and offset, unreadable as dicts."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    markers, bad = [], []
+    for t in topics:
+        b = src.batches_of(t)
+        if b is None:
+            continue
+        hdr = txnview.batch_headers(b.filter(F.col("topic") == t))
+        # a marker right after another of its producer (no data between): maybe a retry (txnlog)
+        w = Window.partitionBy("partition", "producer_id").orderBy("base_offset")
+        prev = F.lag(F.struct("is_control", "producer_epoch", "control_type")).over(w)
+        bad_row = F.col("error").isNotNull()           # (producer id null: a window of their own)
+        rows = hdr.filter(bad_row | F.col("is_transactional")).withColumn("_prev", prev).filter(
+            bad_row | F.col("is_control")).select(
+            "partition", "row_offset", "base_offset", "producer_id", "producer_epoch", "control_type", "error",
+            F.coalesce(F.col("_prev.is_control") & (F.col("_prev.producer_epoch") == F.col("producer_epoch"))
+                       & (F.col("_prev.control_type") == F.col("control_type")), F.lit(False)).alias("retry"))
+        for r in rows.collect():
+            if r["error"] is not None:
+                bad.append({"dataset": f"batches/{t}", "partition": r["partition"], "offset": r["row_offset"],
+                            "error": r["error"]})
+            else:
+                markers.append((t, r["partition"], r["base_offset"], r["producer_id"], r["producer_epoch"],
+                                r["control_type"], r["retry"]))
+    markers.sort(key=lambda m: m[:3])
+    return markers, bad
+
+
+def _txn_log(src) -> tuple[list, list]:
+    """(records, unreadable) of the run's __transaction_state: records as check_markers takes
+    them, in log order per transactional id (one id lives in one log partition); both empty
+    without a transaction log."""
+    from pyspark.sql import functions as F
+    log = src.topics.get(TRANSACTION_STATE) if hasattr(src, "topics") else None
+    if log is None:
+        return [], []
+    rows = decode.decode_transactions(log).filter(F.col("error").isNotNull() | F.col("state_id").isNotNull()).select(
+        "log_partition", "log_offset", "transactional_id", "producer_id", "producer_epoch", "state_id",
+        "partitions", "error").collect()
+    rows.sort(key=lambda r: (r["log_partition"] if r["log_partition"] is not None else -1,
+                             r["log_offset"] if r["log_offset"] is not None else -1))
+    records = [(r["transactional_id"], r["producer_id"], r["producer_epoch"], r["state_id"],
+                [(p["topic"], p["partition"]) for p in r["partitions"] or ()]) for r in rows if r["error"] is None]
+    bad = [{"dataset": TRANSACTION_STATE, "partition": r["log_partition"], "offset": r["log_offset"],
+            "error": r["error"]} for r in rows if r["error"] is not None]
+    return records, bad
+
+
+def _txn_log_check(src, input_topic, output_topic, markers, records) -> list[dict]:
+    """kipviz.eos.txnlog.check_markers over the run's __transaction_state records and the markers
+    of the partitions whose batches the run has; [] without a transaction log. The log and the
+    markers are a handful of rows per transaction: they are matched on the driver, by the function
+    the event checker uses."""
+    if not records:
+        return []
+    topics = [t for t in _marker_topics(input_topic, output_topic) if src.batches_of(t) is not None]
+    return check_markers(records, markers, topics)
+
+
+def _unreadable(logs, src, input_topic, output_topic, bad_batches, bad_log) -> list[dict]:
+    """What the verdict depends on and did not read, one dict per batch / record / dataset
+    (dataset, partition, offset, error): the input and output batches whose bytes do not read (_batch_facts) or whose records do not decode, the __transaction_state
+    records that do not decode (_txn_log), and the reader's errors for those datasets and for the
+    events."""
+    from pyspark.sql import functions as F
+    names = {input_topic, output_topic, TRANSACTION_STATE}
+    wanted = {"events.parquet"} | {t.get(k) for t in (src.manifest.get("topics") or []) if isinstance(t, dict)
+                                   and t.get("name") in names for k in ("dataset", "batches")}
+    found: dict = {}
+
+    def add(dataset, partition, offset, error):
+        found.setdefault((dataset, partition, offset), error)
+    for e in src.read_errors:
+        if e.get("dataset") in wanted:
+            add(e["dataset"], e.get("partition"), e.get("offset"), e.get("error"))
+    for u in bad_batches + bad_log:
+        add(u["dataset"], u["partition"], u["offset"], u["error"])
+    for r in logs.errors.filter(F.col("dataset") == f"batches/{output_topic}").collect():
+        add(r["dataset"], r["partition"], r["offset"], r["error"])
+    return [{"dataset": d, "partition": p, "offset": o, "error": err}
+            for (d, p, o), err in sorted(found.items(), key=lambda kv: tuple("" if x is None else str(x)
+                                                                             for x in kv[0]))]

@@ -70,11 +70,10 @@ class Logs:
 
     @property
     def errors(self):
-        """dataset, partition, offset, error_kind (missing-column, missing-file, corrupt,
-        unknown-version, unknown-record-type), error, error_path: everything that did not read or
-        decode, one row per record (or column, or file)."""
-        from . import schemas
-        out = self.spark.createDataFrame(self.source.read_errors, schemas.ERRORS_DDL)
+        """dataset, partition, offset, error_kind (missing-column, missing-file, wrong-type,
+        bad-value, corrupt, unknown-version, unknown-record-type), error, error_path: everything
+        that did not read or decode, one row per record (or column, or file)."""
+        out = self.source.errors
         for e in self._errors:
             out = out.unionByName(e)
         return out

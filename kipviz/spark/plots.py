@@ -225,7 +225,7 @@ def plot_residency(df, limit: int = 100_000) -> Chart:
 
 def plot_kip1319(df, limit: int = 500) -> Chart:
     p = _frame(df, limit)
-    title = "TxnOffsetCommit answers by version: before / after KIP-1319 (accepted)"
+    title = "TxnOffsetCommit answers by version: before / after KIP-1319 (released in Kafka 4.4)"
     if p is None or p.empty:
         return _empty(title, "no TxnOffsetCommit requests in this run")
     versions = sorted(set(int(v) for v in p["version"]))

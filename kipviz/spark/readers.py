@@ -25,6 +25,7 @@ files; the internal-topic decoders and their analyses work the same on both."""
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +33,7 @@ from ..errors import KipvizError
 from . import schemas, txnview
 
 __all__ = ["Source", "read_samples", "read_kafka", "from_trace", "from_tables", "kafka_frame", "KAFKA_COLUMNS",
-           "topic_records"]
+           "topic_records", "load_manifest", "validate_manifest", "check_files", "checked_batches", "conform"]
 
 
 def _ddl_types(ddl: str) -> dict[str, str]:
@@ -54,23 +55,108 @@ def _ddl_types(ddl: str) -> dict[str, str]:
 KAFKA_COLUMNS = list(_ddl_types(schemas.KAFKA_DDL))
 
 
-def conform(df, ddl: str, dataset: str, errors: list[dict]):
+def _error(dataset, kind: str, error: str, path: str | None = None, partition=None, offset=None) -> dict:
+    return {"dataset": dataset, "partition": partition, "offset": offset, "error_kind": kind, "error": error,
+            "error_path": path}
+
+
+@contextmanager
+def _quiet_query_errors():
+    """PySpark logs every query error it raises to stderr as JSON (PySparkLogger's
+    DataFrameQueryContextLogger); an error conform expects and handles is not news."""
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:
+        yield
+        return
+    loggers = [PySparkLogger.getLogger(n) for n in ("DataFrameQueryContextLogger", "SQLQueryContextLogger")]
+    was = [lg.disabled for lg in loggers]
+    for lg in loggers:
+        lg.disabled = True
+    try:
+        yield
+    finally:
+        for lg, w in zip(loggers, was, strict=True):
+            lg.disabled = w
+
+
+def conform(df, ddl: str, dataset: str, errors: list):
     """df with exactly the columns of `ddl`, in order: a missing column becomes nulls (and an
-    error row), a column of another type is cast, extra columns are dropped."""
+    error row), extra columns are dropped, a column of another type is converted where Spark can
+    (string digits to int, int to bigint, ...) and read as nulls with a `wrong-type` error row
+    where it cannot (an int `batch`); a row whose value does not convert (an int column holding
+    "abc", a bigint out of int's range) is taken out of the data and becomes a `bad-value` error
+    row. `errors` gets dicts and DataFrames of error rows (schemas.ERRORS_DDL), see Source.errors."""
+    from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
     have = {f.name: f.dataType.simpleString() for f in df.schema.fields}
-    cols = []
+    cols, converted = [], []
     for name, typ in _ddl_types(ddl).items():
-        want = typ.replace(" ", "")
         if name not in have:
-            errors.append({"dataset": dataset, "partition": None, "offset": None, "error_kind": "missing-column",
-                           "error": f"column {name!r} ({typ}) is missing; read as nulls", "error_path": name})
+            errors.append(_error(dataset, "missing-column", f"column {name!r} ({typ}) is missing; read as nulls",
+                                 name))
             cols.append(F.lit(None).cast(typ).alias(name))
-        elif have[name].replace(" ", "") != want:
-            cols.append(F.col(name).cast(typ).alias(name))
+        elif have[name].replace(" ", "") != typ.replace(" ", ""):
+            try:
+                with _quiet_query_errors():
+                    df.select(F.col(name).try_cast(typ))     # analysis only: can Spark convert it at all?
+            except AnalysisException:
+                errors.append(_error(dataset, "wrong-type", f"column {name!r} is {have[name]}, expected {typ}; "
+                                                            f"read as nulls", name))
+                cols.append(F.lit(None).cast(typ).alias(name))
+                continue
+            cols.append(F.col(name).try_cast(typ).alias(name))
+            converted.append((name, typ))
         else:
             cols.append(F.col(name))
-    return df.select(*cols)
+    if not converted:
+        return df.select(*cols)
+    why = F.coalesce(*[F.when(F.col(n).isNotNull() & F.col(n).try_cast(t).isNull(),
+                              F.lit(f"column {n!r}: the value ({have[n]}) is not a {t}")) for n, t in converted])
+    out = df.select(*cols, why.alias("_why"), F.coalesce(*[F.when(F.col(n).isNotNull() & F.col(n).try_cast(t)
+                                                                  .isNull(), F.lit(n)) for n, t in converted])
+                    .alias("_where"))
+    names = list(_ddl_types(ddl))
+    offset = next((c for c in ("offset", "base_offset", "seq") if c in names), None)
+    errors.append(out.filter(F.col("_why").isNotNull()).select(
+        F.lit(dataset).alias("dataset"),
+        (F.col("partition") if "partition" in names else F.lit(None)).cast("int").alias("partition"),
+        (F.col(offset) if offset else F.lit(None)).cast("bigint").alias("offset"),
+        F.lit("bad-value").alias("error_kind"), F.col("_why").alias("error"), F.col("_where").alias("error_path")))
+    return out.filter(F.col("_why").isNull()).select(*names)
+
+
+# Kafka's DefaultRecordBatch: RECORD_BATCH_OVERHEAD 61 bytes of header, the magic byte at 16, the
+# batch length (the bytes after it) at 8 (clients/.../record/DefaultRecordBatch.java)
+BATCH_HEADER = 61
+
+
+def checked_batches(df, dataset: str, errors: list, topic: str | None = None):
+    """A batches frame (BATCHES_DDL) without the rows whose `batch` is not one whole v2 record
+    batch (null, shorter than its header, another magic, a length field that disagrees with the
+    bytes) or, given `topic`, whose topic column names another: those become `corrupt` error rows
+    in `errors`, so no analysis reads a header out of them or leaves them out unsaid."""
+    from pyspark.sql import functions as F
+    b = F.col("batch")
+    n = F.length(b)
+    magic = F.conv(F.hex(F.substring(b, 17, 1)), 16, 10)
+    length = F.conv(F.hex(F.substring(b, 9, 4)), 16, 10).cast("bigint") + 12
+    why = F.when(F.lit(False), F.lit(None))
+    if topic is not None:
+        why = why.when(~F.col("topic").eqNullSafe(topic),
+                       F.format_string(f"a batch of topic %s in the batches of {topic!r}",
+                                       F.coalesce(F.col("topic"), F.lit("null"))))
+    why = (why.when(b.isNull(), F.lit("null batch"))
+           .when(n < BATCH_HEADER, F.format_string(f"%d bytes, shorter than a record batch header ({BATCH_HEADER})", n))
+           .when(magic != "2", F.format_string("magic %s, not 2 (a v2 record batch)", magic))
+           .when(length != n, F.format_string("the batch length field says %d bytes, the value holds %d", length, n)))
+    out = df.withColumn("_why", why)
+    errors.append(out.filter(F.col("_why").isNotNull()).select(
+        F.lit(dataset).alias("dataset"), "partition", F.col("base_offset").alias("offset"),
+        F.lit("corrupt").alias("error_kind"), F.col("_why").alias("error"),
+        F.when(F.col("_why").startswith("a batch of topic"), F.lit("topic")).otherwise(F.lit("batch"))
+        .alias("error_path")))
+    return out.filter(F.col("_why").isNull()).drop("_why")
 
 
 def kafka_frame(df, dataset: str = "topic", errors: list[dict] | None = None):
@@ -114,8 +200,14 @@ class Source:
 
     @property
     def errors(self):
-        """Problems met while reading, as a DataFrame (schemas.ERRORS_DDL)."""
-        return self.spark.createDataFrame(self.read_errors, schemas.ERRORS_DDL)
+        """Problems met while reading, as a DataFrame (schemas.ERRORS_DDL): missing files and
+        columns, and the rows taken out of the data (bad values, corrupt batches), one row each.
+        read_errors holds them as dicts and as DataFrames of error rows."""
+        out = self.spark.createDataFrame([e for e in self.read_errors if isinstance(e, dict)], schemas.ERRORS_DDL)
+        for e in self.read_errors:
+            if not isinstance(e, dict):
+                out = out.unionByName(e)
+        return out
 
     def topic_ids(self):
         """name, topic_id (canonical UUID text), topic_id_b64 (Kafka's form), partitions, deleted,
@@ -150,48 +242,160 @@ def topic_records(directory) -> int:
         return 0
 
 
-def read_samples(spark, directory) -> Source:
-    """A run directory written by `kipviz sample-data` (manifest.json, topics/, batches/,
-    requests.parquet, events.parquet)."""
+# the manifest fields kipviz reads (sample_data/README.md), each JSON null or of this type; others
+# are left alone
+_STR, _INT, _BOOL, _LIST, _OBJ = "a string", "an integer", "true or false", "a list", "an object"
+MANIFEST_FIELDS = {"format": _STR, "group": _STR, "input_topic": _STR, "output_topic": _STR, "scenario": _STR,
+                   "workload": _STR, "release": _STR, "status": _STR, "kipviz_version": _STR, "seed": _INT,
+                   "records": _INT, "share_version": _INT, "topics": _LIST, "datasets": _OBJ, "summary": _OBJ,
+                   "generator": _OBJ}
+TOPIC_FIELDS = {"name": _STR, "dataset": _STR, "batches": _STR, "deleted": _BOOL, "internal": _BOOL,
+                "partitions": _INT, "topic_id": _STR, "topic_id_b64": _STR, "created_ms": _INT, "deleted_ms": _INT}
+_TYPES = {_STR: (str,), _INT: (int,), _BOOL: (bool,), _LIST: (list,), _OBJ: (dict,)}
+
+
+def _is(value, kind: str) -> bool:
+    return isinstance(value, _TYPES[kind]) and not (kind == _INT and isinstance(value, bool))
+
+
+def _shown(value) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def validate_manifest(manifest, where: str = "manifest.json") -> dict:
+    """The manifest, or KipvizError naming the first field that is not what kipviz reads (its
+    path, what it should be and what it is). Dataset paths must stay inside the run directory."""
+    def bad(path: str, want: str, value) -> KipvizError:
+        return KipvizError(f"{where}: field {path}: expected {want}, got {_shown(value)}")
+    if not isinstance(manifest, dict):
+        raise bad("(top level)", _OBJ, manifest)
+    for name, kind in MANIFEST_FIELDS.items():
+        v = manifest.get(name)
+        if v is not None and not _is(v, kind):
+            raise bad(name, kind, v)
+    fmt = manifest.get("format")
+    if not (isinstance(fmt, str) and fmt.startswith("kipviz-sample/")):
+        raise KipvizError(f"{where}: field format: {fmt!r} is not a kipviz-sample format (kipviz-sample/1 or /2)")
+    live: dict[str, int] = {}
+    for i, t in enumerate(manifest.get("topics") or []):
+        if not isinstance(t, dict):
+            raise bad(f"topics[{i}]", _OBJ, t)
+        if not (isinstance(t.get("name"), str) and t["name"]):
+            raise bad(f"topics[{i}].name", "a topic name", t.get("name"))
+        for name, kind in TOPIC_FIELDS.items():
+            v = t.get(name)
+            if v is not None and not _is(v, kind):
+                raise bad(f"topics[{i}].{name}", kind, v)
+        for name in ("dataset", "batches"):
+            rel = t.get(name)
+            if rel is not None and (not rel or Path(rel).is_absolute() or ".." in Path(rel).parts):
+                raise bad(f"topics[{i}].{name}", "a path inside the run directory", rel)
+        if not t.get("deleted"):
+            if t["name"] in live:
+                raise KipvizError(f"{where}: field topics[{i}].name: topic {t['name']!r} is listed twice "
+                                  f"(topics[{live[t['name']]}] too) and neither is deleted")
+            live[t["name"]] = i
+    for k, v in (manifest.get("datasets") or {}).items():
+        if not isinstance(v, dict):
+            raise bad(f"datasets[{k!r}]", _OBJ, v)
+        rows = v.get("rows")
+        if rows is not None and not (_is(rows, _INT) and rows >= 0):
+            raise bad(f"datasets[{k!r}].rows", "a count (an integer, 0 or more)", rows)
+    return manifest
+
+
+# the largest manifest.json kipviz reads (the bundled ones are under 10 kB); raise it for a run of
+# very many topics
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+
+
+def load_manifest(directory) -> dict:
+    """A run directory's manifest.json, read and validated (validate_manifest); KipvizError with
+    one line saying what is wrong: no such directory, no manifest, not JSON, a field."""
     d = Path(directory)
+    if not d.is_dir():
+        raise KipvizError(f"{d}: no such directory" if not d.exists() else f"{d}: not a directory")
     mpath = d / "manifest.json"
     if not mpath.is_file():
         raise KipvizError(f"{d}: no manifest.json here; expected a sample-data run directory "
-                          f"(e.g. sample_data/share_eos)")
+                          f"(kipviz sample-data -o DIR; e.g. sample_data/share_eos)")
     try:
-        manifest = json.loads(mpath.read_text())
+        with open(mpath, "rb") as fh:
+            raw = fh.read(MAX_MANIFEST_BYTES + 1)
+        if len(raw) > MAX_MANIFEST_BYTES:
+            raise KipvizError(f"{mpath}: larger than {MAX_MANIFEST_BYTES} bytes (MAX_MANIFEST_BYTES); a "
+                              f"manifest lists a run's datasets in a few kB")
+        manifest = json.loads(raw)
     except ValueError as e:
         raise KipvizError(f"{mpath}: not JSON ({e})") from None
-    if not str(manifest.get("format", "")).startswith("kipviz-sample/"):
-        raise KipvizError(f"{mpath}: format {manifest.get('format')!r} is not a kipviz-sample format "
-                          f"(kipviz-sample/1 or /2)")
-    src = Source(spark, manifest=manifest, origin=str(d))
-    for attr, ddl in (("requests", schemas.REQUESTS_DDL), ("events", schemas.EVENTS_DDL)):
-        p = d / f"{attr}.parquet"
-        if p.is_file():
-            setattr(src, attr, conform(spark.read.parquet(str(p)), ddl, p.name, src.read_errors))
-        else:
-            src.read_errors.append({"dataset": p.name, "partition": None, "offset": None,
-                                    "error_kind": "missing-file", "error": f"{p} not found",
-                                    "error_path": None})
+    except RecursionError:
+        raise KipvizError(f"{mpath}: not a manifest (JSON nested too deeply)") from None
+    except OSError as e:
+        raise KipvizError(f"{mpath}: cannot read: {e.strerror or e}") from None
+    return validate_manifest(manifest, str(mpath))
+
+
+def _files(d: Path, manifest: dict) -> list[tuple[str, str, dict | None]]:
+    """(relative path, DDL, the topic or None) of every Parquet file read_samples reads."""
+    out = [(f"{a}.parquet", ddl, None) for a, ddl in (("requests", schemas.REQUESTS_DDL),
+                                                     ("events", schemas.EVENTS_DDL))]
     for t in manifest.get("topics") or []:
-        if t.get("deleted"):
-            continue                 # a deleted topic's files stay in topics/deleted/ (by id)
-        for rel, ddl, into in ((t.get("dataset"), schemas.KAFKA_DDL, src.topics),
-                               (t.get("batches"), schemas.BATCHES_DDL, src.batches)):
-            p = d / rel if rel else None
-            if p is None or not p.is_file():
-                src.read_errors.append({"dataset": rel or t.get("name"), "partition": None, "offset": None,
-                                        "error_kind": "missing-file", "error": f"{p or rel} not found",
-                                        "error_path": None})
-                continue
-            df = spark.read.parquet(str(p))
-            if into is src.batches and "seq" not in df.columns and src.events is not None:
-                df = txnview.with_event_seq(df, src.events)      # kipviz-sample/1: no seq column yet
-            into[t["name"]] = conform(df, ddl, rel, src.read_errors)
+        if not t.get("deleted"):     # a deleted topic's files stay in topics/deleted/ (by id)
+            out += [(t.get("dataset"), schemas.KAFKA_DDL, t), (t.get("batches"), schemas.BATCHES_DDL, t)]
+    return out
+
+
+def check_files(directory, manifest: dict) -> None:
+    """KipvizError when a file the run's manifest names is there but is not Parquet (its footer
+    does not read: a truncated or overwritten file); read before any JVM starts. A missing file
+    is not an error here (read_samples reports it in `errors`)."""
+    import pyarrow.parquet as pq
+    d = Path(directory)
+    if not any(t and ddl is schemas.KAFKA_DDL and rel and (d / rel).is_file() for rel, ddl, t in _files(d, manifest)):
+        raise KipvizError(f"{d}: no topic files (manifest.json lists none that exist)")
+    for rel, _, _ in _files(d, manifest):
+        p = d / rel if rel else None
+        if p is None or not p.exists():
+            continue
+        if not p.is_file():
+            raise KipvizError(f"{p}: not a file")
+        try:
+            pq.read_schema(p)
+        except (OSError, ValueError) as e:        # pyarrow's ArrowInvalid is a ValueError
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise KipvizError(f"{p}: not a readable Parquet file ({first})") from None
+
+
+def read_samples(spark, directory) -> Source:
+    """A run directory written by `kipviz sample-data` (manifest.json, topics/, batches/,
+    requests.parquet, events.parquet). A bad manifest or a file that is not Parquet: KipvizError;
+    missing files and columns, values of another type and corrupt batches: rows of `errors`."""
+    d = Path(directory)
+    manifest = load_manifest(d)
+    check_files(d, manifest)
+    src = Source(spark, manifest=manifest, origin=str(d))
+    for rel, ddl, t in _files(d, manifest):
+        p = d / rel if rel else None
+        if p is None or not p.is_file():
+            src.read_errors.append(_error(rel or t["name"], "missing-file", f"{p or rel} not found"))
+            continue
+        df = spark.read.parquet(str(p))
+        if t is None:
+            setattr(src, rel.removesuffix(".parquet"), conform(df, ddl, rel, src.read_errors))
+        elif ddl is schemas.KAFKA_DDL:
+            src.topics[t["name"]] = conform(df, ddl, rel, src.read_errors)
+        else:
+            if "seq" not in df.columns and src.events is not None:     # kipviz-sample/1: no seq column yet
+                df = txnview.with_event_seq(conform(df, _BATCHES_NO_SEQ, rel, src.read_errors), src.events)
+            df = conform(df, ddl, rel, src.read_errors)
+            src.batches[t["name"]] = checked_batches(df, rel, src.read_errors, t["name"])
     if not src.topics:
         raise KipvizError(f"{d}: no topic files (manifest.json lists none that exist)")
     return src
+
+
+_BATCHES_NO_SEQ = schemas.BATCHES_DDL.removesuffix(", seq bigint")
 
 
 def read_kafka(spark, bootstrap_servers: str, topics, *, starting_offsets: str = "earliest",

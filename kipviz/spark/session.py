@@ -19,8 +19,11 @@ and the Python workers run this interpreter."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
+import signal
 import sys
+from collections import deque
 from pathlib import Path
 
 DEFAULT_MASTER = "local[2]"
@@ -71,7 +74,8 @@ LOCAL_DEFAULTS = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": 
                   "spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "false"}
 
 __all__ = ["session", "DEFAULTS", "DEFAULT_MASTER", "DEFAULT_DRIVER_MEMORY", "LOG4J2", "JAVA_OPTIONS",
-           "BATCH_JAVA_OPTIONS", "LARGE_ROWS", "LARGE_LOCAL_DEFAULTS", "stop"]
+           "BATCH_JAVA_OPTIONS", "LARGE_ROWS", "LARGE_LOCAL_DEFAULTS", "stop", "check_master", "error_line",
+           "CONNECT_TIMEOUT_S"]
 
 
 def _defaults_file() -> dict[str, str]:
@@ -131,13 +135,18 @@ def _launch_conf(master: str | None, driver_memory: str | None, java_options: st
 JVM_START_NOISE = b"WARNING: Using incubator modules:"
 
 
+# the driver JVM's last lines of stderr (what error_line quotes when the JVM exits at its start)
+JVM_TAIL: deque = deque(maxlen=200)
+
+
 def _forward_stderr(pipe, fd: int = 2) -> None:
     """Copy the JVM's stderr to ours (the fd, not sys.stderr: in a notebook it stays out of the
-    cells, as before), less JVM_START_NOISE. Reads to the end whatever happens, so the JVM never
-    blocks on a full pipe."""
+    cells, as before), less JVM_START_NOISE, keeping the last lines in JVM_TAIL. Reads to the end
+    whatever happens, so the JVM never blocks on a full pipe."""
     for line in iter(pipe.readline, b""):
         if line.startswith(JVM_START_NOISE):
             continue
+        JVM_TAIL.append(line)
         try:
             view = memoryview(line)
             while view:
@@ -146,18 +155,136 @@ def _forward_stderr(pipe, fd: int = 2) -> None:
             pass
 
 
-def _launch_gateway(conf):
-    """Start the driver JVM (spark-submit, as PySpark does) with its stderr forwarded by a thread."""
-    import subprocess
+def _children() -> set[int]:
+    """The ids of this process's children (Linux /proc; empty elsewhere)."""
+    me, out = str(os.getpid()), set()
+    for d in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as fh:
+                    if fh.read().rsplit(")", 1)[1].split()[1] == me:      # "pid (comm) state ppid ..."
+                        out.add(int(d))
+            except (OSError, IndexError):
+                pass
+    return out
+
+
+def _launch_gateway(conf, log_fd: int | None = None):
+    """Start the driver JVM (spark-submit, as PySpark does) with its stderr forwarded by a thread
+    (to our stderr, or to log_fd together with its stdout, where a JVM that cannot start says
+    why). The pipe is read from before the JVM starts, so JVM_TAIL holds what a JVM that exits
+    at once said."""
     import threading
 
     from pyspark.java_gateway import launch_gateway
-    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
-    proc = getattr(gateway, "proc", None)
-    if proc is not None and proc.stderr is not None:
-        threading.Thread(target=_forward_stderr, args=(proc.stderr,), name="kipviz-jvm-stderr",
-                         daemon=True).start()
-    return gateway
+    JVM_TAIL.clear()
+    r, w = os.pipe()
+    reader = threading.Thread(target=_forward_stderr, args=(os.fdopen(r, "rb"), 2 if log_fd is None else log_fd),
+                              name="kipviz-jvm-stderr", daemon=True)
+    reader.start()
+    kwargs = {"stderr": w} if log_fd is None else {"stderr": w, "stdout": w}
+    before = _children()
+    try:
+        return launch_gateway(conf, popen_kwargs=kwargs)
+    except BaseException:
+        # the JVM exited, or we were interrupted while it started: one that is still starting
+        # would outlive us (it stops when our end of its stdin closes only once it has started)
+        for pid in _children() - before:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        os.close(w)
+        w = None
+        reader.join(5)                   # the JVM's last words are in the pipe
+        raise
+    finally:
+        if w is not None:
+            os.close(w)                  # the JVM holds its own copy
+
+
+# the master URLs Spark 4 takes (SparkContext.createTaskScheduler, SparkSubmit): local, local[N],
+# local[*], local[N,F], local-cluster[N,C,M], spark://HOST:PORT[,HOST:PORT...], yarn, k8s://URL
+_MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|yarn|k8s://\S+|"
+                     r"spark://[^\s,:/]+:\d+(,[^\s,:/]+:\d+)*")
+# how long a spark:// master may take to accept a connection before session() gives up (Spark
+# itself would try to register for 3 x 20 s: StandaloneAppClient's REGISTRATION_RETRIES/TIMEOUT)
+CONNECT_TIMEOUT_S = 5.0
+
+
+def check_master(master: str) -> None:
+    """KipvizError when `master` is not a master URL Spark takes, or is spark://HOST:PORT and
+    none of its hosts accepts a connection within CONNECT_TIMEOUT_S."""
+    import socket
+
+    from ..errors import KipvizError
+    if not _MASTER.fullmatch(master):
+        raise KipvizError(f"Spark master {master!r} is not a master URL (local[N], spark://HOST:PORT, yarn, "
+                          f"k8s://URL)")
+    if not master.startswith("spark://"):
+        return
+    why = []
+    for hp in master.removeprefix("spark://").split(","):
+        host, _, port = hp.rpartition(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+            return
+        except OSError as e:
+            why.append(f"{hp}: {'timed out' if isinstance(e, TimeoutError) else e.strerror or e}")
+    raise KipvizError(f"Spark master {master!r} does not answer ({'; '.join(why)})")
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    text = " ".join(text.split())
+    text = re.sub(r"\s*SQLSTATE: \w+\.?", "", text)
+    # "Job aborted due to stage failure: Task 0 in stage 14.0 failed 1 times, most recent failure:
+    # Lost task 0.0 in stage 14.0 (TID 17) (localhost executor driver): X" -> "a Spark task failed: X"
+    text = re.sub(r"(?:\w+: )*Job aborted due to stage failure: .*?most recent failure: Lost task .*?\)"
+                  r"(?: \([^)]*\))?: ", "a Spark task failed: ", text)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _java_name(line: str) -> str:
+    """'org.apache.spark.SparkException: msg' -> 'SparkException: msg' (every such name in it)."""
+    return re.sub(r"\b(?:[a-z_$][\w$]*\.)+([A-Z][\w$]*(?:Exception|Error|Throwable))\b", r"\1", line.strip())
+
+
+def error_line(e: BaseException) -> str | None:
+    """One line saying what failed in Spark -- the driver JVM, a query, a Python worker, the
+    gateway between them -- from an exception PySpark or py4j raised; None for any other
+    exception. Reads only the exception's text (the JVM may be gone)."""
+    mod = type(e).__module__ or ""
+    if not (mod.startswith("pyspark") or mod.startswith("py4j")):
+        return None
+    try:
+        text = str(e)
+    except Exception:                    # a captured exception's text can need the JVM
+        text = repr(e)
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    name = type(e).__name__
+    if name == "PythonException":        # the worker's traceback: its last line says what
+        last = next((ln for ln in reversed(lines) if not ln.lstrip().startswith("SQLSTATE")), text)
+        return _one_line(f"in a Spark Python worker: {last.strip()}")
+    if name == "Py4JJavaError":          # "An error occurred while calling oN.m.\n: java.X: msg\n\tat ..."
+        head = next((ln[2:] for ln in lines if ln.startswith(": ")), lines[0] if lines else name)
+        causes = [ln.removeprefix("Caused by: ") for ln in lines if ln.startswith("Caused by: ")]
+        out = _java_name(head)
+        if causes and _java_name(causes[-1]) not in out:
+            out += f" (caused by {_java_name(causes[-1])})"
+        return _one_line(out)
+    cond = None
+    try:
+        cond = e.getCondition() if hasattr(e, "getCondition") else None
+    except Exception:
+        pass
+    if cond == "JAVA_GATEWAY_EXITED" or "JAVA_GATEWAY_EXITED" in text:
+        said = [t for t in (ln.decode(errors="replace").strip() for ln in JVM_TAIL) if t]
+        at = next((i for i, ln in enumerate(said) if ln.startswith("Error") or "Exception" in ln), 0)
+        reason = " ".join(said[at:at + (1 if ":" in said[at] else 2)]) if said else ""
+        return _one_line("the Spark driver JVM exited as it started" + (f": {reason}" if reason else ""))
+    if mod.startswith("py4j"):           # the connection to the JVM broke: it died or was killed
+        return _one_line(f"lost the Spark driver JVM ({lines[0] if lines else name})")
+    return _one_line(lines[0] if lines else name)
 
 
 def _is_local(master: str) -> bool:
@@ -166,12 +293,15 @@ def _is_local(master: str) -> bool:
 
 def session(master: str | None = None, *, app_name: str = "kipviz", driver_memory: str | None = None,
             conf: dict | None = None, java_options: str | None = None, batch: bool = False,
-            large: bool = False):
+            large: bool = False, jvm_log: int | None = None):
     """The SparkSession to run kipviz's analyses on (created once, then reused). java_options:
     the driver JVM's flags instead of JAVA_OPTIONS (when kipviz starts the JVM). batch=True: a
     whole run from the command line (`kipviz analyze` / `verify-eos`), BATCH_JAVA_OPTIONS;
     large=True: a run of LARGE_ROWS topic records or more, LARGE_LOCAL_DEFAULTS on a local master --
-    both still only where nothing stronger (1-3 above) says otherwise."""
+    both still only where nothing stronger (1-3 above) says otherwise. jvm_log: a file descriptor
+    that gets the JVM's stderr (Spark's log and its Python workers' stderr) instead of ours, for a
+    command line whose stderr is its own (kipviz analyze / verify-eos). A master URL Spark does not
+    take, or a spark:// master that does not answer: KipvizError before any JVM starts."""
     if batch and java_options is None:
         java_options = BATCH_JAVA_OPTIONS
     from pyspark import SparkConf, SparkContext
@@ -190,9 +320,14 @@ def session(master: str | None = None, *, app_name: str = "kipviz", driver_memor
 
     if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
         wanted = _launch_master(master)
+        if wanted is not None:
+            check_master(wanted)
         if wanted is None or _is_local(wanted):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        SparkContext._ensure_initialized(gateway=_launch_gateway(_launch_conf(wanted, driver_memory, java_options)))
+        gateway = _launch_gateway(_launch_conf(wanted, driver_memory, java_options), jvm_log)
+        SparkContext._ensure_initialized(gateway=gateway)
+    elif master:
+        check_master(master)
     sconf = SparkConf()           # Spark's own configuration, as the JVM holds it
     chosen = master or os.environ.get("KIPVIZ_SPARK_MASTER") or sconf.get("spark.master", None) or DEFAULT_MASTER
     sconf.setMaster(chosen).setIfMissing("spark.app.name", app_name)

@@ -291,7 +291,9 @@ class ShareEosWorkload:
         self.txn_timeout_ms = transaction_timeout_ms
         self.schedule = sorted((Fault.of(f) for f in faults), key=lambda f: f.at)
         self.rng = random.Random(seed)
-        settings = {"share_version": 2, "transaction_version": 2, **(cluster_settings or {})}
+        # the group reads the input from offset 0 (preloaded before it exists): Kafka's default is "latest"
+        settings = {"share_version": 2, "transaction_version": 2, "share_auto_offset_reset": "earliest",
+                    **(cluster_settings or {})}
         self.cluster = Cluster(seed=seed, brokers=brokers, **settings)
         self.checker = ShareEosChecker(group=group, input_topic=input_topic, output_topic=output_topic) \
             if check else None

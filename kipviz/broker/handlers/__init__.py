@@ -10,6 +10,9 @@ HANDLERS: dict[str, Callable] = {}
 # a handler returns DEFERRED when Kafka holds the request (JoinGroup until the group rebalances,
 # SyncGroup until the leader assigns); it answers later with Cluster.complete(request, body)
 DEFERRED = object()
+# a handler returns CLOSE where Kafka answers nothing and closes the connection (an acks=0 Produce
+# with an error: KafkaApis.handleProduceRequest -> requestHelper.closeConnection)
+CLOSE = object()
 
 
 @dataclass

@@ -18,21 +18,33 @@ def advertised(config) -> list[dict]:
     return out
 
 
-def misrouted(cluster, req: Request) -> bool:
-    """KIP-1242 (ApiVersions v5, Kafka 4.4; apache/kafka PR #22187, KAFKA-20246): the client names the
-    cluster and node it means to reach; null / -1 means it does not know them, and is not checked."""
+def misrouted(cluster, req: Request) -> tuple[str, str] | None:
+    """KIP-1242 (ApiVersions v5, Kafka 4.4; apache/kafka PR #22187): the client names the cluster and
+    node it expects. A node id without a cluster id is a malformed request (INVALID_REQUEST, as
+    franz-go found against 4.4.0-rc1: twmb/franz-go #1449); a cluster id or node id that is not this
+    broker's means DNS or a load balancer sent the connection elsewhere (REBOOTSTRAP_REQUIRED).
+    Returns (error name, reason) or None; nothing is checked before v5 or when the fields are unset."""
     if req.version < 5:
-        return False
-    cid, nid = req.body.get("ClusterId"), req.body.get("NodeId", -1)
-    return (cid is not None and cid != cluster.cluster_id) or (nid != -1 and nid != req.broker)
+        return None
+    cid, node = req.body.get("ClusterId"), req.body.get("NodeId", -1)
+    if cid is None:
+        if node is not None and node >= 0:
+            return "INVALID_REQUEST", f"NodeId {node} given without a ClusterId"
+        return None
+    if cid != cluster.cluster_id:
+        return "REBOOTSTRAP_REQUIRED", f"ClusterId {cid} is not this cluster's ({cluster.cluster_id})"
+    if node is not None and node >= 0 and node != req.broker:
+        return "REBOOTSTRAP_REQUIRED", f"NodeId {node} reached broker {req.broker}"
+    return None
 
 
 @handles("ApiVersions")
 def api_versions(cluster, req: Request) -> dict:
-    if misrouted(cluster, req):
-        # KIP-1242: a misrouted connection is refused with REBOOTSTRAP_REQUIRED and no API list,
-        # so the client drops what it knew and bootstraps again.
-        return {"ErrorCode": CODE["REBOOTSTRAP_REQUIRED"], "ApiKeys": [], "ThrottleTimeMs": 0}
+    wrong = misrouted(cluster, req)
+    if wrong is not None:
+        cluster.note(f"ApiVersions v{req.version} refused: {wrong[1]} ({wrong[0]})", broker=req.broker,
+                     error=wrong[0], client=req.client)
+        return {"ErrorCode": CODE[wrong[0]], "ApiKeys": [], "ThrottleTimeMs": 0}
     body = {"ErrorCode": 0, "ApiKeys": advertised(cluster.config), "ThrottleTimeMs": 0}
     if req.version >= 3:
         body.update({"SupportedFeatures": [], "FinalizedFeaturesEpoch": -1, "FinalizedFeatures": [],

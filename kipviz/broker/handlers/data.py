@@ -18,8 +18,8 @@
 
 Not simulated: replication (the high watermark is the log end, the log start is 0), incremental
 fetch sessions (a broker with no session slots: SessionId 0 is answered, an incremental request
-gets FETCH_SESSION_ID_NOT_FOUND), long polling (MaxWaitMs/MinBytes: answered at once), acks
-(acks=0 is answered anyway, where Kafka sends nothing) and record timestamps (records are stored
+gets FETCH_SESSION_ID_NOT_FOUND), long polling unless ClusterConfig.long_poll (MaxWaitMs/MinBytes:
+answered at once) and record timestamps (records are stored
 with the broker's append time)."""
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from ...records.batch import TRANSACTIONAL_MASK as TRANSACTIONAL_BIT
 from ...uuids import ZERO_UUID
 from .. import events as ev
 from ..error_codes import CODE
-from . import Request, handles
+from . import CLOSE, DEFERRED, Request, handles
 from .metadata import CLUSTER_RESOURCE, err, is_zero, leader_alive, model_state, node, shape
 
 NONE = 0
@@ -300,10 +300,14 @@ def produce(cluster, req: Request) -> dict:
         responses.append({"Name": t.get("Name"), "TopicId": t.get("TopicId") or ZERO_UUID,
                           "PartitionResponses": parts})
     if acks == 0:
-        cluster.note("acks=0: Kafka sends no response to this Produce; kipviz answers so it can be shown",
-                     api="Produce", correlation_id=req.correlation_id)
+        # KafkaApis.handleProduceRequest: "no operation needed if producer request.required.acks = 0"
+        # (FACTS (i)): nothing is sent; with an error the connection is closed instead, so the
+        # client refreshes its metadata
+        if any(p["ErrorCode"] for t in responses for p in t["PartitionResponses"]):
+            return CLOSE
+        return None
     return shape("ProduceResponse", v, {"Responses": responses, "ThrottleTimeMs": 0,
-                                        "NodeEndpoints": [node(b) for b in sorted(leaders)]})
+                                        "NodeEndpoints": [node(cluster, b) for b in sorted(leaders)]})
 
 
 # ---- Fetch ------------------------------------------------------------------------------------------
@@ -381,7 +385,35 @@ def _fetch_partition(cluster, req: Request, topic, name, unknown_code, fp: dict,
 
 
 @handles("Fetch")
-def fetch(cluster, req: Request) -> dict:
+def fetch(cluster, req: Request):
+    """ReplicaManager.fetchMessages: answered at once when MaxWaitMs <= 0, when MinBytes are readable
+    or on any error; otherwise held (DelayedFetch) until MinBytes arrive or MaxWaitMs passes -- with
+    ClusterConfig.long_poll (kipviz serve); the scenarios answer at once."""
+    out = _fetch(cluster, req)
+    wait, min_bytes = req.body.get("MaxWaitMs", 0), req.body.get("MinBytes", 1)
+    if not cluster.config.long_poll or wait <= 0 or _ready(out, min_bytes):
+        return out
+
+    def attempt(final: bool):
+        again = _fetch(cluster, req)
+        return again if final or _ready(again, min_bytes) else None
+    cluster.delayed.hold(req, wait, attempt)
+    return DEFERRED
+
+
+def _ready(out: dict, min_bytes: int) -> bool:
+    if out.get("ErrorCode"):
+        return True
+    size = 0
+    for t in out.get("Responses") or []:
+        for p in t.get("Partitions") or []:
+            if p.get("ErrorCode"):
+                return True
+            size += len(p.get("Records") or b"")
+    return size >= max(min_bytes, 1)
+
+
+def _fetch(cluster, req: Request) -> dict:
     v, body = req.version, req.body
     top = {"ThrottleTimeMs": 0, "ErrorCode": NONE, "SessionId": 0, "Responses": [], "NodeEndpoints": []}
     isolation = body.get("IsolationLevel", 0)
@@ -418,7 +450,7 @@ def fetch(cluster, req: Request) -> dict:
             parts.append(r)
         top["Responses"].append({"Topic": t.get("Topic"), "TopicId": t.get("TopicId") or ZERO_UUID,
                                  "Partitions": parts})
-    top["NodeEndpoints"] = [node(b) for b in sorted(leaders)]
+    top["NodeEndpoints"] = [node(cluster, b) for b in sorted(leaders)]
     return shape("FetchResponse", v, top)
 
 

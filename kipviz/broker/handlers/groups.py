@@ -224,25 +224,20 @@ def describe_groups(cluster, req: Request) -> dict:
 
 @handles("DeleteGroups")
 def delete_groups(cluster, req: Request) -> dict:
-    """KafkaApis.handleDeleteGroupsRequest: DELETE on each GROUP (else GROUP_AUTHORIZATION_FAILED),
-    then GroupCoordinatorService.deleteGroups: a null id is INVALID_GROUP_ID (the empty id is kept
-    for backwards compatibility), a group this broker does not coordinate NOT_COORDINATOR, the rest
-    per group in the coordinator (GroupCoordinatorShard.deleteGroups)."""
-    results = []
+    """KafkaApis.handleDeleteGroupsRequest: DELETE on each group or GROUP_AUTHORIZATION_FAILED; then
+    GroupCoordinatorService.deleteGroups: an empty id is INVALID_GROUP_ID, a group this broker does
+    not coordinate NOT_COORDINATOR, the rest go to the coordinator shard."""
+    results, todo = [], []
     for gid in req.body["GroupsNames"]:
-        code, message = 0, None
-        if not cluster.authorized(req.principal, "GROUP", gid or "", "DELETE"):
-            code = CODE["GROUP_AUTHORIZATION_FAILED"]
-        elif gid is None:
-            code = CODE["INVALID_GROUP_ID"]
+        if not cluster.authorized(req.principal, "GROUP", gid, "DELETE"):
+            results.append({"GroupId": gid, "ErrorCode": CODE["GROUP_AUTHORIZATION_FAILED"]})
+        elif not gid:
+            results.append({"GroupId": gid, "ErrorCode": CODE["INVALID_GROUP_ID"]})
         elif _wrong_coordinator(cluster, req, gid):
-            code = CODE["NOT_COORDINATOR"]
+            results.append({"GroupId": gid, "ErrorCode": CODE["NOT_COORDINATOR"]})
         else:
-            try:
-                cluster.groups.delete_group(gid)
-            except GroupError as e:
-                code, message = CODE[e.name], e.message
-        results.append({"GroupId": gid, "ErrorCode": code, "ErrorMessage": message})
+            todo.append(gid)
+    results += cluster.groups.delete_groups(todo)
     return finish("DeleteGroups", req.version, {"ThrottleTimeMs": 0, "Results": results})
 
 

@@ -2,7 +2,8 @@
 Kafka (`KafkaApis.handleTopicMetadataRequest` / `getCoordinator`, KRaft `ControllerApis` and
 `ReplicationControlManager` for topic creation and deletion), with topic ids (KIP-516, seed 003).
 
-    Metadata         brokers "broker-N":9092 (crashed ones left out), cluster id, controller id,
+    Metadata         brokers at their advertised listeners (ClusterConfig.advertised_listeners,
+                     default "broker-N":9092; crashed ones left out), cluster id, controller id,
                      topics with TopicId (v10+), partitions with leader/epoch/replicas/isr/offline;
                      v12+ may name topics by TopicId (unknown or deleted -> UNKNOWN_TOPIC_ID);
                      v10-11 must send names and zero ids (else INVALID_REQUEST for every topic);
@@ -34,7 +35,6 @@ from ..topics import INTERNAL
 from . import Request, handles
 
 # ---- shared helpers (also used by handlers/data.py) -------------------------------------------------
-PORT = 9092
 CLUSTER_RESOURCE = "kafka-cluster"          # Kafka's CLUSTER_NAME resource
 INT32_MIN = -2**31                          # "authorized operations not requested"
 DEFAULT_REPLICATION_FACTOR = 1              # default.replication.factor
@@ -112,8 +112,10 @@ def is_zero(topic_id) -> bool:
     return topic_id is None or topic_id == ZERO_UUID
 
 
-def node(broker: int) -> dict:
-    return {"NodeId": broker, "Host": f"broker-{broker}", "Port": PORT, "Rack": None}
+def node(cluster, broker: int) -> dict:
+    """A broker as clients see it: its advertised listener (ClusterConfig.advertised_listeners)."""
+    host, port = cluster.config.advertised(broker)
+    return {"NodeId": broker, "Host": host, "Port": port, "Rack": None}
 
 
 NO_NODE = {"NodeId": -1, "Host": "", "Port": -1, "Rack": None}
@@ -234,7 +236,7 @@ def metadata(cluster, req: Request) -> dict:
     all_topics = requested is None or (v == 0 and not requested)
     include_ops = v >= 8 and bool(body.get("IncludeTopicAuthorizedOperations"))
     topics: list[dict] = []
-    top = {"ThrottleTimeMs": 0, "Brokers": [node(b) for b in live_brokers(cluster)],
+    top = {"ThrottleTimeMs": 0, "Brokers": [node(cluster, b) for b in live_brokers(cluster)],
            "ClusterId": cluster_id(cluster), "ControllerId": controller_id(cluster), "Topics": topics,
            "ClusterAuthorizedOperations": INT32_MIN, "ErrorCode": 0}
     if v >= 8 and body.get("IncludeClusterAuthorizedOperations"):
@@ -510,7 +512,7 @@ def coordinator(cluster, req: Request, key_type: int, key: str) -> tuple[int, di
     log = cluster.topics.partition(topic, p)
     if log is None or not leader_alive(cluster, log):
         return CODE["COORDINATOR_NOT_AVAILABLE"], NO_NODE
-    return 0, node(log.leader)
+    return 0, node(cluster, log.leader)
 
 
 @handles("FindCoordinator")

@@ -21,7 +21,7 @@ from ...uuids import ZERO_UUID
 from ..error_codes import CODE
 from ..share_partition import AckError
 from ..shares import ShareGroupError
-from . import Request, handles
+from . import DEFERRED, Request, handles
 
 
 def _err(name: str, message: str | None = None) -> dict:
@@ -136,7 +136,7 @@ def _flush(log, run: list, out: list) -> None:
 
 def _session(cluster, req: Request, gid: str, member: str, epoch: int, fetch: bool):
     try:
-        return cluster.shares.session_step(gid, member, epoch, opening_allowed=fetch), None
+        return cluster.shares.session_step(gid, member, epoch, opening_allowed=fetch, broker=req.broker), None
     except ShareGroupError as e:
         return None, _err(e.code_name, str(e))
 
@@ -182,27 +182,64 @@ def share_fetch(cluster, req: Request) -> dict:
     for k, _ in requested:
         if k not in order:
             order.append(k)
-    responses: dict = {}
-    budget = max_records
+    rows = []          # (tid, response partition, share partition and log or None)
+    fetching = epoch != -1 and not renew_only
+    budget, got_any = max_records, False
     for tid, p in order:
         pr = {"PartitionIndex": p, "ErrorCode": 0, "ErrorMessage": None, "AcknowledgeErrorCode": 0,
               "AcknowledgeErrorMessage": None, "CurrentLeader": {"LeaderId": -1, "LeaderEpoch": -1},
               "Records": b"", "AcquiredRecords": []}
         topic, log, perr = _resolve(cluster, req, tid, p)
+        sp = None
         if perr:
             pr.update(perr)
         else:
             sp = shares.share_partition(gid, topic, p)
             if acks.get((tid, p)):
                 pr["AcknowledgeErrorCode"], pr["AcknowledgeErrorMessage"] = _ack(sp, member, acks[(tid, p)], v >= 2)
-            if epoch != -1 and not renew_only and budget > 0:
+            if fetching and budget > 0:        # acquired right after this partition's acks
                 got = sp.acquire(member, budget, isolation)
                 budget -= len(got)
+                got_any = got_any or bool(got)
                 pr["AcquiredRecords"] = sp.acquired_ranges(got)
                 pr["Records"] = _records(log, got)
-        responses.setdefault(tid, []).append(pr)
+        rows.append((tid, pr, sp, log))
     if epoch == -1:
-        shares.close_session(gid, member)
+        shares.close_session(gid, member, req.broker)
+    wait = b.get("MaxWaitMs", 0)
+    errors = any(pr["ErrorCode"] or pr["AcknowledgeErrorCode"] for _, pr, _, _ in rows)
+    if fetching and not got_any and not errors and cluster.config.long_poll and wait > 0 \
+            and any(sp is not None for _, _, sp, _ in rows):
+        # DelayedShareFetch: nothing acquirable now; acknowledgements are already applied, the
+        # acquisition is retried when records arrive, else answered empty after MaxWaitMs
+        def attempt(final: bool):
+            if shares.member(gid, member) is None:
+                return _share_body(cluster, rows)
+            if _acquire(rows, member, max_records, isolation) or final:
+                return _share_body(cluster, rows)
+            return None
+        cluster.delayed.hold(req, wait, attempt)
+        return DEFERRED
+    return _share_body(cluster, rows)
+
+
+def _acquire(rows, member: str, max_records: int, isolation: int) -> bool:
+    budget, any_ = max_records, False
+    for _, pr, sp, log in rows:
+        if sp is not None and budget > 0:
+            got = sp.acquire(member, budget, isolation)
+            if got:
+                budget -= len(got)
+                any_ = True
+                pr["AcquiredRecords"] = sp.acquired_ranges(got)
+                pr["Records"] = _records(log, got)
+    return any_
+
+
+def _share_body(cluster, rows) -> dict:
+    responses: dict = {}
+    for tid, pr, _, _ in rows:
+        responses.setdefault(tid, []).append(pr)
     return {"ThrottleTimeMs": 0, "ErrorCode": 0, "ErrorMessage": None,
             "AcquisitionLockTimeoutMs": cluster.config.group_share_record_lock_duration_ms,
             "Responses": [{"TopicId": tid, "Partitions": ps} for tid, ps in responses.items()],
@@ -237,7 +274,7 @@ def share_acknowledge(cluster, req: Request) -> dict:
             parts.append(pr)
         out.append({"TopicId": t["TopicId"], "Partitions": parts})
     if epoch == -1:
-        shares.close_session(gid, member)
+        shares.close_session(gid, member, req.broker)
     body = {"ThrottleTimeMs": 0, "ErrorCode": 0, "ErrorMessage": None, "Responses": out, "NodeEndpoints": []}
     if v >= 2:
         body["AcquisitionLockTimeoutMs"] = cluster.config.group_share_record_lock_duration_ms

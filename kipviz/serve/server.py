@@ -1,0 +1,283 @@
+"""The socket edge around the cluster model: one asyncio listener per modelled broker.
+
+Per connection, like Kafka's SocketServer Processor: read a size-prefixed frame, hand it to the
+model, write the answer, and only then read the next request (Kafka mutes a channel while a request
+is in flight, so responses leave in request order). A request the model holds (Fetch/ShareFetch long
+polling, JoinGroup/SyncGroup) keeps its connection waiting until Cluster.take_completed() hands its
+frame over; an acks=0 Produce gets nothing; a request Kafka cannot parse closes the connection.
+The virtual clock follows wall time (times `speed`), so MaxWaitMs, session timeouts, lock expiry and
+transaction timeouts fire as they would on a broker. One lock guards the model; the event loop and
+any notebook thread take it before touching the cluster."""
+from __future__ import annotations
+
+import asyncio
+import collections
+import struct
+import threading
+import time
+from collections.abc import Callable
+
+from ..broker import Cluster
+
+MAX_REQUEST_BYTES = 104857600      # socket.request.max.bytes: a bigger size prefix closes the connection
+MIN_TICK_S, MAX_TICK_S = 0.002, 0.1    # virtual time catches up with the wall clock at the next timer
+DEFAULT_EVENTS_MAX = 50_000        # a long-running server keeps at most this many events (issue 22 item 8)
+
+
+class Server:
+    """The model behind `brokers` TCP listeners on `host`: port, port+1, ... (0: free ports).
+    start() returns once every listener is bound; stop() closes them and waits for the thread."""
+
+    def __init__(self, cluster: Cluster | None = None, *, brokers: int | None = None, host: str = "127.0.0.1",
+                 port: int = 0, speed: float = 1.0, verbose: bool = False,
+                 log: Callable[[str], None] | None = None, events_max: int | None = DEFAULT_EVENTS_MAX,
+                 record=None, **cluster_settings):
+        if cluster is None:
+            cluster = Cluster(brokers=brokers or 1, start_ms=int(time.time() * 1000), **cluster_settings)
+        elif brokers is not None and brokers != cluster.config.brokers:
+            raise ValueError(f"the cluster has {cluster.config.brokers} brokers, not {brokers}")
+        if speed <= 0:
+            raise ValueError(f"--speed must be > 0, got {speed}")
+        self.cluster = cluster
+        cluster.config.long_poll = True             # a live broker holds Fetch/ShareFetch (DelayedFetch)
+        if events_max is not None and cluster.config.events_max is None:
+            cluster.config.events_max = events_max
+        self.recorder = None
+        self.manifest: dict | None = None
+        if record is not None:
+            from .record import Recorder
+            self.recorder = Recorder(record, cluster)
+            cluster.config.events_spill = self.recorder.spill
+        self.host, self.port, self.speed = host, port, speed
+        self.verbose = verbose
+        self.log = log or (lambda line: print(line, flush=True))
+        self.lock = threading.RLock()
+        self.addresses: list[tuple[str, int]] = []
+        self.connections = 0                         # accepted so far
+        self.open_connections = 0
+        self.requests = 0
+        # the last 100,000 answered-at-once requests: (seconds in the model, seconds frame-in to frame-out)
+        self.timings: collections.deque = collections.deque(maxlen=100_000)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._servers: list[asyncio.base_events.Server] = []
+        self._waiting: dict[tuple[str, int], asyncio.Future] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._stopping = False
+
+    # ---- lifecycle ----------------------------------------------------------------------------------
+    @property
+    def bootstrap(self) -> str:
+        """bootstrap.servers for a client: every broker's host:port."""
+        return ",".join(f"{h}:{p}" for h, p in self.addresses)
+
+    def start(self) -> Server:
+        if self._thread is not None:
+            return self
+        self._thread = threading.Thread(target=self._run, name="kipviz-serve", daemon=True)
+        self._thread.start()
+        self._ready.wait(30)
+        if self._error is not None:
+            self._thread.join(5)
+            self._thread = None
+            raise self._error
+        if not self._ready.is_set():
+            raise OSError("kipviz serve: the listeners did not start within 30 s")
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        if not loop.is_closed():
+            try:
+                asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(timeout)
+            except Exception:  # noqa: BLE001 - the loop may already be gone
+                pass
+        thread.join(timeout)
+        self._thread = None
+        if self.recorder is not None and self.manifest is None:
+            with self.lock:
+                self.manifest = self.recorder.close({"connections": self.connections, "requests": self.requests})
+
+    def __enter__(self) -> Server:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self._thread is not None else "stopped"
+        return f"<kipviz Server {state} {self.bootstrap or '-'} brokers={self.cluster.config.brokers}>"
+
+    # ---- the loop thread ----------------------------------------------------------------------------
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._main())
+        except BaseException as e:  # noqa: BLE001 - reported to start() (bind errors) or ends the thread
+            if not self._ready.is_set():
+                self._error = e
+        finally:
+            self._ready.set()
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                loop.close()
+
+    async def _main(self) -> None:
+        n = self.cluster.config.brokers
+        for b in range(n):
+            port = 0 if self.port == 0 else self.port + b
+            srv = await asyncio.start_server(lambda r, w, b=b: self._connection(r, w, b), self.host, port,
+                                             reuse_address=True)
+            self._servers.append(srv)
+            self.addresses.append(srv.sockets[0].getsockname()[:2])
+        with self.lock:
+            # advertised.listeners: the real addresses, told to clients by the model itself
+            self.cluster.config.advertised_listeners = {b: a for b, a in enumerate(self.addresses)}
+        self._stop_event = asyncio.Event()
+        self._ready.set()
+        ticker = asyncio.ensure_future(self._tick())
+        await self._stop_event.wait()
+        ticker.cancel()
+
+    async def _shutdown(self) -> None:
+        self._stopping = True
+        for srv in self._servers:
+            srv.close()
+        for t in list(self._tasks):
+            t.cancel()
+        for srv in self._servers:
+            try:
+                await asyncio.wait_for(srv.wait_closed(), 2)
+            except Exception:  # noqa: BLE001
+                pass
+        self._stop_event.set()
+
+    async def _tick(self) -> None:
+        """Virtual time follows the wall clock (times speed); due timers fire, held requests time out."""
+        c = self.cluster
+        wall0, virt0 = time.monotonic(), c.now
+        while True:
+            with self.lock:
+                due = c.clock.next_due()
+                wait = MAX_TICK_S if due is None else (due - c.now) / 1000 / self.speed
+            await asyncio.sleep(min(max(wait, MIN_TICK_S), MAX_TICK_S))
+            target = virt0 + int((time.monotonic() - wall0) * 1000 * self.speed)
+            with self.lock:
+                if target > c.now:
+                    c.advance(target - c.now)
+                done = c.take_completed()
+            self._route(done)
+
+    def _route(self, done) -> None:
+        for client, broker, frame in done:
+            fut = self._waiting.pop((client, broker), None)
+            if fut is not None and not fut.done():
+                fut.set_result(frame)
+
+    # ---- one connection -----------------------------------------------------------------------------
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, broker: int) -> None:
+        task = asyncio.current_task()
+        self._tasks.add(task)
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        client = f"{peer[0]}:{peer[1]}"
+        self.connections += 1
+        self.open_connections += 1
+        self._say(f"broker {broker}: connection from {client}")
+        rec = self.recorder
+        if rec is not None:
+            with self.lock:
+                rec.opened((client, broker), peer, writer.get_extra_info("sockname") or ("0.0.0.0", 0))
+        why = "client closed"
+        try:
+            why = await self._serve(reader, writer, broker, client)
+        except asyncio.CancelledError:
+            why = "server stopping"
+        except (ConnectionError, OSError) as e:
+            why = f"connection error: {e}"
+        finally:
+            self.open_connections -= 1
+            self._waiting.pop((client, broker), None)
+            with self.lock:
+                self.cluster.connection_closed(client, broker)
+                if self.recorder is not None:
+                    self.recorder.gone((client, broker))
+            try:
+                writer.close()
+            except Exception:  # noqa: BLE001
+                pass
+            self._say(f"broker {broker}: {client} closed ({why})")
+            self._tasks.discard(task)
+
+    async def _serve(self, reader, writer, broker: int, client: str) -> str:
+        c = self.cluster
+        head_task: asyncio.Task | None = None
+        try:
+            while True:
+                if head_task is None:
+                    head_task = asyncio.ensure_future(reader.readexactly(4))
+                try:
+                    head = await head_task
+                except asyncio.IncompleteReadError as e:
+                    if e.partial:
+                        return self._half(broker, client, f"{len(e.partial)} of 4 size bytes")
+                    return "client closed"
+                head_task = None
+                size, = struct.unpack(">i", head)
+                if size < 0 or size > MAX_REQUEST_BYTES:
+                    with self.lock:
+                        c.note(f"connection closed: request size {size} out of range", broker=broker, client=client)
+                    return f"bad size {size}"
+                try:
+                    payload = await reader.readexactly(size)
+                except asyncio.IncompleteReadError as e:
+                    return self._half(broker, client, f"{len(e.partial)} of {size} bytes")
+                fut = None
+                t0 = time.perf_counter()
+                with self.lock:
+                    self.requests += 1
+                    if self.recorder is not None:
+                        self.recorder.sent((client, broker), True, head + payload)
+                    t1 = time.perf_counter()
+                    kind, out = c.dispatch(head + payload, broker=broker, client=client)
+                    model_s = time.perf_counter() - t1
+                    if kind == "held":
+                        fut = self._loop.create_future()
+                        self._waiting[(client, broker)] = fut
+                    done = c.take_completed()
+                self._route(done)
+                if kind == "close":
+                    return "closed by the broker (unreadable request)"
+                if kind == "held":
+                    # the channel stays muted (the next request is not handled before this answer),
+                    # but a client that goes away is noticed: its held request is dropped
+                    head_task = asyncio.ensure_future(reader.readexactly(4))
+                    await asyncio.wait({fut, head_task}, return_when=asyncio.FIRST_COMPLETED)
+                    if not fut.done() and head_task.exception() is not None:
+                        return "client closed while its request was held"
+                    out = await fut
+                if out:
+                    if self.recorder is not None:
+                        with self.lock:
+                            self.recorder.sent((client, broker), False, out)
+                    writer.write(out)
+                    await writer.drain()
+                if kind == "send":
+                    self.timings.append((model_s, time.perf_counter() - t0))
+        finally:
+            if head_task is not None and not head_task.done():
+                head_task.cancel()
+
+    def _half(self, broker: int, client: str, what: str) -> str:
+        with self.lock:
+            self.cluster.note(f"connection closed mid-request: {what}", broker=broker, client=client)
+        return f"closed mid-request ({what})"
+
+    def _say(self, line: str) -> None:
+        if self.verbose:
+            self.log(line)

@@ -1,0 +1,89 @@
+"""`kipviz serve --record`: a live session written in the sample-data layout plus a pcap."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+from kipviz import codec
+from kipviz.capture import read_pcap
+from kipviz.schema import registry
+from kipviz.serve import Server
+
+ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is a dev dependency")
+
+
+def test_a_recorded_session_has_the_sample_layout_and_the_real_traffic(tmp_path):
+    out = tmp_path / "live"
+    with Server(brokers=2, record=out, events_max=40) as srv:     # a small bound: events spill early
+        from confluent_kafka.admin import AdminClient, NewTopic
+        admin = AdminClient({"bootstrap.servers": srv.bootstrap})
+        for f in admin.create_topics([NewTopic("orders", 2, 1)]).values():
+            f.result(20)
+        p = ck.Producer({"bootstrap.servers": srv.bootstrap, "enable.idempotence": True})
+        for i in range(50):
+            p.produce("orders", value=b"%d" % i)
+        assert p.flush(20) == 0
+        total = srv.cluster.next_seq
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert srv.manifest is not None and manifest["workload"] == "serve"
+    events = pq.read_table(out / "events.parquet")
+    seqs = events.column("seq").to_pylist()
+    assert seqs == sorted(seqs) and seqs[0] == 0 and len(seqs) >= total    # spilled chunks + the rest, in order
+    requests = pq.read_table(out / "requests.parquet").to_pylist()
+    assert any(r.get("api") == "Produce" for r in requests)
+    ex = read_pcap(out / "traffic.pcap", ports=tuple(port for _, port in srv.addresses))
+    apis = {e["api"] for e in ex if e.get("api")}
+    assert {"ApiVersions", "Metadata", "Produce", "InitProducerId"} <= apis
+
+
+def test_cli_serve_prints_the_bootstrap_and_stops_cleanly_on_sigint(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.Popen([sys.executable, "-m", "kipviz.cli", "serve", "--port", "0", "--brokers", "2", "-v",
+                             "--share-version", "2", "--record", str(tmp_path / "rec")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    try:
+        line = proc.stdout.readline()
+        assert "bootstrap.servers=127.0.0.1:" in line
+        bootstrap = line.split("bootstrap.servers=")[1].split()[0]
+        from confluent_kafka.admin import AdminClient
+        md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
+        assert sorted(md.brokers) == [0, 1]
+        assert [f"127.0.0.1:{b.port}" for _, b in sorted(md.brokers.items())] == bootstrap.split(",")
+        host, port = bootstrap.split(",")[0].split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as s:      # --share-version 2: KIP-1289's RPC
+            s.sendall(codec.encode_request("ApiVersions", 3, {"ClientSoftwareName": "t", "ClientSoftwareVersion": "1"}))
+            head = s.recv(4, socket.MSG_WAITALL)
+            body = s.recv(struct.unpack(">i", head)[0], socket.MSG_WAITALL)
+        keys = {k["ApiKey"] for k in codec.decode_response(head + body, "ApiVersions", 3)["body"]["ApiKeys"]}
+        assert registry.api_key(registry.get("TxnShareAcknowledgeRequest")) in keys
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    assert proc.returncode == 0, err
+    assert "stopped after" in out and "connection from" in out and err == ""
+    assert (tmp_path / "rec" / "manifest.json").is_file()
+
+
+def test_cli_serve_bad_input_is_one_line_and_exit_2(tmp_path):
+    for args in (["--release", "9.9"], ["--speed", "0", "--port", "0"], ["--brokers", "0"]):
+        r = subprocess.run([sys.executable, "-m", "kipviz.cli", "serve", *args], capture_output=True, text=True,
+                           timeout=60, env={**os.environ, "PYTHONPATH": os.getcwd()})
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("kipviz: error:"), r.stderr
+    (tmp_path / "keep.txt").write_text("mine")
+    r = subprocess.run([sys.executable, "-m", "kipviz.cli", "serve", "--port", "0", "--record", str(tmp_path)],
+                       capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert r.returncode == 2 and "not empty" in r.stderr
