@@ -151,10 +151,7 @@ class ClientBase:
         if self.broker_versions is not None:
             return
         version = self.client_versions.get("ApiVersions", client_max_version("ApiVersions"))
-        # v5 (KIP-1242): Kafka's NetworkClient names the cluster and node it expects once it knows them
-        # (from Metadata); on a bootstrap connection it knows neither: null / -1, nothing is checked.
-        body = {"ClientSoftwareName": self.SOFTWARE_NAME, "ClientSoftwareVersion": "1.0",
-                "ClusterId": getattr(self, "expected_cluster_id", None), "NodeId": -1}
+        body = {"ClientSoftwareName": self.SOFTWARE_NAME, "ClientSoftwareVersion": "1.0"}
 
         def attempt():
             nonlocal version
