@@ -13,7 +13,11 @@ from kipviz.broker.error_codes import CODE
 
 
 def test_api_versions_follow_the_release_played():
-    assert served_versions("TxnOffsetCommit", Cluster().config) == (0, 6)          # Kafka 4.4 (the default): KIP-1319 released
+    assert served_versions("TxnOffsetCommit", Cluster().config) == (0, 6)          # default: 4.4 (KIP-1319)
+    assert Cluster().config.release == "4.4"
+    assert served_versions("TxnOffsetCommit", Cluster(release="4.3").config) == (0, 5)
+    assert served_versions("InitProducerId", Cluster().config) == (0, 5)      # KIP-939 v6 accepted: not in 4.4
+    assert served_versions("InitProducerId", Cluster(release=None).config) == (0, 6)  # trunk
     assert served_versions("TxnOffsetCommit", Cluster(release="4.0").config) == (0, 5)
     assert served_versions("OffsetCommit", Cluster(release="3.9").config) == (0, 9)
     assert served_versions("OffsetCommit", Cluster(release="4.2").config) == (2, 10)  # KIP-896 removals

@@ -164,7 +164,7 @@ def _stale_member_epoch(trace: Trace, version: int) -> None:
     p.send("out", b"k", b"processed again")
     mark = len(trace.events)
     ok = send_offsets(p, {("in", 0): 10}, {**gm, "member_epoch": g["new_epoch"]})
-    trace.expect(f"with the current epoch {g['new_epoch']} the offsets are accepted (NONE)", ok == "NONE", ok)
+    trace.expect(f"with the current epoch {g['new_epoch']} the offsets are committed (NONE)", ok == "NONE", ok)
     p.commit_transaction()
     committed = trace.cluster.groups.committed(g["group_id"], "in", 0)
     trace.expect("after the commit the group's offset for in-0 is 10", committed is not None and committed.offset == 10)
@@ -207,8 +207,8 @@ def _parts(*indexes: int, offset: int = 7) -> list[dict]:
           title="TxnOffsetCommit v6: an id the broker cannot resolve is UNKNOWN_TOPIC_ID",
           summary="'in' is deleted and recreated while a transaction is open. A v6 frame naming the old topic id "
                   "gets UNKNOWN_TOPIC_ID on both partitions (the whole topic), and the answer echoes that id. "
-                  "The same offsets by name (v5) are accepted for the new topic, which is the hazard v6 closes. "
-                  "With the new id, v6 is accepted.")
+                  "The same offsets by name (v5) go through for the new topic, which is the hazard v6 closes. "
+                  "With the new id, v6 succeeds.")
 def unknown_topic_id_v6(trace: Trace) -> None:
     p = start(trace)
     c = trace.cluster
@@ -374,7 +374,7 @@ def topic_id_persisted(trace: Trace) -> None:
         p.commit_transaction()
         (rec,) = [r for r in offsets_records(trace, mark) if not r["tombstone"]]
         sent = [a["version"] for a in txn_offset_commits(trace, mark)]
-        trace.expect(f"{txid}: TxnOffsetCommit v{version} accepted", ok == "NONE" and sent == [version],
+        trace.expect(f"{txid}: TxnOffsetCommit v{version} succeeds", ok == "NONE" and sent == [version],
                      f"{ok} {sent}")
         got[version] = rec
     v6, v5 = got[6], got[5]

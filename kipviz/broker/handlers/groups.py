@@ -225,13 +225,14 @@ def describe_groups(cluster, req: Request) -> dict:
 @handles("DeleteGroups")
 def delete_groups(cluster, req: Request) -> dict:
     """KafkaApis.handleDeleteGroupsRequest: DELETE on each group or GROUP_AUTHORIZATION_FAILED; then
-    GroupCoordinatorService.deleteGroups: an empty id is INVALID_GROUP_ID, a group this broker does
-    not coordinate NOT_COORDINATOR, the rest go to the coordinator shard."""
+    GroupCoordinatorService.deleteGroups: only a null id is INVALID_GROUP_ID ("For backwards
+    compatibility, we support DeleteGroups for the empty group id": "" goes to its coordinator like
+    any id), a group this broker does not coordinate NOT_COORDINATOR, the rest go to the shard."""
     results, todo = [], []
     for gid in req.body["GroupsNames"]:
-        if not cluster.authorized(req.principal, "GROUP", gid, "DELETE"):
+        if not cluster.authorized(req.principal, "GROUP", gid or "", "DELETE"):
             results.append({"GroupId": gid, "ErrorCode": CODE["GROUP_AUTHORIZATION_FAILED"]})
-        elif not gid:
+        elif gid is None:
             results.append({"GroupId": gid, "ErrorCode": CODE["INVALID_GROUP_ID"]})
         elif _wrong_coordinator(cluster, req, gid):
             results.append({"GroupId": gid, "ErrorCode": CODE["NOT_COORDINATOR"]})
