@@ -111,3 +111,12 @@ def test_fallback_plays_a_4_3_broker_against_a_4_4_client():
     sc = scenarios.get("kip1319.fallback_old_broker")
     assert sc.cluster_settings["release"] == "4.3" and sc.status == "released"
     assert all(s["status"] != "accepted" for s in scenarios.catalog() if s["kip"] == "KIP-1319")
+
+
+def test_cli_decodes_an_api_versions_v5_request(capsys):
+    from kipviz import cli
+    data = codec.encode("ApiVersionsRequest", 5, {"ClientSoftwareName": "librdkafka", "ClientSoftwareVersion": "2.16.1",
+                                                  "ClusterId": "4-cGgsIJTKyin2--2CwHzQ", "NodeId": 1})
+    assert cli.main(["decode", "ApiVersionsRequest", "--version", "5", "--hex", data.hex()]) == 0
+    out = capsys.readouterr().out
+    assert '"ClusterId": "4-cGgsIJTKyin2--2CwHzQ"' in out and '"NodeId": 1' in out
