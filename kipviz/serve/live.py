@@ -29,7 +29,7 @@ def _row(e) -> str:
         errs = ",".join(str(c) for c in e.error_codes) or "ok"
         what = f"broker {e.broker} → {e.client}: {e.api} v{e.version} #{e.correlation_id} ({errs})"
     elif isinstance(e, ev.StateChanged):
-        what = f"{e.machine} {e.key}: {e.from_state} → {e.to_state} ({e.event})"
+        what = f"{e.machine} {e.key}: {e.from_state} → {e.to_state} ({e.cause})"
     elif isinstance(e, ev.RecordAppended):
         what = f"{e.topic}-{e.partition}@{e.offset}"
     else:
