@@ -145,26 +145,30 @@ with srv.lock:
 pd.DataFrame(rows, columns=["share partition / record", "from", "to", "cause"])"""),
     md("""## 4. Stop and keep the recording
 
-`srv.stop()` closes the listeners and writes the recording: the sample-data layout (every topic,
+Close the clients, then `srv.stop()`: it closes the listeners and writes the recording: the sample-data layout (every topic,
 internal ones included, with the Kafka source's columns; the request log; the event log; a
 manifest) plus `traffic.pcap`, the real TCP bytes, which Wireshark opens. From a shell:
 `kipviz analyze DIR`."""),
-    code("""view.stop()
+    code("""tx.close(WAIT_S)
+plain.close(WAIT_S)
+del admin                       # clients first: a client left running would keep reconnecting
+view.stop()
 srv.stop()
 print(srv)
 sorted(p.name for p in RECORDING.iterdir())"""),
     md("""## 5. The session in Spark
 
 The same functions as notebook 07, on what the real clients did: `__transaction_state` decoded
-inside Spark, one row per transaction, and the read_committed group's committed offsets."""),
+inside Spark, one row per transaction, and the read_committed group's committed offsets (a
+committed offset counts the transaction markers too: they take an offset in the log)."""),
     code("""from kipviz import spark as ks
 
 spark = ks.session()
 logs = ks.decode_all(ks.read_samples(spark, RECORDING))
 txns = ks.transactions(logs)
-txns.select("transactional_id", "txn", "producer_id", "outcome", "duration_ms", "partitions").show(truncate=False)
+txns.select("transactional_id", "txn", "producer_id", "outcome", "partitions").show(truncate=False)
 ks.transaction_summary(logs, txns).select("transactional_id", "transactions", "commits", "aborts").show()
-logs.offsets.select("group", "topic", "partition", "committed_offset").show()
+ks.committed_offsets(logs).select("group", "topic", "partition", "committed_offset", "log_end_offset", "status").show()
 print("records that did not decode:", logs.errors.count())"""),
     md("""### Exercise 2
 How many transactions of `shop-1` ended aborted, according to `__transaction_state`?"""),
