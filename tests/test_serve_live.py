@@ -5,7 +5,7 @@ import pytest
 
 from kipviz.serve import Server
 
-ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is a dev dependency")
+ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is a runtime dependency (pyproject)")
 pytest.importorskip("ipywidgets")
 
 

@@ -18,7 +18,7 @@ from kipviz.capture import read_pcap
 from kipviz.schema import registry
 from kipviz.serve import Server
 
-ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is a dev dependency")
+ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is a runtime dependency (pyproject)")
 
 
 def test_a_recorded_session_has_the_sample_layout_and_the_real_traffic(tmp_path):
