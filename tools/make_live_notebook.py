@@ -52,7 +52,9 @@ BASE = {"bootstrap.servers": srv.bootstrap, "socket.timeout.ms": 10000, "log_lev
 print(srv)
 print("bootstrap.servers =", srv.bootstrap)"""),
     md("""The live view redraws at most twice a second, and only when something happened: the newest
-requests as a sequence diagram, and the newest events. Keep it in sight (right-click → *New View
+requests as a sequence diagram and the newest events (the tabs), and below them two players — the
+state machine that changed last (a transaction, a group, a member) and the record strip of the
+share group whose records changed last (the players are redrawn at most every 2 seconds). Keep it in sight (right-click → *New View
 for Output* in JupyterLab) while you run the cells below."""),
     code("""view = LiveView(srv, max_events=30)
 view"""),
@@ -156,6 +158,14 @@ view.stop()
 srv.stop()
 print(srv)
 sorted(p.name for p in RECORDING.iterdir())"""),
+    md("""The live view's two players stayed on their newest frame while the clients ran. Rewind them
+and press **Play** to replay the machine instance that changed last and the share group's records
+from their first frame:"""),
+    code("""view.refresh_players()          # the last events, drawn
+for player in (view.machine_player, view.strip_player):
+    if player is not None:
+        player.index = 0
+view"""),
     md("""## 5. The session in Spark
 
 The same functions as notebook 07, on what the real clients did: `__transaction_state` decoded

@@ -60,11 +60,12 @@ class LiveView(W.VBox):
         self.strip_box = W.VBox([W.HTML("<i>no share-group records yet</i>")])
         self.machine_player = self.strip_player = None
         self.followed: dict[str, tuple] = {}           # "machine": (machine, key), "strip": (group,)
-        tabs, titles = [self.diagram, self.table], ["sequence", "events"]
-        if players:
-            tabs, titles = tabs + [self.machine_box, self.strip_box], titles + ["state machine", "records"]
         self.players = players
-        super().__init__([self.status, W.Tab(tabs, titles=tuple(titles))])
+        # the players side by side under the tabs (a player in a hidden tab could not be watched live)
+        for box in (self.machine_box, self.strip_box):
+            box.layout = W.Layout(width="50%")
+        below = [W.HBox([self.machine_box, self.strip_box])] if players else []
+        super().__init__([self.status, W.Tab([self.diagram, self.table], titles=("sequence", "events")), *below])
         self._seen = -1
         self._players_seen, self._players_at = -1, 0.0
         self._stop = threading.Event()
