@@ -23,7 +23,9 @@ def cmd_serve(args) -> int:
         raise KipvizError(f"--brokers must be >= 1, got {args.brokers}")
     if not 0 <= args.port <= 65535 - args.brokers + 1:
         raise KipvizError(f"--port {args.port} is out of range for {args.brokers} brokers")
-    settings = {"share_version": args.share_version}
+    # auto.create.topics.enable: Kafka's default is true (server-common/.../config/ServerLogConfigs.java:
+    # AUTO_CREATE_TOPICS_ENABLE_DEFAULT); the model's scenarios keep it off, a served cluster plays Kafka
+    settings = {"share_version": args.share_version, "auto_create_topics": args.auto_create_topics == "true"}
     if args.release is not None:
         settings["release"] = args.release
     srv = Server(brokers=args.brokers, host=args.host, port=args.port, speed=args.speed, verbose=args.verbose,
@@ -57,6 +59,8 @@ def add_serve(sub) -> None:
     sv.add_argument("--release", default=None, help="the Kafka release the brokers play (default: the newest)")
     sv.add_argument("--share-version", type=int, default=1, choices=(1, 2),
                     help="share.version feature; 2 serves KIP-1289's proposed TxnShareAcknowledge")
+    sv.add_argument("--auto-create-topics", choices=("true", "false"), default="true",
+                    help="auto.create.topics.enable: a Metadata request for a missing topic creates it (Kafka's default true)")
     sv.add_argument("--speed", type=float, default=1.0, help="virtual time runs X times faster than wall time")
     sv.add_argument("--record", metavar="DIR", default=None,
                     help="write the session to DIR: the sample-data layout plus traffic.pcap")

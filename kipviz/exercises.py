@@ -321,3 +321,20 @@ def _tag_rule():
     av["fields"].append({"name": "ControllerReady", "type": "bool", "versions": "6+", "taggedVersions": "6+",
                          "tag": 3, "ignorable": True, "default": "false", "about": "Controller quorum ready."})
     return review(json.dumps(av, indent=2)).errors[0].rule
+
+
+# ---- 09 a live cluster (real clients against kipviz.serve) --------------------------------------------
+@_ex("09-1", hint="A share group is like a consumer joining a running stream; the broker config "
+                  "share.auto.offset.reset says where a group with no state begins (ClusterConfig models Kafka's default).",
+     solution="kipviz.broker.ClusterConfig().share_offset_reset(group) — Kafka's GroupConfig "
+              "SHARE_AUTO_OFFSET_RESET_DEFAULT; a group's own setting overrides it.")
+def _share_reset_default():
+    from .broker.config import ClusterConfig
+    return ClusterConfig().share_offset_reset("a-new-group")
+
+
+@_ex("09-2", hint="filter txns on its outcome column and count; a transaction librdkafka aborts before "
+                  "any record reached a broker never appears in __transaction_state.",
+     solution="txns.filter(\"outcome = 'abort'\").count().", inputs=("txns",))
+def _live_aborts(txns):
+    return txns.filter("outcome = 'abort'").count()

@@ -33,7 +33,7 @@ def _binder_env() -> dict:
 
 
 def _players(nb) -> int:
-    """Widget outputs whose model is an animation player view (frames + pictures)."""
+    """Animation player views (frames + pictures) in the widget outputs, counted per output's subtree."""
     state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
     views = {k for k, m in state.items() if "frames" in m.get("state", {}) and "pictures" in m.get("state", {})}
     n = 0
@@ -48,7 +48,7 @@ def _players(nb) -> int:
                         continue
                     seen.add(m)
                     todo += [c.removeprefix("IPY_MODEL_") for c in state[m]["state"].get("children", []) or []]
-                n += bool(seen & views)
+                n += len(seen & views)           # a widget may hold several players (09's LiveView)
     return n
 
 

@@ -127,7 +127,8 @@ KNOWN = {"00-1": 9, "01-1": 202, "01-2": 39, "01-3": 16, "02-1": 40, "02-2": "IL
          "05-2": 5, "06-1": 5, "06-2": True, "06-3": False, "06-4": "PRODUCER_FENCED", "06-5": False,
          "06-6": "ACQUIRED", "06-7": False, "06-8": "STALE_MEMBER_EPOCH", "06-9": False,
          "06-10": "INVALID_RECORD_STATE", "06-11": False, "06-12": True, "06-13": True, "06-14": "PRODUCER_FENCED",
-         "08-1": "StreamsGroupTopologyDescriptionUpdate", "08-2": 8, "08-3": "3-6", "08-4": "tag-reused"}
+         "08-1": "StreamsGroupTopologyDescriptionUpdate", "08-2": 8, "08-3": "3-6", "08-4": "tag-reused",
+         "09-1": "latest"}
 
 
 @pytest.mark.parametrize("ex_id", sorted(KNOWN))
@@ -147,6 +148,17 @@ def test_the_check_reveals_the_answer_only_in_a_closed_solution():
     assert ex.check("UNKNOWN_TOPIC_ID")
     assert not exercise("05-1").check(("ILLEGAL_GENERATION", ...))       # half answered is not answered
     assert not check(None, 3) and check(3, 3)
+
+
+def test_the_live_notebooks_spark_exercise_is_hidden():
+    """09-2's answer comes from the recording of real clients; the notebook aborts one transaction
+    of shop-1 (tools/make_live_notebook.py), so the answer is 1 and must not be given away."""
+    src = next(c.source for c in nbformat.read(ROOT / "notebooks" / "09_live_cluster.ipynb", as_version=4).cells
+               if "abort_transaction" in c.source)
+    assert src.count("abort_transaction(") == 1
+    _assert_hidden("09-2", 1)
+    with pytest.raises(TypeError, match="txns"):
+        exercise("09-2").expected()
 
 
 def test_an_exercise_needing_notebook_objects_says_so():

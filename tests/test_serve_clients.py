@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is a dev dependency (pyproject [dev])")
+ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is a runtime dependency (pyproject)")
 from confluent_kafka import Consumer, Producer, TopicCollection, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # noqa: E402
 

@@ -18,7 +18,7 @@ from kipviz.capture import read_pcap
 from kipviz.schema import registry
 from kipviz.serve import Server
 
-ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is a dev dependency")
+ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is a runtime dependency (pyproject)")
 
 
 def test_a_recorded_session_has_the_sample_layout_and_the_real_traffic(tmp_path):
@@ -59,6 +59,10 @@ def test_cli_serve_prints_the_bootstrap_and_stops_cleanly_on_sigint(tmp_path):
         md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
         assert sorted(md.brokers) == [0, 1]
         assert [f"127.0.0.1:{b.port}" for _, b in sorted(md.brokers.items())] == bootstrap.split(",")
+        p = ck.Producer({"bootstrap.servers": bootstrap})       # auto.create.topics.enable=true, as in Kafka
+        p.produce("auto-created", b"hello")
+        assert p.flush(20) == 0
+        del p
         host, port = bootstrap.split(",")[0].split(":")
         with socket.create_connection((host, int(port)), timeout=10) as s:      # --share-version 2: KIP-1289's RPC
             s.sendall(codec.encode_request("ApiVersions", 3, {"ClientSoftwareName": "t", "ClientSoftwareVersion": "1"}))

@@ -1,5 +1,7 @@
 """A live view of a running kipviz.serve.Server in a notebook: a sequence diagram of the newest
-requests and an event table, redrawn as requests arrive.
+requests, an event table, the state-machine player following the newest changed machine instance
+(a transactional id, a group, a member) and the share-record strip of the newest share group,
+redrawn as requests arrive.
 
     from kipviz.serve import Server, LiveView
     srv = Server(brokers=3).start()
@@ -7,17 +9,22 @@ requests and an event table, redrawn as requests arrive.
 
 Throttled: a background thread redraws at most every `every_s` seconds and only when the cluster
 has new events, copying the newest events under the server's lock, so a busy client cannot flood
-the notebook. refresh() redraws once (what the tests call)."""
+the notebook. The two players (graphviz drawings, dearer) are rebuilt at most every `players_every_s`
+from the newest `players_window` events. refresh() redraws once (what the tests call)."""
 from __future__ import annotations
 
 import html
 import threading
+import time
 
 import ipywidgets as W
 
 from ..broker import events as ev
+from ..draw.record_strip import parse_key
 from ..draw.sequence import sequence_diagram
 
+# share-record state changes are drawn by the record strip, not the state-machine player
+_STRIP_MACHINES = ("share-record",)
 _SHOWN = (ev.RequestReceived, ev.ResponseSent, ev.StateChanged, ev.RecordAppended, ev.Note)
 
 
@@ -29,7 +36,7 @@ def _row(e) -> str:
         errs = ",".join(str(c) for c in e.error_codes) or "ok"
         what = f"broker {e.broker} → {e.client}: {e.api} v{e.version} #{e.correlation_id} ({errs})"
     elif isinstance(e, ev.StateChanged):
-        what = f"{e.machine} {e.key}: {e.from_state} → {e.to_state} ({e.event})"
+        what = f"{e.machine} {e.key}: {e.from_state} → {e.to_state} ({e.cause})"
     elif isinstance(e, ev.RecordAppended):
         what = f"{e.topic}-{e.partition}@{e.offset}"
     else:
@@ -39,16 +46,28 @@ def _row(e) -> str:
 
 
 class LiveView(W.VBox):
-    def __init__(self, server, *, max_events: int = 40, rows: int = 25, every_s: float = 0.5, auto: bool = True):
+    def __init__(self, server, *, max_events: int = 40, rows: int = 25, every_s: float = 0.5, auto: bool = True,
+                 players: bool = True, players_every_s: float = 2.0, players_window: int = 2000):
         self.server = server
         self.cluster = getattr(server, "cluster", server)
         self.lock = getattr(server, "lock", None) or threading.RLock()
         self.max_events, self.rows, self.every_s = max_events, rows, every_s
+        self.players_every_s, self.players_window = players_every_s, players_window
         self.status = W.HTML()
         self.diagram = W.HTML()
         self.table = W.HTML()
-        super().__init__([self.status, W.Tab([self.diagram, self.table], titles=("sequence", "events"))])
+        self.machine_box = W.VBox([W.HTML("<i>no state changes yet</i>")])
+        self.strip_box = W.VBox([W.HTML("<i>no share-group records yet</i>")])
+        self.machine_player = self.strip_player = None
+        self.followed: dict[str, tuple] = {}           # "machine": (machine, key), "strip": (group,)
+        self.players = players
+        # the players side by side under the tabs (a player in a hidden tab could not be watched live)
+        for box in (self.machine_box, self.strip_box):
+            box.layout = W.Layout(width="50%")
+        below = [W.HBox([self.machine_box, self.strip_box])] if players else []
+        super().__init__([self.status, W.Tab([self.diagram, self.table], titles=("sequence", "events")), *below])
         self._seen = -1
+        self._players_seen, self._players_at = -1, 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.refresh()
@@ -80,7 +99,62 @@ class LiveView(W.VBox):
         body = "".join(_row(e) for e in reversed(recent[-self.rows:]))
         self.table.value = ("<table><tr><th>seq</th><th>t (ms)</th><th>event</th><th>what</th></tr>"
                             + body + "</table>")
+        if self.players and time.monotonic() - self._players_at >= self.players_every_s:
+            self.refresh_players()
         return True
+
+    def refresh_players(self) -> bool:
+        """Rebuild the state-machine player and the record strip from the newest events (True if
+        anything changed): the player follows the machine instance that changed last (share records
+        are the strip's), the strip the share group whose records changed last."""
+        with self.lock:
+            seq = self.cluster.next_seq
+            window = list(self.cluster.events[-self.players_window:])
+        self._players_at = time.monotonic()
+        if seq == self._players_seen:
+            return False
+        self._players_seen = seq
+        changes = [e for e in window if isinstance(e, ev.StateChanged)]
+        machine = next(((e.machine, e.key) for e in reversed(changes) if e.machine not in _STRIP_MACHINES), None)
+        share = next((e.key for e in reversed(changes) if e.machine in _STRIP_MACHINES), None)
+        try:
+            if machine is not None:
+                self._follow_machine(machine, window)
+            if share is not None:
+                self._follow_strip(parse_key(share)[0], window)
+        except Exception as e:  # noqa: BLE001 - a drawing problem is a readable line, never a dead view
+            self.machine_box.children = [W.HTML(f"<i>cannot draw: {html.escape(str(e))}</i>")]
+        return True
+
+    def _follow_machine(self, machine: tuple, window: list) -> None:
+        from ..draw.animate import Animation
+        from ..draw.machines import tables
+        table = next((t for t in tables().values() if t.name == machine[0]), None)
+        if table is None:
+            return
+        anim = Animation(table, window, key=machine[1], title=f"{machine[0]} · {machine[1]} (live)")
+        if self.machine_player is not None and self.followed.get("machine") == machine:
+            self.machine_player.follow(anim)
+        else:
+            from ..widgets.player import Player
+            self.machine_player = Player(anim)
+            self.machine_player.index = max(len(anim.frames) - 1, 0)      # live: start at the newest frame
+            self.machine_box.children = [self.machine_player]
+        self.followed["machine"] = machine
+
+    def _follow_strip(self, group: str, window: list) -> None:
+        from ..draw.record_strip import record_strip
+        strip = record_strip(window, group=group, title=f"share group {group} · records (live)")
+        if not len(strip):
+            return
+        if self.strip_player is not None and self.followed.get("strip") == (group,):
+            self.strip_player.follow(strip)
+        else:
+            from ..widgets.strip_player import strip_player
+            self.strip_player = strip_player(strip)
+            self.strip_player.index = len(strip) - 1
+            self.strip_box.children = [self.strip_player]
+        self.followed["strip"] = (group,)
 
     def start(self) -> LiveView:
         if self._thread is None:

@@ -110,9 +110,24 @@ class Player(W.VBox):
         self.view = FrameView(pictures=data["pictures"], frames=data["frames"], index=0)
         self.links = (W.jslink((self.play, "value"), (self.slider, "value")),
                       W.jslink((self.slider, "value"), (self.view, "index")))
-        title = W.HTML(f"<b>{_escape(data['title'])}</b> · {n} frame{'s' if n != 1 else ''}")
-        super().__init__([title, W.HBox([self.play, self.slider]), self.view], **kw)
+        self.title = W.HTML(_title(data, n))
+        super().__init__([self.title, W.HBox([self.play, self.slider]), self.view], **kw)
         self.add_class("kipviz-player")
+
+    def follow(self, animation) -> None:
+        """Show `animation` (the same source, grown: a live cluster's newer events) in place. A viewer
+        on the last frame stays on the (new) last frame; one who went back keeps their frame."""
+        data = animation.player_data()
+        n = len(data["frames"])
+        at_end = self.slider.value >= self.slider.max
+        self.animation = animation
+        with self.view.hold_sync():
+            self.view.pictures, self.view.frames = data["pictures"], data["frames"]
+        for w in (self.play, self.slider):
+            w.max, w.disabled = max(n - 1, 0), n == 0
+        self.title.value = _title(data, n)
+        if at_end or self.slider.value > n - 1:
+            self.index = max(n - 1, 0)
 
     @property
     def index(self) -> int:
@@ -124,6 +139,10 @@ class Player(W.VBox):
         self.slider.value = i
         self.play.value = i
         self.view.index = i
+
+
+def _title(data: dict, n: int) -> str:
+    return f"<b>{_escape(data['title'])}</b> · {n} frame{'s' if n != 1 else ''}"
 
 
 def _escape(s: str) -> str:
