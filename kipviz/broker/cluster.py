@@ -26,29 +26,6 @@ from .handlers import CLOSE, DEFERRED, HANDLERS, Request, load_all
 from .respond import error_codes, error_response
 from .topics import INTERNAL, TopicRegistry
 
-
-def read_request(frame) -> dict:
-    """Decode a request frame like Kafka's AbstractRequest.parseRequest: bytes left after the body
-    are ignored (FACTS (i): librdkafka's all-topics Metadata v9+ leaves 3), unlike the codec's
-    strict decode_request."""
-    payload = codec.unframe(bytes(frame))
-    if len(payload) < 4:
-        raise DecodeError(f"needs 4 bytes for api key and version, only {len(payload)} left", 4,
-                          "header.RequestApiKey")
-    key, version = struct.unpack_from(">hh", payload, 0)
-    try:
-        spec = registry.by_api_key(key, "request")
-    except Exception:  # noqa: BLE001 - UnknownMessageError
-        raise DecodeError(f"unknown api key {key}", 4, "header.RequestApiKey") from None
-    if version not in spec.valid:
-        raise DecodeError(f"{spec.name} has no version {version}", 6, "header.RequestApiVersion")
-    hv = codec.request_header_version(spec, version)
-    header, pos = codec.plan_for(registry.get("RequestHeader"), hv).decode_at(payload, 0, "header.")
-    body, end = codec.plan_for(spec, version).decode_at(payload, pos, "body.")
-    return {"api": spec.api, "message": spec.name, "api_key": key, "version": version, "header_version": hv,
-            "correlation_id": header["CorrelationId"], "header": header, "body": body, "trailing": len(payload) - end}
-
-
 _IMPLIES = {"DESCRIBE": {"READ", "WRITE", "DELETE", "ALTER"}, "DESCRIBE_CONFIGS": {"ALTER_CONFIGS"}}
 
 # coordinators live in their own modules and are created on first use
@@ -266,7 +243,7 @@ class Cluster:
 
     def _dispatch(self, frame, broker, client, principal) -> tuple[str, bytes]:
         try:
-            req = read_request(frame)
+            req = codec.decode_request(frame, trailing_ok=True)    # as a broker: FACTS (i)
         except DecodeError as e:
             return "close", self._malformed(frame, e, broker, client)
         except Exception as e:  # noqa: BLE001 - a bytes-level bug must still not escape

@@ -125,23 +125,27 @@ def _request_parts(payload: bytes, base: int):
     return spec, version, request_header_version(spec, version)
 
 
-def _decode_parts(payload: bytes, base: int, header_spec, hv: int, spec, version: int) -> tuple[dict, dict]:
+def _decode_parts(payload: bytes, base: int, header_spec, hv: int, spec, version: int,
+                  trailing_ok: bool = False) -> tuple[dict, dict]:
     """Header then body; offsets in errors count from the start of the frame."""
     try:
         header, pos = plan_for(header_spec, hv).decode_at(payload, 0, "header.")
         body, end = plan_for(spec, version).decode_at(payload, pos, "body.")
     except DecodeError as e:
         raise _shift(e, base) from None
-    if end != len(payload):
+    if end != len(payload) and not trailing_ok:
         raise DecodeError(f"{len(payload) - end} trailing bytes after the message", base + end, "")
     return header, body
 
 
-def decode_request(data, *, framed: bool = True) -> dict:
-    """Decode a whole request: {api, message, version, header_version, correlation_id, header, body}."""
+def decode_request(data, *, framed: bool = True, trailing_ok: bool = False) -> dict:
+    """Decode a whole request: {api, message, version, header_version, correlation_id, header, body}.
+    trailing_ok: bytes after the body are ignored, as a broker does (Kafka's AbstractRequest
+    .parseRequest never checks that the body used them all; librdkafka's all-topics Metadata v9+
+    leaves 3, FACTS (i)); by default they are an error, since the kit's own frames never have any."""
     payload, base = _payload(data, framed)
     spec, version, hv = _request_parts(payload, base)
-    header, body = _decode_parts(payload, base, registry.get("RequestHeader"), hv, spec, version)
+    header, body = _decode_parts(payload, base, registry.get("RequestHeader"), hv, spec, version, trailing_ok)
     return {"api": spec.api, "message": spec.name, "api_key": header["RequestApiKey"],
             "version": version, "header_version": hv, "correlation_id": header["CorrelationId"],
             "header": header, "body": body}
