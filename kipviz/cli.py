@@ -174,12 +174,14 @@ def _request_summary(events) -> str:
 
 # the machine a KIP's scenarios are about, animated by default when it changed state (KIP-1289's
 # corner cases are about the share records; its dense transaction machine hides them)
-_KIP_MACHINE = {"KIP-1289": "share-record"}
+_KIP_MACHINE = {"KIP-1289": "share-record", "KIP-516": "replica"}
+# drawn only when nothing else changed: every scenario that creates a topic moves a topic id
+_LAST_RESORT = ("topic-id",)
 
 
 def _pick_machine(trace, wanted: str | None) -> str | None:
     """--machine, else the machine of the scenario's KIP (_KIP_MACHINE) if it changed state, else
-    "transaction" if a transaction changed state, else the first machine that did."""
+    "transaction" if a transaction changed state, else the first machine that did (topic ids last)."""
     if wanted:
         return wanted
     changed = list(dict.fromkeys(e.machine for e in trace.events if e.kind == "StateChanged"))
@@ -188,6 +190,7 @@ def _pick_machine(trace, wanted: str | None) -> str | None:
         return own
     if "transaction" in changed:
         return "transaction"
+    changed.sort(key=lambda m: m in _LAST_RESORT)
     return changed[0] if changed else None
 
 

@@ -67,7 +67,7 @@ def test_scenario_svg_and_html(tmp_path, capsys):
 
 def test_scenario_html_without_state_changes_has_the_sequence_only(tmp_path):
     page = tmp_path / "r.html"
-    assert cli.main(["scenario", "kip516.stale_read", "--html", str(page)]) == 0
+    assert cli.main(["scenario", "kip1242.misrouted_connection", "--html", str(page)]) == 0
     html = page.read_text()
     assert "<svg" in html and "No state machine changed" in html and "kv-player" not in html
     assert html.rstrip().endswith("</html>")
@@ -103,7 +103,7 @@ def test_scenario_bad_input_is_one_line_and_exit_2(argv, capsys):
 
 
 def test_gif_of_a_scenario_without_state_changes_is_an_error(tmp_path, capsys):
-    assert cli.main(["scenario", "kip516.stale_read", "--gif", str(tmp_path / "x.gif")]) == 2
+    assert cli.main(["scenario", "kip1242.misrouted_connection", "--gif", str(tmp_path / "x.gif")]) == 2
     assert "nothing to animate" in one_error_line(capsys)
     assert not (tmp_path / "x.gif").exists()
 

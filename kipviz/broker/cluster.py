@@ -23,7 +23,9 @@ from .clock import VirtualClock
 from .config import Acl, ClusterConfig, served_versions
 from .error_codes import CODE
 from .handlers import CLOSE, DEFERRED, HANDLERS, Request, load_all
+from .machine import Machine
 from .respond import error_codes, error_response
+from .tables.topic_id import TABLE as TOPIC_ID
 from .topics import INTERNAL, TopicRegistry
 
 _IMPLIES = {"DESCRIBE": {"READ", "WRITE", "DELETE", "ALTER"}, "DESCRIBE_CONFIGS": {"ALTER_CONFIGS"}}
@@ -32,7 +34,8 @@ _IMPLIES = {"DESCRIBE": {"READ", "WRITE", "DELETE", "ALTER"}, "DESCRIBE_CONFIGS"
 _COMPONENTS = {"delayed": ("kipviz.broker.delayed", "Delayed"),
                "groups": ("kipviz.broker.groups", "GroupCoordinator"),
                "txns": ("kipviz.broker.transactions", "TransactionCoordinator"),
-               "shares": ("kipviz.broker.shares", "ShareCoordinator")}
+               "shares": ("kipviz.broker.shares", "ShareCoordinator"),
+               "replicas": ("kipviz.broker.replicas", "ReplicaManager")}
 
 
 class Cluster:
@@ -81,6 +84,9 @@ class Cluster:
         delayed = self.__dict__.get("delayed")
         if delayed is not None and delayed.held:
             delayed.poke()
+        replicas = self.__dict__.get("replicas")
+        if replicas is not None and replicas.deleting:
+            replicas.poke()
         cap = self.config.events_max
         if cap is not None and len(self.events) > cap:
             # keep the newest half of the bound; the rest goes to the spill callback (a recording)
@@ -140,6 +146,7 @@ class Cluster:
         if self.topics.get(name) is not None:
             raise ValueError(f"topic {name!r} already exists")
         topic = self.topics.create(name, partitions, self.now)
+        self._topic_id_machine(topic).fire("create")
         self.note(f"topic {name} created", topic=name, topic_id=str(topic.topic_id), partitions=partitions)
         return topic.topic_id
 
@@ -147,12 +154,18 @@ class Cluster:
         if self.topics.get(name) is None:
             raise ValueError(f"no topic {name!r}")
         topic = self.topics.delete(name, self.now)
+        self._topic_id_machine(topic).fire("delete")
         self.note(f"topic {name} deleted", topic=name, topic_id=str(topic.topic_id))
         # BrokerMetadataPublisher -> GroupCoordinator.onPartitionsDeleted: the group coordinator
         # drops (tombstones) the committed offsets of the deleted partitions (KAFKA-16168)
         groups = self.__dict__.get("groups")
         if groups is not None:
             groups.on_partitions_deleted(name, len(topic.partitions))
+
+    def _topic_id_machine(self, topic) -> Machine:
+        """The topic-id table (kipviz/broker/tables/topic_id.py) for one topic id, keyed "name@id"."""
+        state = "Live" if topic.deleted_at is not None else "Absent"     # deleting: it was live
+        return Machine(TOPIC_ID, f"{topic.name}@{to_kafka_str(topic.topic_id)}", self.transition, state=state)
 
     # ---- faults (scenarios) ---------------------------------------------------------------------
     def crash_broker(self, broker: int) -> None:

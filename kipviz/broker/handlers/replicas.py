@@ -1,0 +1,19 @@
+"""LeaderAndIsr and StopReplica: the ZooKeeper-mode controller's requests to brokers (Kafka
+0.8-3.9, removed with ZooKeeper in 4.0, so no release the kit plays serves them; a scenario that
+plays a 2.8-3.9 ZooKeeper-mode broker turns them on with ClusterConfig.api_versions). The broker
+side lives in kipviz.broker.replicas (KafkaApis.handleLeaderAndIsrRequest / handleStopReplicaRequest
+-> ReplicaManager). Only the controller may send them (CLUSTER_ACTION on the cluster)."""
+from __future__ import annotations
+
+from ..error_codes import CODE
+from ..respond import error_response
+from . import Request, handles
+
+
+@handles("LeaderAndIsr", "StopReplica")
+def controller_request(cluster, req: Request) -> dict:
+    if not cluster.authorized(req.principal, "CLUSTER", "kafka-cluster", "CLUSTER_ACTION"):
+        return error_response(req.api, req.version, req.body, CODE["CLUSTER_AUTHORIZATION_FAILED"])
+    if req.api == "LeaderAndIsr":
+        return cluster.replicas.leader_and_isr(req.broker, req.version, req.body)
+    return cluster.replicas.stop_replica(req.broker, req.version, req.body)
