@@ -163,3 +163,22 @@ def test_kip1289_scenarios_animate_the_share_records_by_default(tmp_path, capsys
     assert cli.main(["scenario", "kip1289.case06_lock_expiry_tx_pending", "--machine", "transaction",
                      "--html", str(page)]) == 0
     assert "State machine: transaction" in page.read_text()
+
+
+@needs_dot
+@pytest.mark.parametrize("name", ["kip516.stale_read", "kip516.broker_stale_state"])
+def test_kip516_scenarios_animate(tmp_path, capsys, name):
+    """Issue 24: every kip516 scenario has an animation: the replica table where a replica's log
+    changed, else the topic ids' lifecycle."""
+    gif = tmp_path / "k.gif"
+    assert cli.main(["scenario", name, "--gif", str(gif)]) == 0
+    assert gif.read_bytes()[:6] in (b"GIF87a", b"GIF89a")
+    trace = scenarios.run(name)
+    assert cli._pick_machine(trace, None) == ("replica" if "broker" in name else "topic-id")
+
+
+def test_topic_ids_are_animated_only_when_nothing_else_changed():
+    trace = scenarios.run("kip1319.fallback_old_broker")
+    changed = {e.machine for e in trace.events if e.kind == "StateChanged"}
+    assert {"topic-id", "transaction"} <= changed
+    assert cli._pick_machine(trace, None) == "transaction"
