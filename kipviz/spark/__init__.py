@@ -9,6 +9,7 @@ or a live Kafka topic.
     ks.verify_eos(ks.read_samples(spark, "sample_data/share_eos")).summary()
 
     logs = ks.scenario_logs("kip1289.case01_broker_crash")   # a scenario's logs, written and read back
+    ks.recreated_offsets(ks.scenario_logs("kip516.stale_read"), "orders").show()   # offsets per topic id
 
 pyspark is imported only when a function needs it."""
 from __future__ import annotations
@@ -27,10 +28,11 @@ from .analyses import (
 from .eos import EosResult, verify_eos
 from .logs import Logs, decode_all
 from .readers import Source, from_kafka_frame, from_trace, read_kafka, read_samples
+from .recreated import recreated_offsets
 from .scenario import redeliveries, request_errors, scenario_logs
 from .session import session, stop
 
 __all__ = ["session", "stop", "Source", "read_samples", "read_kafka", "from_kafka_frame", "from_trace", "Logs",
            "decode_all", "committed_offsets", "transactions", "transaction_summary", "tx_pending",
            "tx_pending_series", "kip1289_metrics", "kip1319_errors", "share_state", "ANALYSES", "verify_eos",
-           "EosResult", "scenario_logs", "redeliveries", "request_errors"]
+           "EosResult", "scenario_logs", "redeliveries", "request_errors", "recreated_offsets"]
