@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kipviz import codec, scenarios
 from kipviz.broker import Cluster
@@ -248,3 +250,54 @@ def test_zero_topic_id_in_leader_and_isr_means_no_id():
     c.create_topic("x")
     ctl_lisr(c, 0, [("x", ZERO_UUID, 0, 0, [0])])
     assert c.replicas.replica(0, "x").partition_metadata is None
+
+
+# ---- random controller traffic -----------------------------------------------------------------------------
+
+_STEP = st.one_of(
+    st.tuples(st.just("lisr"), st.integers(0, 2), st.sampled_from(["a", "b"]), st.integers(0, 2),
+              st.sampled_from([1, 2]), st.sampled_from([4, 5, 7])),
+    st.tuples(st.just("stop"), st.integers(0, 2), st.sampled_from(["a", "b"]), st.sampled_from([-2, -1, 0, 3]),
+              st.booleans()),
+    st.tuples(st.just("recreate"), st.sampled_from(["a", "b"])),
+    st.tuples(st.just("crash"), st.integers(0, 2)),
+    st.tuples(st.just("advance"), st.sampled_from([1000, 60_000, 4 * 3600_000])),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(behaviour=st.sampled_from(["released", "page"]), steps=st.lists(_STEP, max_size=25))
+def test_random_controller_traffic_keeps_the_replica_model_consistent(behaviour, steps):
+    """Any order of LeaderAndIsr/StopReplica frames, deletions, recreations, crashes and time: every
+    answer decodes, the replica table is never broken (no internal error), a log is either held or
+    being deleted or deleted, and a held log's partition.metadata names its own id."""
+    c = zk_cluster(behaviour)
+    for name in ("a", "b"):
+        c.create_topic(name)
+    for step in steps:
+        if step[0] == "lisr":
+            _, broker, name, epoch, kind, version = step
+            tid = c.topics.get(name).topic_id if version >= 5 else None
+            ctl_lisr(c, broker, [(name, tid, 0, epoch, [0, 1, 2])], kind=kind, version=version)
+        elif step[0] == "stop":
+            _, broker, name, epoch, delete = step
+            ctl_stop(c, broker, name, leader_epoch=epoch, delete=delete)
+        elif step[0] == "recreate":
+            c.delete_topic(step[1])
+            c.create_topic(step[1])
+        elif step[0] == "crash":
+            (c.restart_broker if step[1] in c.down else c.crash_broker)(step[1])
+        else:
+            c.advance(step[1])
+    assert c.internal_errors == []
+    for e in c.events:
+        if e.kind == "ResponseSent":
+            assert codec.decode_response(e.frame, e.api, e.version)["body"] == e.body
+    rm = c.replicas
+    held = [lg for logs in rm.logs.values() for lg in logs.values()]
+    assert all(lg.state in ("NoTopicId", "Online") for lg in held)
+    assert all(lg.state == "Deleting" for lg in rm.deleting) and all(lg.state == "Deleted" for lg in rm.deleted)
+    assert len({id(lg) for lg in held + rm.deleting + rm.deleted}) == len(held) + len(rm.deleting) + len(rm.deleted)
+    assert all(lg.partition_metadata == partition_metadata(lg.topic_id) for lg in held)
+    if behaviour == "released":
+        assert all(e.status == "released" for e in c.events if e.kind == "StateChanged")
