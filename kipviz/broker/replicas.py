@@ -192,8 +192,6 @@ class ReplicaManager:
 
     def _partition(self, broker: int, name: str, tid, p: dict) -> str:
         index, leader, epoch = p["PartitionIndex"], p["Leader"], p["LeaderEpoch"]
-        if broker not in p["Replicas"]:
-            return "UNKNOWN_TOPIC_OR_PARTITION"
         log = self.replica(broker, name, index)
         if log is not None and tid is not None and log.topic_id is not None and log.topic_id != tid:
             if self.behaviour == "released":
@@ -204,6 +202,8 @@ class ReplicaManager:
                 return "INCONSISTENT_TOPIC_ID"
             self._to_deletion(log, "stale-topic-id", page_layout=True)
             log = None
+        if broker not in p["Replicas"]:      # checked after the topic id, as becomeLeaderOrFollower does
+            return "UNKNOWN_TOPIC_OR_PARTITION"
         if log is None:
             log = self._new(broker, name, index, tid, self._source(tid, index))
             log.leader, log.leader_epoch = leader, epoch

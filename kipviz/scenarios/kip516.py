@@ -11,6 +11,9 @@ recreated under the same name (seed 003).
                                               on the new topic; by id (OffsetCommit v10) it is refused
     kip516.ids_never_reused                   every creation of a name gets a fresh, never-reserved id
 
+The broker side (LeaderAndIsr and StopReplica, partition.metadata, stale logs, migration) is in
+kip516_broker.py; where released Kafka departs from the page, in kip516_departures.py.
+
 Every step is a real request frame answered by cluster.handle. The small raw client here (`Wire`)
 is shared with kipviz/scenarios/kip1319.py."""
 from __future__ import annotations
