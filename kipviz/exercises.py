@@ -151,6 +151,13 @@ def _late_commit_by_id():
     return _run("kip516.delete_recreate_committed_offsets").result["late_commit_by_id"]
 
 
+@_ex("03-3", hint="Shipped brokers never delete a log on their own word: the answer keys the partition by the new ID "
+                  "and names the mismatch between the two IDs.",
+     solution='scenarios.run("kip516.broker_stale_state_released").result["broker1_answer"].')
+def _stale_state_released():
+    return _run("kip516.broker_stale_state_released").result["broker1_answer"]
+
+
 # ---- 04 consumer groups ----------------------------------------------------------------------------
 @_ex("04-1", hint="An epoch the coordinator never gave out is fenced; the stale-epoch error is for offset commits.",
      solution="Send the heartbeat (the check cell does) and read its ErrorCode with name_of.",

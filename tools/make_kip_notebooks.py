@@ -20,9 +20,10 @@ scenarios are the same ones the tests and the `kipviz scenario` command run.
 1. read and write Kafka's topic-ID text form and say which IDs are reserved;
 2. explain the *stale read* and *stale state* hazards and how topic IDs expose them;
 3. predict what Fetch, Metadata and OffsetCommit answer for a deleted topic's ID;
-4. say what happens to committed offsets when a topic is deleted and recreated.
+4. say what happens to committed offsets when a topic is deleted and recreated;
+5. contrast the broker side as the page wrote it with what Kafka 2.8–3.9 shipped.
 
-**Prerequisites:** `01_wire_format`. **Time to complete:** about 30 minutes.
+**Prerequisites:** `01_wire_format`. **Time to complete:** about 40 minutes.
 **Seeds:** KIP_516 (seed 003).""".replace("KIP_516", kip_link(516))),
     code("""import pandas as pd
 from IPython.display import HTML, display
@@ -79,12 +80,64 @@ show(offsets)
 offsets.result"""),
     code("""ids = scenarios.run("kip516.ids_never_reused")
 show(ids)"""),
+    md("""## 5. The broker side: stale state as the page means it
+
+The client side is half of KIP-516. The page also changes the **broker**: a replica that was down
+while its topic was deleted still holds the old log when the name comes back. The controller's
+LeaderAndIsr (v5+) now carries the topic ID and a `Type` (FULL or INCREMENTAL), and each replica
+keeps the ID in a small `partition.metadata` file next to its log.
+
+The page says such a replica moves the old log to deletion. Kafka 2.8–3.9 (ZooKeeper mode; these
+controller RPCs were removed in 4.0) shipped something more careful. kipviz models both: the
+`page` behaviour and the `released` one, on the same run.
+
+### Exercise 3 — predict
+Broker 1 holds `orders-0` of the **old** ID and receives LeaderAndIsr with the **new** ID for the
+same name. On a shipped 2.8–3.9 broker, which error does its answer carry for that partition?"""),
+    *predict("03-3"),
+    code("""page = scenarios.run("kip516.broker_stale_state")
+shipped = scenarios.run("kip516.broker_stale_state_released")
+pd.DataFrame([{"behaviour": t.result["behaviour"], "broker 1 answers": t.result["broker1_answer"],
+               "old log moved to": t.result["stale_dir"] or "(kept in place)",
+               "partition.metadata says": t.result["partition_metadata"].replace("\\n", " · ")}
+              for t in (page, shipped)])"""),
+    md("""What you just saw: under the page the stale log leaves at once (it goes to a `deleting/` folder
+and is removed later); the shipped broker refuses the request with INCONSISTENT_TOPIC_ID and keeps
+the old log and its `partition.metadata`, so an operator decides. The animation below steps through
+the replica's moves — each frame is a row of the kit's `replica` table, the same rows the model ran."""),
+    code("""from kipviz.widgets import player
+player(page.animation("replica"))"""),
+    code("""HTML(page.sequence_svg())"""),
+    md("""### Where what shipped differs from the page
+
+The kit keeps each difference as data with the Kafka source that shows it, and checks the wire ones
+against its own definitions. Note the ones that matter for tooling: StopReplica, ListOffsets and
+OffsetForLeaderEpoch never got topic IDs, and the fields the page made *tagged* shipped as ordinary
+fields in new versions."""),
+    code("""from kipviz.scenarios.kip516_departures import DEPARTURES
+pd.DataFrame([{"RPC": d["topic"], "the page": d["page"], "what shipped": d["shipped"]} for d in DEPARTURES])"""),
+    md("""A finding the page's design brings with it: its immediate deletion **retries** StopReplica, but
+StopReplica names topics only by name. A retry that arrives after the topic was recreated deletes the
+**new** topic's replica:"""),
+    code("""by_name = scenarios.run("kip516.stop_replica_by_name")
+show(by_name)
+by_name.result"""),
+    md("""## 6. The recreated topic in the logs (Spark)
+
+The same run, written as sample logs and read back in PySpark: one row per incarnation of `orders`,
+keyed by topic ID. The second incarnation's offsets start again at 0 — which is exactly why a
+by-name position from the first one is meaningless."""),
+    code("""from kipviz import spark as ks
+logs = ks.scenario_logs("kip516.stale_read")
+ks.recreated_offsets(logs, "orders").orderBy("generation").toPandas()"""),
     md("""## Summary
 
 * Topic IDs are 16 random bytes, shown as 22 base64url characters; zero means "none".
 * A request carrying a deleted topic's ID gets UNKNOWN_TOPIC_ID instead of silently reaching the new topic.
 * By-name clients can still carry stale state across a delete/recreate; only IDs expose it.
-* Deleting a topic tombstones its committed offsets; a late commit by name lands on the new topic, by ID it is refused."""),
+* Deleting a topic tombstones its committed offsets; a late commit by name lands on the new topic, by ID it is refused.
+* On the broker, the page deletes a stale log at once; shipped 2.8–3.9 brokers answer INCONSISTENT_TOPIC_ID and keep it.
+* StopReplica, ListOffsets and OffsetForLeaderEpoch never got topic IDs; a by-name StopReplica retry can hit a recreated topic."""),
 ]
 
 kip1319 = [
