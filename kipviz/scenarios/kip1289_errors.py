@@ -138,6 +138,28 @@ def share_state_partition(trace: Trace, partition: int = 0) -> tuple[str, int]:
                                                               c.config.share_state_topic_partitions)
 
 
+def place_share_state(trace: Trace, colocated: bool = True) -> tuple[tuple[str, int], int]:
+    """Lead __share_group_state-N from in-0's leader (colocated) or from another broker, on
+    purpose, before anything is staged: KIP-1289 as written resolves a staging only when the two
+    are co-located (kipviz.broker.share_txn, scenarios kip1289.marker_*). Returns (the state
+    partition, in-0's leader)."""
+    c = trace.cluster
+    state_tp = share_state_partition(trace)
+    share_leader = c.topics.partition(INPUT, 0).leader
+    log = c.topics.partition(*state_tp)
+    want = share_leader if colocated else (share_leader + 1) % c.config.brokers
+    if log.leader != want:
+        c.move_share_state_leader(state_tp[1], want)
+    c.note(f"layout for this scenario: {INPUT}-0 led by broker {share_leader}, {state_tp[0]}-{state_tp[1]} by "
+           f"broker {log.leader} ({'co-located' if colocated else 'not co-located'}, placed on purpose)",
+           share_leader=share_leader, state_leader=log.leader, colocated=colocated)
+    trace.expect(f"layout: in-0 led by broker {share_leader}, {state_tp[0]}-{state_tp[1]} by broker {log.leader}",
+                 (log.leader == share_leader) == colocated, "")
+    trace.result.update(share_state_partition=state_tp, share_leader=share_leader, state_leader=log.leader,
+                        routing=c.config.share_marker_routing)
+    return state_tp, share_leader
+
+
 def registered(trace: Trace, transactional_id: str = TXN_ID) -> bool:
     d = trace.cluster.txns.describe(transactional_id) or {}
     return any(tp[0] == "__share_group_state" for tp in d.get("partitions") or [])
