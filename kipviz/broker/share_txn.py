@@ -144,7 +144,7 @@ def stage(cluster, *, broker: int, principal: str, transactional_id: str | None,
     cluster.note(f"TxnShareAcknowledge staged {res.staged} record(s) in TX_PENDING (KIP-1289, proposed)",
                  group=group_id, member=member_id, transactional_id=transactional_id, producer_id=producer_id,
                  producer_epoch=producer_epoch, records=res.staged, state_partitions=state_parts,
-                 status=STATUS, kip=KIP)
+                 broker=broker, step="share-ack-staged", status=STATUS, kip=KIP)
     return res
 
 
@@ -196,7 +196,9 @@ def on_marker(cluster, partition: int, producer_id: int, commit: bool, producer_
                                       "state_leader_epoch": sp._state_leader_epoch()})
     mine_here = any(_staged_by(sp, producer_id) for sp in by_leader.get(receiver, []))
     moved = _resolve_on(cluster, receiver, by_leader.get(receiver, []), marker, where, producer_id,
-                        producer_epoch, commit, base, via=None, quiet=bool(unreached) and not mine_here)
+                        producer_epoch, commit, base, via=None,
+                        quiet=bool(unreached) and not mine_here if routing == "page"
+                        else not by_leader.get(receiver) and bool(others))
     if routing == "forward-to-leader":
         for b in others:
             cluster.note(f"broker {receiver} forwards the {marker} marker of {where} to broker {b}, leader of "
@@ -238,7 +240,7 @@ def _resolve_on(cluster, broker, sps: list, marker: str, where: str, producer_id
         cluster.note(f"{marker} marker on {where}: broker {broker} resolved {moved} TX_PENDING record(s) of "
                      f"{_names(sps)}{how} (KIP-1289, proposed)", step="marker-resolve", **{**base, "broker": broker},
                      records=moved, **extra)
-    elif not quiet and (via is None or any(_staged_by(sp, producer_id) for sp in sps)):
+    elif not quiet:
         # nothing moved, so nothing changed: why each share partition kept its records, only now
         why = [w for sp in sps if (w := _why_left(sp, producer_id, producer_epoch))]
         reason = "; ".join(why) or f"no record is TX_PENDING for producer id {producer_id} (no-op by state)"
