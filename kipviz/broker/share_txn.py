@@ -25,9 +25,16 @@ Staging (`stage`, the share-partition leader's side of TxnShareAcknowledge), in 
    there is the top-level error and nothing is staged (corner case 2).
 6. ACQUIRED -> TX_PENDING (txn-stage) with the staging (producer id, epoch) on each record.
 
-Markers (`on_marker`, called from the WriteTxnMarkers hook for __share_group_state-N): every
-share partition whose state lives in partition N resolves the TX_PENDING records staged by that
-producer id with an epoch below the marker's (TV2 markers carry the bumped epoch): COMMIT ->
+Markers (`on_marker`, called from the WriteTxnMarkers hook for __share_group_state-N on the
+broker that received the marker, N's leader). As the KIP is written (seed 004, "Existing RPCs NOT
+changed": the hook "broadcasts to all SharePartition instances on that broker";
+config.share_marker_routing "page", the default) only the share partitions THAT broker leads are
+reached; a share partition led elsewhere keeps its records TX_PENDING until the lock expires
+(scenario kip1289.marker_not_colocated; a Note of step "marker-unreached" names it). With
+"forward-to-leader" -- the kit's suggestion, not the KIP's -- the broker forwards the marker to
+each share partition's leader. A reached share partition whose state lives in partition N resolves
+the TX_PENDING records staged by that producer id with an epoch below the marker's (TV2 markers
+carry the bumped epoch): COMMIT ->
 ACKNOWLEDGED (ACCEPT) / ARCHIVED (REJECT), persisted as a ShareUpdate; ABORT -> ACQUIRED for the
 same member, its lock still running. Duplicate markers find nothing TX_PENDING (no-op by state);
 a marker of another producer id or with an epoch not above the staging epoch is ignored (no-op by
