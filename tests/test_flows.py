@@ -411,3 +411,19 @@ def test_flow_facts_live_in_scenarios_and_the_drawing_re_exports_them():
     code = "import sys, kipviz.scenarios.flows; print(any(m.startswith('kipviz.draw') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_sequence_lanes_per_broker_merge_every_role_of_a_broker():
+    from kipviz.broker import events as E
+    from kipviz.draw.sequence import sequence_diagram
+    evs = []
+    for i, (b, api) in enumerate([(2, "Metadata"), (2, "Produce"), (1, "EndTxn"), (2, "InitProducerId")]):
+        evs.append(E.RequestReceived(seq=2 * i, t=0, broker=b, client="p", api=api, version=0, correlation_id=i, body={}))
+        evs.append(E.ResponseSent(seq=2 * i + 1, t=0, broker=b, client="p", api=api, version=0, correlation_id=i,
+                                  body={}))
+    by_role = ET.fromstring(sequence_diagram(evs))
+    by_broker = ET.fromstring(sequence_diagram(evs, lanes="broker"))
+    heads = lambda root: sorted({text_of(g) for g in root.iter(NS + "g") if g.get("class") == "kv-head kv-server"})  # noqa: E731
+    assert heads(by_role) == ["broker 2", "partition leader (broker 2)", "transaction coordinator (broker 1)",
+                              "transaction coordinator (broker 2)"]
+    assert heads(by_broker) == ["broker 1 (txn coordinator)", "broker 2 (leader, txn coordinator)"]
