@@ -7,11 +7,14 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kipviz import scenarios
 from kipviz.broker import Cluster
 from kipviz.broker.config import SHARE_MARKER_ROUTINGS
 from kipviz.eos import AT_LEAST_ONCE, VIOLATION, check_share_eos
+from kipviz.scenarios.kip1289_errors import share_commit_run, share_state_partition
 
 NAMES = ["kip1289.marker_colocated", "kip1289.marker_not_colocated", "kip1289.marker_forwarded"]
 
@@ -156,3 +159,21 @@ def test_the_unreached_note_is_ignored_for_other_groups():
              if e.kind == "Note" and e.detail.get("step") == "marker-unreached" else e for e in t.events]
     r = eos(other, True)
     assert {v["case"] for v in r.violations if v["kind"] == "duplicate-output"} == {12}
+
+
+# ---- any layout ------------------------------------------------------------------------------------------------
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), brokers=st.integers(1, 3), routing=st.sampled_from(sorted(SHARE_MARKER_ROUTINGS)))
+def test_a_commit_resolves_the_staging_iff_colocated_or_forwarded(seed, brokers, routing):
+    """Wherever the hash puts __share_group_state-N: the plain committed loop resolves its staging
+    exactly when the state partition's leader leads in-0 too, or the kit's forwarding is on; the
+    resolution is always made on in-0's leader."""
+    t = share_commit_run(seed, colocate=False, brokers=brokers, share_marker_routing=routing)
+    c = t.cluster
+    share_leader = c.topics.partition("in", 0).leader
+    state_leader = c.topics.partition(*share_state_partition(t)).leader
+    works = share_leader == state_leader or routing == "forward-to-leader"
+    assert t.passed == works, [f.description for f in t.failures()]
+    done = [n for n in step_notes(t, "marker-resolve") if n.detail["records"]]
+    assert [n.detail["broker"] for n in done] == ([share_leader] if works else [])
+    assert bool(step_notes(t, "marker-unreached")) == (not works)

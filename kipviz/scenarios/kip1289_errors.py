@@ -20,6 +20,9 @@ acknowledgements inside a producer transaction. Nothing here is released Kafka.
     kip1289.case14_concurrent_epochs         an old in-flight TxnShareAcknowledge (stale epoch) after
                                              the epoch bump: PRODUCER_FENCED, never staged
 
+Every scenario runs on one broker (the share partition and __share_group_state-N co-located) with
+KIP-1289 as written (share_marker_routing "page"); see kip1289_marker.py for other layouts.
+
 Every scenario is a read-process-write loop over the public client models (ShareConsumer,
 Producer); each output record carries the header ("kipviz-source", b"in-{partition}@{offset}")
 naming its input record. Checks read the broker's answers from ResponseSent events, the record

@@ -20,6 +20,11 @@ a timer). Nothing here is released Kafka.
     kip1289.case13_markers_never_arrive      the abort's marker does not reach the share-state leader: the
                                              lock reverts, the late marker is a no-op
 
+Marker routing: every scenario runs KIP-1289 as written (share_marker_routing "page": the marker's
+hook resolves only the share partitions led by the broker that receives it). One-broker scenarios are
+co-located by construction; the two-broker ones (cases 1 and 12) place __share_group_state-N with
+in-0 on purpose, as the KIP's worked example does (kip1289_marker.py has the other layouts).
+
 Every scenario is a read-process-write loop over the client models (ShareConsumer, Producer);
 each output record carries the header kipviz.eos.source_header(...) naming its input record, and
 the run ends with kipviz.eos.check_share_eos over the events (result["eos"]): at-least-once allowed
