@@ -195,7 +195,9 @@ def on_marker(cluster, partition: int, producer_id: int, commit: bool, producer_
     if routing == "page":           # share partitions led elsewhere are not reached
         for b in others:
             for sp in by_leader[b]:
-                mine = _staged_by(sp, producer_id)
+                # the records this marker would have resolved, had it reached them (same epoch filter)
+                mine = [o for o in _staged_by(sp, producer_id)
+                        if producer_epoch is None or producer_epoch > sp.records[o].staged_epoch]
                 if mine:
                     unreached.append({"group": sp.group_id, "topic": sp.topic, "partition": sp.partition,
                                       "offsets": mine, "leader": b, "reason": _unreached_reason(sp, mine),
