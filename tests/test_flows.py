@@ -3,6 +3,7 @@ from two real runs. The SVG is read as XML: which arrows, notes and step badges 
 column, in which order, with which labels; the steps table is read cell by cell."""
 from __future__ import annotations
 
+import dataclasses
 import re
 import xml.etree.ElementTree as ET
 
@@ -334,3 +335,95 @@ def test_sequence_marks_align_and_layout():
     assert pushed["steps"]["2"] == y2 + 100 and pushed["height"] == layout["height"] + 100
     cys = [float(g.find(NS + "circle").get("cy")) for g in groups(ET.fromstring(svg), "kv-step")]
     assert cys[1] == y2 + 100 + 14
+
+
+# ---- KIP-1289 as written: each step on the broker where it happens ----------------------------------------------
+def lanes(col: ET.Element) -> dict[str, float]:
+    """{broker lane name: x of its centre} (the top heads of a column)."""
+    out = {}
+    for g in groups(col, "kv-server"):
+        r = g.find(NS + "rect")
+        out.setdefault(text_of(g), float(r.get("x")) + float(r.get("width")) / 2)
+    return out
+
+
+def lane_of(col: ET.Element, g: ET.Element) -> str:
+    """The lane nearest to a note (its box's centre) or an arrow's end (its line's x2)."""
+    line = g.find(NS + "line")
+    if line is not None:
+        x = float(line.get("x2"))
+    else:
+        r = g.find(NS + "rect")
+        x = float(r.get("x")) + float(r.get("width")) / 2
+    ls = lanes(col)
+    return min(ls, key=lambda name: abs(ls[name] - x))
+
+
+def test_default_share_flow_is_the_kip_as_written_and_shows_the_records_stuck():
+    """The measured case: 3 brokers, seed 0: staged on broker 0 (in-0's leader), the COMMIT marker for
+    __share_group_state-28 to broker 1, which does not lead in-0: nothing resolves them."""
+    f = regular_vs_share_flow()
+    assert f.share.source.startswith("kip1289.happy_commit")
+    df = f.steps.set_index("step")
+    assert "TxnShareAcknowledge v0 (proposed) → partition leader (broker 0)" in df.loc[3, "share"]
+    assert "WriteTxnMarkers COMMIT → broker 1: __share_group_state-28" in df.loc[6, "share"]
+    assert "resolved nothing on broker 1 for in-0 @0,1,2,3, led by broker 0" in df.loc[7, "share"]
+    assert "ACKNOWLEDGED" not in df.loc[7, "share"]
+    col = column(f.svg, "share")
+    assert set(lanes(col)) == {"broker 0 (leader, txn coordinator)", "broker 1 (share coordinator, leader)"}
+    staged = [g for g in groups(col, "kv-state") if "ACQUIRED → TX_PENDING" in text_of(g)]
+    assert len(staged) == 4 and {lane_of(col, g) for g in staged} == {"broker 0 (leader, txn coordinator)"}
+    (marker,) = [g for g in groups(col, "kv-marker") if "__share_group_state-28" in text_of(g)]
+    assert lane_of(col, marker) == "broker 1 (share coordinator, leader)"
+
+
+def test_forwarded_flow_resolves_on_the_broker_that_resolved_it():
+    f = regular_vs_share_flow(share="kip1289.marker_forwarded")
+    col = column(f.svg, "share")
+    b0 = next(n for n in lanes(col) if n.startswith("broker 0"))
+    b1 = next(n for n in lanes(col) if n.startswith("broker 1"))
+    (fwd,) = [g for g in groups(col, "kv-internal") if "forward COMMIT marker" in text_of(g)]
+    assert "kit's suggestion" in text_of(fwd) and lane_of(col, fwd) == b0
+    x1 = float(fwd.find(NS + "line").get("x1"))
+    assert abs(x1 - lanes(col)[b1]) < 1
+    done = [g for g in groups(col, "kv-state") if "TX_PENDING → ACKNOWLEDGED" in text_of(g)]
+    assert len(done) == 4 and {lane_of(col, g) for g in done} == {b0}
+    df = f.steps.set_index("step")
+    assert "broker 0 resolved 4 TX_PENDING record(s) of in-0 (forwarded by broker 1" in df.loc[7, "share"]
+
+
+def test_classification_reads_typed_fields_not_note_text(runs):
+    from kipviz.broker import events as E
+    for trace in (*runs, scenarios.run("kip1289.marker_forwarded")):
+        w = flow_window(trace.events)
+        window = trace.events[w.lo:w.hi]
+        blank = [dataclasses.replace(e, text="") if isinstance(e, E.Note) else e for e in window]
+        assert classify(blank, clients=(w.consumer, w.producer)) == classify(window, clients=(w.consumer, w.producer))
+
+
+def test_flow_facts_live_in_scenarios_and_the_drawing_re_exports_them():
+    import subprocess
+    import sys
+
+    from kipviz.draw import flows as drawn
+    from kipviz.scenarios import flows as facts
+    assert drawn.classify is facts.classify and drawn.flow_window is facts.flow_window and drawn.STEPS is facts.STEPS
+    code = "import sys, kipviz.scenarios.flows; print(any(m.startswith('kipviz.draw') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_sequence_lanes_per_broker_merge_every_role_of_a_broker():
+    from kipviz.broker import events as E
+    from kipviz.draw.sequence import sequence_diagram
+    evs = []
+    for i, (b, api) in enumerate([(2, "Metadata"), (2, "Produce"), (1, "EndTxn"), (2, "InitProducerId")]):
+        evs.append(E.RequestReceived(seq=2 * i, t=0, broker=b, client="p", api=api, version=0, correlation_id=i, body={}))
+        evs.append(E.ResponseSent(seq=2 * i + 1, t=0, broker=b, client="p", api=api, version=0, correlation_id=i,
+                                  body={}))
+    by_role = ET.fromstring(sequence_diagram(evs))
+    by_broker = ET.fromstring(sequence_diagram(evs, lanes="broker"))
+    heads = lambda root: sorted({text_of(g) for g in root.iter(NS + "g") if g.get("class") == "kv-head kv-server"})  # noqa: E731
+    assert heads(by_role) == ["broker 2", "partition leader (broker 2)", "transaction coordinator (broker 1)",
+                              "transaction coordinator (broker 2)"]
+    assert heads(by_broker) == ["broker 1 (txn coordinator)", "broker 2 (leader, txn coordinator)"]

@@ -146,10 +146,31 @@ player(slow.animation("share-record"))"""),
 Left: a regular consumer group commits its offsets inside the transaction (AddOffsetsToTxn /
 TxnOffsetCommit, markers to `__consumer_offsets`) — released Kafka. Right: a share group stages
 its acknowledgements (TxnShareAcknowledge, broker-internal registration, markers to
-`__share_group_state`) — KIP-1289, **proposed**. Both are drawn from real runs of the model."""),
+`__share_group_state`) — KIP-1289, **proposed**. Both are drawn from real runs of the model, one
+lane per broker, each step on the broker where it happens.
+
+The share side runs KIP-1289 **as written** on 3 brokers: `in-0` is led by broker 0, where
+TxnShareAcknowledge stages the records; the COMMIT marker for `__share_group_state-28` goes to that
+partition's leader, broker 1. The KIP's hook "broadcasts to all SharePartition instances **on that
+broker**", and broker 1 does not lead `in-0`: step 7 shows the records left TX_PENDING."""),
     code("""from kipviz.draw.flows import regular_vs_share_flow
 flow = regular_vs_share_flow()
 flow          # the two sequence diagrams, then the steps table (flow.save("flows.html") writes a page)"""),
+    md("""### Where the marker lands: one scenario per outcome
+
+* `kip1289.marker_colocated` — `in-0` and `__share_group_state-N` on one broker (the KIP's worked
+  example): exactly once.
+* `kip1289.marker_not_colocated` — different leaders, the KIP as written: the records stay TX_PENDING,
+  the lock expires, they are redelivered and processed again; every attempt's output commits. The
+  exactly-once checker reports a **violation**, not one of the KIP's documented windows.
+* `kip1289.marker_forwarded` — the same layout with `share_marker_routing="forward-to-leader"`,
+  **the kit's suggestion, not the KIP's**: the receiving broker forwards the marker to the share
+  partition's leader. Exactly once."""),
+    code("""stuck = scenarios.run("kip1289.marker_not_colocated")
+show(stuck)
+print(stuck.scenario.findings)
+print(stuck.result["eos"].summary(limit=2))"""),
+    code("""regular_vs_share_flow(share="kip1289.marker_forwarded")   # the kit's suggestion: forward, then resolve on broker 0"""),
     md("""## 3. The happy paths, record by record
 
 COMMIT moves ACCEPT → ACKNOWLEDGED and REJECT → ARCHIVED; ABORT moves every staged record back
@@ -194,6 +215,7 @@ pd.DataFrame([{"scenario": n, "status": t.scenario.status, "checks": len(t.check
 
 * Share-group records move AVAILABLE → ACQUIRED → ACKNOWLEDGED/ARCHIVED; delivery counts grow on acquisition; the 5th failed delivery archives.
 * KIP-1289 (proposed) stages acknowledgements as TX_PENDING inside the producer's transaction; COMMIT resolves ACCEPT → ACKNOWLEDGED and REJECT → ARCHIVED, ABORT returns records to ACQUIRED.
+* As written, the COMMIT marker resolves a staging only on the broker that receives it: when a share partition and its `__share_group_state-N` have different leaders, exactly-once breaks (`kip1289.marker_not_colocated`); forwarding the marker to the share partition's leader is the kit's suggestion, not the KIP's.
 * Every corner case either stages nothing (fencing, epochs, ack types, all-or-nothing, old brokers) or converges by lock timeout; cases 1 and 12 keep at-least-once because TX_PENDING is in memory only.
 * The exactly-once checker reads only the events and names the events that prove any violation."""),
 ]

@@ -20,7 +20,7 @@ from ..schema import registry
 from ..uuids import random_uuid, to_kafka_str
 from . import events as ev
 from .clock import VirtualClock
-from .config import Acl, ClusterConfig, served_versions
+from .config import SHARE_MARKER_ROUTINGS, Acl, ClusterConfig, served_versions
 from .error_codes import CODE
 from .handlers import CLOSE, DEFERRED, HANDLERS, Request, load_all
 from .machine import Machine
@@ -48,6 +48,9 @@ class Cluster:
             setattr(cfg, k, v)
         if brokers is not None:
             cfg.brokers = brokers
+        if cfg.share_marker_routing not in SHARE_MARKER_ROUTINGS:
+            raise ValueError(f"share_marker_routing {cfg.share_marker_routing!r} is not one of "
+                             f"{', '.join(SHARE_MARKER_ROUTINGS)}")
         self.config = cfg
         self.rng = random.Random(seed)
         self.clock = VirtualClock(start_ms)

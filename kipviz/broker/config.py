@@ -17,6 +17,21 @@ class Acl:
     allow: bool = True
 
 
+# KIP-1289's marker hook, as written and as the kit suggests it could be (key -> what and whose).
+# "source" says who proposes it: the KIP's page, or the kit (a suggestion, not part of the KIP).
+SHARE_MARKER_ROUTINGS: dict[str, dict] = {
+    "page": {"source": "KIP-1289", "label": "KIP-1289 as written",
+             "what": "the broker receiving the marker for __share_group_state-N resolves only the share "
+                     "partitions it leads (seed 004, 'Existing RPCs NOT changed': the hook \"broadcasts to all "
+                     "SharePartition instances on that broker\")"},
+    "forward-to-leader": {"source": "kit", "label": "the kit's suggestion, not KIP-1289",
+                          "what": "the broker receiving the marker forwards it to the leader of every share "
+                                  "partition whose state lives in __share_group_state-N; each leader resolves "
+                                  "its own"},
+}
+KIT_SUGGESTION = "kit's suggestion"
+
+
 @dataclass
 class ClusterConfig:
     brokers: int = 1
@@ -44,6 +59,10 @@ class ClusterConfig:
     default_partitions: int = 1
     auto_create_topics: bool = False
     share_version: int = 1                 # share.version feature; 2 switches on KIP-1289 (proposed)
+    # KIP-1289 (proposed): which share partitions a WriteTxnMarkers on __share_group_state-N
+    # resolves -- one of SHARE_MARKER_ROUTINGS. "page" is the KIP as written; the others are the
+    # kit's suggestions for what the KIP would need, never on unless a run asks for them.
+    share_marker_routing: str = "page"
     group_share_session_timeout_ms: int = 45000
     group_share_heartbeat_interval_ms: int = 5000
     group_share_delivery_count_limit: int = 5

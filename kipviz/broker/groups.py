@@ -1490,7 +1490,8 @@ class GroupCoordinator:
                 self.pending_txn.setdefault((part, pid), {}).setdefault(gid, {})[key] = c
         if any(v == NONE for v in out.values()):
             self.cluster.note(f"{gid}: offsets staged in producer {pid}'s transaction (pending until its "
-                              "COMMIT/ABORT marker)", group=gid, producer_id=pid, partition=part)
+                              "COMMIT/ABORT marker)", group=gid, producer_id=pid, partition=part,
+                              step="offsets-staged")
         return out
 
     def _verify_transaction(self, b: dict, version: int) -> int:
@@ -1523,7 +1524,8 @@ class GroupCoordinator:
                                       f"{cur.record_offset}) and is not materialized", group=gid)
             self.cluster.note(f"{gid}: producer {producer_id}'s transactional offsets "
                               f"{'committed' if commit else 'aborted'}", group=gid, producer_id=producer_id,
-                              partitions=sorted(f"{t}-{p}" for t, p in offs))
+                              partitions=sorted(f"{t}-{p}" for t, p in offs), commit=commit,
+                              step="offsets-resolved")
 
     def on_partitions_deleted(self, topic: str, partitions: int) -> None:
         """OffsetMetadataManager.onPartitionsDeleted (KAFKA-16168): a topic was deleted, so every

@@ -25,9 +25,16 @@ Staging (`stage`, the share-partition leader's side of TxnShareAcknowledge), in 
    there is the top-level error and nothing is staged (corner case 2).
 6. ACQUIRED -> TX_PENDING (txn-stage) with the staging (producer id, epoch) on each record.
 
-Markers (`on_marker`, called from the WriteTxnMarkers hook for __share_group_state-N): every
-share partition whose state lives in partition N resolves the TX_PENDING records staged by that
-producer id with an epoch below the marker's (TV2 markers carry the bumped epoch): COMMIT ->
+Markers (`on_marker`, called from the WriteTxnMarkers hook for __share_group_state-N on the
+broker that received the marker, N's leader). As the KIP is written (seed 004, "Existing RPCs NOT
+changed": the hook "broadcasts to all SharePartition instances on that broker";
+config.share_marker_routing "page", the default) only the share partitions THAT broker leads are
+reached; a share partition led elsewhere keeps its records TX_PENDING until the lock expires
+(scenario kip1289.marker_not_colocated; a Note of step "marker-unreached" names it). With
+"forward-to-leader" -- the kit's suggestion, not the KIP's -- the broker forwards the marker to
+each share partition's leader. A reached share partition whose state lives in partition N resolves
+the TX_PENDING records staged by that producer id with an epoch below the marker's (TV2 markers
+carry the bumped epoch): COMMIT ->
 ACKNOWLEDGED (ACCEPT) / ARCHIVED (REJECT), persisted as a ShareUpdate; ABORT -> ACQUIRED for the
 same member, its lock still running. Duplicate markers find nothing TX_PENDING (no-op by state);
 a marker of another producer id or with an epoch not above the staging epoch is ignored (no-op by
@@ -36,6 +43,7 @@ expiry) -- SharePartition._expire, corner case 6."""
 from __future__ import annotations
 
 from ..records import share_coordinator_partition
+from .config import KIT_SUGGESTION
 from .error_codes import CODE
 from .share_partition import AckError
 
@@ -143,40 +151,124 @@ def stage(cluster, *, broker: int, principal: str, transactional_id: str | None,
     cluster.note(f"TxnShareAcknowledge staged {res.staged} record(s) in TX_PENDING (KIP-1289, proposed)",
                  group=group_id, member=member_id, transactional_id=transactional_id, producer_id=producer_id,
                  producer_epoch=producer_epoch, records=res.staged, state_partitions=state_parts,
-                 status=STATUS, kip=KIP)
+                 broker=broker, step="share-ack-staged", status=STATUS, kip=KIP)
     return res
 
 
+def _leader_of(cluster, sp) -> int | None:
+    topic = cluster.topics.live(sp.topic_id)
+    if topic is None or not 0 <= sp.partition < len(topic.partitions):
+        return None
+    return topic.partitions[sp.partition].leader
+
+
 def on_marker(cluster, partition: int, producer_id: int, commit: bool, producer_epoch: int | None = None) -> int:
-    """The WriteTxnMarkers hook for __share_group_state-`partition`: resolve the TX_PENDING
-    records this marker ends. Returns how many records moved (0 for a duplicate/stale marker).
+    """The WriteTxnMarkers hook for __share_group_state-`partition`, on the broker that received
+    the marker (that partition's leader): resolve the TX_PENDING records this marker ends. Returns
+    how many records moved (0 for a duplicate/stale marker).
+
+    Which share partitions it reaches is config.share_marker_routing (SHARE_MARKER_ROUTINGS):
+    "page" (KIP-1289 as written, seed 004 "Existing RPCs NOT changed": the hook "broadcasts to all
+    SharePartition instances on that broker") resolves only the share partitions that broker leads;
+    records staged on a share partition led by another broker stay TX_PENDING until their lock
+    expires (kip1289.marker_not_colocated). "forward-to-leader" (the kit's suggestion, not the KIP's)
+    forwards the marker to each share partition's leader, which resolves its own.
     A share partition whose leader is down (offline) has lost its in-memory TX_PENDING state: the
-    marker resolves nothing there (corner case 1). A marker that resolves nothing says why in a Note."""
-    moved = 0
+    marker resolves nothing there (corner case 1). Every Note says which broker resolved what, and a
+    marker that resolves nothing says why."""
     shares = cluster.__dict__.get("shares")
     if shares is None:
         return 0
-    touched = []
+    log = cluster.topics.partition(SHARE_STATE_TOPIC, partition)
+    receiver = log.leader if log is not None else 0
+    routing = cluster.config.share_marker_routing
+    by_leader: dict[int | None, list] = {}
     for (gid, tid, p), sp in list(shares.partitions.items()):
-        if _state_partition(cluster, gid, tid, p) != partition:
-            continue
-        touched.append(sp)
+        if _state_partition(cluster, gid, tid, p) == partition:
+            by_leader.setdefault(_leader_of(cluster, sp), []).append(sp)
+    marker = "COMMIT" if commit else "ABORT"
+    where = f"{SHARE_STATE_TOPIC}-{partition}"
+    base = dict(partition=partition, producer_id=producer_id, producer_epoch=producer_epoch, commit=commit,
+                marker_broker=receiver, routing=routing, status=STATUS, kip=KIP)
+    others = sorted((b for b in by_leader if b != receiver), key=lambda b: (b is None, b or 0))
+    unreached = []
+    if routing == "page":           # share partitions led elsewhere are not reached
+        for b in others:
+            for sp in by_leader[b]:
+                # the records this marker would have resolved, had it reached them (same epoch filter)
+                mine = [o for o in _staged_by(sp, producer_id)
+                        if producer_epoch is None or producer_epoch > sp.records[o].staged_epoch]
+                if mine:
+                    unreached.append({"group": sp.group_id, "topic": sp.topic, "partition": sp.partition,
+                                      "offsets": mine, "leader": b, "reason": _unreached_reason(sp, mine),
+                                      "staged_state_leader_epoch": sp.records[mine[0]].staged_state_leader_epoch,
+                                      "state_leader_epoch": sp._state_leader_epoch()})
+    mine_here = any(_staged_by(sp, producer_id) for sp in by_leader.get(receiver, []))
+    moved = _resolve_on(cluster, receiver, by_leader.get(receiver, []), marker, where, producer_id,
+                        producer_epoch, commit, base, via=None,
+                        quiet=bool(unreached) and not mine_here if routing == "page"
+                        else not by_leader.get(receiver) and bool(others))
+    if routing == "forward-to-leader":
+        for b in others:
+            cluster.note(f"broker {receiver} forwards the {marker} marker of {where} to broker {b}, leader of "
+                         f"{_names(by_leader[b])} (share_marker_routing=forward-to-leader: {KIT_SUGGESTION}, "
+                         f"not KIP-1289)", step="marker-forward", **{**base, "broker": b}, suggestion="kit")
+            moved += _resolve_on(cluster, b, by_leader[b], marker, where, producer_id, producer_epoch, commit,
+                                 base, via=receiver)
+    if unreached:
+        said = "; ".join(_unreached_text(u, receiver, where) for u in unreached)
+        cluster.note(f"{marker} marker on {where} resolved nothing on broker {receiver} for {said} "
+                     f"(KIP-1289, proposed)", step="marker-unreached", **{**base, "broker": receiver},
+                     records=0, unreached=unreached)
+    return moved
+
+
+def _unreached_text(u: dict, receiver: int, where: str) -> str:
+    head = f"{u['topic']}-{u['partition']} {_offsets(u['offsets'])}, led by broker {u['leader']}"
+    if u["reason"] == "leader-change":
+        return (f"{head}: staged under share-state leader epoch {u['staged_state_leader_epoch']}, the leader is now "
+                f"at {u['state_leader_epoch']}: {where}'s leader changed since the staging, the new leader broker "
+                f"{receiver} does not hold that TX_PENDING (corner case 12); the records stay TX_PENDING until their "
+                "lock expires")
+    return (f"{head}, not by broker {receiver}: KIP-1289's hook resolves only the SharePartition instances on "
+            "the broker that receives the marker, so these stay TX_PENDING until their lock expires, are "
+            "redelivered and processed again (share partition and state partition not co-located: no window "
+            "the KIP lists)")
+
+
+def _resolve_on(cluster, broker, sps: list, marker: str, where: str, producer_id: int, producer_epoch,
+                commit: bool, base: dict, via, quiet: bool = False) -> int:
+    """The hook on `broker`: resolve the share partitions it leads (`sps`), and one Note saying so."""
+    moved = 0
+    for sp in sps:
         if not sp.offline:
             moved += len(sp.resolve_txn(producer_id, producer_epoch, commit))
-    marker = "COMMIT" if commit else "ABORT"
+    how = "" if via is None else f" (forwarded by broker {via}: {KIT_SUGGESTION}, not KIP-1289)"
+    extra = {} if via is None else {"suggestion": "kit", "forwarded_by": via}
     if moved:
-        cluster.note(f"{marker} marker on {SHARE_STATE_TOPIC}-{partition} resolved "
-                     f"{moved} TX_PENDING record(s) (KIP-1289, proposed)", partition=partition,
-                     producer_id=producer_id, producer_epoch=producer_epoch, commit=commit, records=moved,
-                     status=STATUS, kip=KIP)
-    else:
+        cluster.note(f"{marker} marker on {where}: broker {broker} resolved {moved} TX_PENDING record(s) of "
+                     f"{_names(sps)}{how} (KIP-1289, proposed)", step="marker-resolve", **{**base, "broker": broker},
+                     records=moved, **extra)
+    elif not quiet:
         # nothing moved, so nothing changed: why each share partition kept its records, only now
-        why = [w for sp in touched if (w := _why_left(sp, producer_id, producer_epoch))]
+        why = [w for sp in sps if (w := _why_left(sp, producer_id, producer_epoch))]
         reason = "; ".join(why) or f"no record is TX_PENDING for producer id {producer_id} (no-op by state)"
-        cluster.note(f"{marker} marker on {SHARE_STATE_TOPIC}-{partition} resolved nothing: {reason} "
-                     f"(KIP-1289, proposed)", partition=partition, producer_id=producer_id,
-                     producer_epoch=producer_epoch, commit=commit, records=0, status=STATUS, kip=KIP)
+        cluster.note(f"{marker} marker on {where} resolved nothing on broker {broker}{how}: {reason} "
+                     f"(KIP-1289, proposed)", step="marker-resolve", **{**base, "broker": broker}, records=0,
+                     **extra)
     return moved
+
+
+def _names(sps: list) -> str:
+    return ", ".join(f"{sp.topic}-{sp.partition}" for sp in sps) or "no share partition"
+
+
+def _unreached_reason(sp, offsets: list[int]) -> str:
+    """"leader-change" when __share_group_state-N's leader changed since the staging (the KIP's
+    corner case 12: the partitions were co-located when staged), else "not-colocated" (the share
+    partition and its state partition had different leaders all along: no window the KIP lists)."""
+    r = sp.records[offsets[0]]
+    return "leader-change" if r.staged_state_leader_epoch != sp._state_leader_epoch() else "not-colocated"
 
 
 def _staged_by(sp, producer_id: int) -> list[int]:

@@ -28,24 +28,42 @@ Which events: the first transaction in the run that commits, from the consumer's
 (Fetch / ShareFetch) after the producer's previous EndTxn, up to that commit's EndTxn response.
 compact=True keeps only the events of a step (no ApiVersions / Metadata / FindCoordinator, no
 client decisions) and folds repeated Produce exchanges that add nothing (the first per broker is
-kept; .steps counts them all). The picture only reads events: nothing here decides what happened.
+kept; .steps counts them all). The picture only draws: which events form the flow, which step
+each belongs to and on which broker a marker's share-record moves happened are decided in
+kipviz.scenarios.flows (from typed event fields), which also runs the default scenarios.
+One lane per broker (its roles under its name): each step is drawn on the broker where it
+happened -- the staging on the share partition's leader, the marker on __share_group_state-N's
+leader, the resolution on the broker whose hook resolved it.
 
-Defaults: the regular flow is "txn.read_process_write_commit" on a 3-broker Kafka 4.0 model with
-transaction.version 1, the path the KIP's text shows (explicit AddPartitionsToTxn and
-AddOffsetsToTxn); regular_transaction_version=2 gives Kafka 4.0's default instead (Produce v12 and
-TxnOffsetCommit v5 register the partitions on the broker, which is what KIP-1289's broker-internal
-registration mirrors). The share flow is "kip1289.happy_commit" when that scenario is registered,
-else kipviz.scenarios.kip1289_errors.share_commit_run, at share.version 2 on 3 brokers."""
+Defaults (kipviz.scenarios.flows.flow_runs): the regular flow is "txn.read_process_write_commit" on
+a 3-broker Kafka 4.0 model with transaction.version 1, the path the KIP's text shows (explicit
+AddPartitionsToTxn and AddOffsetsToTxn); regular_transaction_version=2 gives Kafka 4.0's default
+instead (Produce v12 and TxnOffsetCommit v5 register the partitions on the broker, which is what
+KIP-1289's broker-internal registration mirrors). The share flow is "kip1289.happy_commit" at
+share.version 2 on 3 brokers, KIP-1289 as written: with seed 0 the records are staged on broker 0
+and the COMMIT marker for __share_group_state-28 goes to broker 1, which does not lead in-0 -- step
+7 shows the records left TX_PENDING. Pass share="kip1289.marker_forwarded" (the kit's suggestion)
+or "kip1289.marker_colocated" for the flows that resolve."""
 from __future__ import annotations
 
 import html
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from ..broker import events as E
 from ..broker.error_codes import name_of
-from ..errors import KipvizError
+from ..scenarios.flows import (
+    REGULAR_SCENARIO,
+    SHARE_SCENARIO,
+    STEPS,
+    FlowError,
+    Window,
+    classify,
+    events_of,
+    flow_runs,
+    flow_window,
+    resolved_on,
+)
 from .render import to_html
 from .sequence import (
     C_MUTED,
@@ -60,185 +78,15 @@ from .sequence import (
     version_status,
 )
 
-__all__ = ["regular_vs_share_flow", "Flow", "FlowError", "STEPS", "classify", "flow_window", "Window"]
+# STEPS, FlowError, Window, classify and flow_window live in kipviz.scenarios.flows (what the
+# flow is); they are re-exported here for the callers that import them from the drawing
+__all__ = ["regular_vs_share_flow", "Flow", "FlowError", "STEPS", "classify", "flow_window", "Window",
+           "REGULAR_SCENARIO", "SHARE_SCENARIO"]
 
-STEPS: dict[int, str] = {
-    1: "read the input records",
-    2: "write the output; the output partition joins the transaction",
-    3: "hand the read progress to the transaction; the group's internal partition joins it",
-    4: "stage the progress until the marker",
-    5: "commit requested: EndTxn(COMMIT), PrepareCommit",
-    6: "WriteTxnMarkers: COMMIT markers on every participant",
-    7: "the COMMIT marker applies the staged progress",
-    8: "transaction complete: CompleteCommit, EndTxn answered",
-}
-REGULAR_SCENARIO = "txn.read_process_write_commit"
-SHARE_SCENARIO = "kip1289.happy_commit"
 STATUS_ORDER = ("released", "accepted", "proposed")
 C_STATUS = {"released": "#2f855a", "accepted": "#b7791f", "proposed": C_PROPOSED}
-READS = ("Fetch", "ShareFetch")
 COLUMN_GAP = 24
 HEADER_H = 74
-
-
-class FlowError(KipvizError, ValueError):
-    """The events hold no read-process-write transaction that commits (or cannot be read)."""
-
-
-# ---- inputs ------------------------------------------------------------------------------------------
-def _run(name: str, seed: int, settings: dict):
-    from .. import scenarios
-    try:
-        scenarios.get(name)
-    except KeyError as e:
-        raise FlowError(e.args[0] if e.args else str(e)) from None
-    return scenarios.run(name, seed=seed, **settings)
-
-
-def _default_share(seed: int, brokers: int):
-    from .. import scenarios
-    names = {s["name"] for s in scenarios.catalog()}
-    if SHARE_SCENARIO in names:
-        return _run(SHARE_SCENARIO, seed, {"brokers": brokers})
-    from ..scenarios.kip1289_errors import share_commit_run
-    return share_commit_run(seed, brokers=brokers)
-
-
-def _events_of(x, what: str) -> tuple[list, str]:
-    """(events, a label naming where they came from) of a Trace, Cluster or event list."""
-    name = getattr(getattr(x, "scenario", None), "name", None)
-    evs = getattr(x, "events", x)
-    if isinstance(evs, (str, bytes)) or not isinstance(evs, Iterable):
-        raise FlowError(f"{what}: expected a Trace, a Cluster, a list of events or a scenario name, "
-                        f"not {type(x).__name__}")
-    evs = list(evs)
-    bad = next((e for e in evs if not isinstance(e, E.Event)), None)
-    if bad is not None:
-        raise FlowError(f"{what}: {type(bad).__name__} is not a kipviz.broker.events event")
-    return evs, name or f"{len(evs)} events"
-
-
-# ---- which events belong to the flow ----------------------------------------------------------------
-class Window(NamedTuple):
-    lo: int                 # events[lo:hi] is the flow
-    hi: int
-    consumer: str           # the client that read the input
-    producer: str           # the client whose transaction committed
-
-
-def flow_window(events: list) -> Window:
-    """The first transaction that commits, from the consumer's first read after the producer's
-    previous EndTxn up to the commit's EndTxn response."""
-    reqs: dict = {}
-    commit_req = commit_resp = None
-    for e in events:
-        if isinstance(e, E.RequestReceived) and e.api == "EndTxn":
-            reqs[(e.broker, e.client, e.correlation_id)] = e
-        elif isinstance(e, E.ResponseSent) and e.api == "EndTxn" and not e.error_codes:
-            req = reqs.get((e.broker, e.client, e.correlation_id))
-            if req is not None and (req.body or {}).get("Committed"):
-                commit_req, commit_resp = req, e
-                break
-    if commit_resp is None:
-        raise FlowError("no transaction commits in these events (no EndTxn(COMMIT) answered without error)")
-    index = {id(e): i for i, e in enumerate(events)}
-    hi = index[id(commit_resp)] + 1
-    producer = commit_req.client
-    start = 0
-    for i in range(index[id(commit_req)] - 1, -1, -1):
-        e = events[i]
-        if isinstance(e, E.ResponseSent) and e.api == "EndTxn" and e.client == producer:
-            start = i + 1
-            break
-    first_write = next((i for i in range(start, hi) if isinstance(events[i], E.RequestReceived)
-                        and events[i].client == producer and events[i].api not in
-                        ("ApiVersions", "Metadata", "FindCoordinator", "InitProducerId")), hi)
-    reads = [i for i in range(start, first_write) if isinstance(events[i], E.RequestReceived)
-             and events[i].api in READS and events[i].client != producer]
-    if not reads:
-        raise FlowError(f"no Fetch / ShareFetch before producer {producer!r}'s transaction: not a "
-                        "read-process-write loop")
-    consumer = events[reads[-1]].client
-    lo = next(i for i in reads if events[i].client == consumer)
-    return Window(lo, hi, consumer, producer)
-
-
-def classify(events: list, clients: Iterable[str] | None = None) -> dict[int, int]:
-    """{event seq: step (1-8, see STEPS)} for one flow's events; events in no step are left out.
-    A request sets the step its inner events (state changes, records, notes) inherit, unless
-    they say more themselves (a marker, a TX_PENDING move, an internal-partition registration).
-    clients: only these clients' requests belong to the flow (others, e.g. a checking reader,
-    and what happens while they are handled, are in no step)."""
-    only = None if clients is None else set(clients)
-    steps: dict[int, int] = {}
-    of_request: dict = {}
-    cur: int | None = None
-    offsets_added = False
-    for e in events:
-        s: int | None = None
-        if isinstance(e, E.RequestReceived):
-            api = e.api
-            if only is not None and e.client not in only:
-                api = None
-            if api in READS:
-                s = 1
-            elif api in ("Produce", "AddPartitionsToTxn"):
-                s = 2
-            elif api == "AddOffsetsToTxn":
-                s, offsets_added = 3, True
-            elif api == "TxnOffsetCommit":
-                s = 4 if offsets_added else 3        # TV2: its broker-side add is step 3
-            elif api == "TxnShareAcknowledge":
-                s = 3
-            elif api == "EndTxn":
-                s = 5
-            elif api == "WriteTxnMarkers":
-                s = 6
-            of_request[(e.broker, e.client, e.correlation_id)] = s
-            cur = s
-        elif isinstance(e, E.ResponseSent):
-            s = of_request.pop((e.broker, e.client, e.correlation_id), None)
-            if s == 5:
-                s = 8
-            elif s == 3 and e.api in ("TxnOffsetCommit", "TxnShareAcknowledge"):
-                s = 4
-            cur = None
-        elif isinstance(e, E.StateChanged):
-            if e.machine == "share-record":
-                s = {"ACQUIRED": 1, "TX_PENDING": 4}.get(e.to_state) if e.from_state != "TX_PENDING" else 7
-                s = s or cur
-            elif e.machine == "transaction":
-                s = {"PrepareCommit": 5, "CompleteCommit": 8}.get(e.to_state, cur)
-            else:
-                s = cur
-        elif isinstance(e, E.RecordAppended):
-            if e.control:
-                s = 6
-            elif e.topic == "__consumer_offsets" and e.transactional:
-                s = 4
-            elif e.topic == "__share_group_state" and cur in (6, 7):
-                s = 7
-            else:
-                s = cur
-        elif isinstance(e, E.Note):
-            d = e.detail or {}
-            text = e.text or ""
-            if d.get("api") == "WriteTxnMarkers":
-                s = 6
-            elif d.get("api") == "AddPartitionsToTxn" and not d.get("verify_only"):
-                targets = [t for t, _ in d.get("partitions") or []] + ([d["topic"]] if "topic" in d else [])
-                s = 3 if any(t in INTERNAL_TOPICS for t in targets) else 2
-            elif "state_partitions" in d or ("staged" in text and "producer_id" in d):
-                s = 4
-            elif ("commit" in d and "records" in d) or ("committed" in text and "partitions" in d):
-                s = 7
-            else:
-                s = cur
-        if s is not None and cur is not None and not isinstance(e, (E.RequestReceived, E.ResponseSent)):
-            cur = s                              # what follows inside the request belongs to the new step
-        if s is not None:
-            steps[e.seq] = s
-    return steps
 
 
 def _compact(events: list, steps: dict) -> tuple[list, int]:
@@ -351,6 +199,7 @@ class _Side:
     steps: dict                  # seq -> step
     folded: int
     source: str
+    where: dict = field(default_factory=dict)     # seq of a marker's share-record move -> broker
 
     @property
     def status(self) -> str:
@@ -384,7 +233,7 @@ class Flow:
     def _column(self, side: _Side, align: dict, layout: dict) -> str:
         marks = {seq: str(n) for seq, n in side.steps.items()}
         return sequence_diagram(side.events, marks=marks, align=align, layout=layout, status_labels=True,
-                                internal_arrows=True, width=self.width)
+                                internal_arrows=True, width=self.width, lanes="broker", on_broker=side.where)
 
     @property
     def svg(self) -> str:
@@ -479,7 +328,7 @@ def _embed(svg: str, x: float, y: float) -> str:
 
 
 def _side(key: str, x, *, title: str, subtitle: str, compact: bool) -> _Side:
-    events, source = _events_of(x, key)
+    events, source = events_of(x, key)
     w = flow_window(events)
     window = events[w.lo:w.hi]
     steps = classify(window, clients=(w.consumer, w.producer))
@@ -487,7 +336,7 @@ def _side(key: str, x, *, title: str, subtitle: str, compact: bool) -> _Side:
     what = f"{source}: events {window[0].seq}–{window[-1].seq}, {len(drawn)} drawn"
     if folded:
         what += f", {folded} repeated Produce exchange{'s' if folded != 1 else ''} folded"
-    return _Side(key, title, subtitle, drawn, window, steps, folded, what)
+    return _Side(key, title, subtitle, drawn, window, steps, folded, what, resolved_on(window))
 
 
 def regular_vs_share_flow(regular=None, share=None, *, seed: int = 0, brokers: int = 3,
@@ -496,15 +345,10 @@ def regular_vs_share_flow(regular=None, share=None, *, seed: int = 0, brokers: i
     """The regular and the share-group read-process-write flows side by side.
 
     regular, share: a Trace, a Cluster, a list of events, or a scenario name (run with `seed`);
-    None runs the defaults (module docstring). A name or default is run on `brokers` brokers; the
-    regular one on the Kafka 4.0 model at `regular_transaction_version`."""
-    if regular is None or isinstance(regular, str):
-        regular = _run(regular or REGULAR_SCENARIO, seed, {"brokers": brokers, "release": "4.0",
-                                                            "transaction_version": regular_transaction_version})
-    if share is None:
-        share = _default_share(seed, brokers)
-    elif isinstance(share, str):
-        share = _run(share, seed, {"brokers": brokers})
+    None runs the defaults (kipviz.scenarios.flows.flow_runs). A name or default is run on
+    `brokers` brokers; the regular one on the Kafka 4.0 model at `regular_transaction_version`."""
+    regular, share = flow_runs(regular, share, seed=seed, brokers=brokers,
+                               regular_transaction_version=regular_transaction_version)
     return Flow(
         _side("regular", regular, title=titles[0], compact=compact,
               subtitle="sendOffsetsToTransaction: TxnOffsetCommit, markers to __consumer_offsets"),

@@ -34,7 +34,13 @@ Options for pictures built on this one (kipviz.draw.flows), all off by default:
     status_labels=True        arrows of accepted / proposed versions say so ("TxnShareAcknowledge v0 · proposed")
     internal_arrows=True      broker-internal AddPartitionsToTxn (Note, detail api="AddPartitionsToTxn",
                               coordinator=N) drawn as a dotted arrow from the lifeline handling the
-                              request to the transaction coordinator, instead of a band"""
+                              request to the transaction coordinator, instead of a band
+    lanes="broker"            one lane per broker ("broker 1 (leader, txn coordinator)") instead of one
+                              per role and broker
+    on_broker={seq: N}        draw these state changes on broker N (e.g. the share-record moves a
+                              KIP-1289 marker made: kipviz.scenarios.flows.resolved_on)
+A KIP-1289 marker forwarded by the broker that received it (Note step "marker-forward", the kit's
+suggestion) is a dotted arrow between the two partition leaders."""
 from __future__ import annotations
 
 import html
@@ -263,8 +269,9 @@ def add_partitions_label(d: dict) -> str:
 
 
 def _build(events, marks: dict | None = None, status_labels: bool = False,
-           internal_arrows: bool = False) -> tuple[list[_Row], list[str], list[str]]:
+           internal_arrows: bool = False, on_broker: dict | None = None) -> tuple[list[_Row], list[str], list[str]]:
     marks = marks or {}
+    on_broker = on_broker or {}
     rows: list[_Row] = []
     clients: list[str] = []
     servers: list[str] = []
@@ -328,7 +335,7 @@ def _build(events, marks: dict | None = None, status_labels: bool = False,
                 lines, color = [(label, C_PROPOSED if status not in (None, "released") else C_TEXT)], C_MUTED
             rows.append(_Row("msg", ev.t, s, c, lines, color=color, dashed=True, tip=_tip(ev)))
         elif isinstance(ev, E.StateChanged):
-            line = role_line(_role_of_machine(ev.machine), None)
+            line = role_line(_role_of_machine(ev.machine), on_broker.get(ev.seq))
             text = state_summary(ev)
             color = C_TEXT
             if ev.status not in ("released", "", None):
@@ -375,6 +382,15 @@ def _build(events, marks: dict | None = None, status_labels: bool = False,
                                  if x)
                 rows.append(_Row("msg", ev.t, src, dst, [(label, C_INTERNAL)], color=C_INTERNAL, dotted=True,
                                  tip=ev.text))
+            elif d.get("step") == "marker-forward" and isinstance(d.get("broker"), int):
+                # KIP-1289 with the kit's suggestion: the marker's recipient forwards it to a share
+                # partition's leader (kipviz.broker.share_txn)
+                src = role_line("partition leader", d.get("marker_broker"))
+                dst = role_line("partition leader", d["broker"])
+                label = (f"forward {'COMMIT' if d.get('commit') else 'ABORT'} marker __share_group_state-"
+                         f"{d.get('partition')} · kit's suggestion")
+                rows.append(_Row("msg", ev.t, src, dst, [(label, C_INTERNAL)], color=C_INTERNAL, dotted=True,
+                                 tip=ev.text))
             elif (internal_arrows and d.get("api") == "AddPartitionsToTxn" and isinstance(d.get("coordinator"), int)
                   and handling and handling_t[0] == ev.t and handling[-1] in open_req):
                 # a broker asks the transaction coordinator itself, while handling a client's request
@@ -390,6 +406,32 @@ def _build(events, marks: dict | None = None, status_labels: bool = False,
         if len(rows) > before:
             rows[-1].mark = marks.get(ev.seq)
     return rows, clients, servers
+
+
+_LANE = re.compile(r"^(.*) \(broker (\d+)\)$")
+_BARE = re.compile(r"^broker (\d+)()$")
+_SHORT_ROLE = {"partition leader": "leader", "transaction coordinator": "txn coordinator",
+               "group coordinator": "group coordinator", "share coordinator": "share coordinator"}
+
+
+def _by_broker(rows: list[_Row], servers: list[str]) -> tuple[list[_Row], list[str]]:
+    """lanes="broker": one lane per broker, named "broker N (its roles in this picture)"."""
+    roles: dict[int, list[str]] = {}
+    of: dict[str, int] = {}
+    for name in servers:
+        m = _LANE.match(name) or _BARE.match(name)
+        if m:
+            b = int(m.group(2) if m.re is _LANE else m.group(1))
+            of[name] = b
+            roles.setdefault(b, [])
+            role = _SHORT_ROLE.get(m.group(1), m.group(1)) if m.re is _LANE else None
+            if role and role not in roles[b]:
+                roles[b].append(role)
+    lane = {b: f"broker {b} ({', '.join(r)})" if r else f"broker {b}" for b, r in roles.items()}
+    rename = {name: lane[b] for name, b in of.items()}
+    for r in rows:
+        r.src, r.dst = rename.get(r.src, r.src), rename.get(r.dst, r.dst)
+    return rows, [lane[b] for b in sorted(roles)] + [n for n in servers if n not in of]
 
 
 # ---- SVG ---------------------------------------------------------------------------------------------
@@ -439,7 +481,7 @@ def _head(x, y, w, name, is_client) -> str:
 def sequence_diagram(events, *, title: str | None = None, max_events: int | None = None,
                      width: int = WIDTH, marks: dict | None = None, align: dict | None = None,
                      layout: dict | None = None, status_labels: bool = False,
-                     internal_arrows: bool = False) -> str:
+                     internal_arrows: bool = False, lanes: str = "role", on_broker: dict | None = None) -> str:
     """SVG text of a scenario's events (a list of events, or anything with an `.events` list,
     such as a Cluster). max_events cuts the picture after that many events and says so.
     marks / align / layout / status_labels / internal_arrows: see the module docstring."""
@@ -448,7 +490,9 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
     if max_events is not None and len(events) > max_events:
         hidden = len(events) - max_events
         events = events[:max_events]
-    rows, clients, servers = _build(events, marks, status_labels, internal_arrows)
+    rows, clients, servers = _build(events, marks, status_labels, internal_arrows, on_broker)
+    if lanes == "broker":
+        rows, servers = _by_broker(rows, servers)
     if hidden:
         rows.append(_Row("band", events[-1].t if events else 0,
                          lines=[(f"… {hidden} more event{'s' if hidden != 1 else ''} not shown", C_MUTED)]))

@@ -2,6 +2,7 @@
 the read-process-write convention (the "kipviz-source" header) and the rules."""
 from .checker import (
     AT_LEAST_ONCE,
+    NOT_COLOCATED,
     SOURCE_HEADER,
     VIOLATION,
     Report,
@@ -13,4 +14,4 @@ from .checker import (
 )
 
 __all__ = ["check_share_eos", "ShareEosChecker", "Transition", "Report", "SOURCE_HEADER", "source_header", "parse_source",
-           "AT_LEAST_ONCE", "VIOLATION"]
+           "AT_LEAST_ONCE", "VIOLATION", "NOT_COLOCATED"]

@@ -75,6 +75,11 @@ classified as a window only when 6 is passed explicitly ("at-least-once window (
     or is still in flight).
 `case` is filled for every outcome that matches a pattern, even when it stays a "violation" (not
 allowed by the caller).
+NOT CO-LOCATED: when a Note of step "marker-unreached" (kipviz.broker.share_txn, KIP-1289 as
+written) says the marker on __share_group_state-N went to a broker that never led the record's
+share partition, the lock revert after it is that cause, not case 12: always a "violation", case
+None, whatever the caller allows (the detail names both brokers). The KIP's case 12 (the
+share-state leader moved after a co-located staging) keeps its window.
 
 `allowed_at_least_once`: False (default; every such outcome is a violation), True (the KIP's
 documented cases {1, 12}), or a collection of case ids (ints, or strings like "12").
@@ -98,7 +103,7 @@ import time
 from collections import Counter, namedtuple
 from dataclasses import dataclass, field
 
-from ..broker.events import RecordAppended, StateChanged
+from ..broker.events import Note, RecordAppended, StateChanged
 from .txnlog import TXN_KINDS, check_markers
 
 SOURCE_HEADER = "kipviz-source"
@@ -111,6 +116,9 @@ COMMIT_CAUSES = ("txn-commit-accept", "txn-commit-reject")
 VIOLATION = "violation"
 AT_LEAST_ONCE = "at-least-once window (KIP-1289 case 1/12)"
 DOCUMENTED_CASES = frozenset({1, 12})
+# a lost staging whose marker went to a broker that never led the share partition (KIP-1289 as
+# written, kipviz.broker.share_txn): no window the KIP documents, always a violation (case None)
+NOT_COLOCATED = "not-colocated"
 KINDS = ("lost", "terminal-twice", "duplicate-output", "duplicate-in-transaction", "ack-without-output",
          "output-without-ack", "unknown-source", "unattributed-output") + TXN_KINDS
 TRANSACTION_STATE = "__transaction_state"
@@ -301,6 +309,10 @@ class ShareEosChecker:
         self.marker_seq: dict = {}                # (topic, p, offset) -> seq of the marker's RecordAppended
         self.last_marker: dict = {}               # (topic, p, pid) -> (epoch, type) of its last marker; None after data
         self.invisible: dict = {}                 # source -> [(seq, marker seq)] (aborted)
+        # source -> [(seq, marker broker, share-partition leader, N)]: a COMMIT/ABORT marker on
+        # __share_group_state-N that did not reach the broker holding the record's TX_PENDING
+        # because the two partitions were never co-located (Note step "marker-unreached")
+        self.unreached: dict = {}
         self.txn_no: dict[int, int] = {}
         self.closed: dict[int, bool] = {}
         self.n_events = self.n_out = self.n_vis = self.n_abort = 0
@@ -343,6 +355,17 @@ class ShareEosChecker:
         self.last_marker[k] = (e.producer_epoch, t)
         self.marker_seq[(f"{e.topic}-{e.partition}", e.offset)] = e.seq
 
+    def _unreached(self, e) -> None:
+        for u in e.detail.get("unreached") or ():
+            if u.get("reason") != "not-colocated" or u.get("group") != self.group or u.get("topic") != self.input_topic:
+                continue
+            for o in u.get("offsets") or ():
+                rid = f"{u['topic']}-{u['partition']}@{o}"
+                if rid in self.settled:
+                    self._unsettle(rid)
+                self.unreached.setdefault(rid, []).append((e.seq, e.detail.get("broker"), u.get("leader"),
+                                                           e.detail.get("partition")))
+
     def _txn_record(self, rec) -> None:
         if not isinstance(rec, dict) or rec.get("record") != "TransactionLog":
             return
@@ -370,6 +393,11 @@ class ShareEosChecker:
         for e in events:
             n += 1
             c = e.__class__
+            if c is Note:
+                d = e.detail
+                if d and d.get("step") == "marker-unreached":
+                    self._unreached(e)
+                continue
             if c is SC:
                 if e.machine != MACHINE:
                     continue
@@ -546,7 +574,7 @@ class ShareEosChecker:
                 if ck is not None:
                     within.setdefault((att, ck), []).append((seq, ms, p, o))
             if len(atts) > 1:
-                _duplicate(add, rid, h, atts, allowed)
+                _duplicate(add, rid, h, atts, allowed, self.unreached.get(rid, ()))
             for copies in within.values():
                 if len(copies) > 1:
                     copies.sort(key=lambda c: (c[2], c[3]))
@@ -567,7 +595,7 @@ class ShareEosChecker:
                     f"ACKNOWLEDGED ({acks[-1].cause}) but no output visible to read_committed"
                     + (": " + "; ".join(why) if why else ": no output record at all"), evs)
             if atts and not acks:
-                _output_without_ack(add, rid, h, terms, atts, allowed)
+                _output_without_ack(add, rid, h, terms, atts, allowed, self.unreached.get(rid, ()))
 
         for src, lst in visible.items():
             if src is None:
@@ -613,10 +641,12 @@ def check_share_eos(events, *, group: str, input_topic: str, output_topic: str,
                                        require_output=require_output)
 
 
-def _lost_staging(h, commit: int | None):
+def _lost_staging(h, commit: int | None, unreached=()):
     """(case, proof seqs, index of the next move, reason) for a visible attempt whose COMMIT
     marker has seq `commit`: was the record's last staging before it lost (module docstring)?
-    case None when not (reason says why)."""
+    case None when not (reason says why). NOT_COLOCATED when the lock reverted a staging that a
+    marker on __share_group_state-N did not reach because its leader never led the share
+    partition (`unreached`: [(note seq, marker broker, share-partition leader, N)])."""
     if commit is None:
         return None, [], -1, "the output was non-transactional"
     si = -1
@@ -638,6 +668,9 @@ def _lost_staging(h, commit: int | None):
             return None, [], -1, "the staging aborted while an output of the record committed"
         if nxt.cause.startswith("lock-expired"):
             case = 12 if nxt.seq > commit else 6
+            miss = next((u for u in unreached if stage.seq < u[0] < nxt.seq), None)
+            if miss is not None:
+                return NOT_COLOCATED, [stage.seq, miss[0], nxt.seq], si + 1, _not_colocated(miss)
         else:
             case = 12 if "leader" in nxt.cause else 1
     else:
@@ -645,7 +678,15 @@ def _lost_staging(h, commit: int | None):
     return case, [stage.seq, nxt.seq], si + 1, ""
 
 
-def _label(cases: list[int], allowed: frozenset) -> tuple[int, str]:
+def _not_colocated(miss) -> str:
+    return (f"the COMMIT marker on __share_group_state-{miss[3]} reached broker {miss[1]}, the share partition is led by "
+            f"broker {miss[2]}: not co-located, KIP-1289's hook resolves only the share partitions on the broker "
+            "that receives the marker -- no at-least-once window the KIP documents")
+
+
+def _label(cases: list, allowed: frozenset) -> tuple[int | None, str]:
+    if NOT_COLOCATED in cases:                    # never a window, whatever the caller allows
+        return None, VIOLATION
     case = max(cases, key=lambda c: (c not in allowed, c))     # the least-allowed decides
     return case, (_window_label(case) if all(c in allowed for c in cases) else VIOLATION)
 
@@ -660,13 +701,15 @@ def _evidence(atts: dict) -> tuple[list, list]:
     return ordered, evs
 
 
-def _duplicate(add, rid, h, atts: dict, allowed: frozenset) -> None:
+def _duplicate(add, rid, h, atts: dict, allowed: frozenset, unreached=()) -> None:
     """Classify a duplicate-output: every consecutive pair of visible attempts must follow the
     pattern (module docstring) for it to be a window."""
     ordered, evs = _evidence(atts)
-    cases, why = [], ""
+    cases, why, nc = [], "", ""
     for (_, (_, ms_a)), (_, (seq_b, _)) in zip(ordered, ordered[1:], strict=False):
-        case, proof, ni, why = _lost_staging(h, ms_a)
+        case, proof, ni, why = _lost_staging(h, ms_a, unreached)
+        if case == NOT_COLOCATED:
+            nc = nc or why
         if case is not None:
             nxt = h[ni]
             re_acq = next((x for x in h[ni:] if x.cause == "acquire" and nxt.seq <= x.seq < seq_b), None)
@@ -680,7 +723,10 @@ def _duplicate(add, rid, h, atts: dict, allowed: frozenset) -> None:
         cases.append(case)
         evs += proof
     n = len(ordered)
-    if cases:
+    if cases and nc:
+        add("duplicate-output", rid, f"output visible in {n} attempts; earlier acknowledgement lost after its output "
+                                     f"committed: {nc}; record redelivered and processed again", evs)
+    elif cases:
         case, label = _label(cases, allowed)
         add("duplicate-output", rid,
             f"output visible in {n} attempts; earlier acknowledgement lost after its output committed "
@@ -689,21 +735,25 @@ def _duplicate(add, rid, h, atts: dict, allowed: frozenset) -> None:
         add("duplicate-output", rid, f"output visible in {n} attempts" + (f": {why}" if why else ""), evs)
 
 
-def _output_without_ack(add, rid, h, terms, atts: dict, allowed: frozenset) -> None:
+def _output_without_ack(add, rid, h, terms, atts: dict, allowed: frozenset, unreached=()) -> None:
     state = (f"ended {terms[-1].to_state} ({terms[-1].cause})" if terms
              else f"last state {h[-1].to_state}" if h else "never delivered")
     ordered, evs = _evidence(atts)
     evs += [x.seq for x in terms[-1:]] or [x.seq for x in h[-1:]]
-    cases, why = [], ""
+    cases, why, nc = [], "", ""
     for _, (_, ms) in ordered:
-        case, proof, _, why = _lost_staging(h, ms)
+        case, proof, _, why = _lost_staging(h, ms, unreached)
+        if case == NOT_COLOCATED:
+            nc = nc or why
         if case is None:
             cases = []
             break
         cases.append(case)
         evs += proof
     detail = f"output visible ({len(atts)} attempt(s)) but never ACKNOWLEDGED: {state}"
-    if cases:
+    if cases and nc:
+        add("output-without-ack", rid, f"{detail}; its acknowledgement was lost after the output committed: {nc}", evs)
+    elif cases:
         case, label = _label(cases, allowed)
         add("output-without-ack", rid, f"{detail}; its acknowledgement was lost after the output committed "
                                        f"(KIP-1289 case {case} pattern)", evs, label, case)

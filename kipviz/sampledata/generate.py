@@ -143,11 +143,14 @@ def _reproducible(stats: dict, faults: list) -> dict:
 def _meta(scenario, workload, seed, records, cluster, status, group, input_topic, output_topic) -> dict:
     cmd = f"kipviz sample-data --scenario {scenario}" + (f" --records {records}" if workload != "scenario" else "") \
         + f" --seed {seed}"
-    return {"scenario": scenario, "workload": workload, "seed": seed, "records": records,
+    meta = {"scenario": scenario, "workload": workload, "seed": seed, "records": records,
             "kipviz_version": _version(), "release": cluster.config.release or "trunk",
             "share_version": cluster.config.share_version, "status": status, "group": group,
             "input_topic": input_topic, "output_topic": output_topic,
             "generator": {"command": cmd, "pyarrow": pa.__version__}}
+    if cluster.config.share_version >= 2:    # KIP-1289's marker hook: as written ("page") or the kit's suggestion
+        meta["share_marker_routing"] = cluster.config.share_marker_routing
+    return meta
 
 
 SHARE_FAULTS_PER = 1_000       # one scheduled KIP-1289 fault per this many input records (3 to 20)

@@ -30,6 +30,7 @@ class Scenario:
     summary: str
     run: Callable[["Trace"], None]
     cluster_settings: dict = field(default_factory=dict)
+    findings: str = ""          # for a reviewer: what goes wrong, who sees it, what the page says
 
 
 @dataclass
@@ -94,13 +95,13 @@ EXPLICIT = {"share_auto_offset_reset": "earliest"}
 
 
 def scenario(name: str, *, title: str, kip: str | None = None, status: str = "released", summary: str = "",
-             **cluster_settings):
+             findings: str = "", **cluster_settings):
     """Register a scenario function under `name`."""
     def register(fn: Callable[[Trace], None]):
         if name in _REGISTRY:
             raise ValueError(f"scenario {name} registered twice")
         _REGISTRY[name] = Scenario(name, title, kip, status, summary or (fn.__doc__ or "").strip(), fn,
-                                   cluster_settings)
+                                   cluster_settings, findings)
         return fn
     return register
 

@@ -20,6 +20,9 @@ acknowledgements inside a producer transaction. Nothing here is released Kafka.
     kip1289.case14_concurrent_epochs         an old in-flight TxnShareAcknowledge (stale epoch) after
                                              the epoch bump: PRODUCER_FENCED, never staged
 
+Every scenario runs on one broker (the share partition and __share_group_state-N co-located) with
+KIP-1289 as written (share_marker_routing "page"); see kip1289_marker.py for other layouts.
+
 Every scenario is a read-process-write loop over the public client models (ShareConsumer,
 Producer); each output record carries the header ("kipviz-source", b"in-{partition}@{offset}")
 naming its input record. Checks read the broker's answers from ResponseSent events, the record
@@ -138,6 +141,28 @@ def share_state_partition(trace: Trace, partition: int = 0) -> tuple[str, int]:
                                                               c.config.share_state_topic_partitions)
 
 
+def place_share_state(trace: Trace, colocated: bool = True) -> tuple[tuple[str, int], int]:
+    """Lead __share_group_state-N from in-0's leader (colocated) or from another broker, on
+    purpose, before anything is staged: KIP-1289 as written resolves a staging only when the two
+    are co-located (kipviz.broker.share_txn, scenarios kip1289.marker_*). Returns (the state
+    partition, in-0's leader)."""
+    c = trace.cluster
+    state_tp = share_state_partition(trace)
+    share_leader = c.topics.partition(INPUT, 0).leader
+    log = c.topics.partition(*state_tp)
+    want = share_leader if colocated else (share_leader + 1) % c.config.brokers
+    if log.leader != want:
+        c.move_share_state_leader(state_tp[1], want)
+    c.note(f"layout for this scenario: {INPUT}-0 led by broker {share_leader}, {state_tp[0]}-{state_tp[1]} by "
+           f"broker {log.leader} ({'co-located' if colocated else 'not co-located'}, placed on purpose)",
+           share_leader=share_leader, state_leader=log.leader, colocated=colocated)
+    trace.expect(f"layout: in-0 led by broker {share_leader}, {state_tp[0]}-{state_tp[1]} by broker {log.leader}",
+                 (log.leader == share_leader) == colocated, "")
+    trace.result.update(share_state_partition=state_tp, share_leader=share_leader, state_leader=log.leader,
+                        routing=c.config.share_marker_routing)
+    return state_tp, share_leader
+
+
 def registered(trace: Trace, transactional_id: str = TXN_ID) -> bool:
     d = trace.cluster.txns.describe(transactional_id) or {}
     return any(tp[0] == "__share_group_state" for tp in d.get("partitions") or [])
@@ -188,15 +213,20 @@ def check_eos(trace: Trace) -> None:
                  "no ack without output", report.ok, report.summary(limit=5))
 
 
-def share_commit_run(seed: int = 0, **cluster_settings) -> Trace:
+def share_commit_run(seed: int = 0, *, colocate: bool = True, **cluster_settings) -> Trace:
     """The plain committed share-group loop (poll, produce, stage, commit) on a fresh cluster at
-    share.version 2, as a Trace with checks: the baseline every corner case departs from."""
+    share.version 2, as a Trace with checks: the baseline every corner case departs from.
+    colocate (default): __share_group_state-N is led by in-0's leader, on purpose -- KIP-1289 as
+    written resolves the staging only then (kip1289.marker_not_colocated); False keeps the
+    placement the hash gives, on which the checks fail with more than one broker."""
     from ..broker import Cluster
     sc_ = Scenario("kip1289.share_commit_run", "KIP-1289: share-group read-process-write, committed", KIP, STATUS,
                    share_commit_run.__doc__ or "", lambda t: None, {"share_version": 2})
     trace = Trace(sc_, seed, Cluster(seed=seed, **{"share_version": 2, "share_auto_offset_reset": "earliest",
                                                      **cluster_settings}))
     sc, pr, records = setup(trace)
+    if colocate:
+        place_share_state(trace, colocated=True)
     clean_commit(trace, sc, pr, records, reader="reader")
     check_eos(trace)
     return trace

@@ -20,6 +20,11 @@ a timer). Nothing here is released Kafka.
     kip1289.case13_markers_never_arrive      the abort's marker does not reach the share-state leader: the
                                              lock reverts, the late marker is a no-op
 
+Marker routing: every scenario runs KIP-1289 as written (share_marker_routing "page": the marker's
+hook resolves only the share partitions led by the broker that receives it). One-broker scenarios are
+co-located by construction; the two-broker ones (cases 1 and 12) place __share_group_state-N with
+in-0 on purpose, as the KIP's worked example does (kip1289_marker.py has the other layouts).
+
 Every scenario is a read-process-write loop over the client models (ShareConsumer, Producer);
 each output record carries the header kipviz.eos.source_header(...) naming its input record, and
 the run ends with kipviz.eos.check_share_eos over the events (result["eos"]): at-least-once allowed
@@ -42,6 +47,7 @@ from .kip1289_errors import (
     PROPOSED,
     REJECT,
     TXN_ID,
+    place_share_state,
     setup,
     share_state_partition,
     stage,
@@ -264,17 +270,19 @@ def happy_abort(trace: Trace) -> None:
 @scenario("kip1289.case01_broker_crash_tx_pending",
           title="KIP-1289 case 1: the share-partition leader crashes while TX_PENDING", brokers=2, **PROPOSED)
 def broker_crash(trace: Trace) -> None:
-    """Two brokers: broker 0 leads in-0 (the share partition) and out-0, broker 1 is the
-    transaction coordinator. The worker stages in-0@0..3 (TX_PENDING, in memory only: the KIP keeps
-    __share_group_state unchanged) and broker 0 crashes; the worker commits (EndTxn to broker 1).
-    The COMMIT markers wait for broker 0 (or, if broker 1 leads __share_group_state-N, find the
-    share partition offline); on restart broker 0 reloads the share partition from
+    """Two brokers: broker 0 leads in-0 (the share partition), out-0 and -- placed on purpose, as in
+    the KIP's worked example -- __share_group_state-N; broker 1 is the transaction coordinator.
+    (KIP-1289 as written resolves a staging only when the two are co-located: see
+    kip1289.marker_not_colocated.) The worker stages in-0@0..3 (TX_PENDING, in memory only: the KIP
+    keeps __share_group_state unchanged) and broker 0 crashes; the worker commits (EndTxn to broker 1).
+    The COMMIT markers wait for broker 0; on restart broker 0 reloads the share partition from
     __share_group_state, where TX_PENDING was persisted as AVAILABLE ("state-reloaded"), so the
     COMMIT resolves nothing while the output commits. The records are redelivered, processed again
     and committed. The KIP's guarantee: no data loss, at-least-once on this window -- the output of
     each record is visible twice, which the checker classifies as the case-1 window."""
     c = trace.cluster
     sc, pr, records = setup(trace)
+    place_share_state(trace, colocated=True)
     stage_all(trace, sc, pr, records)
     leader = c.topics.partition(INPUT, 0).leader
     coordinator = c.txns.coordinator_broker(TXN_ID)
@@ -570,16 +578,20 @@ def leader_change(trace: Trace) -> None:
     resolves nothing, while the output commits. The records stay TX_PENDING (not redelivered) until
     the acquisition lock expires (TX_PENDING -> ACQUIRED -> AVAILABLE); then they are redelivered,
     processed again and committed. The KIP's stated limitation: at-least-once on this window -- each
-    output visible twice, classified by the checker as the case-12 window. (The KIP's flow puts
-    the share partition and __share_group_state-N on one broker, "broker 5"; the model keeps the
-    share partition where it is and loses only the staging.)"""
+    output visible twice, classified by the checker as the case-12 window. As in the KIP's flow
+    ("broker 5"), in-0 and __share_group_state-N start on one broker (placed on purpose); the share
+    partition stays where it is. Before the retry leadership returns to broker 0 (a preferred-leader
+    election): while __share_group_state-N stays on the other broker, KIP-1289 as written loses
+    every later staging of in-0 the same way (kip1289.marker_not_colocated), which the KIP's case 12
+    does not say."""
     c = trace.cluster
     sc, pr, records = setup(trace)
+    state_tp, _ = place_share_state(trace, colocated=True)
     stage_all(trace, sc, pr, records)
-    state_tp = share_state_partition(trace)
     log = c.topics.partition(*state_tp)
     old, old_epoch = log.leader, log.leader_epoch
     c.move_share_state_leader(state_tp[1], (old + 1) % c.config.brokers)
+    new = (log.leader, log.leader_epoch)
     mark = len(c.events)
     pr.commit_transaction()
     said = notes(trace, mark, "resolved nothing")
@@ -598,10 +610,12 @@ def leader_change(trace: Trace) -> None:
     redelivered = sc.poll()
     trace.expect("redelivered (deliveryCount 2)", [(r.offset, r.delivery_count) for r in redelivered] ==
                  [(o, 2) for o in range(4)], repr([(r.offset, r.delivery_count) for r in redelivered]))
+    c.move_share_state_leader(state_tp[1], old)       # preferred-leader election: co-located again
     mark = len(c.events)
     err = loop(sc, pr, redelivered)
     pr.commit_transaction()
-    trace.expect("processed again, staged under the new leader epoch and committed: every record ACKNOWLEDGED",
+    trace.expect("leadership back on broker 0: processed again, staged under the new leader epoch and committed: "
+                 "every record ACKNOWLEDGED",
                  err == "NONE" and len(moves(trace, mark, "txn-commit-accept")) == 4 and sp_states(trace) == {},
                  f"{err} {sp_states(trace)}")
     out = read(trace, OUTPUT, "reader")
@@ -609,7 +623,7 @@ def leader_change(trace: Trace) -> None:
                  sorted(out) == sorted(srcs(records) * 2), repr(out))
     no_model_bug(trace)
     trace.result.update(share_state_partition=state_tp, old_leader=(old, old_epoch),
-                        new_leader=(log.leader, log.leader_epoch), redelivered=[r.offset for r in redelivered],
+                        new_leader=new, redelivered=[r.offset for r in redelivered],
                         deliveries=deliveries(trace), output=out)
     check_eos(trace, True)
     check_window(trace, 12, srcs(records))

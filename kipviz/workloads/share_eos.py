@@ -26,9 +26,17 @@ ACKNOWLEDGED or ARCHIVED (or `drain_rounds` ran out: the stats say so). Finally 
 closes.
 
 Model limits the driver works around (see the report of kipviz issue 6): the ShareConsumer model
-sends every share RPC to broker 0, so the input partitions are led by broker 0 (the output,
-__transaction_state and __share_group_state partitions stay spread over the brokers); records are
-written with Producer.send_batch (one record batch per Produce, as Kafka's RecordAccumulator does).
+sends every share RPC to broker 0, so the input partitions are led by broker 0 (the output and
+__transaction_state partitions stay spread over the brokers); records are written with
+Producer.send_batch (one record batch per Produce, as Kafka's RecordAccumulator does).
+
+MARKER ROUTING. The cluster runs KIP-1289 as written (share_marker_routing "page", unless
+cluster_settings says otherwise): a COMMIT marker on __share_group_state-N resolves only the share
+partitions led by the broker that receives it. The workload therefore CO-LOCATES, on purpose, the
+input partitions' __share_group_state-N with them on broker 0 (the KIP's worked example), and after
+a share-state-leader-change fault leadership returns home at the end of that step (a
+preferred-leader election): the fault is the KIP's case 12 window, not the not-co-located loss of
+every later staging (scenario kip1289.marker_not_colocated shows that one).
 
 FAULTS: `faults` is a list of Fault(at, kind, params) (or (at, kind[, params]) tuples or dicts).
 `at` is a step number. A fault with a `point` fires at that point of the next iteration of its
@@ -69,7 +77,7 @@ after-commit; the others fire at the start of step `at`. Every firing is recorde
   partial-failure (11)        the staging call also names offsets of another partition that are not
                               in flight: all or nothing
   share-state-leader-change (12)  after staging, leadership of the staged records'
-                              __share_group_state-N moves (`to_broker`)
+                              __share_group_state-N moves (`to_broker`); it returns after the step
   marker-never-arrives (13)   after staging, the markers for __share_group_state-N are held; the
                               worker commits (or aborts: `outcome`), stalls past the lock, then the
                               markers are released (they arrive late and resolve nothing)
@@ -319,6 +327,18 @@ class ShareEosWorkload:
         for p in range(self.partitions):
             c.topics.partition(self.input, p).leader = 0
         self.input_id = c.topics.get(self.input).topic_id
+        # ... and so do their __share_group_state-N, on purpose: KIP-1289 as written resolves a
+        # staging only on the broker that receives the marker (kipviz.broker.share_txn, scenario
+        # kip1289.marker_not_colocated); the KIP's worked example puts both on one broker
+        n = c.config.share_state_topic_partitions
+        states = sorted({share_coordinator_partition(self.group, self.input_id, p, n) for p in range(self.partitions)})
+        for q in states:
+            c.topics.partition(SHARE_STATE, q).leader = 0
+        c.note(f"workload layout: {self.input}-0..{self.partitions - 1} and "
+               f"{', '.join(f'{SHARE_STATE}-{q}' for q in states)} led by broker 0 (co-located on purpose; marker "
+               f"routing {c.config.share_marker_routing!r})", share_leader=0, state_partitions=states,
+               routing=c.config.share_marker_routing)
+        self._home: dict[int, int] = {}     # share-state partitions a fault moved -> their broker
         self.loader = Producer(c, None, client_id="input-loader")
         self._top_up(min(self.records, self.preload))
         for i in range(self.n_consumers):
@@ -653,6 +673,7 @@ class ShareEosWorkload:
             for q in self._staged_state_partitions(ctx["acks"]):
                 log = c.topics.partition(SHARE_STATE, q)
                 to = p.get("to_broker", (log.leader + 1) % self.brokers) % self.brokers
+                self._home.setdefault(q, log.leader)
                 c.move_share_state_leader(q, to)
                 moved.append(f"{SHARE_STATE}-{q} -> broker {to}")
             return self._fired(row, w, "; ".join(moved) or "nothing staged")
@@ -738,6 +759,14 @@ class ShareEosWorkload:
             self.cluster.config.share_version = 2
             self.cluster.note("share.version 1 -> 2 (the old-broker fault ends)", status=STATUS, kip=KIP)
 
+    def _return_state_leaders(self) -> None:
+        """After the step that moved a share-state leader (case 12): leadership returns home (a
+        preferred-leader election). While it is away KIP-1289 as written would lose every later
+        staging of the share partitions it serves (no longer co-located), which is not case 12."""
+        for q, home in sorted(self._home.items()):
+            self.cluster.move_share_state_leader(q, home)
+        self._home.clear()
+
     def _heal(self) -> None:
         """Before draining: every scheduled fault that has not fired is dropped, crashed brokers
         restart, held markers go out, share.version is back to 2, registrations succeed."""
@@ -792,6 +821,7 @@ class ShareEosWorkload:
             self._maybe_top_up()
             self._fire_due()
             handled = self._iteration(self.workers[self.step % n])
+            self._return_state_leaders()
             self.stats["steps"] += 1
             self.stats["idle_steps"] += handled == 0
             self.step += 1
@@ -811,6 +841,7 @@ class ShareEosWorkload:
             got = 0
             for w in self.workers:
                 got += self._iteration(w)
+                self._return_state_leaders()
                 self.step += 1
                 c.advance(self.step_ms)
             if not got:

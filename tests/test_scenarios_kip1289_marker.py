@@ -1,0 +1,179 @@
+"""KIP-1289 (PROPOSED) as written: the WriteTxnMarkers hook on __share_group_state-N resolves only
+the share partitions led by the broker that receives the marker (kipviz/broker/share_txn.py,
+share_marker_routing "page"); "forward-to-leader" is the kit's suggestion. One scenario per outcome
+(kipviz/scenarios/kip1289_marker.py), the EOS checker's verdict on each, and the option's label."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kipviz import scenarios
+from kipviz.broker import Cluster
+from kipviz.broker.config import SHARE_MARKER_ROUTINGS
+from kipviz.eos import AT_LEAST_ONCE, VIOLATION, check_share_eos
+from kipviz.scenarios.kip1289_errors import share_commit_run, share_state_partition
+
+NAMES = ["kip1289.marker_colocated", "kip1289.marker_not_colocated", "kip1289.marker_forwarded"]
+
+
+def run(name, seed=0, **settings):
+    t = scenarios.run(name, seed=seed, **settings)
+    assert t.passed, "\n".join(f"{c.description}: {c.detail}" for c in t.failures())
+    return t
+
+
+def step_notes(t, step):
+    return [e for e in t.events if e.kind == "Note" and e.detail.get("step") == step]
+
+
+def moves(t, cause=None):
+    return [e for e in t.events if e.kind == "StateChanged" and e.machine == "share-record"
+            and (cause is None or e.cause == cause)]
+
+
+def eos(events, allowed=True):
+    return check_share_eos(events, group="sg", input_topic="in", output_topic="out", allowed_at_least_once=allowed)
+
+
+# ---- the option ----------------------------------------------------------------------------------------------
+def test_the_page_is_the_default_and_the_suggestion_is_labelled_the_kits():
+    assert Cluster().config.share_marker_routing == "page"
+    assert SHARE_MARKER_ROUTINGS["page"]["source"] == "KIP-1289"
+    assert SHARE_MARKER_ROUTINGS["forward-to-leader"]["source"] == "kit"
+    assert "not KIP-1289" in SHARE_MARKER_ROUTINGS["forward-to-leader"]["label"]
+
+
+def test_an_unknown_routing_is_one_clear_error():
+    with pytest.raises(ValueError, match=r"share_marker_routing 'bogus' is not one of page, forward-to-leader"):
+        Cluster(share_marker_routing="bogus")
+
+
+def test_registered_with_summary_and_findings():
+    for name in NAMES:
+        sc = scenarios.get(name)
+        assert sc.status == "proposed" and sc.kip == "KIP-1289" and len(sc.summary) > 150
+        assert "on that broker" in sc.findings           # what the KIP says, quoted
+    assert scenarios.get("kip1289.marker_forwarded").cluster_settings["share_marker_routing"] == "forward-to-leader"
+    for name in ("kip1289.marker_colocated", "kip1289.marker_not_colocated"):
+        assert "share_marker_routing" not in scenarios.get(name).cluster_settings      # the page, by default
+    f = scenarios.get("kip1289.marker_not_colocated").findings
+    assert "TX_PENDING" in f and "read_committed" in f and "commitTransaction() succeed" in f
+
+
+# ---- one outcome each ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", [0, 1, 5])
+@pytest.mark.parametrize("name", NAMES)
+def test_every_check_passes_for_any_seed(name, seed):
+    t = run(name, seed)
+    assert t.cluster.internal_errors == []
+
+
+def test_colocated_resolves_on_the_share_partitions_leader():
+    t = run("kip1289.marker_colocated")
+    (staged,) = step_notes(t, "share-ack-staged")
+    (done,) = [n for n in step_notes(t, "marker-resolve") if n.detail["records"]]
+    assert staged.detail["broker"] == done.detail["broker"] == done.detail["marker_broker"] == t.result["share_leader"]
+    assert len(moves(t, "txn-commit-accept")) == 4 and t.result["eos"].ok and not t.result["eos"].violations
+
+
+def test_not_colocated_leaves_the_records_tx_pending_and_says_which_broker_saw_what():
+    t = run("kip1289.marker_not_colocated")
+    staged = step_notes(t, "share-ack-staged")
+    missed = step_notes(t, "marker-unreached")
+    assert staged[0].detail["broker"] == t.result["share_leader"] == 0
+    first = missed[0].detail
+    assert first["broker"] == first["marker_broker"] == t.result["state_leader"] == 1
+    assert first["unreached"] == [{"group": "sg", "topic": "in", "partition": 0, "offsets": [0, 1, 2, 3],
+                                   "leader": 0, "reason": "not-colocated",
+                                   "staged_state_leader_epoch": first["unreached"][0]["staged_state_leader_epoch"],
+                                   "state_leader_epoch": first["unreached"][0]["state_leader_epoch"]}]
+    assert "led by broker 0, not by broker 1" in missed[0].text
+    # no marker ever resolved anything: every staging ended by the lock
+    assert not moves(t, "txn-commit-accept") and not step_notes(t, "marker-resolve")
+    staged = moves(t, "txn-stage")
+    ended = [e for e in moves(t) if e.from_state == "TX_PENDING"]
+    assert len(staged) == 5 * 4 and len(ended) == len(staged)
+    assert all(e.cause == "lock-expired" and e.to_state == "ACQUIRED" for e in ended)
+    assert t.result["deliveries"] == {o: 5 for o in range(4)}
+    assert sorted(t.result["output"]) == sorted([f"in-0@{o}" for o in range(4)] * 5)
+
+
+def test_forwarded_resolves_on_the_share_partitions_leader_after_the_forward():
+    t = run("kip1289.marker_forwarded")
+    (fwd,) = step_notes(t, "marker-forward")
+    (done,) = [n for n in step_notes(t, "marker-resolve") if n.detail["records"]]
+    assert fwd.detail["marker_broker"] == 1 and fwd.detail["broker"] == 0 and fwd.detail["suggestion"] == "kit"
+    assert done.detail["broker"] == 0 and done.detail["forwarded_by"] == 1 and fwd.seq < done.seq
+    assert "kit's suggestion, not KIP-1289" in fwd.text and "kit's suggestion, not KIP-1289" in done.text
+    assert not step_notes(t, "marker-unreached")
+    assert t.result["eos"].ok and not t.result["eos"].violations
+
+
+def test_the_same_layout_without_the_option_is_the_not_colocated_outcome():
+    """marker_forwarded run with the page's routing: the records stay TX_PENDING (the option is what fixes it)."""
+    t = scenarios.run("kip1289.marker_forwarded", share_marker_routing="page")
+    assert not t.passed and not moves(t, "txn-commit-accept") and step_notes(t, "marker-unreached")
+    assert not t.result["eos"].ok
+
+
+# ---- the exactly-once checker --------------------------------------------------------------------------------
+def test_checker_reports_the_not_colocated_duplicates_as_violations_not_a_window():
+    t = run("kip1289.marker_not_colocated")
+    for allowed in (False, True, {1, 6, 12}):
+        r = eos(t.events, allowed)
+        dups = [v for v in r.violations if v["kind"] == "duplicate-output"]
+        assert not r.ok and len(dups) == 4 and r.windows() == {}
+        assert all(v["classification"] == VIOLATION and v["case"] is None for v in r.violations)
+        assert all("reached broker 1, the share partition is led by broker 0" in v["detail"] for v in dups)
+    # the evidence names the note that says the marker did not reach the staging
+    (first,) = [v for v in r.violations if v["kind"] == "duplicate-output" and v["input"] == ("in", 0, 0)]
+    missed = {n.seq for n in step_notes(t, "marker-unreached")}
+    assert missed & set(first["events"])
+
+
+def test_without_the_routing_notes_the_same_run_would_look_like_case_12():
+    """The verdict comes from the broker's note, not from the record moves alone: drop the notes and
+    the lost stagings match the KIP's documented case-12 pattern (the checker is not vacuous)."""
+    t = run("kip1289.marker_not_colocated")
+    blind = [e for e in t.events if not (e.kind == "Note" and e.detail.get("step") == "marker-unreached")]
+    r = eos(blind, True)
+    dups = [v for v in r.violations if v["kind"] == "duplicate-output"]
+    assert dups and all(v["classification"] == AT_LEAST_ONCE and v["case"] == 12 for v in dups)
+
+
+def test_case_12_stays_the_kips_window():
+    t = run("kip1289.case12_leader_change_share_state")
+    (missed,) = step_notes(t, "marker-unreached")
+    assert missed.detail["unreached"][0]["reason"] == "leader-change" and "corner case 12" in missed.text
+    r = eos(t.events, True)
+    assert r.ok and r.windows() == {12: 4}
+
+
+def test_the_unreached_note_is_ignored_for_other_groups():
+    t = run("kip1289.marker_not_colocated")
+    other = [dataclasses.replace(e, detail={**e.detail, "unreached": [{**u, "group": "other"}
+                                                                       for u in e.detail["unreached"]]})
+             if e.kind == "Note" and e.detail.get("step") == "marker-unreached" else e for e in t.events]
+    r = eos(other, True)
+    assert {v["case"] for v in r.violations if v["kind"] == "duplicate-output"} == {12}
+
+
+# ---- any layout ------------------------------------------------------------------------------------------------
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), brokers=st.integers(1, 3), routing=st.sampled_from(sorted(SHARE_MARKER_ROUTINGS)))
+def test_a_commit_resolves_the_staging_iff_colocated_or_forwarded(seed, brokers, routing):
+    """Wherever the hash puts __share_group_state-N: the plain committed loop resolves its staging
+    exactly when the state partition's leader leads in-0 too, or the kit's forwarding is on; the
+    resolution is always made on in-0's leader."""
+    t = share_commit_run(seed, colocate=False, brokers=brokers, share_marker_routing=routing)
+    c = t.cluster
+    share_leader = c.topics.partition("in", 0).leader
+    state_leader = c.topics.partition(*share_state_partition(t)).leader
+    works = share_leader == state_leader or routing == "forward-to-leader"
+    assert t.passed == works, [f.description for f in t.failures()]
+    done = [n for n in step_notes(t, "marker-resolve") if n.detail["records"]]
+    assert [n.detail["broker"] for n in done] == ([share_leader] if works else [])
+    assert bool(step_notes(t, "marker-unreached")) == (not works)
