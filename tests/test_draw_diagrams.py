@@ -345,7 +345,7 @@ def test_diff_table_and_diagram():
 
 @needs_dot
 def test_diff_diagram_svg():
-    text = svg_text(to_svg(diff_diagram("TxnOffsetCommitRequest", 5, 6)))
+    text = " ".join(svg_text(to_svg(diff_diagram("TxnOffsetCommitRequest", 5, 6))).split())   # notes wrap
     for s in ("TxnOffsetCommitRequest v5 → v6", "GenerationId", "GenerationIdOrMemberEpoch", "TopicId",
               "renamed: GenerationId → GenerationIdOrMemberEpoch (source only, same wire)",
               "added", "removed", "changed", "renamed"):

@@ -130,15 +130,15 @@ def _title(table: Table, show_proposed: bool) -> str:
     lines = [f'<FONT POINT-SIZE="14"><B>{_e(table.name)}</B></FONT>'
              f'<FONT POINT-SIZE="10" COLOR="#555555">  state machine</FONT>']
     if table.source:
-        lines.append(f'<FONT POINT-SIZE="9" COLOR="#555555">{_e(table.source)}</FONT>')
+        lines.append(f'<FONT POINT-SIZE="10" COLOR="#555555">{_e(table.source)}</FONT>')
     # each part of the key on its own line: graphviz's SVG drops the spaces between FONT runs
     # (rendered "(11 rows)dashed:")
-    lines.append(f'<FONT POINT-SIZE="9" COLOR="{C_RELEASED}">solid: released Kafka ({n_rel} rows)</FONT>')
+    lines.append(f'<FONT POINT-SIZE="10" COLOR="{C_RELEASED}">solid: released Kafka ({n_rel} rows)</FONT>')
     if kips and show_proposed:
-        lines.append(f'<FONT POINT-SIZE="9" COLOR="{C_PROPOSED}">dashed: accepted/proposed '
+        lines.append(f'<FONT POINT-SIZE="10" COLOR="{C_PROPOSED}">dashed: accepted/proposed '
                      f'({_e(", ".join(kips))})</FONT>')
     elif kips:
-        lines.append(f'<FONT POINT-SIZE="9" COLOR="#777777">({_e(", ".join(kips))} rows hidden)</FONT>')
+        lines.append(f'<FONT POINT-SIZE="10" COLOR="#777777">({_e(", ".join(kips))} rows hidden)</FONT>')
     return "<" + '<BR ALIGN="LEFT"/>'.join(lines) + '<BR ALIGN="LEFT"/>>'
 
 
@@ -152,8 +152,11 @@ def _as_states(current) -> list[str]:
 
 def state_diagram(table: Table, *, current: str | Iterable[str] | None = None, taken: Row | None = None,
                   show_proposed: bool = True, occupied: Iterable[str] = (), title: bool = True,
-                  rankdir: str = "LR") -> graphviz.Digraph:
+                  rankdir: str = "auto") -> graphviz.Digraph:
     """The table as a graphviz Digraph (see the module docstring).
+
+    rankdir "auto": left to right, unless that is wider than a notebook's output area
+    (render.FIT_PX) and top to bottom is narrower (less scaled down, larger text).
 
     current: a state (or several) to fill; occupied: states filled lightly (other instances of the
     machine, as the animation of all instances shows them); taken: a Row of the table, drawn bold
@@ -163,7 +166,21 @@ def state_diagram(table: Table, *, current: str | Iterable[str] | None = None, t
         if s not in table.states:
             raise ValueError(f"{table.name}: unknown state {s!r} (states: {', '.join(table.states)})")
     taken_i = row_index(table, taken) if taken is not None else None
-    return _graph(table, cur, taken_i, show_proposed, set(occupied), [], [], title, rankdir)
+    if rankdir != "auto":
+        return _graph(table, cur, taken_i, show_proposed, set(occupied), [], [], title, rankdir)
+    return auto_layout(lambda d: _graph(table, cur, taken_i, show_proposed, set(occupied), [], [], title, d))
+
+
+def auto_layout(make) -> graphviz.Digraph:
+    """make("LR"), or make("TB") when the former is wider than FIT_PX and the latter narrower (a
+    wide picture is scaled to the notebook's width: the narrower, the larger its text)."""
+    from .render import FIT_PX, layout_size
+    g = make("LR")
+    w, _ = layout_size(g)
+    if w <= FIT_PX:
+        return g
+    tb = make("TB")
+    return tb if layout_size(tb)[0] < w else g
 
 
 def _graph(table: Table, cur: list[str], taken_i: int | None, show_proposed: bool, occ: set[str],

@@ -46,7 +46,8 @@ C_HEAD_ROW = "#fafafa"
 DEPTH_BG = ("#fffdf3", "#f3f8ff", "#f4fbf1", "#fff5ee", "#f7f3fb")
 C_ACTIVE, C_INACTIVE = "#2b6cb0", "#eeeeee"
 VALUE_WIDTH = 34
-FS_CELL, FS_NOTE = 10, 8          # the node's font size; _small's
+FS_CELL, FS_NOTE = 10, 9          # the node's font size; _small's (8 pt was under 8 px once a wide
+                                   # diagram is scaled to a notebook's width: render.FIT_PX)
 # graphviz sizes a cell by its own estimate of Helvetica, a browser draws whatever sans font it has
 # (DejaVu Sans: ~0.67 em a character on these texts), so the type cell declares a width from this
 # rule: 0.7 em per character, plus cell padding and border
@@ -62,7 +63,7 @@ def _e(s) -> str:
     return label_text(s)
 
 
-def _small(s: str, color: str = "#555555", size: int = 8) -> str:
+def _small(s: str, color: str = "#555555", size: int = 9) -> str:
     if not s:
         return ""
     return f'<FONT POINT-SIZE="{size}" COLOR="{color}">{s}</FONT>'
