@@ -6,9 +6,8 @@ areas) at that width, then `problems(page)` lists, per SVG picture:
 
   * wider than its output area (cut at the right, or only seen by scrolling sideways)
   * a text element outside its SVG's box (clipped: "UNKNOWN_TOPIC_I")
-  * a text element wider or taller than the box it sits in (a rect, polygon or ellipse drawn in the
-    same group, or the group's first shape, whose centre holds the text's centre: a note spilling
-    out of its box)
+  * a text element wider than the box it sits in (a rect, polygon, ellipse or filled path drawn in
+    the same group that holds the point the text is anchored at: a note spilling out of its box)
   * text drawn smaller than MIN_TEXT_PX after the picture is scaled to fit
 
 Each problem is one line naming the picture (its index and first text) and the element."""
@@ -77,7 +76,9 @@ _PROBLEMS = """([minText, slack]) => {
       const g = t.parentElement;
       const shapes = [...g.children].filter(e => ['rect', 'polygon', 'ellipse', 'path'].includes(e.tagName) &&
                                               !e.closest('defs'));
-      const cx = (b.left + b.right) / 2, cy = (b.top + b.bottom) / 2;
+      const anchor = getComputedStyle(t).textAnchor;        // the point the text is drawn from
+      const cx = anchor === 'middle' ? (b.left + b.right) / 2 : anchor === 'end' ? b.right - 2 : b.left + 2;
+      const cy = (b.top + b.bottom) / 2;
       for (const s of shapes) {
         const sb = s.getBoundingClientRect();
         if (sb.width < 2 || sb.height < 2) continue;
