@@ -3,7 +3,6 @@ in the model, a record removed from the data), passes clean runs; and the CLI's 
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 
 import pandas as pd
