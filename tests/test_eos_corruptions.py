@@ -404,7 +404,7 @@ def test_cli_verdicts(spark, copy, capsys):  # noqa: F811
     assert main(["verify-eos", str(copy.dir)]) == 1
     out = capsys.readouterr().out.splitlines()
     # the verdict first, then the unreadable input, then the violations
-    assert "cannot verify: 1 batches unreadable (1 violation(s)" in out[0]
+    assert ": cannot verify: 1 batches unreadable (" in out[0]
     unreadable = [x for x in out if x.startswith("[unreadable]")]
     assert unreadable[0].startswith(f"[unreadable] batches/out partition {df.loc[i, 'partition']} offset "
                                     f"{df.loc[i, 'base_offset']}: ")

@@ -319,6 +319,9 @@ def plot_lag(df, limit: int = 60) -> Chart:
         return 0 if v is None or v != v else int(v)
     rows = p.to_dict("records")
     series = {s: [height(r, s) for r in rows] for s in statuses}
+    if not any(v for vs in series.values() for v in vs):
+        return _empty(title, f"lag 0 on all {len(rows)} partition(s): the group has committed everything it "
+                             f"read, and no offset belongs to a deleted topic")
     return bar_chart(labels, series, title=title, ylabel="lag (ok) / stale offset (flagged)")
 
 
@@ -345,12 +348,41 @@ def plot_tx_pending(df, limit: int = 5000, start_ms: int | None = None) -> Chart
         return _empty(title, "no record went TX_PENDING in this run")
     t = [int(x) for x in p["time_ms"]]
     t0 = min(t) if start_ms is None else start_ms
-    return step_chart([(x - t0) / 1000 for x in t],
-                      {"TxnPendingRecordsCount": [int(v) for v in p["TxnPendingRecordsCount"]],
-                       "TxnPendingLockExpiredCount": [int(v) for v in p["TxnPendingLockExpiredCount"]]},
-                      title=title, ylabel="records",
+    xs = [(x - t0) / 1000 for x in t]
+    pending = [int(v) for v in p["TxnPendingRecordsCount"]]
+    expired = [int(v) for v in p["TxnPendingLockExpiredCount"]]
+    ylabel = "records"
+    if len(xs) > WINDOWS:        # a gauge that changes hundreds of times: its mean per window, as a metrics
+        xs, pending, expired = _windows(xs, pending, expired)      # system samples it, instead of a solid block
+        ylabel = "records (mean per window)"
+    return step_chart(xs, {"TxnPendingRecordsCount": pending, "TxnPendingLockExpiredCount": expired},
+                      title=title, ylabel=ylabel, integer=len(xs) == len(t),
                       xlabel="seconds from the run's start (virtual clock)" if start_ms is not None
                       else "seconds from the first change (virtual clock)")
+
+
+WINDOWS = 80
+
+
+def _windows(xs: list, gauge: list, counter: list) -> tuple[list, list, list]:
+    """WINDOWS equal time windows over xs: the gauge's time-weighted mean in each (it holds its value
+    until the next change) and the counter's last value."""
+    lo, hi = xs[0], xs[-1]
+    width = (hi - lo) / WINDOWS or 1
+    area = [0.0] * WINDOWS
+    last = [0] * WINDOWS
+    for i, x in enumerate(xs):
+        end = xs[i + 1] if i + 1 < len(xs) else hi
+        a = x
+        while a < end:
+            w = min(WINDOWS - 1, int((a - lo) / width))
+            b = min(end, lo + (w + 1) * width)
+            area[w] += gauge[i] * (b - a)
+            a = b if b > a else end
+        last[min(WINDOWS - 1, int((x - lo) / width))] = counter[i]
+    for w in range(1, WINDOWS):
+        last[w] = max(last[w], last[w - 1])
+    return ([lo + w * width for w in range(WINDOWS)], [round(v / width, 2) for v in area], last)
 
 
 def plot_residency(df, limit: int = 100_000) -> Chart:
