@@ -179,9 +179,11 @@ class Animation:
         include_states = sorted({p.current for p in self._pics} | {s for p in self._pics for s, _ in p.occupied})
         if pic is None and rankdir is None:     # one direction for every frame: state_diagram's "auto"
             g = M.auto_layout(lambda d: self._graph(None, d))
-            self.__dict__["_rankdir"] = g.graph_attr["rankdir"]
+            self.__dict__["_rankdir"] = getattr(g, "kipviz_layout", g.graph_attr["rankdir"])
             return g
-        d = rankdir or self.__dict__.get("_rankdir") or self._graph(None).graph_attr["rankdir"]
+        if rankdir is None and "_rankdir" not in self.__dict__:
+            self._graph(None)
+        d = rankdir or self.__dict__["_rankdir"]
         if pic is None:
             return M._graph(self.table, [], None, self.show_proposed, set(), include_rows, include_states,
                             True, d)

@@ -112,7 +112,7 @@ def _visible(table: Table, show_proposed: bool, extra_rows: Iterable[int], extra
 def _node_label(table: Table, state: str) -> str:
     parts = [f'<FONT COLOR="{C_TEXT}">{_e(state)}</FONT>']
     if table.state_ids and state in table.state_ids:
-        parts.append(f'<FONT POINT-SIZE="8" COLOR="{C_ID}">id {_e(table.state_ids[state])}</FONT>')
+        parts.append(f'<FONT POINT-SIZE="9" COLOR="{C_ID}">id {_e(table.state_ids[state])}</FONT>')
     return "<" + "<BR/>".join(parts) + ">"
 
 
@@ -120,7 +120,7 @@ def _edge_label(row: Row, color: str) -> str:
     lines = [f'<FONT COLOR="{color}">{_e(row.event)}</FONT>']
     if not _released(row):
         what = " · ".join(p for p in (row.kip, row.status) if p)
-        lines.append(f'<FONT POINT-SIZE="8" COLOR="{color}">{_e(what)}</FONT>')
+        lines.append(f'<FONT POINT-SIZE="9" COLOR="{color}">{_e(what)}</FONT>')
     return "<" + "<BR/>".join(lines) + ">"
 
 
@@ -171,16 +171,26 @@ def state_diagram(table: Table, *, current: str | Iterable[str] | None = None, t
     return auto_layout(lambda d: _graph(table, cur, taken_i, show_proposed, set(occupied), [], [], title, d))
 
 
+# rankdir "auto" tries these in order and keeps the first that fits a notebook, else the narrowest:
+# "TB-compact" is top to bottom with states packed closer and ranks further apart (the transaction
+# machine's 29 rows: 2000 px left to right, 1780 top to bottom, 1420 compact)
+LAYOUTS = ("LR", "TB", "TB-compact")
+
+
 def auto_layout(make) -> graphviz.Digraph:
     """make("LR"), or make("TB") when the former is wider than FIT_PX and the latter narrower (a
     wide picture is scaled to the notebook's width: the narrower, the larger its text)."""
     from .render import FIT_PX, layout_size
-    g = make("LR")
-    w, _ = layout_size(g)
-    if w <= FIT_PX:
-        return g
-    tb = make("TB")
-    return tb if layout_size(tb)[0] < w else g
+    best, best_w = None, None
+    for d in LAYOUTS:
+        g = make(d)
+        g.kipviz_layout = d
+        w, _ = layout_size(g)
+        if best is None or w < best_w:
+            best, best_w = g, w
+        if w <= FIT_PX:
+            break
+    return best
 
 
 def _graph(table: Table, cur: list[str], taken_i: int | None, show_proposed: bool, occ: set[str],
@@ -193,11 +203,12 @@ def _graph(table: Table, cur: list[str], taken_i: int | None, show_proposed: boo
         extra_states += [table.rows[i].from_state, table.rows[i].to_state]
     rows, states = _visible(table, show_proposed, extra_rows, extra_states)
 
+    compact = rankdir.endswith("-compact")
     g = graphviz.Digraph(
         name=f"machine_{_slug(table.name)}",
-        graph_attr={"rankdir": rankdir, "fontname": FONT, "labelloc": "t", "labeljust": "l",
-                    "label": _title(table, show_proposed) if title else "", "nodesep": "0.35",
-                    "ranksep": "0.45", "pad": "0.3", "bgcolor": "white"},
+        graph_attr={"rankdir": rankdir.removesuffix("-compact"), "fontname": FONT, "labelloc": "t", "labeljust": "l",
+                    "label": _title(table, show_proposed) if title else "", "nodesep": "0.1" if compact else "0.35",
+                    "ranksep": "0.6" if compact else "0.45", "pad": "0.3", "bgcolor": "white"},
         node_attr={"fontname": FONT, "fontsize": "11", "shape": "ellipse", "style": "filled",
                    "fillcolor": C_NODE_FILL, "color": C_NODE_LINE, "margin": "0.04", "penwidth": "1.2"},
         edge_attr={"fontname": FONT, "fontsize": "10", "arrowsize": "0.7", "color": C_RELEASED},

@@ -71,7 +71,8 @@ _PROBLEMS = """([minText, slack]) => {
       const label = JSON.stringify(t.textContent.trim().slice(0, 40));
       if (b.left < r.left - slack || b.right > r.right + slack || b.top < r.top - slack || b.bottom > r.bottom + slack)
         out.push(`${name}: text ${label} outside the picture (clipped)`);
-      const size = parseFloat(getComputedStyle(t).fontSize) * (t.getScreenCTM() ? Math.abs(t.getScreenCTM().a) : 1);
+      const m = t.getScreenCTM();                            // its scale, whatever its rotation
+      const size = parseFloat(getComputedStyle(t).fontSize) * (m ? Math.hypot(m.a, m.b) : 1);
       if (size < minText) out.push(`${name}: text ${label} drawn at ${size.toFixed(1)} px (< ${minText})`);
       const g = t.parentElement;
       const shapes = [...g.children].filter(e => ['rect', 'polygon', 'ellipse', 'path'].includes(e.tagName) &&
