@@ -133,16 +133,12 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_verify_eos(args) -> int:
-    from .spark.eos import line, unreadable_line, verify_eos
+    from .spark.eos import verdict_lines, verify_eos
     res = verify_eos(_source(args.directory, args.master), group=args.group, input_topic=args.input_topic,
                      output_topic=args.output_topic, allowed_at_least_once=not args.strict)
-    # unreadable inputs first: over them no verdict holds ("cannot verify", exit 1, never OK)
-    for u in res.unreadable:
-        print(unreadable_line(u))
-    for r in res.rows:
-        print(line(r))
-    print(res.summary(limit=0).splitlines()[0] + f" ({sum(r['classification'] == 'violation' for r in res.rows)} "
-          f"violation(s))")
+    # the verdict first ("cannot verify" when inputs did not read: exit 1, never OK), then the
+    # offending records; the documented windows are summarised by case unless --all
+    print("\n".join(verdict_lines(res, everything=args.all)))
     return 0 if res.ok else 1
 
 
@@ -172,4 +168,6 @@ def add_spark(sub) -> None:
     ve.add_argument("--output-topic", help="output topic (default: the run's manifest)")
     ve.add_argument("--strict", action="store_true", help="count KIP-1289's documented at-least-once windows "
                                                           "(cases 1 and 12) as violations too")
+    ve.add_argument("--all", action="store_true", help="list every violation and at-least-once window (default: "
+                                                       "the first 50 violations and 3 windows per case)")
     ve.set_defaults(func=cmd_verify_eos)

@@ -150,3 +150,28 @@ def test_decode_errors_not_about_bytes_name_no_byte(capsys, argv, message):
     assert err == f"kipviz: error: {err.split(': ', 2)[2]}" and message in err and "at byte" not in err
     assert cli.main(["decode", "TxnOffsetCommitRequest", "--version", "5", "--hex", "0e74"]) == 2
     assert "kipviz: error: at byte 0 in TransactionalId:" in capsys.readouterr().err
+
+
+def test_verify_eos_prints_the_verdict_first_and_summarises_windows_by_case():
+    """400 documented windows do not bury the verdict: counts by their own KIP-1289 case, three
+    examples of each, every violation; everything=True (--all) lists every line."""
+    from kipviz.spark.eos import EosResult, verdict_lines
+
+    def row(i, case, cls):
+        return {"kind": "duplicate-output", "topic": "in", "partition": 0, "offset": i, "classification": cls,
+                "case": case, "transaction": None, "detail": "twice", "outputs": []}
+    window = "at-least-once window (KIP-1289 case 1/12)"
+    rows = [row(i, 12, window) for i in range(398)] + [row(398 + i, 1, window) for i in range(2)] + \
+        [row(1000, 6, "violation")]
+    res = EosResult("sg", "in", "out", None, rows, {"inputs": 1001})
+    out = verdict_lines(res)
+    assert out[0].endswith(": FAIL (1 violation(s), 400 at-least-once window(s))")
+    assert "  at-least-once windows by KIP-1289 case: case 1: 2, case 12: 398" in out
+    assert [x for x in out if x.startswith("[violation]")] == ["[violation] duplicate-output in-0@1000: twice"]
+    tagged = [x for x in out if x.startswith("[at-least-once window")]
+    assert len(tagged) == 2 + 3 and all("case 1/12" not in x for x in tagged)
+    assert tagged[-1].startswith("[at-least-once window (KIP-1289 case 12)] duplicate-output in-0@")
+    assert out[-1] == "... 395 more at-least-once window(s) of case 12 (--all lists every one)"
+    assert len([x for x in verdict_lines(res, everything=True) if x.startswith("[at-least-once window")]) == 400
+    assert "--all" in subprocess.run([sys.executable, "-c", "from kipviz.cli import main; main()", "verify-eos",
+                                      "--help"], capture_output=True, text=True).stdout

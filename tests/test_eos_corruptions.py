@@ -394,7 +394,7 @@ def test_missing_output_batches_file(spark, copy):  # noqa: F811
 
 def test_cli_verdicts(spark, copy, capsys):  # noqa: F811
     assert main(["verify-eos", str(copy.dir)]) == 0
-    assert capsys.readouterr().out.splitlines()[-1].endswith(": OK (0 violation(s))")
+    assert capsys.readouterr().out.splitlines()[0].endswith(": OK (0 violation(s), 0 at-least-once window(s))")
     df = copy.frame()
     i, m = committed(df)[0]
     data = bytearray(df.loc[i, "batch"])
@@ -403,8 +403,10 @@ def test_cli_verdicts(spark, copy, capsys):  # noqa: F811
     copy.save(df.drop(index=committed(df)[1][1]))
     assert main(["verify-eos", str(copy.dir)]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith(f"[unreadable] batches/out partition {df.loc[i, 'partition']} offset "
-                             f"{df.loc[i, 'base_offset']}: ")
+    # the verdict first, then the unreadable input, then the violations
+    assert ": cannot verify: 1 batches unreadable (" in out[0]
+    unreadable = [x for x in out if x.startswith("[unreadable]")]
+    assert unreadable[0].startswith(f"[unreadable] batches/out partition {df.loc[i, 'partition']} offset "
+                                    f"{df.loc[i, 'base_offset']}: ")
     assert any(x.startswith("[violation] marker-missing transaction sg-worker-") for x in out)
-    assert out[-1].endswith("cannot verify: 1 batches unreadable (1 violation(s))") or \
-        "cannot verify: 1 batches unreadable" in out[-1]
+    assert out.index(unreadable[0]) < min(i for i, x in enumerate(out) if x.startswith("[violation]"))

@@ -82,8 +82,11 @@ def test_contents_table_links_every_notebook():
 
 
 # ---- the workshop guide -----------------------------------------------------------------------------
-def _agenda() -> list[tuple[int, str]]:
-    part = GUIDE.split("## Agenda", 1)[1].split("\n## ", 1)[0]
+PLANS = {"2 hours": 120, "half day": 240}
+
+
+def _agenda(plan: str = "2 hours") -> list[tuple[int, str]]:
+    part = GUIDE.split(f"## Agenda: {plan}\n", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\|\s*\d:\d\d\s*\|\s*(\d+)\s*\|\s*([^|]*?)\s*\|", part, re.M)
     return [(int(m), nb) for m, nb in rows]
 
@@ -93,17 +96,43 @@ def _section(name: str) -> str | None:
     return m and m.group(0)
 
 
-def test_workshop_agenda_is_two_hours_of_existing_notebooks():
-    agenda = _agenda()
-    assert sum(m for m, _ in agenda) == 120
+@pytest.mark.parametrize("plan", PLANS)
+def test_workshop_plans_cover_04_05_06_and_live_clients_in_course_order(plan):
+    agenda = _agenda(plan)
+    assert sum(m for m, _ in agenda) == PLANS[plan]
+    assert f"Total: {PLANS[plan]} minutes." in GUIDE.split(f"## Agenda: {plan}\n", 1)[1].split("\n## ", 1)[0]
     notebooks = [nb for _, nb in agenda if nb != "—"]
     assert notebooks and set(notebooks) <= KNOWN
     assert notebooks == sorted(notebooks)            # in course order
-    starts = re.findall(r"^\|\s*(\d):(\d\d)\s*\|\s*(\d+)", GUIDE.split("## Agenda", 1)[1], re.M)
+    assert {"04_consumer_groups", "05_txn_offset_commit_v6", "06_share_group_eos", "09_live_cluster"} <= set(notebooks)
+    part = GUIDE.split(f"## Agenda: {plan}\n", 1)[1].split("\n## ", 1)[0]
+    assert "kipviz serve" in part                    # the live-client segment
+    starts = re.findall(r"^\|\s*(\d):(\d\d)\s*\|\s*(\d+)", part, re.M)
     t = 0
     for h, mm, minutes in starts:                    # each row starts where the previous one ended
         assert int(h) * 60 + int(mm) == t
         t += int(minutes)
+
+
+def test_workshop_guide_names_only_existing_notebooks_and_commands():
+    from kipviz.cli import build_parser
+    named = set(re.findall(r"\b(\d\d_[a-z0-9_]+[a-z0-9])\b", GUIDE))
+    assert named and named <= KNOWN, named - KNOWN
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    commands = set(re.findall(r"`(?:\.venv/bin/)?kipviz ([a-z-]+)", GUIDE))
+    assert {"serve", "export"} <= commands and commands <= set(sub.choices), commands - set(sub.choices)
+
+
+def test_workshop_guide_has_facilitator_notes_discussion_prompts_and_measured_times():
+    notes = GUIDE.split("## Facilitator notes and discussion prompts", 1)[1].split("\n## ", 1)[0]
+    for plan in PLANS:
+        for nb in {nb for _, nb in _agenda(plan) if nb != "—"}:
+            item = re.search(rf"^\* \*\*{re.escape(nb)}\.?\*\*.*?(?=^\* |\Z)", notes, re.M | re.S)
+            assert item and "*Discuss:*" in item.group(0), nb
+    times = GUIDE.split("## Measured run times", 1)[1].split("\n## ", 1)[0]
+    rows = dict(re.findall(r"^\| (\d\d_[a-z0-9_]+) \|(.*)$", times, re.M))
+    assert set(rows) == KNOWN, KNOWN ^ set(rows)
+    assert "TIMES_TABLE" not in GUIDE
 
 
 def test_workshop_guide_has_solutions_for_every_notebook_it_covers():
@@ -122,8 +151,8 @@ def test_workshop_guide_has_solutions_for_every_notebook_it_covers():
 
 
 def test_workshop_guide_says_what_to_do_when_binder_is_slow():
-    slow = GUIDE.split("## When Binder is slow", 1)[1]
-    assert "kipviz export" in slow and "make lab" in slow
+    slow = GUIDE.split("## When Binder is slow or full", 1)[1]
+    assert "kipviz export" in slow and "make lab" in slow and "Binder is full" in slow
     assert "kipviz export -o site" in GUIDE
 
 

@@ -2,6 +2,7 @@
 in the model, a record removed from the data), passes clean runs; and the CLI's exit codes."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -134,6 +135,9 @@ def test_cli_analyze(spark, tmp_path, capsys):  # noqa: F811
     assert main(["analyze", str(SAMPLES / "kip516"), "--html", str(tmp_path / "r.html")]) == 0
     out = capsys.readouterr().out
     assert "committed_offsets: 3 row(s)" in out and "transaction outcomes: commit 138" in out
+    # what each analysis found, not only its row count
+    assert re.search(r"transactions: \d+ row\(s\); commit \d+ \(duration p50 [\d,]+ ms, p99", out), out
+    assert re.search(r"committed_offsets: 3 row\(s\); total lag \d+ over \d+ ok partition", out), out
     assert "<svg" in (tmp_path / "r.html").read_text()
     assert main(["analyze", str(tmp_path)]) == 2
     assert "no manifest.json" in capsys.readouterr().err

@@ -50,7 +50,7 @@ documents every column; `make sample-data` regenerates the four runs byte for by
     code("""regular = ks.read_samples(spark, SAMPLES / "regular_eos")
 orders = regular.topic("orders")
 orders.printSchema()
-orders.show(3, truncate=40)"""),
+ks.table(orders, 3)"""),
     md("""### Exercise 1
 How many columns does a topic DataFrame have (the Kafka source's schema)?"""),
     *predict("07-1", inputs="orders=orders"),
@@ -61,10 +61,11 @@ Spark's Python workers one **Arrow batch** at a time (`mapInArrow`): no row-by-r
 A record that does not decode (corrupt bytes, an unknown record version) becomes one row of
 `logs.errors` — the job never dies on one bad record."""),
     code("""logs = ks.decode_all(regular)
-logs.offsets.select("group", "topic", "partition", "committed_offset", "value_version", "commit_timestamp_ms").show(5)
-logs.transactions.select("transactional_id", "producer_id", "producer_epoch", "state", "partitions").show(5, truncate=50)
+display(ks.table(logs.offsets.select("group", "topic", "partition", "committed_offset", "value_version",
+                                     "commit_timestamp_ms"), 5))
+display(ks.table(logs.transactions.select("transactional_id", "producer_id", "producer_epoch", "state", "partitions"), 5))
 print("vectorised:", "MapInArrow" in logs.transactions._jdf.queryExecution().executedPlan().toString())
-logs.errors.show()"""),
+ks.table(logs.errors)"""),
     md("""Bad data is counted, not fatal: below, three broken `__consumer_offsets` records (a
 truncated value, an unknown value version, a null key) are added to real ones, and the
 `timestamp` column is dropped."""),
@@ -77,16 +78,16 @@ bad = [dict(good[0], offset=9001, value=good[0]["value"][:5]),
 frame = spark.createDataFrame(pa.Table.from_pylist(good + bad, schema=schemas.KAFKA).to_pandas(), schemas.KAFKA_DDL).drop("timestamp")
 broken = ks.decode_all(ks.from_kafka_frame(spark, frame, ["__consumer_offsets"]))
 print("decoded offset commits:", broken.offsets.count())
-broken.errors.select("dataset", "offset", "error_kind", "error").show(truncate=70)"""),
+ks.table(broken.errors.select("dataset", "offset", "error_kind", "error"), truncate=70)"""),
     md(f"""## 3. Committed offsets and lag; {K516} topic ids
 
 `committed_offsets` takes each group's latest commit per partition, resolves the topic id in the
 commit (`__consumer_offsets` value v4 carries it when TxnOffsetCommit v6 wrote it — {K1319}) to
 the topic it belongs to, and flags names that were deleted and re-created during the run."""),
     code("""kip516 = ks.decode_all(ks.read_samples(spark, SAMPLES / "kip516"))
-kip516.source.topic_ids().show(truncate=False)
+display(ks.table(kip516.source.topic_ids(), truncate=0))
 lag = ks.committed_offsets(kip516)
-lag.show(truncate=False)
+display(ks.table(lag, truncate=0))
 plots.plot_lag(lag)"""),
     md("""### Exercise 2
 How many topic ids did the name `clicks` have during the kip516 run?"""),
@@ -96,8 +97,8 @@ How many topic ids did the name `clicks` have during the kip516 run?"""),
 One row per transaction from `__transaction_state`: start, prepare, end, outcome, and whether the
 coordinator aborted it because `transaction.timeout.ms` passed."""),
     code("""txns = ks.transactions(logs)
-txns.groupBy("outcome").count().show()
-ks.transaction_summary(logs, txns).show()
+display(ks.table(txns.groupBy("outcome").count()))
+display(ks.table(ks.transaction_summary(logs, txns)))
 plots.plot_transactions(txns)"""),
     md("""### Exercise 3
 How many transactions aborted in the regular_eos run?"""),
@@ -108,12 +109,13 @@ The share_eos run is a share-group read-process-write with KIP-1289's transactio
 acknowledgements and a seeded schedule of the KIP's corner-case faults (`manifest.json` lists
 them). Each stay of a record in TX_PENDING comes from the model's share-record state changes."""),
     code("""share = ks.decode_all(ks.read_samples(spark, SAMPLES / "share_eos"))
-print(pd.DataFrame(share.source.manifest["summary"]["faults"])[["at", "kind", "case", "outcome"]].to_string())
+display(ks.table(pd.DataFrame(share.source.manifest["summary"]["faults"])[["at", "kind", "case", "outcome"]],
+                 truncate=0))
 stays = ks.tx_pending(share)
-stays.groupBy("exit_state", "exit_cause").count().orderBy("count", ascending=False).show(truncate=False)
-ks.kip1289_metrics(share, stays).show()
+display(ks.table(stays.groupBy("exit_state", "exit_cause").count().orderBy("count", ascending=False), truncate=0))
+display(ks.table(ks.kip1289_metrics(share, stays)))
 display(plots.plot_residency(stays))
-plots.plot_tx_pending(ks.tx_pending_series(share))"""),
+plots.plot_tx_pending(ks.tx_pending_series(share, stays), start_ms=plots.run_start(share))"""),
     md(f"""## 6. Error codes by TxnOffsetCommit version ({K1319})
 
 The kip1319 run has one processor on TxnOffsetCommit v6 and one capped at v5, with group churn
@@ -121,7 +123,7 @@ The kip1319 run has one processor on TxnOffsetCommit v6 and one capped at v5, wi
 same mistakes come back as different errors depending on the version."""),
     code("""k1319 = ks.decode_all(ks.read_samples(spark, SAMPLES / "kip1319"))
 errs = ks.kip1319_errors(k1319)
-errs.filter("answers > 0").show(truncate=False)
+display(ks.table(errs.filter("answers > 0"), truncate=0))
 plots.plot_kip1319(errs)"""),
     md("""### Exercise 4
 Which error does a stale member epoch give at TxnOffsetCommit v5 (before KIP-1319)?"""),
@@ -131,7 +133,7 @@ Which error does a stale member epoch give at TxnOffsetCommit v5 (before KIP-131
 ShareSnapshot and ShareUpdate records persist each share partition's start offset (SPSO) and the
 state of the records after it."""),
     code("""state = ks.share_state(share)
-state.show(5)
+display(ks.table(state, 5))
 plots.plot_share_state(state)"""),
     md("""## 8. Exactly-once verification
 
@@ -154,7 +156,7 @@ faulty_dir = Path(tempfile.mkdtemp()) / "share_eos_case6"
 write_trace(run, faulty_dir, name="share_eos + lock-expiry-tx-pending")
 faulty = ks.verify_eos(ks.read_samples(spark, faulty_dir))
 print(faulty.summary(limit=5))
-display(faulty.violations.select("kind", "topic", "partition", "offset", "outputs").limit(5).toPandas())
+display(ks.table(faulty.violations.select("kind", "topic", "partition", "offset", "outputs"), 5))
 plots.plot_eos(faulty)"""),
     md("""### Exercise 5
 Which kind of violation does the injected fault produce?"""),

@@ -174,14 +174,21 @@ class Animation:
         return "\n".join(lines)
 
     # ---- pictures ----------------------------------------------------------------------------------
-    def _graph(self, pic: _Pic | None):
+    def _graph(self, pic: _Pic | None, rankdir: str | None = None):
         include_rows = sorted({p.taken for p in self._pics if p.taken is not None})
         include_states = sorted({p.current for p in self._pics} | {s for p in self._pics for s, _ in p.occupied})
+        if pic is None and rankdir is None:     # one direction for every frame: state_diagram's "auto"
+            g = M.auto_layout(lambda d: self._graph(None, d))
+            self.__dict__["_rankdir"] = getattr(g, "kipviz_layout", g.graph_attr["rankdir"])
+            return g
+        if rankdir is None and "_rankdir" not in self.__dict__:
+            self._graph(None)
+        d = rankdir or self.__dict__["_rankdir"]
         if pic is None:
             return M._graph(self.table, [], None, self.show_proposed, set(), include_rows, include_states,
-                            True, "LR")
+                            True, d)
         return M._graph(self.table, [pic.current], pic.taken, self.show_proposed, {s for s, _ in pic.occupied},
-                        include_rows, include_states, True, "LR")
+                        include_rows, include_states, True, d)
 
     def base_svg(self) -> str:
         """The un-highlighted picture: the one `dot` run of this animation."""
@@ -306,7 +313,7 @@ class Animation:
 
     def _dpi(self, max_width: int | None) -> float:
         """96 dpi, or less so the picture is at most max_width pixels wide."""
-        m = re.search(r'<svg width="([\d.]+)pt"', self.base_svg())
+        m = _VIEWBOX.search(self.base_svg())        # pt, whatever size render.fit_width gave it
         if not max_width or not m:
             return 96.0
         return round(min(96.0, max_width * 72.0 / float(m.group(1))), 2)
@@ -390,7 +397,7 @@ class Animation:
             return img
         from PIL import ImageDraw
         svg = self.base_svg()
-        m = re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"', svg)
+        m = _VIEWBOX.search(svg)
         tr = re.search(r'translate\(([-\d.]+) ([-\d.]+)\)', svg)
         if not m or not tr:
             return img
@@ -467,19 +474,24 @@ def render_many(sources: list[str], fmt: str = "png", workers: int | None = None
         return [png for result in pool.map(run, batches) for png in result]
 
 
+_VIEWBOX = re.compile(r'<svg [^>]*?viewBox="[-\d.]+ [-\d.]+ ([\d.]+) ([\d.]+)"')
+
+
 def _with_caption(svg: str, caption: str) -> str:
     """The SVG with the caption under the picture (the drawing area grows downwards)."""
-    m = re.search(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"\s+viewBox="([-\d.]+) ([-\d.]+) ([\d.]+) ([\d.]+)"', svg)
+    m = re.search(r'<svg width="([\d.]+)(pt|px)" height="([\d.]+)(?:pt|px)"\s+viewBox="([-\d.]+) ([-\d.]+) '
+                  r'([\d.]+) ([\d.]+)"', svg)
     if not m:
         return svg
-    w, h = float(m.group(5)), float(m.group(6))
+    w, h = float(m.group(6)), float(m.group(7))
+    unit = m.group(2)                   # pt as dot writes it; px once render.fit_width scaled it
     size, line_h = 12, 16
     chars = max(40, int((w - 16) / (size * 0.55)))
     lines = [part for line in caption.split("\n") for part in (textwrap.wrap(line, chars) or [""])]
     cap_h = line_h * len(lines) + 14
     nh = h + cap_h
-    head = (f'<svg width="{float(m.group(1)):.0f}pt" height="{nh:.0f}pt"\n viewBox="{m.group(3)} {m.group(4)} '
-            f'{m.group(5)} {nh:.2f}"')
+    head = (f'<svg width="{float(m.group(1)):.0f}{unit}" height="{float(m.group(3)) * nh / h:.0f}{unit}"\n '
+            f'viewBox="{m.group(4)} {m.group(5)} {m.group(6)} {nh:.2f}"')
     texts = "".join(
         f'<text x="10" y="{h + 8 + line_h * (j + 1) - 4:.1f}" font-family="Helvetica,sans-Serif" '
         f'font-size="{size}" fill="{"#000000" if j == 0 else "#2d3748"}"'

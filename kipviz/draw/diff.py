@@ -218,6 +218,13 @@ def _e(s) -> str:
     return label_text(s)
 
 
+def _lines(text: str, width: int = 48) -> str:
+    """text wrapped at `width` characters (graphviz lines): a long note makes a narrow column
+    rather than a picture too wide for a notebook (render.FIT_PX)."""
+    import textwrap
+    return "<BR/>".join(_e(line) for line in textwrap.wrap(text, width, break_on_hyphens=False)) or _e(text)
+
+
 def diff_diagram(name: str | MessageSpec, a: int, b: int) -> graphviz.Digraph:
     """Version a and version b side by side, one row per field, changes highlighted."""
     spec = registry.get(name)
@@ -237,14 +244,14 @@ def diff_diagram(name: str | MessageSpec, a: int, b: int) -> graphviz.Digraph:
         indent = "&#160;&#160;&#160;&#160;" * depth
         marks = ("?" if f.nullable else "") + (f" T{f.tag}" if f.tagged else "")
         return (f'<TD{bga} ALIGN="LEFT" BALIGN="LEFT">{indent}<B>{_e(shown_name)}</B>{_e(marks)}<BR ALIGN="LEFT"/>'
-                f'{indent}<FONT POINT-SIZE="8" COLOR="#555555">{_e(wire_type(f))}</FONT></TD>')
+                f'{indent}<FONT POINT-SIZE="9" COLOR="#555555">{_e(wire_type(f))}</FONT></TD>')
 
     trs = []
     sa, sb = spec.status_label(a), spec.status_label(b)
     trs.append(f'<TR><TD COLSPAN="3" BGCOLOR="#f6e7a8" ALIGN="LEFT"><FONT POINT-SIZE="14"><B>{_e(spec.name)}'
                f" v{a} → v{b}</B></FONT></TD></TR>")
-    trs.append(f'<TR><TD BGCOLOR="#fafafa" ALIGN="LEFT"><B>v{a}</B><BR ALIGN="LEFT"/><FONT POINT-SIZE="8">{_e(sa)}</FONT></TD>'
-               f'<TD BGCOLOR="#fafafa" ALIGN="LEFT"><B>v{b}</B><BR ALIGN="LEFT"/><FONT POINT-SIZE="8">{_e(sb)}</FONT></TD>'
+    trs.append(f'<TR><TD BGCOLOR="#fafafa" ALIGN="LEFT"><B>v{a}</B><BR ALIGN="LEFT"/><FONT POINT-SIZE="9">{_lines(sa, 40)}</FONT></TD>'
+               f'<TD BGCOLOR="#fafafa" ALIGN="LEFT"><B>v{b}</B><BR ALIGN="LEFT"/><FONT POINT-SIZE="9">{_lines(sb, 40)}</FONT></TD>'
                f'<TD BGCOLOR="#fafafa" ALIGN="LEFT"><B>change</B></TD></TR>')
     ha, hb = _header_version(spec, a), _header_version(spec, b)
     meta = []
@@ -256,7 +263,7 @@ def diff_diagram(name: str | MessageSpec, a: int, b: int) -> graphviz.Digraph:
         bg = f' BGCOLOR="{CHANGE_COLORS["changed"]}"' if changes else ""
         note = "; ".join(c["detail"] for c in changes) or "same"
         trs.append(f'<TR><TD{bg} ALIGN="LEFT"><I>{_e(left)}</I></TD><TD{bg} ALIGN="LEFT"><I>{_e(right)}</I></TD>'
-                   f'<TD{bg} ALIGN="LEFT"><FONT POINT-SIZE="9">{_e(note)}</FONT></TD></TR>')
+                   f'<TD{bg} ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="9">{_lines(note)}</FONT></TD></TR>')
 
     for path in _spec_paths(spec.fields):
         x = fa[path][0] if path in fa else None
@@ -275,7 +282,7 @@ def diff_diagram(name: str | MessageSpec, a: int, b: int) -> graphviz.Digraph:
         trs.append("<TR>" + cell(x, name_a, depth, bg if x is not None else None)
                    + cell(y, name_b, depth, bg if y is not None else None)
                    + f'<TD{bga} ALIGN="LEFT" BALIGN="LEFT">'
-                   + (f'<FONT POINT-SIZE="9">{_e(note)}</FONT>' if note else "") + "</TD></TR>")
+                   + (f'<FONT POINT-SIZE="9">{_lines(note)}</FONT>' if note else "") + "</TD></TR>")
 
     legend = "".join(f'<TD BGCOLOR="{CHANGE_COLORS[k]}"><FONT POINT-SIZE="9">{k}</FONT></TD>'
                      for k in ("added", "removed", "changed", "renamed"))

@@ -112,7 +112,7 @@ def _visible(table: Table, show_proposed: bool, extra_rows: Iterable[int], extra
 def _node_label(table: Table, state: str) -> str:
     parts = [f'<FONT COLOR="{C_TEXT}">{_e(state)}</FONT>']
     if table.state_ids and state in table.state_ids:
-        parts.append(f'<FONT POINT-SIZE="8" COLOR="{C_ID}">id {_e(table.state_ids[state])}</FONT>')
+        parts.append(f'<FONT POINT-SIZE="9" COLOR="{C_ID}">id {_e(table.state_ids[state])}</FONT>')
     return "<" + "<BR/>".join(parts) + ">"
 
 
@@ -120,7 +120,7 @@ def _edge_label(row: Row, color: str) -> str:
     lines = [f'<FONT COLOR="{color}">{_e(row.event)}</FONT>']
     if not _released(row):
         what = " · ".join(p for p in (row.kip, row.status) if p)
-        lines.append(f'<FONT POINT-SIZE="8" COLOR="{color}">{_e(what)}</FONT>')
+        lines.append(f'<FONT POINT-SIZE="9" COLOR="{color}">{_e(what)}</FONT>')
     return "<" + "<BR/>".join(lines) + ">"
 
 
@@ -130,15 +130,15 @@ def _title(table: Table, show_proposed: bool) -> str:
     lines = [f'<FONT POINT-SIZE="14"><B>{_e(table.name)}</B></FONT>'
              f'<FONT POINT-SIZE="10" COLOR="#555555">  state machine</FONT>']
     if table.source:
-        lines.append(f'<FONT POINT-SIZE="9" COLOR="#555555">{_e(table.source)}</FONT>')
+        lines.append(f'<FONT POINT-SIZE="10" COLOR="#555555">{_e(table.source)}</FONT>')
     # each part of the key on its own line: graphviz's SVG drops the spaces between FONT runs
     # (rendered "(11 rows)dashed:")
-    lines.append(f'<FONT POINT-SIZE="9" COLOR="{C_RELEASED}">solid: released Kafka ({n_rel} rows)</FONT>')
+    lines.append(f'<FONT POINT-SIZE="10" COLOR="{C_RELEASED}">solid: released Kafka ({n_rel} rows)</FONT>')
     if kips and show_proposed:
-        lines.append(f'<FONT POINT-SIZE="9" COLOR="{C_PROPOSED}">dashed: accepted/proposed '
+        lines.append(f'<FONT POINT-SIZE="10" COLOR="{C_PROPOSED}">dashed: accepted/proposed '
                      f'({_e(", ".join(kips))})</FONT>')
     elif kips:
-        lines.append(f'<FONT POINT-SIZE="9" COLOR="#777777">({_e(", ".join(kips))} rows hidden)</FONT>')
+        lines.append(f'<FONT POINT-SIZE="10" COLOR="#777777">({_e(", ".join(kips))} rows hidden)</FONT>')
     return "<" + '<BR ALIGN="LEFT"/>'.join(lines) + '<BR ALIGN="LEFT"/>>'
 
 
@@ -152,8 +152,11 @@ def _as_states(current) -> list[str]:
 
 def state_diagram(table: Table, *, current: str | Iterable[str] | None = None, taken: Row | None = None,
                   show_proposed: bool = True, occupied: Iterable[str] = (), title: bool = True,
-                  rankdir: str = "LR") -> graphviz.Digraph:
+                  rankdir: str = "auto") -> graphviz.Digraph:
     """The table as a graphviz Digraph (see the module docstring).
+
+    rankdir "auto": left to right, unless that is wider than a notebook's output area
+    (render.FIT_PX) and top to bottom is narrower (less scaled down, larger text).
 
     current: a state (or several) to fill; occupied: states filled lightly (other instances of the
     machine, as the animation of all instances shows them); taken: a Row of the table, drawn bold
@@ -163,7 +166,31 @@ def state_diagram(table: Table, *, current: str | Iterable[str] | None = None, t
         if s not in table.states:
             raise ValueError(f"{table.name}: unknown state {s!r} (states: {', '.join(table.states)})")
     taken_i = row_index(table, taken) if taken is not None else None
-    return _graph(table, cur, taken_i, show_proposed, set(occupied), [], [], title, rankdir)
+    if rankdir != "auto":
+        return _graph(table, cur, taken_i, show_proposed, set(occupied), [], [], title, rankdir)
+    return auto_layout(lambda d: _graph(table, cur, taken_i, show_proposed, set(occupied), [], [], title, d))
+
+
+# rankdir "auto" tries these in order and keeps the first that fits a notebook, else the narrowest:
+# "TB-compact" is top to bottom with states packed closer and ranks further apart (the transaction
+# machine's 29 rows: 2000 px left to right, 1780 top to bottom, 1420 compact)
+LAYOUTS = ("LR", "TB", "TB-compact")
+
+
+def auto_layout(make) -> graphviz.Digraph:
+    """make("LR"), or make("TB") when the former is wider than FIT_PX and the latter narrower (a
+    wide picture is scaled to the notebook's width: the narrower, the larger its text)."""
+    from .render import FIT_PX, layout_size
+    best, best_w = None, None
+    for d in LAYOUTS:
+        g = make(d)
+        g.kipviz_layout = d
+        w, _ = layout_size(g)
+        if best is None or w < best_w:
+            best, best_w = g, w
+        if w <= FIT_PX:
+            break
+    return best
 
 
 def _graph(table: Table, cur: list[str], taken_i: int | None, show_proposed: bool, occ: set[str],
@@ -176,11 +203,12 @@ def _graph(table: Table, cur: list[str], taken_i: int | None, show_proposed: boo
         extra_states += [table.rows[i].from_state, table.rows[i].to_state]
     rows, states = _visible(table, show_proposed, extra_rows, extra_states)
 
+    compact = rankdir.endswith("-compact")
     g = graphviz.Digraph(
         name=f"machine_{_slug(table.name)}",
-        graph_attr={"rankdir": rankdir, "fontname": FONT, "labelloc": "t", "labeljust": "l",
-                    "label": _title(table, show_proposed) if title else "", "nodesep": "0.35",
-                    "ranksep": "0.45", "pad": "0.3", "bgcolor": "white"},
+        graph_attr={"rankdir": rankdir.removesuffix("-compact"), "fontname": FONT, "labelloc": "t", "labeljust": "l",
+                    "label": _title(table, show_proposed) if title else "", "nodesep": "0.1" if compact else "0.35",
+                    "ranksep": "0.6" if compact else "0.45", "pad": "0.3", "bgcolor": "white"},
         node_attr={"fontname": FONT, "fontsize": "11", "shape": "ellipse", "style": "filled",
                    "fillcolor": C_NODE_FILL, "color": C_NODE_LINE, "margin": "0.04", "penwidth": "1.2"},
         edge_attr={"fontname": FONT, "fontsize": "10", "arrowsize": "0.7", "color": C_RELEASED},

@@ -17,7 +17,8 @@ import graphviz
 
 from ..errors import KipvizError
 
-__all__ = ["to_svg", "to_png", "to_html", "save", "DotNotFoundError", "dot_available"]
+__all__ = ["to_svg", "to_png", "to_html", "save", "DotNotFoundError", "dot_available", "fit_width", "layout_size",
+           "FIT_PX", "MIN_SCALE"]
 
 INSTALL_HINT = ("kipviz draws its pictures with graphviz's `dot` program, which was not found on PATH. "
                 "`make lab` (or `make setup`) provides it; otherwise install it yourself: "
@@ -48,9 +49,38 @@ def _pipe(graph, fmt: str) -> bytes:
         raise KipvizError(f"graphviz `dot -T{fmt}` failed: {err or e}") from None
 
 
-def to_svg(graph) -> str:
-    """SVG text for a graphviz graph (a Digraph, or DOT source text)."""
-    return _pipe(graph, "svg").decode("utf-8")
+# A notebook's output area in JupyterLab at 1280 px with the file browser open is about 860-870 px
+# wide. A picture wider than FIT_PX is drawn FIT_PX wide (its viewBox keeps the proportions)
+# instead of being cut at the right: JupyterLab shows an image/svg+xml output as an <img> at the
+# SVG's own size, so the size must be in the SVG (a percentage would depend on the container).
+# The diagrams keep their smallest text (10 pt) at MIN_SCALE or more of its size by laying out
+# narrower where they can (machines.state_diagram's rankdir="auto").
+FIT_PX = 850
+MIN_SCALE = 0.6
+_SIZE = re.compile(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"')
+
+
+def fit_width(svg: str, max_px: float = FIT_PX) -> str:
+    """svg drawn max_px wide when it is wider (graphviz writes sizes in pt: 1 pt = 4/3 px; the
+    viewBox it writes keeps the drawing whole); a narrower picture keeps its size."""
+    m = _SIZE.search(svg)
+    if m is None or float(m.group(1)) * 4 / 3 <= max_px:
+        return svg
+    w, h = float(m.group(1)) * 4 / 3, float(m.group(2)) * 4 / 3
+    return svg[:m.start()] + f'<svg width="{max_px:.0f}px" height="{h * max_px / w:.0f}px"' + svg[m.end():]
+
+
+def to_svg(graph, *, fit: bool = True) -> str:
+    """SVG text for a graphviz graph (a Digraph, or DOT source text); fit: scaled to its container's
+    width when wider than FIT_PX (fit_width)."""
+    svg = _pipe(graph, "svg").decode("utf-8")
+    return fit_width(svg) if fit else svg
+
+
+def layout_size(graph) -> tuple[float, float]:
+    """(width, height) in px of graph as dot lays it out (its `plain` output: inches)."""
+    first = _pipe(graph, "plain").split(b"\n", 1)[0].split()
+    return float(first[2]) * 96, float(first[3]) * 96
 
 
 def to_png(graph) -> bytes:

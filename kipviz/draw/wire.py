@@ -46,7 +46,9 @@ C_HEAD_ROW = "#fafafa"
 DEPTH_BG = ("#fffdf3", "#f3f8ff", "#f4fbf1", "#fff5ee", "#f7f3fb")
 C_ACTIVE, C_INACTIVE = "#2b6cb0", "#eeeeee"
 VALUE_WIDTH = 34
-FS_CELL, FS_NOTE = 10, 8          # the node's font size; _small's
+TYPE_WRAP = 34                     # characters per line of a wire type
+FS_CELL, FS_NOTE = 10, 9          # the node's font size; _small's (8 pt was under 8 px once a wide
+                                   # diagram is scaled to a notebook's width: render.FIT_PX)
 # graphviz sizes a cell by its own estimate of Helvetica, a browser draws whatever sans font it has
 # (DejaVu Sans: ~0.67 em a character on these texts), so the type cell declares a width from this
 # rule: 0.7 em per character, plus cell padding and border
@@ -62,13 +64,13 @@ def _e(s) -> str:
     return label_text(s)
 
 
-def _small(s: str, color: str = "#555555", size: int = 8) -> str:
+def _small(s: str, color: str = "#555555", size: int = 9) -> str:
     if not s:
         return ""
     return f'<FONT POINT-SIZE="{size}" COLOR="{color}">{s}</FONT>'
 
 
-def _wrap(text: str, width: int = 96) -> str:
+def _wrap(text: str, width: int = 80) -> str:
     return '<BR ALIGN="LEFT"/>'.join(_e(line) for line in textwrap.wrap(text, width)) + '<BR ALIGN="LEFT"/>'
 
 
@@ -219,7 +221,12 @@ class _Table:
     def _row(self, path: str | None, name: str, wtype: str, note: str, value: str, bg: str | None,
              parts: str = "", ext=None) -> str:
         bga = f' BGCOLOR="{bg}"' if bg else ""
-        type_cell = _e(wtype) + (f'<BR ALIGN="LEFT"/>{_small(_e(note))}' if note else "")
+        # long types and notes wrap (a narrower table keeps its text readable once a notebook
+        # scales the picture to its width: render.FIT_PX)
+        tlines = textwrap.wrap(wtype, TYPE_WRAP, break_on_hyphens=False) or [wtype]
+        nlines = textwrap.wrap(note, TYPE_WRAP + 6, break_on_hyphens=False) if note else []
+        type_cell = '<BR ALIGN="LEFT"/>'.join(_e(x) for x in tlines) + "".join(
+            f'<BR ALIGN="LEFT"/>{_small(_e(x))}' for x in nlines)
         cells = []
         if self.spans is not None:
             if ext is None and path is not None:
@@ -235,7 +242,7 @@ class _Table:
             cells.append(f'<FONT FACE="{MONO}">{_e(value)}</FONT>' if self.spans is not None else _small(_e(value), "#444444", 9))
         else:
             cells.append("")
-        width = max(text_width(wtype), text_width(note, FS_NOTE)) + CELL_PAD
+        width = max([text_width(x) for x in tlines] + [text_width(x, FS_NOTE) for x in nlines]) + CELL_PAD
         kind = len(cells) - 2          # the type cell
         return "<TR>" + "".join(f'<TD{bga} ALIGN="LEFT" BALIGN="LEFT"' + (f' WIDTH="{width}"' if k == kind else "")
                                 + f">{c}</TD>" for k, c in enumerate(cells)) + "</TR>"
@@ -466,7 +473,7 @@ def wire_diagram(name_or_spec: str | MessageSpec, version: int, *, header: bool 
             f'<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="1"><TR><TD>{_small("header version:", "#333333", 9)}</TD>'
             f'<TD>{chip_table}</TD></TR></TABLE></TD></TR>',
             f'<TR><TD COLSPAN="{t.ncols}" BGCOLOR="{C_HEADER}" ALIGN="LEFT" BALIGN="LEFT">'
-            f'{_small(_wrap(why, 90), "#333333", 9)}</TD></TR>',
+            f'{_small(_wrap(why, 80), "#333333", 9)}</TD></TR>',
             t.head_row(),
         ]
         rows = t.struct_rows(hvm.fields, "", 0, head_spans is not None)

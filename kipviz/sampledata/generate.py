@@ -174,7 +174,8 @@ def _share_eos(records: int, seed: int, sink: _Sink) -> Run:
     partition's start offset (SPSO), the output below its last stable offset."""
     from ..workloads import ShareEosWorkload
     opts = share_eos_options(records, seed)
-    wl = ShareEosWorkload(events_chunk=sink.every, cluster_settings={"start_ms": START_MS}, **opts)
+    from ..workloads.pace import Pace
+    wl = ShareEosWorkload(events_chunk=sink.every, cluster_settings={"start_ms": START_MS}, pace=Pace(seed), **opts)
     state = {"done": 0}
 
     def on_events(chunk):

@@ -29,6 +29,7 @@ from ..clients.consumer import ConsumerError
 from ..clients.producer import AbortableError, FatalError, Producer, ProducerError, default_partition
 from ..eos.checker import SOURCE_HEADER
 from ..errors import KipvizError
+from ..workloads.pace import Pace
 
 START_MS = 1_767_225_600_000     # 2026-01-01T00:00:00Z: where the virtual clock starts (timestamps look real)
 CUSTOMERS = 997                  # distinct keys; their partitions are computed once (murmur2)
@@ -79,8 +80,9 @@ class Pipeline:
     """The read-process-write loop shared by the workloads."""
 
     def __init__(self, cluster, rng: random.Random, *, inputs: list[str], output: str, group: str, partitions: int,
-                 processors: int, batch: int, member_versions=None, loader_versions=None):
+                 processors: int, batch: int, member_versions=None, loader_versions=None, pace: Pace | None = None):
         self.cluster, self.rng = cluster, rng
+        self.pace = pace
         self.inputs, self.output, self.group = inputs, output, group
         self.partitions, self.batch = partitions, batch
         for t in (*inputs, output):
@@ -139,6 +141,9 @@ class Pipeline:
             return 0
         gm = m.consumer.group_metadata()       # captured with the records, as the application sees them
         p = m.producer
+        pace, c = self.pace, self.cluster
+        if pace is not None:
+            pace.spend(c, pace.round_trip())          # the Fetch that brought the records
         try:
             p.begin_transaction()
             by_p: dict[int, list] = {}
@@ -147,6 +152,8 @@ class Pipeline:
                     (r.key, self.transform(r.value, m.name),
                      [(SOURCE_HEADER, b"%s-%d@%d" % (r.topic.encode(), r.partition, r.offset))]))
             for q in sorted(by_p):
+                if pace is not None:                  # process a partition's records, then send them
+                    pace.spend(c, pace.processing(len(by_p[q])) + pace.produce(1))
                 p.send_batch(self.output, q, by_p[q])
             offsets: dict = {}
             for r in recs:
@@ -154,11 +161,17 @@ class Pipeline:
                 offsets[tp] = max(offsets.get(tp, 0), r.offset + 1)
             if before_offsets is not None:
                 before_offsets(m)
+            if pace is not None:
+                pace.spend(c, pace.round_trip(2))     # AddOffsetsToTxn, then TxnOffsetCommit
             p.send_offsets_to_transaction(offsets, gm)
             if abort:
                 self.count("aborted:processing-failure")
                 return self._rewind(m, abort=True)
+            if pace is not None:
+                pace.spend(c, pace.produce(1) + pace.round_trip(2))   # flush, EndTxn, the markers
             p.commit_transaction()
+            if pace is not None:
+                pace.spend(c, pace.think())
         except AbortableError as e:
             self.count(f"aborted:{e.error}")
             return self._rewind(m, abort=True)
@@ -253,7 +266,7 @@ def regular_eos(records: int, seed: int, step) -> Run:
     cluster = Cluster(seed=seed, brokers=3, release="4.2", start_ms=START_MS)
     batch, per_partition = sizes(records)
     pipe = Pipeline(cluster, rng, inputs=["orders"], output="orders-enriched", group="enricher", partitions=4,
-                    processors=2, batch=batch)
+                    processors=2, batch=batch, pace=Pace(seed))
     drive(pipe, records, step, per_round=per_partition * 4, abort_rate=0.04)
     pipe.close()
     step(cluster, 0, None)
@@ -269,7 +282,7 @@ def kip1319(records: int, seed: int, step) -> Run:
     cluster = Cluster(seed=seed, brokers=3, start_ms=START_MS)      # the newest release (4.4): v6 served
     batch, per_partition = sizes(records)
     pipe = Pipeline(cluster, rng, inputs=["orders", "promos"], output="orders-enriched", group="enricher",
-                    partitions=4, processors=2, batch=batch, member_versions={1: PRE_KIP_1319})
+                    partitions=4, processors=2, batch=batch, member_versions={1: PRE_KIP_1319}, pace=Pace(seed))
     side_every = max(1, records // (per_partition * 4) // 6)    # rounds between promo batches / recreations
     churn = {"consumer": None}
 
@@ -329,7 +342,7 @@ def kip516(records: int, seed: int, step) -> Run:
     cluster = Cluster(seed=seed, brokers=3, release="4.2", start_ms=START_MS)
     batch, per_partition = sizes(records)
     pipe = Pipeline(cluster, rng, inputs=["clicks"], output="clicks-enriched", group="sessionizer", partitions=3,
-                    processors=2, batch=batch)
+                    processors=2, batch=batch, pace=Pace(seed))
     legacy_loader = Producer(cluster, None, client_id="legacy-loader", client_versions=LEGACY)
     reader = Consumer(cluster, None, client_id="legacy-reader", isolation="read_uncommitted",
                       client_versions=LEGACY, max_poll_records=1 << 20)

@@ -5,7 +5,7 @@ or a live Kafka topic.
     spark = ks.session()                              # local[2], small and quiet; KIPVIZ_SPARK_MASTER etc.
     src = ks.read_samples(spark, "sample_data/regular_eos")
     logs = ks.decode_all(src)                         # decoded internal topics + errors
-    ks.transaction_summary(logs).show()
+    ks.table(ks.transaction_summary(logs))            # an HTML table in a notebook
     ks.verify_eos(ks.read_samples(spark, "sample_data/share_eos")).summary()
 
     logs = ks.scenario_logs("kip1289.case01_broker_crash")   # a scenario's logs, written and read back
@@ -25,6 +25,7 @@ from .analyses import (
     tx_pending,
     tx_pending_series,
 )
+from .display import Table, table
 from .eos import EosResult, verify_eos
 from .logs import Logs, decode_all
 from .readers import Source, from_kafka_frame, from_trace, read_kafka, read_samples
@@ -35,4 +36,4 @@ from .session import session, stop
 __all__ = ["session", "stop", "Source", "read_samples", "read_kafka", "from_kafka_frame", "from_trace", "Logs",
            "decode_all", "committed_offsets", "transactions", "transaction_summary", "tx_pending",
            "tx_pending_series", "kip1289_metrics", "kip1319_errors", "share_state", "ANALYSES", "verify_eos",
-           "EosResult", "scenario_logs", "redeliveries", "request_errors", "recreated_offsets"]
+           "EosResult", "scenario_logs", "redeliveries", "request_errors", "table", "Table", "recreated_offsets"]

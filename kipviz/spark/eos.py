@@ -128,12 +128,49 @@ def unreadable_line(u: dict) -> str:
     return f"[unreadable] {u['dataset']}{at}: {u['error']}"
 
 
+def verdict_lines(res: "EosResult", *, examples: int = 3, limit: int = 50, everything: bool = False) -> list[str]:
+    """What `kipviz verify-eos` prints: the verdict and the counts first, then every unreadable
+    input and violation (up to `limit`), then the documented at-least-once windows summarised by
+    KIP-1289 case with `examples` of each (everything=True: every line)."""
+    bad = [r for r in res.rows if r["classification"] == VIOLATION]
+    windows = [r for r in res.rows if r["classification"] != VIOLATION]
+    head = res.summary(limit=0).splitlines()
+    out = [f"{head[0]} ({len(bad)} violation(s), {len(windows)} at-least-once window(s))", *head[1:3]]
+    by_case: dict = {}
+    for r in windows:
+        by_case.setdefault(r["case"], []).append(r)
+    if windows:
+        out.append("  at-least-once windows by KIP-1289 case: " + ", ".join(
+            f"case {c}: {len(rs)}" for c, rs in sorted(by_case.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))))
+    kinds: dict = {}
+    for r in bad:
+        kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
+    if kinds:
+        out.append("  violations by kind: " + ", ".join(f"{k}: {n}" for k, n in sorted(kinds.items())))
+    cap = None if everything else limit
+    for what, items, fmt in (("unreadable input(s)", res.unreadable, unreadable_line), ("violation(s)", bad, line)):
+        shown = items if cap is None else items[:cap]
+        out.extend(fmt(x) for x in shown)
+        if len(items) > len(shown):
+            out.append(f"... {len(items) - len(shown)} more {what} (--all lists every one)")
+    for case, rs in sorted(by_case.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
+        shown = rs if everything else rs[:examples]
+        out.extend(line(r) for r in shown)
+        if len(rs) > len(shown):
+            out.append(f"... {len(rs) - len(shown)} more at-least-once window(s) of case {case} "
+                       f"(--all lists every one)")
+    return out
+
+
 def line(r: dict) -> str:
-    """One violation as one line of text."""
+    """One violation (or documented window, tagged with its own KIP-1289 case) as one line of text."""
     inp = f"{r['topic']}-{r['partition']}@{r['offset']}" if r["topic"] is not None else \
         f"transaction {r['transaction']}" if r.get("transaction") else "-"
     outs = f" [outputs: {', '.join(r['outputs'])}]" if r.get("outputs") else ""
-    return f"[{r['classification']}] {r['kind']} {inp}: {r['detail']}{outs}"
+    tag = r["classification"]
+    if tag != VIOLATION and r.get("case") is not None:
+        tag = f"at-least-once window (KIP-1289 case {r['case']})"
+    return f"[{tag}] {r['kind']} {inp}: {r['detail']}{outs}"
 
 
 def verify_eos(src, *, group: str | None = None, input_topic: str | None = None, output_topic: str | None = None,

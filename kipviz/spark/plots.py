@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import html
 
-W, H, LEFT, RIGHT, TOP, BOTTOM = 640, 300, 64, 16, 36, 64
+W, LEFT, RIGHT, TOP, PLOT_H = 640, 64, 16, 36, 200
 COLORS = {"ok": "#2f7ed8", "commit": "#2f9e44", "abort": "#e8590c", "timed out": "#c92a2a", "deleted": "#868e96",
           "recreated": "#c92a2a", "before-recreation": "#c92a2a", "unknown-topic-id": "#ae3ec9", "unknown-topic": "#ae3ec9", "open": "#fab005",
           "violation": "#c92a2a", "window": "#fab005"}
@@ -47,36 +47,132 @@ def _frame(df, limit: int = 2000):
     return df.head(limit)
 
 
-def _nice_max(v: float) -> float:
+CHAR_W = 6.6           # px per character at font-size 11 (sans-serif; a little wide, so text fits)
+LINE_H = 14
+
+
+def _step(v: float, integer: bool) -> float:
+    """A tick step of 1, 2 or 5 times a power of ten, giving at most 5 intervals up to v; at least
+    1 for counts (ticks 0, 1, 2 ..., never 2.5)."""
+    import math
     if v <= 0:
         return 1.0
+    raw = v / 5
+    e = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 5, 10):
+        if raw <= m * e:
+            st = m * e
+            break
+    if integer:
+        st = max(1, round(st))
+    return st
+
+
+def _ticks(vmax: float, integer: bool = True) -> tuple[float, list]:
+    """(axis maximum, tick values) for data up to vmax."""
     import math
-    e = 10 ** math.floor(math.log10(v))
-    for m in (1, 2, 2.5, 5, 10):
-        if v <= m * e:
-            return m * e
-    return 10 * e
+    st = _step(vmax, integer)
+    n = max(1, math.ceil(vmax / st - 1e-9)) if vmax > 0 else 1
+    return st * n, [st * i for i in range(n + 1)]
 
 
-def _axes(title: str, ymax: float, ylabel: str, xlabel: str = "") -> list[str]:
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
-           f'font-family="sans-serif" font-size="11">',
-           f'<rect width="{W}" height="{H}" fill="white"/>',
-           f'<text x="{W / 2}" y="18" text-anchor="middle" font-size="13" font-weight="600">{_e(title)}</text>']
-    x0, y0, y1 = LEFT, H - BOTTOM, TOP
-    out.append(f'<line x1="{x0}" y1="{y0}" x2="{W - RIGHT}" y2="{y0}" stroke="#333"/>')
-    out.append(f'<line x1="{x0}" y1="{y0}" x2="{x0}" y2="{y1}" stroke="#333"/>')
-    for i in range(5):
-        v = ymax * i / 4
-        y = y0 - (y0 - y1) * i / 4
-        label = f"{v:,.0f}" if ymax >= 8 else f"{v:,.2g}"
-        out.append(f'<line x1="{x0 - 4}" y1="{y}" x2="{W - RIGHT}" y2="{y}" stroke="#eee"/>')
-        out.append(f'<text x="{x0 - 6}" y="{y + 4}" text-anchor="end">{label}</text>')
-    out.append(f'<text x="14" y="{(y0 + y1) / 2}" text-anchor="middle" '
-               f'transform="rotate(-90 14 {(y0 + y1) / 2})">{_e(ylabel)}</text>')
-    if xlabel:
-        out.append(f'<text x="{(x0 + W - RIGHT) / 2}" y="{H - 6}" text-anchor="middle">{_e(xlabel)}</text>')
-    return out
+def _nice_max(v: float) -> float:
+    return _ticks(v, integer=False)[0]
+
+
+def _fmt(v: float) -> str:
+    return f"{v:,.0f}" if float(v).is_integer() else f"{v:,.3g}"
+
+
+def _text_w(s) -> float:
+    """An upper bound of the width of s at font-size 11 (capitals and digits are wider)."""
+    return sum(8.2 if c.isupper() or c in "MWmw@%" else CHAR_W for c in str(s))
+
+
+def _legend_rows(names: list[str]) -> list[list[tuple[float, str]]]:
+    """Legend entries placed left to right, wrapping to a new row before the right edge."""
+    rows, row, x = [], [], LEFT
+    for n in names:
+        w = 24 + _text_w(n)
+        if row and x + w > W - RIGHT:
+            rows.append(row)
+            row, x = [], LEFT
+        row.append((x, n))
+        x += w
+    if row:
+        rows.append(row)
+    return rows
+
+
+def _label_lines(labels: list, width: float) -> tuple[list[list[str]], bool]:
+    """Each x label as lines that fit `width` px: whole, or broken after '-', '/', '_' or ' ' into
+    up to 3 lines; (lines, rotate) -- rotate when even that does not fit (the text is then drawn
+    at -40 degrees, whole)."""
+    import re
+    cap = max(1, int(width // CHAR_W))
+    out = []
+    for lab in labels:
+        s = str(lab)
+        if _text_w(s) <= width:
+            out.append([s])
+            continue
+        parts = re.findall(r"[^-/_ ]+[-/_ ]?", s)
+        lines, cur = [], ""
+        for part in parts:
+            if cur and len(cur) + len(part) > cap:
+                lines.append(cur)
+                cur = part
+            else:
+                cur += part
+        lines.append(cur)
+        if len(lines) > 3 or any(len(x) > cap for x in lines):
+            return [[str(x)] for x in labels], True
+        out.append(lines)
+    return out, False
+
+
+class _Canvas:
+    """One chart's layout: the plot area, then x labels, the x axis title and the legend below it;
+    the height grows with what is below the plot, so nothing is cut at an edge."""
+
+    def __init__(self, title: str, ymax: float, yticks: list, ylabel: str, xlabel: str = "", *,
+                 label_h: float = LINE_H, legend: list | None = None):
+        self.legend = _legend_rows(legend or [])
+        self.x0, self.y0, self.y1 = LEFT, TOP + PLOT_H, TOP
+        self.xlabel_y = self.y0 + 8 + label_h + (LINE_H if xlabel else 0)
+        self.height = int(self.xlabel_y + 8 + LINE_H * len(self.legend) + 4)
+        self.ymax = ymax
+        h = self.height
+        self.out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" '
+                    f'font-family="sans-serif" font-size="11">',
+                    f'<rect width="{W}" height="{h}" fill="white"/>',
+                    f'<text x="{W / 2}" y="18" text-anchor="middle" font-size="13" font-weight="600">'
+                    f'{_e(title)}</text>',
+                    f'<line x1="{self.x0}" y1="{self.y0}" x2="{W - RIGHT}" y2="{self.y0}" stroke="#333"/>',
+                    f'<line x1="{self.x0}" y1="{self.y0}" x2="{self.x0}" y2="{self.y1}" stroke="#333"/>']
+        for v in yticks:
+            y = self.py(v)
+            self.out.append(f'<line x1="{self.x0 - 4}" y1="{y:.1f}" x2="{W - RIGHT}" y2="{y:.1f}" stroke="#eee"/>')
+            self.out.append(f'<text x="{self.x0 - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt(v)}</text>')
+        mid = (self.y0 + self.y1) / 2
+        self.out.append(f'<text x="14" y="{mid}" text-anchor="middle" transform="rotate(-90 14 {mid})">'
+                        f'{_e(ylabel)}</text>')
+        if xlabel:
+            self.out.append(f'<text x="{(self.x0 + W - RIGHT) / 2}" y="{self.xlabel_y}" text-anchor="middle">'
+                            f'{_e(xlabel)}</text>')
+
+    def py(self, v) -> float:
+        return self.y0 - (self.y0 - self.y1) * (v or 0) / self.ymax
+
+    def draw_legend(self, colors: dict) -> None:
+        for i, row in enumerate(self.legend):
+            y = self.xlabel_y + 8 + LINE_H * i
+            for x, n in row:
+                self.out.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="10" height="10" fill="{colors[n]}"/>')
+                self.out.append(f'<text x="{x + 14:.1f}" y="{y + 9:.1f}">{_e(n)}</text>')
+
+    def chart(self) -> "Chart":
+        return Chart("\n".join(self.out + ["</svg>"]))
 
 
 def _empty(title: str, why: str) -> Chart:
@@ -85,27 +181,27 @@ def _empty(title: str, why: str) -> Chart:
                  f'<text x="8" y="42" fill="#666">{_e(why)}</text></svg>')
 
 
-def _legend(out: list, names: list[str], colors: dict) -> None:
-    x = LEFT
-    for n in names:
-        out.append(f'<rect x="{x}" y="{H - 22}" width="10" height="10" fill="{colors[n]}"/>')
-        out.append(f'<text x="{x + 14}" y="{H - 13}">{_e(n)}</text>')
-        x += 24 + 7 * len(str(n))
-
-
 def bar_chart(labels: list, series: dict, *, title: str, ylabel: str, colors: dict | None = None,
-              empty: str = "nothing to draw") -> Chart:
-    """Grouped bars: one group per label, one bar per series (name -> values)."""
+              empty: str = "nothing to draw", xlabel: str = "", integer: bool = True) -> Chart:
+    """Grouped bars: one group per label, one bar per series (name -> values). Counts (integer)
+    get integer ticks; x labels wrap, or turn, rather than being cut."""
     if not labels:
         return _empty(title, empty)
     names = list(series)
     colors = {n: (colors or {}).get(n) or COLORS.get(n) or PALETTE[i % len(PALETTE)] for i, n in enumerate(names)}
-    ymax = _nice_max(max((v or 0) for vs in series.values() for v in vs) if series else 0)
-    out = _axes(title, ymax, ylabel)
+    ymax, yticks = _ticks(max((v or 0) for vs in series.values() for v in vs) if series else 0, integer)
     plot_w = W - LEFT - RIGHT
     gw = plot_w / len(labels)
+    show = len(labels) <= 40
+    lines, rotate = _label_lines(labels, gw - 2) if show else ([], False)
+    if rotate:
+        label_h = max(_text_w(x[0]) for x in lines) * 0.65 + LINE_H
+    else:
+        label_h = LINE_H * max((len(x) for x in lines), default=1)
+    legend = names if len(names) > 1 or names[0] not in ("value", "records") else []
+    cv = _Canvas(title, ymax, yticks, ylabel, xlabel, label_h=label_h, legend=legend)
+    out, y0 = cv.out, cv.y0
     bw = max(1.0, gw * 0.8 / max(1, len(names)))
-    y0 = H - BOTTOM
     for i, lab in enumerate(labels):
         for j, n in enumerate(names):
             v = series[n][i] or 0
@@ -113,32 +209,40 @@ def bar_chart(labels: list, series: dict, *, title: str, ylabel: str, colors: di
             x = LEFT + i * gw + gw * 0.1 + j * bw
             out.append(f'<rect x="{x:.1f}" y="{y0 - h:.1f}" width="{bw:.1f}" height="{h:.1f}" fill="{colors[n]}">'
                        f'<title>{_e(lab)} {_e(n)}: {v:,}</title></rect>')
-        if len(labels) <= 24:
+        if show:
             cx = LEFT + i * gw + gw / 2
-            out.append(f'<text x="{cx:.1f}" y="{y0 + 14}" text-anchor="middle">{_e(str(lab)[:14])}</text>')
-    if len(names) > 1 or names[0] not in ("value",):
-        _legend(out, names, colors)
-    out.append("</svg>")
-    return Chart("\n".join(out))
+            if rotate:
+                out.append(f'<text x="{cx:.1f}" y="{y0 + 12}" text-anchor="end" '
+                           f'transform="rotate(-40 {cx:.1f} {y0 + 12})">{_e(lab)}</text>')
+            else:
+                spans = "".join(f'<tspan x="{cx:.1f}" dy="{0 if k == 0 else LINE_H}">{_e(t)}</tspan>'
+                                for k, t in enumerate(lines[i]))
+                out.append(f'<text x="{cx:.1f}" y="{y0 + 14}" text-anchor="middle">{spans}</text>')
+    cv.draw_legend(colors)
+    return cv.chart()
 
 
-def step_chart(xs: list, series: dict, *, title: str, ylabel: str, xlabel: str, empty: str = "nothing to draw") -> Chart:
-    """Step lines (a gauge's value holds until the next change)."""
+def step_chart(xs: list, series: dict, *, title: str, ylabel: str, xlabel: str, empty: str = "nothing to draw",
+               integer: bool = True) -> Chart:
+    """Step lines (a gauge's value holds until the next change), with ticks along x."""
     if not xs:
         return _empty(title, empty)
     names = list(series)
-    ymax = _nice_max(max((v or 0) for vs in series.values() for v in vs))
-    xmin, xmax = min(xs), max(xs)
+    ymax, yticks = _ticks(max((v or 0) for vs in series.values() for v in vs), integer)
+    xmin = min(0, min(xs))
+    xmax, xticks = _ticks(max(xs) - xmin, integer=False)
+    xmax += xmin
     span = (xmax - xmin) or 1
-    out = _axes(title, ymax, ylabel, xlabel)
-    y0 = H - BOTTOM
+    cv = _Canvas(title, ymax, yticks, ylabel, xlabel, legend=names)
+    out, y0, py = cv.out, cv.y0, cv.py
 
     def px(x):
         return LEFT + (W - LEFT - RIGHT) * (x - xmin) / span
-
-    def py(v):
-        return y0 - (y0 - TOP) * (v or 0) / ymax
     colors = {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(names)}
+    for t in xticks:
+        x = px(t + xmin)
+        out.append(f'<line x1="{x:.1f}" y1="{y0}" x2="{x:.1f}" y2="{y0 + 4}" stroke="#333"/>')
+        out.append(f'<text x="{x:.1f}" y="{y0 + 15}" text-anchor="middle">{_fmt(t + xmin)}</text>')
     for n in names:
         pts, prev = [], None
         for x, v in zip(xs, series[n], strict=True):
@@ -147,26 +251,56 @@ def step_chart(xs: list, series: dict, *, title: str, ylabel: str, xlabel: str, 
             pts.append(f"{px(x):.1f},{py(v):.1f}")
             prev = v
         if len(xs) == 1:
-            pts.append(f"{px(xmax) + 4:.1f},{py(prev):.1f}")
+            pts.append(f"{px(xmax):.1f},{py(prev):.1f}")
         out.append(f'<polyline fill="none" stroke="{colors[n]}" stroke-width="2" points="{" ".join(pts)}"/>')
-    out.append(f'<text x="{LEFT}" y="{y0 + 14}">{xmin:,}</text>')
-    out.append(f'<text x="{W - RIGHT}" y="{y0 + 14}" text-anchor="end">{xmax:,}</text>')
-    _legend(out, names, colors)
-    out.append("</svg>")
-    return Chart("\n".join(out))
+    cv.draw_legend(colors)
+    return cv.chart()
 
 
-def histogram(values: list, *, title: str, xlabel: str, bins: int = 20, empty: str = "nothing to draw") -> Chart:
-    vals = [v for v in values if v is not None]
-    if not vals:
+def _bins(vals: list, bins: int) -> tuple[float, float, int]:
+    """(low, width, count) of equal bins over vals; integer data gets integer widths (a bin per
+    value when there are few), and a long tail goes into the last bin (from the 98th percentile)."""
+    import math
+    vals = sorted(vals)
+    lo = vals[0]
+    hi = vals[min(len(vals) - 1, int(len(vals) * 0.98))] if len(vals) > 50 else vals[-1]
+    if hi <= lo:
+        hi = vals[-1] if vals[-1] > lo else lo + 1
+    integer = all(float(v).is_integer() for v in vals)
+    width = (hi - lo) / bins
+    if integer:
+        width = max(1, math.ceil(width))
+        lo = math.floor(lo)
+    else:
+        width = _step(hi - lo, False) / 2 if width <= 0 else width
+    n = max(1, min(bins, math.ceil((hi - lo) / width + (1 if integer else 0))))
+    return lo, width, n
+
+
+def histogram(values: list, *, title: str, xlabel: str, bins: int = 20, empty: str = "nothing to draw",
+              groups: list | None = None, ylabel: str = "records") -> Chart:
+    """Counts of values in equal bins (labelled by their lower edge; the last holds the tail);
+    groups: a name per value, one bar per group in each bin."""
+    pairs = [(v, g) for v, g in zip(values, groups or ["records"] * len(values), strict=True) if v is not None]
+    if not pairs:
         return _empty(title, empty)
-    lo, hi = min(vals), max(vals)
-    width = (hi - lo) / bins if hi > lo else 1
-    counts = [0] * bins
-    for v in vals:
-        counts[min(bins - 1, int((v - lo) / width))] += 1
-    labels = [f"{lo + i * width:,.0f}" for i in range(bins)]
-    return bar_chart(labels, {"records": counts}, title=title, ylabel=f"records ({xlabel} bins)")
+    lo, width, n = _bins([v for v, _ in pairs], bins)
+    names = list(dict.fromkeys(g for _, g in pairs))
+    counts = {g: [0] * n for g in names}
+    for v, g in pairs:
+        counts[g][max(0, min(n - 1, int((v - lo) // width)))] += 1
+    labels = [_fmt(lo + i * width) + ("+" if i == n - 1 and n > 1 and lo + n * width <= max(v for v, _ in pairs)
+                                     else "") for i in range(n)]
+    return bar_chart(labels, counts, title=title, ylabel=ylabel, xlabel=f"{xlabel} (bins from each label)")
+
+
+def run_start(source) -> int | None:
+    """The virtual clock's start of a run (ms): its first topic's creation, from the manifest of a
+    Source or Logs (None when the manifest has no topics)."""
+    src = getattr(source, "source", source)
+    topics = (getattr(src, "manifest", None) or {}).get("topics") or []
+    times = [t.get("created_ms") for t in topics if t.get("created_ms") is not None]
+    return min(times) if times else None
 
 
 # ---- one per analysis ----------------------------------------------------------------------------------
@@ -185,34 +319,70 @@ def plot_lag(df, limit: int = 60) -> Chart:
         return 0 if v is None or v != v else int(v)
     rows = p.to_dict("records")
     series = {s: [height(r, s) for r in rows] for s in statuses}
+    if not any(v for vs in series.values() for v in vs):
+        return _empty(title, f"lag 0 on all {len(rows)} partition(s): the group has committed everything it "
+                             f"read, and no offset belongs to a deleted topic")
     return bar_chart(labels, series, title=title, ylabel="lag (ok) / stale offset (flagged)")
 
 
-def plot_transactions(df, limit: int = 200) -> Chart:
+def plot_transactions(df, limit: int = 100_000) -> Chart:
     p = _frame(df, limit)
-    title = "Transaction durations (ms) by outcome"
+    title = "Transaction durations by outcome"
     if p is None or p.empty:
         return _empty(title, "no transactions in this run")
-    labels = [f"{t}#{n}" for t, n in zip(p["transactional_id"], p["txn"], strict=True)]
-    kinds = ["commit", "abort", "timed out", "open"]
 
     def kind(o, to):
         return "timed out" if to else o if o in ("commit", "abort") else "open"
     ks = [kind(o, to) for o, to in zip(p["outcome"], p["timed_out"], strict=True)]
-    dur = [0 if d != d or d is None else int(d) for d in p["duration_ms"]]
-    series = {k: [d if kk == k else 0 for d, kk in zip(dur, ks, strict=True)] for k in kinds if k in ks}
-    return bar_chart(labels, series, title=title, ylabel="duration (ms)")
+    dur = [None if d is None or d != d else int(d) for d in p["duration_ms"]]
+    return histogram(dur, groups=ks, title=title, xlabel="duration (ms, begin to end marker)",
+                     ylabel="transactions", empty="no transaction has both a start and an end")
 
 
-def plot_tx_pending(df, limit: int = 5000) -> Chart:
+def plot_tx_pending(df, limit: int = 5000, start_ms: int | None = None) -> Chart:
+    """TxnPendingRecordsCount over time, in seconds from start_ms (the run's start, run_start(logs);
+    default the first change)."""
     p = _frame(df, limit)
     title = "KIP-1289 (proposed): TxnPendingRecordsCount over time"
     if p is None or p.empty:
         return _empty(title, "no record went TX_PENDING in this run")
-    return step_chart([int(x) for x in p["time_ms"]],
-                      {"TxnPendingRecordsCount": [int(v) for v in p["TxnPendingRecordsCount"]],
-                       "TxnPendingLockExpiredCount": [int(v) for v in p["TxnPendingLockExpiredCount"]]},
-                      title=title, ylabel="records", xlabel="time (ms, virtual clock)")
+    t = [int(x) for x in p["time_ms"]]
+    t0 = min(t) if start_ms is None else start_ms
+    xs = [(x - t0) / 1000 for x in t]
+    pending = [int(v) for v in p["TxnPendingRecordsCount"]]
+    expired = [int(v) for v in p["TxnPendingLockExpiredCount"]]
+    ylabel = "records"
+    if len(xs) > WINDOWS:        # a gauge that changes hundreds of times: its mean per window, as a metrics
+        xs, pending, expired = _windows(xs, pending, expired)      # system samples it, instead of a solid block
+        ylabel = "records (mean per window)"
+    return step_chart(xs, {"TxnPendingRecordsCount": pending, "TxnPendingLockExpiredCount": expired},
+                      title=title, ylabel=ylabel, integer=len(xs) == len(t),
+                      xlabel="seconds from the run's start (virtual clock)" if start_ms is not None
+                      else "seconds from the first change (virtual clock)")
+
+
+WINDOWS = 80
+
+
+def _windows(xs: list, gauge: list, counter: list) -> tuple[list, list, list]:
+    """WINDOWS equal time windows over xs: the gauge's time-weighted mean in each (it holds its value
+    until the next change) and the counter's last value."""
+    lo, hi = xs[0], xs[-1]
+    width = (hi - lo) / WINDOWS or 1
+    area = [0.0] * WINDOWS
+    last = [0] * WINDOWS
+    for i, x in enumerate(xs):
+        end = xs[i + 1] if i + 1 < len(xs) else hi
+        a = x
+        while a < end:
+            w = min(WINDOWS - 1, int((a - lo) / width))
+            b = min(end, lo + (w + 1) * width)
+            area[w] += gauge[i] * (b - a)
+            a = b if b > a else end
+        last[min(WINDOWS - 1, int((x - lo) / width))] = counter[i]
+    for w in range(1, WINDOWS):
+        last[w] = max(last[w], last[w - 1])
+    return ([lo + w * width for w in range(WINDOWS)], [round(v / width, 2) for v in area], last)
 
 
 def plot_residency(df, limit: int = 100_000) -> Chart:
@@ -220,7 +390,8 @@ def plot_residency(df, limit: int = 100_000) -> Chart:
     title = "KIP-1289 (proposed): TX_PENDING residency"
     if p is None or p.empty:
         return _empty(title, "no record left TX_PENDING in this run")
-    return histogram([None if v != v else v for v in p["residency_ms"]], title=title, xlabel="ms")
+    return histogram([None if v != v else v for v in p["residency_ms"]], title=title,
+                     xlabel="time in TX_PENDING (ms)")
 
 
 def plot_kip1319(df, limit: int = 500) -> Chart:

@@ -211,7 +211,9 @@ class Explorer(W.VBox):
                                       layout=W.Layout(width="260px"))
         self.status = W.HTML()
         self.error_html = W.HTML()
-        self.diagram = W.HTML(layout=W.Layout(max_width="560px", overflow="auto"))
+        # as wide as the notebook (or the Voila page): the diagram takes a row of its own, the editor
+        # and the hex view wrap below it; the picture shrinks with a narrower page (max-width)
+        self.diagram = W.HTML(layout=W.Layout(width="100%", overflow="auto"))
         self.json_area = TextBox(max_chars=MAX_JSON_CHARS, layout=W.Layout(width="380px", height="340px"))
         self.paste_area = TextBox(placeholder="paste hex here (a whole request with size and header, "
                                   "a request without size, or a body of the selected message)",
@@ -233,7 +235,8 @@ class Explorer(W.VBox):
                            W.VBox([self.kind_toggle, self.version_slider, self.mode_select, self.status])])
         editor = W.VBox([W.HTML("<b>value (JSON)</b> — edit, then click outside to re-encode"), self.json_area,
                          W.HTML("<b>paste hex</b>"), self.paste_area])
-        panes = W.HBox([W.VBox([W.HTML("<b>wire diagram</b>"), self.diagram]), editor, self.hex_view],
+        panes = W.HBox([W.VBox([W.HTML("<b>wire diagram</b>"), self.diagram], layout=W.Layout(width="100%")),
+                        editor, self.hex_view],
                        layout=W.Layout(flex_flow="row wrap", align_items="flex-start"))
         super().__init__([controls, self.error_html, panes])
         # stable names for the page (browser tests and custom CSS find the parts by these)
@@ -481,7 +484,8 @@ class Explorer(W.VBox):
         if svg is None:
             try:
                 from ..draw.wire import wire_svg
-                svg = wire_svg(self.spec, self.version, header=key[2])
+                svg = wire_svg(self.spec, self.version, header=key[2]).replace(
+                    "<svg ", '<svg style="max-width:100%;height:auto" ', 1)
             except Exception as e:        # no graphviz `dot`, or drawing not available: not the user's fault
                 svg = f"<i>diagram not available: {html.escape(_one_line(f'{type(e).__name__}: {e}'))}</i>"
             if len(self._diagrams) > 64:

@@ -271,6 +271,8 @@ class ShareEosWorkload:
         load_batch, preload              input records per Produce; how many before the first step
         max_steps, drain_rounds          bounds of the main loop and of the drain
         transaction_timeout_ms           the producers' transaction.timeout.ms
+        pace                             a kipviz.workloads.pace.Pace: virtual time spent on round trips,
+                                         processing and think time inside each iteration (None: none)
         cluster_settings                 more Cluster settings (share_version and
                                          transaction_version are 2 unless given)
 
@@ -284,7 +286,7 @@ class ShareEosWorkload:
                  allowed_at_least_once=True, group: str = "sg", input_topic: str = "in",
                  output_topic: str = "out", load_batch: int = 500, preload: int = 200_000,
                  max_steps: int | None = None, drain_rounds: int = 40, transaction_timeout_ms: int = 60000,
-                 cluster_settings: dict | None = None):
+                 cluster_settings: dict | None = None, pace=None):
         if records < 0 or consumers < 1 or partitions < 1 or batch < 1 or brokers < 1:
             raise ValueError("records >= 0, consumers, partitions, batch and brokers >= 1 are required")
         self.records, self.n_consumers, self.partitions = records, consumers, partitions
@@ -297,6 +299,7 @@ class ShareEosWorkload:
         self.max_steps = max_steps if max_steps is not None else 20 * (records // max(1, batch) + 1) * consumers + 1000
         self.drain_rounds = drain_rounds
         self.txn_timeout_ms = transaction_timeout_ms
+        self.pace = pace
         self.schedule = sorted((Fault.of(f) for f in faults), key=lambda f: f.at)
         self.rng = random.Random(seed)
         # the group reads the input from offset 0 (preloaded before it exists): Kafka's default is "latest"
@@ -471,9 +474,15 @@ class ShareEosWorkload:
                 x.close()
         return len(recs)
 
+    def _spend(self, ms) -> None:
+        if self.pace is not None:
+            self.pace.spend(self.cluster, ms() if callable(ms) else ms)
+
     def _process(self, w: _Worker, pr: Producer, recs: list, extra: list) -> None:
         sc = w.sc
+        pace = self.pace
         self._hook(w, "after-poll", pr=pr, recs=recs)
+        self._spend(lambda: pace.round_trip())               # the ShareFetch that brought them
         pr.begin_transaction()
         by_part: dict[int, list] = {}
         rejected = set()
@@ -484,6 +493,8 @@ class ShareEosWorkload:
             by_part.setdefault(r.partition % self.out_partitions, []).append(
                 (r.key, b"T(" + (r.value or b"") + b")", (source_header(r.topic, r.partition, r.offset),)))
         for p in sorted(by_part):
+            if pace is not None:                             # process a partition's records, then send
+                self._spend(pace.processing(len(by_part[p])) + pace.produce(1))
             pr.send_batch(self.output, p, by_part[p])
         self._hook(w, "after-produce", pr=pr, recs=recs)
         for r in recs:
@@ -492,11 +503,15 @@ class ShareEosWorkload:
         acks = {(self.input, k[1]): v for k, v in sc.transactional_acknowledgements().items()}
         gm = sc.share_group_metadata()
         acks = self._hook(w, "after-snapshot", pr=pr, recs=recs, acks=acks, gm=gm, extra=extra) or acks
+        self._spend(lambda: pace.round_trip())
         pr.send_share_acknowledgements_to_transaction(acks, gm)
         self._hook(w, "after-stage", pr=pr, recs=recs, acks=acks)
+        # commitTransaction: flush the lingering batch, EndTxn, and the coordinator's markers
+        self._spend(lambda: pace.produce(1) + pace.round_trip(2))
         mark = len(self.cluster.events)
         pid = pr.producer_id
         pr.commit_transaction()
+        self._spend(lambda: pace.think())
         self.stats["transactions_committed"] += 1
         self.stats["records_committed"] += len(recs)
         self._hook(w, "after-commit", pr=pr, recs=recs, mark=mark, pid=pid)

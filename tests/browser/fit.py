@@ -1,0 +1,110 @@
+"""Do a page's pictures fit? Measured in the browser, on the rendered SVG.
+
+JupyterLab at 1280 px with the file browser open leaves the notebook panel about LAB_PANEL_PX
+wide; `narrow(page)` shows an exported page (nbconvert's lab template: the same prompts and output
+areas) at that width, then `problems(page)` lists, per SVG picture:
+
+  * wider than its output area (cut at the right, or only seen by scrolling sideways)
+  * a text element outside its SVG's box (clipped: "UNKNOWN_TOPIC_I")
+  * a text element wider than the box it sits in (a rect, polygon, ellipse or filled path drawn in
+    the same group that holds the point the text is anchored at: a note spilling out of its box)
+  * text drawn smaller than MIN_TEXT_PX after the picture is scaled to fit
+
+Each problem is one line naming the picture (its index and first text) and the element."""
+from __future__ import annotations
+
+LAB_PANEL_PX = 980            # 1280 - the side bar's tabs (33) - the file browser's default width (~267)
+MIN_TEXT_PX = 8.0
+
+# An SVG shown as <img src="data:image/svg+xml..."> (how JupyterLab and nbconvert show an
+# image/svg+xml output) is measured as an inline copy laid over the image at its displayed size.
+_INLINE_IMAGES = """() => {
+  const made = [];
+  for (const img of document.querySelectorAll('img[src^="data:image/svg+xml"]')) {
+    const r = img.getBoundingClientRect();
+    if (r.width === 0) continue;
+    const src = img.getAttribute('src');
+    const comma = src.indexOf(',');
+    const text = src.slice(0, comma).endsWith(';base64') ? new TextDecoder().decode(
+      Uint8Array.from(atob(src.slice(comma + 1)), c => c.charCodeAt(0))) : decodeURIComponent(src.slice(comma + 1));
+    const svg = new DOMParser().parseFromString(text, 'image/svg+xml').documentElement;
+    if (svg.tagName !== 'svg') continue;
+    if (!svg.getAttribute('viewBox')) {
+      const w = parseFloat(svg.getAttribute('width')), h = parseFloat(svg.getAttribute('height'));
+      if (w && h) svg.setAttribute('viewBox', `0 0 ${w} ${h}`);
+    }
+    const holder = document.createElement('div');
+    holder.className = 'kv-fit-copy';
+    holder.style.cssText = `position:absolute;left:${r.left + scrollX}px;top:${r.top + scrollY}px;` +
+                           `width:${r.width}px;height:${r.height}px;visibility:hidden;pointer-events:none`;
+    svg.setAttribute('width', r.width); svg.setAttribute('height', r.height);
+    svg.dataset.fitImage = '1';
+    holder.appendChild(document.importNode(svg, true));
+    document.body.appendChild(holder);
+    holder.dataset.imgRight = r.right;
+    made.push(holder);
+    img.dataset.fitCopy = made.length;
+  }
+  return made.length;
+}"""
+
+_PROBLEMS = """([minText, slack]) => {
+  const out = [];
+  const svgs = [...document.querySelectorAll('svg')].filter(s => !s.parentElement.closest('svg'));
+  const vw = document.documentElement.clientWidth;
+  const imgs = [...document.querySelectorAll('img[data-fit-copy]')];
+  svgs.forEach((svg, i) => {
+    const r = svg.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) return;            // hidden (a folded solution, a player's other frame)
+    const texts = [...svg.querySelectorAll('text')];
+    const name = `svg #${i} (${(texts[0] && texts[0].textContent.trim().slice(0, 40)) || 'no text'})`;
+    const copy = svg.parentElement.classList.contains('kv-fit-copy');
+    let box = copy ? imgs[[...document.querySelectorAll('.kv-fit-copy')].indexOf(svg.parentElement)].parentElement
+                   : svg.parentElement;
+    while (box && box !== document.body && getComputedStyle(box).display.startsWith('inline')) box = box.parentElement;
+    const c = box.getBoundingClientRect();
+    if (r.right > Math.min(c.right, vw) + slack)
+      out.push(`${name}: ${Math.round(r.width)} px wide, its output area ${Math.round(Math.min(c.right, vw) - r.left)} px: cut at the right`);
+    for (const t of texts) {
+      const b = t.getBoundingClientRect();
+      if (!t.textContent.trim()) continue;
+      const label = JSON.stringify(t.textContent.trim().slice(0, 40));
+      if (b.left < r.left - slack || b.right > r.right + slack || b.top < r.top - slack || b.bottom > r.bottom + slack)
+        out.push(`${name}: text ${label} outside the picture (clipped)`);
+      const m = t.getScreenCTM();                            // its scale, whatever its rotation
+      const size = parseFloat(getComputedStyle(t).fontSize) * (m ? Math.hypot(m.a, m.b) : 1);
+      if (size < minText) out.push(`${name}: text ${label} drawn at ${size.toFixed(1)} px (< ${minText})`);
+      const g = t.parentElement;
+      const shapes = [...g.children].filter(e => ['rect', 'polygon', 'ellipse', 'path'].includes(e.tagName) &&
+                                              !e.closest('defs'));
+      const anchor = getComputedStyle(t).textAnchor;        // the point the text is drawn from
+      const cx = anchor === 'middle' ? (b.left + b.right) / 2 : anchor === 'end' ? b.right - 2 : b.left + 2;
+      const cy = (b.top + b.bottom) / 2;
+      for (const s of shapes) {
+        const sb = s.getBoundingClientRect();
+        if (sb.width < 2 || sb.height < 2) continue;
+        if (s.tagName === 'path' && s.getAttribute('fill') in {none: 1, '': 1}) continue;
+        if (!(cx > sb.left && cx < sb.right && cy > sb.top && cy < sb.bottom)) continue;
+        if (sb.width >= r.width - 2 && sb.height >= r.height - 2) continue;     // the picture's background
+        if (b.left < sb.left - slack || b.right > sb.right + slack)
+          out.push(`${name}: text ${label} (${Math.round(b.width)} px) overflows its ${s.tagName} (${Math.round(sb.width)} px)`);
+        break;
+      }
+    }
+  });
+  return out;
+}"""
+
+
+def narrow(page) -> None:
+    """The page at the width of JupyterLab's notebook panel at 1280 px with the file browser open."""
+    page.set_viewport_size({"width": LAB_PANEL_PX, "height": 900})
+
+
+def problems(page, *, min_text: float = MIN_TEXT_PX, slack: float = 1.5) -> list[str]:
+    page.evaluate("() => document.querySelectorAll('.kv-fit-copy').forEach(e => e.remove())")
+    page.evaluate(_INLINE_IMAGES)
+    try:
+        return page.evaluate(_PROBLEMS, [min_text, slack])
+    finally:
+        page.evaluate("() => document.querySelectorAll('.kv-fit-copy').forEach(e => e.remove())")

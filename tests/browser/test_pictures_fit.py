@@ -1,0 +1,94 @@
+"""Every notebook's pictures fit JupyterLab at 1280 px with the file browser open: each notebook is
+exported (`kipviz export`: run, then nbconvert's lab template, the output areas JupyterLab draws),
+shown in Chromium at the notebook panel's width (fit.LAB_PANEL_PX), and every SVG picture -- inline,
+or an image/svg+xml output as JupyterLab shows it (<img>) -- is measured: not wider than its output
+area, no text outside it or outside the box it sits in, no text drawn under fit.MIN_TEXT_PX.
+A screenshot of each page is kept under test-artifacts/browser/pictures/.
+
+The check can fail: test_a_picture_that_does_not_fit_is_reported shows it a picture that overflows
+in each of those ways."""
+from __future__ import annotations
+
+import pytest
+
+from kipviz import cli
+
+from . import fit, pages
+from .conftest import ARTIFACTS
+
+pytestmark = pytest.mark.xdist_group("browser")     # one worker: one notebook at a time
+
+SHOTS = ARTIFACTS / "pictures"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    assert cli.main(["export", *map(str, pages.NOTEBOOKS), "-o", str(out), "-q"]) == 0
+    return out
+
+
+def _shot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{pages.safe_name(name)}.png"), full_page=True)
+
+
+# Pictures this check still finds wrong (issue 25), each owned by a drawing outside this change.
+# strict: once one is repaired the test XPASSes and fails, so its line here must go.
+KNOWN = {
+    "03_topic_ids": "sequence.py: the time labels ('0 ms') are drawn at 7.5 px",
+    "05_txn_offset_commit_v6": "sequence.py: lane titles ('transaction coordinator') overflow their boxes; the "
+                               "animated transaction machine's player shows its text at 7.5 px",
+    "06_share_group_eos": "flows.py: the regular-vs-share flow is scaled to 5-7 px text",
+    "09_live_cluster": "the live sequence view: epoch-millisecond times clipped at the right, text at 6.7 px",
+}
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN[p.stem]))
+                                  if p.stem in KNOWN else p for p in pages.NOTEBOOKS],
+                         ids=[p.name for p in pages.NOTEBOOKS])
+def test_every_picture_fits(site, page, path):
+    page.goto((site / f"{path.stem}.html").as_uri())
+    page.wait_for_load_state("load")
+    fit.narrow(page)
+    found = fit.problems(page)
+    _shot(page, path.stem)
+    assert not found, f"{path.stem}: {len(found)} problem(s):\n" + "\n".join(found[:40])
+
+
+BAD = """<!doctype html><meta charset="utf-8"><body style="margin:0">
+<div class="jp-OutputArea-output" style="width:600px">
+  <svg id="wide" width="900" height="60" viewBox="0 0 900 60"><text x="10" y="30" font-size="14">wider than its area</text></svg>
+</div>
+<div style="width:600px">
+  <svg id="clip" width="200" height="40"><text x="150" y="20" font-size="14">UNKNOWN_TOPIC_ID</text></svg>
+</div>
+<div style="width:600px">
+  <svg id="note" width="400" height="80"><g><rect x="10" y="10" width="80" height="40" fill="#eee"/>
+    <text x="14" y="34" font-size="14">a note spilling out of its box</text></g></svg>
+</div>
+<div style="width:600px">
+  <img id="tiny" style="width:300px" src="data:image/svg+xml;base64,{tiny}">
+</div>
+<div style="width:600px">
+  <svg id="fine" width="300" height="40"><g><rect x="5" y="5" width="200" height="30" fill="#eee"/>
+    <text x="10" y="25" font-size="12">fits</text></g></svg>
+</div></body>"""
+
+
+def test_a_picture_that_does_not_fit_is_reported(page, tmp_path):
+    import base64
+    tiny = ('<svg xmlns="http://www.w3.org/2000/svg" width="1500" height="100" viewBox="0 0 1500 100">'
+            '<text x="10" y="50" font-size="12">drawn at 2.4 px</text></svg>')
+    f = tmp_path / "bad.html"
+    f.write_text(BAD.replace("{tiny}", base64.b64encode(tiny.encode()).decode()))
+    page.goto(f.as_uri())
+    fit.narrow(page)
+    found = fit.problems(page)
+    _shot(page, "deliberately-overflowing")
+    assert any("wider than its area" in p and "cut at the right" in p for p in found), found
+    assert any('"UNKNOWN_TOPIC_ID" outside the picture' in p for p in found), found
+    assert any('"a note spilling out of its box"' in p and "overflows its rect" in p for p in found), found
+    assert any('"drawn at 2.4 px"' in p and "drawn at 2.4 px (< 8" in p for p in found), found
+    assert not [p for p in found if '"fits"' in p], found
+    assert len(found) == 4, found
