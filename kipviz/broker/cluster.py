@@ -90,6 +90,20 @@ class Cluster:
             if self.config.events_spill is not None:
                 self.config.events_spill(out)
 
+    def start_log_retention(self) -> None:
+        """Run log retention every log.retention.check.interval.ms of virtual time (LogManager's
+        kafka-log-retention task); does nothing without an interval or when already running."""
+        every = self.config.log_retention_check_interval_ms
+        if not every or self.__dict__.get("_retention_on"):
+            return
+        self._retention_on = True
+        from . import retention
+
+        def check():
+            retention.enforce(self)
+            self.clock.schedule(self.now + every, check)
+        self.clock.schedule(self.now + every, check)
+
     def take_completed(self) -> list[tuple[str, int, bytes]]:
         """Responses to held requests completed since the last call: (client, broker, frame), in
         order (JoinGroup/SyncGroup from the group coordinator, Fetch/ShareFetch from `delayed`)."""

@@ -22,6 +22,7 @@ from ..broker import Cluster
 MAX_REQUEST_BYTES = 104857600      # socket.request.max.bytes: a bigger size prefix closes the connection
 MIN_TICK_S, MAX_TICK_S = 0.002, 0.1    # virtual time catches up with the wall clock at the next timer
 DEFAULT_EVENTS_MAX = 50_000        # a long-running server keeps at most this many events (issue 22 item 8)
+RETENTION_CHECK_MS = 1000          # the kit's log.retention.check.interval.ms for a live server (Kafka: 300000)
 
 
 class Server:
@@ -42,6 +43,11 @@ class Server:
         cluster.config.long_poll = True             # a live broker holds Fetch/ShareFetch (DelayedFetch)
         if events_max is not None and cluster.config.events_max is None:
             cluster.config.events_max = events_max
+        # the retention task runs on a live server (LogManager's, every log.retention.check.interval.ms;
+        # the kit checks every second so a teaching server's memory follows retention.bytes closely)
+        if cluster.config.log_retention_check_interval_ms is None:
+            cluster.config.log_retention_check_interval_ms = RETENTION_CHECK_MS
+        cluster.start_log_retention()
         self.recorder = None
         self.manifest: dict | None = None
         if record is not None:
@@ -101,6 +107,14 @@ class Server:
         if self.recorder is not None and self.manifest is None:
             with self.lock:
                 self.manifest = self.recorder.close({"connections": self.connections, "requests": self.requests})
+
+    def log_bytes(self) -> tuple[int, int]:
+        """(bytes of record batches the model holds in non-internal topics, the largest partition's)."""
+        from ..broker.retention import held_bytes
+        with self.lock:
+            sizes = [held_bytes(log) for t in self.cluster.topics.by_name.values() if not t.internal
+                     for log in t.partitions]
+        return sum(sizes), max(sizes, default=0)
 
     def __enter__(self) -> Server:
         return self.start()
