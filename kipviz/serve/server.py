@@ -286,6 +286,8 @@ class Server:
         finally:
             if head_task is not None and not head_task.done():
                 head_task.cancel()
+            elif head_task is not None and not head_task.cancelled():
+                head_task.exception()       # retrieved: a client gone while its answer left is no error
 
     def _half(self, broker: int, client: str, what: str) -> str:
         with self.lock:
