@@ -116,10 +116,14 @@ class Cluster:
         return out
 
     def connection_closed(self, client: str, broker: int) -> None:
-        """The edge lost a connection: its held Fetch/ShareFetch requests are dropped."""
+        """The edge lost a connection: its held Fetch/ShareFetch requests are dropped, its share
+        sessions removed."""
         delayed = self.__dict__.get("delayed")
         if delayed is not None:
             delayed.drop(client, broker)
+        shares = self.__dict__.get("shares")
+        if shares is not None:
+            shares.on_disconnect(client, broker)
 
     def emit(self, kind: type[ev.Event], *values, **fields) -> ev.Event:
         """Record a `kind` event (seq and t are filled in). Fields by name, or (on the hot paths
