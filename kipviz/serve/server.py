@@ -25,6 +25,29 @@ DEFAULT_EVENTS_MAX = 50_000        # a long-running server keeps at most this ma
 RETENTION_CHECK_MS = 1000          # the kit's log.retention.check.interval.ms for a live server (Kafka: 300000)
 
 
+def _warm_up(config) -> None:
+    """Load what the model builds lazily before the first client connects -- the kit's message and
+    coordinator-record schemas (~0.8 s) and the codec of each served API's newest version, the one
+    clients pick (~0.3 s) -- otherwise the first requests pay for it, which was the p99 latency of
+    a benchmark run (benchmarks/README.md, serve)."""
+    from ..broker.config import served_versions
+    from ..broker.handlers import HANDLERS
+    from ..codec.plan import plan_for
+    from ..records import internal
+    from ..schema import registry
+    registry.by_api_key(0, "request")
+    internal.definitions()
+    for api in HANDLERS:
+        served = served_versions(api, config)
+        if served is None:
+            continue
+        try:
+            plan_for(registry.get(api + "Request"), served[1])._decoder()
+            plan_for(registry.get(api + "Response"), served[1])._encoder()
+        except Exception:  # noqa: BLE001 - a warm-up only; the request itself reports any problem
+            pass
+
+
 class Server:
     """The model behind `brokers` TCP listeners on `host`: port, port+1, ... (0: free ports).
     start() returns once every listener is bound; stop() closes them and waits for the thread."""
@@ -143,6 +166,7 @@ class Server:
                 loop.close()
 
     async def _main(self) -> None:
+        _warm_up(self.cluster.config)
         n = self.cluster.config.brokers
         for b in range(n):
             port = 0 if self.port == 0 else self.port + b
