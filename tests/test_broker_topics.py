@@ -924,3 +924,17 @@ def test_retention_keeps_an_open_transaction_whole_and_is_off_by_default():
     produce(plain, 9, "logs", 0, batch(bytes(200), base_timestamp=plain.now))
     plain.advance(10 ** 10)
     assert plain.topics.get("logs").partitions[0].log_start_offset == 0
+
+
+def test_idle_producer_state_expires_with_the_retention_task():
+    c = _retention_cluster(producer_id_expiration_ms=5000)
+    r, _ = produce(c, 9, "logs", 0, batch(b"a", pid=11, epoch=0, seq=0, base_timestamp=c.now))
+    assert r["ErrorCode"] == 0
+    from kipviz.broker.handlers.metadata import model_state
+    producers = model_state(c)["producers"]
+    assert len(producers) == 1
+    c.advance(3000)
+    r, _ = produce(c, 9, "logs", 0, batch(b"a", pid=11, epoch=0, seq=0, base_timestamp=c.now))
+    assert r["BaseOffset"] == 0                      # a duplicate, answered with its first offset
+    c.advance(7000)
+    assert producers == {}                           # idle past producer.id.expiration.ms

@@ -98,9 +98,11 @@ class Cluster:
             return
         self._retention_on = True
         from . import retention
+        from .handlers.data import expire_producers
 
         def check():
             retention.enforce(self)
+            expire_producers(self)      # Kafka's own task (PeriodicProducerExpirationCheck), run alongside
             self.clock.schedule(self.now + every, check)
         self.clock.schedule(self.now + every, check)
 

@@ -70,6 +70,8 @@ class ClusterConfig:
     # log.retention.check.interval.ms: Kafka's is 300000 (5 min). None: the retention task does not
     # run (the kit's scenarios keep every record); `kipviz serve` runs it (Cluster.start_log_retention).
     log_retention_check_interval_ms: int | None = None
+    # producer.id.expiration.ms (1 day): an idle producer's state is forgotten (checked with retention)
+    producer_id_expiration_ms: int = 86400000
     # cluster.events bound: None keeps every event (scenarios); N keeps the newest N, handing older
     # ones to events_spill (e.g. a recording) or dropping them.
     events_max: int | None = None

@@ -194,6 +194,25 @@ def _record_producer(cluster, log, batch, base_offset: int) -> None:
         entry = producers[key] = {"epoch": batch["producer_epoch"], "batches": deque(maxlen=MAX_DUPLICATE_BATCHES)}
     first = batch["base_sequence"]
     entry["batches"].append((first, (first + batch["last_offset_delta"]) % (INT32_MAX + 1), base_offset))
+    entry["t"] = cluster.now
+
+
+def expire_producers(cluster) -> int:
+    """ProducerStateManager.removeExpiredProducers: forget the producer state (epoch, last batches)
+    of producers idle for producer.id.expiration.ms and with no open transaction on the partition,
+    so a long-running server's producer table stays bounded. Returns how many went."""
+    producers = model_state(cluster)["producers"]
+    limit = cluster.now - cluster.config.producer_id_expiration_ms
+    gone = []
+    for (tid, p, pid), entry in producers.items():
+        if entry.get("t", cluster.now) < limit:
+            topic = cluster.topics.live(tid)
+            log = topic.partitions[p] if topic is not None and p < len(topic.partitions) else None
+            if log is None or pid not in log.open_txns:
+                gone.append((tid, p, pid))
+    for k in gone:
+        del producers[k]
+    return len(gone)
 
 
 def _txn_check(cluster, txn_id, batch, topic: str, partition: int, version: int) -> int:
