@@ -85,8 +85,9 @@ class Server:
         self.connections = 0                         # accepted so far
         self.open_connections = 0
         self.requests = 0
-        # the last 100,000 answered-at-once requests: (seconds in the model, seconds frame-in to frame-out)
-        self.timings: collections.deque = collections.deque(maxlen=100_000)
+        # the last 20,000 answered-at-once requests: (seconds in the model, seconds frame-in to frame-out);
+        # ~2 MiB when full (100,000 took ~10 MiB and 10+ minutes to fill: a soak's slow "growth")
+        self.timings: collections.deque = collections.deque(maxlen=20_000)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
