@@ -3,6 +3,7 @@
     kipviz serve --brokers 3 --port 9092          # brokers on 127.0.0.1:9092, 9093, 9094
     kipviz serve --port 0 -v --speed 10           # free ports; connection lines; time 10x faster
     kipviz serve --record out/live                # also write the session (kipviz analyze out/live)
+    kipviz serve --retention-bytes -1             # keep every record (the default keeps 16 MiB per partition)
 
 Prints the bootstrap address and serves until Ctrl-C. Bad input (a release the kit does not model,
 a port in use, --speed <= 0): one line on stderr, exit 2."""
@@ -12,6 +13,9 @@ import signal
 import threading
 
 from .errors import KipvizError
+
+DEFAULT_RETENTION_BYTES = 16 * 1024 * 1024
+DEFAULT_SEGMENT_BYTES = 1024 * 1024
 
 
 def cmd_serve(args) -> int:
@@ -25,11 +29,19 @@ def cmd_serve(args) -> int:
         raise KipvizError(f"--port {args.port} is out of range for {args.brokers} brokers")
     # auto.create.topics.enable: Kafka's default is true (server-common/.../config/ServerLogConfigs.java:
     # AUTO_CREATE_TOPICS_ENABLE_DEFAULT); the model's scenarios keep it off, a served cluster plays Kafka
-    settings = {"share_version": args.share_version, "auto_create_topics": args.auto_create_topics == "true"}
+    for flag in ("retention_bytes", "segment_bytes", "events_max"):
+        low = -1 if flag == "retention_bytes" else 1
+        if getattr(args, flag) < low:
+            raise KipvizError(f"--{flag.replace('_', '-')} must be >= {low}, got {getattr(args, flag)}")
+    if args.retention_ms < -1:
+        raise KipvizError(f"--retention-ms must be >= 0 or -1, got {args.retention_ms}")
+    settings = {"share_version": args.share_version, "auto_create_topics": args.auto_create_topics == "true",
+                "log_retention_bytes": args.retention_bytes, "log_retention_ms": args.retention_ms,
+                "log_segment_bytes": args.segment_bytes}
     if args.release is not None:
         settings["release"] = args.release
     srv = Server(brokers=args.brokers, host=args.host, port=args.port, speed=args.speed, verbose=args.verbose,
-                 record=args.record, **settings)
+                 record=args.record, events_max=args.events_max, **settings)
     stop = threading.Event()
     old = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     srv.start()
@@ -43,7 +55,10 @@ def cmd_serve(args) -> int:
     finally:
         srv.stop()
         signal.signal(signal.SIGTERM, old)
-        print(f"kipviz serve: stopped after {srv.connections} connection(s), {srv.requests} request(s)", flush=True)
+        held, largest = srv.log_bytes()
+        print(f"kipviz serve: stopped after {srv.connections} connection(s), {srv.requests} request(s); "
+              f"log bytes held {held} (largest partition {largest}, retention.bytes {args.retention_bytes})",
+              flush=True)
         if args.record:
             print(f"kipviz serve: recorded {args.record} (sample-data layout and traffic.pcap; "
                   f"`kipviz analyze {args.record}`)", flush=True)
@@ -64,5 +79,17 @@ def add_serve(sub) -> None:
     sv.add_argument("--speed", type=float, default=1.0, help="virtual time runs X times faster than wall time")
     sv.add_argument("--record", metavar="DIR", default=None,
                     help="write the session to DIR: the sample-data layout plus traffic.pcap")
+    # a teaching server runs for hours: Kafka's log retention, with a bounded default (Kafka's own
+    # log.retention.bytes is -1, unbounded, which the model keeps everywhere else)
+    sv.add_argument("--retention-bytes", type=int, default=DEFAULT_RETENTION_BYTES, metavar="N",
+                    help="log.retention.bytes per partition: old segments are deleted past it and the log start "
+                         f"offset moves up; -1 keeps everything (default {DEFAULT_RETENTION_BYTES}, 16 MiB)")
+    sv.add_argument("--retention-ms", type=int, default=604800000, metavar="MS",
+                    help="log.retention.ms: segments older than this are deleted (default 604800000, Kafka's 7 days)")
+    sv.add_argument("--segment-bytes", type=int, default=DEFAULT_SEGMENT_BYTES, metavar="N",
+                    help="log.segment.bytes: retention deletes whole segments of this size "
+                         f"(default {DEFAULT_SEGMENT_BYTES}, 1 MiB; Kafka's is 1 GiB)")
+    sv.add_argument("--events-max", type=int, default=50_000, metavar="N",
+                    help="events the server keeps in memory (older ones go to --record or are dropped; default 50000)")
     sv.add_argument("-v", "--verbose", action="store_true", help="one line per connection opened or closed")
     sv.set_defaults(func=cmd_serve)

@@ -844,3 +844,97 @@ def test_random_requests_never_raise_and_always_decode(seed, steps):
         decoded = codec.decode_response(out, api, version)
         assert decoded["correlation_id"] == pick
     assert c.internal_errors == []
+
+
+# ---- log retention (kipviz.broker.retention; UnifiedLog.deleteOldSegments) ------------------------------
+def _retention_cluster(**settings):
+    c = Cluster(brokers=1, seed=3, log_retention_check_interval_ms=1000, **settings)
+    c.create_topic("logs", 1)
+    c.start_log_retention()
+    return c
+
+
+def test_retention_bytes_deletes_whole_old_segments_and_moves_the_log_start():
+    c = _retention_cluster(log_retention_bytes=3000, log_segment_bytes=1000)
+    for _ in range(20):                     # ~500-byte batches: two per 1000-byte segment
+        r, _ = produce(c, 9, "logs", 0, batch(bytes(450), base_timestamp=c.now))
+        assert r["ErrorCode"] == 0
+    log = c.topics.get("logs").partitions[0]
+    assert log.log_start_offset == 0 and len(log.batches) == 20
+    c.advance(1000)                          # the retention check runs
+    start = log.log_start_offset
+    held = sum(len(b) for b in log.batches)
+    assert start > 0 and start % 2 == 0       # whole two-batch segments went
+    # Kafka's rule: delete while (size - retention.bytes) - segment size >= 0, so what is held is
+    # below retention.bytes plus one segment, and at least retention.bytes
+    assert 3000 <= held < 3000 + 1000
+    assert log.log_end_offset == 20
+    assert list_offset(c, 7, "logs", 0, -2)["Offset"] == start             # EARLIEST follows
+    assert list_offset(c, 7, "logs", 0, -1)["Offset"] == 20
+    p, _ = fetch(c, 12, "logs", 0, start - 1)                               # below the log start
+    assert p["ErrorCode"] == CODE["OFFSET_OUT_OF_RANGE"] and p["LogStartOffset"] == start
+    p, _ = fetch(c, 12, "logs", 0, start)
+    assert p["ErrorCode"] == 0 and p["LogStartOffset"] == start and values(p["Records"])[0][0] == start
+    r, _ = produce(c, 9, "logs", 0, batch(b"x", base_timestamp=c.now))
+    assert r["LogStartOffset"] == start
+    assert any("log retention (retention.bytes)" in getattr(e, "text", "") for e in c.events)
+
+
+def test_retention_ms_deletes_segments_older_than_it_per_topic_config():
+    c = Cluster(brokers=1, seed=3, log_retention_check_interval_ms=1000, log_segment_bytes=1000)
+    body = {"Topics": [{"Name": "short", "NumPartitions": 1, "ReplicationFactor": 1, "Assignments": [],
+                        "Configs": [{"Name": "retention.ms", "Value": "5000"}]}],
+            "timeoutMs": 1000, "validateOnly": False}
+    assert call(c, "CreateTopics", 7, body)["Topics"][0]["ErrorCode"] == 0
+    c.create_topic("long", 1)
+    c.start_log_retention()
+    for t in ("short", "long"):
+        for _ in range(4):
+            produce(c, 9, t, 0, batch(bytes(600), base_timestamp=c.now))
+    c.advance(3000)
+    assert c.topics.get("short").partitions[0].log_start_offset == 0       # not old enough yet
+    c.advance(4000)
+    short, long_ = c.topics.get("short").partitions[0], c.topics.get("long").partitions[0]
+    assert short.log_start_offset == short.log_end_offset == 4 and short.batches == []
+    assert long_.log_start_offset == 0                                      # broker default: 7 days
+    assert list_offset(c, 7, "short", 0, -2)["Offset"] == 4
+    desc = call(c, "DescribeConfigs", 4, {"Resources": [{"ResourceType": 2, "ResourceName": "short",
+                                                         "ConfigurationKeys": ["retention.ms"]}],
+                                          "IncludeSynonyms": False, "IncludeDocumentation": False})
+    entry = desc["Results"][0]["Configs"][0]
+    assert entry["Value"] == "5000" and entry["ConfigSource"] == 1                      # DYNAMIC_TOPIC_CONFIG
+
+
+def test_retention_keeps_an_open_transaction_whole_and_is_off_by_default():
+    c = _retention_cluster(log_retention_bytes=0, log_segment_bytes=100)
+    c.txns = StubTxns()
+    produce(c, 9, "logs", 0, batch(bytes(200), base_timestamp=c.now))
+    produce(c, 9, "logs", 0, batch(bytes(200), pid=7, epoch=0, seq=0, txn=True, base_timestamp=c.now),
+            txn_id="t")
+    produce(c, 9, "logs", 0, batch(bytes(200), base_timestamp=c.now))
+    c.advance(1000)
+    log = c.topics.get("logs").partitions[0]
+    assert log.log_start_offset == 1                    # the open transaction's segment stays
+    log.append_marker("COMMIT", c.now, 7, 0)
+    c.advance(1000)
+    assert log.log_start_offset == 4                    # retention.bytes 0: everything goes
+    plain = Cluster(brokers=1, seed=3)                  # the scenarios: no retention task
+    plain.create_topic("logs", 1)
+    plain.start_log_retention()
+    produce(plain, 9, "logs", 0, batch(bytes(200), base_timestamp=plain.now))
+    plain.advance(10 ** 10)
+    assert plain.topics.get("logs").partitions[0].log_start_offset == 0
+
+
+def test_idle_producer_state_expires_with_the_retention_task():
+    c = _retention_cluster(producer_id_expiration_ms=5000)
+    r, _ = produce(c, 9, "logs", 0, batch(b"a", pid=11, epoch=0, seq=0, base_timestamp=c.now))
+    assert r["ErrorCode"] == 0
+    from kipviz.broker.handlers.metadata import model_state
+    producers = model_state(c)["producers"]
+    assert len(producers) == 1
+    c.advance(3000)
+    r, _ = produce(c, 9, "logs", 0, batch(b"a", pid=11, epoch=0, seq=0, base_timestamp=c.now))
+    assert r["BaseOffset"] == 0                      # a duplicate, answered with its first offset
+    c.advance(7000)
+    assert producers == {}                           # idle past producer.id.expiration.ms

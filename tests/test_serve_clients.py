@@ -328,3 +328,34 @@ def test_admin_describe_configs_of_a_topic_and_a_broker(server, logs):
     out = kp.describe_configs([KpResource(ConfigResourceType.TOPIC, topic)], config_filter="all")
     kp.close()
     assert "retention.ms" in repr(out)
+
+
+def test_librdkafka_share_consumer_close_acknowledges_without_a_session_error(server, logs):
+    """close() leaves the group (ShareGroupHeartbeat epoch -1) and then sends its final
+    ShareAcknowledge (session epoch -1) to each leader: the brokers' sessions outlive the leave
+    (ShareSessionCache), so none is SHARE_SESSION_NOT_FOUND and the log holds no error."""
+    topic, group = name("share-close"), name("sgc")
+    create(server, logs, topic, 2)
+    with server.lock:
+        server.cluster.config.share_group_offset_reset[group] = "earliest"
+    p = Producer(conf(server, logs))
+    for i in range(10):
+        p.produce(topic, value=b"%d" % i, partition=i % 2)
+    assert p.flush(WAIT_S) == 0
+    sc = ck.ShareConsumer(conf(server, logs, **{"group.id": group, "debug": "protocol"}))
+    sc.subscribe([topic])
+    got, end = 0, time.monotonic() + WAIT_S
+    while got < 10 and time.monotonic() < end:
+        got += sum(1 for m in sc.poll(0.5) if m.error() is None)
+    assert got == 10
+    seq = server.cluster.next_seq
+    sc.close()
+    time.sleep(0.5)
+    with server.lock:
+        from kipviz.broker import events as ev
+        answers = [e for e in server.cluster.events if e.seq >= seq and isinstance(e, ev.ResponseSent)
+                   and e.api in ("ShareAcknowledge", "ShareFetch", "ShareGroupHeartbeat")]
+    assert any(e.api == "ShareGroupHeartbeat" for e in answers)
+    assert [e.error_codes for e in answers if e.error_codes] == []
+    assert not [r for r in logs["handler"].records if "SHARE_SESSION_NOT_FOUND" in r.getMessage()
+                or "share session" in r.getMessage().lower() and "not found" in r.getMessage().lower()]

@@ -91,3 +91,74 @@ def test_cli_serve_bad_input_is_one_line_and_exit_2(tmp_path):
     r = subprocess.run([sys.executable, "-m", "kipviz.cli", "serve", "--port", "0", "--record", str(tmp_path)],
                        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": os.getcwd()})
     assert r.returncode == 2 and "not empty" in r.stderr
+
+
+def _record_real_transactions(out) -> dict:
+    """A recorded session of real clients: a share consumer (group "sg") reads "in"; per batch a
+    confluent-kafka transactional producer writes one output per input to "out" (header
+    kipviz-source "in-P@O") and commits, then the share consumer acknowledges; one more transaction
+    is flushed and aborted; a read_committed consumer reads "out"."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    with Server(brokers=1, record=out) as srv:
+        admin = AdminClient({"bootstrap.servers": srv.bootstrap})
+        for f in admin.create_topics([NewTopic("in", 1, 1), NewTopic("out", 1, 1)]).values():
+            f.result(20)
+        with srv.lock:
+            srv.cluster.config.share_group_offset_reset["sg"] = "earliest"
+        p = ck.Producer({"bootstrap.servers": srv.bootstrap})
+        for i in range(8):
+            p.produce("in", value=b"v%d" % i)
+        assert p.flush(20) == 0
+        tp = ck.Producer({"bootstrap.servers": srv.bootstrap, "transactional.id": "rpw-1"})
+        tp.init_transactions(20)
+        sc = ck.ShareConsumer({"bootstrap.servers": srv.bootstrap, "group.id": "sg"})
+        sc.subscribe(["in"])
+        done, commits, end = 0, 0, time.monotonic() + 30
+        while done < 8 and time.monotonic() < end:
+            msgs = [m for m in sc.poll(0.5) if m.error() is None]
+            if not msgs:
+                continue
+            tp.begin_transaction()
+            for m in msgs:
+                tp.produce("out", value=m.value().upper(),
+                           headers=[("kipviz-source", f"in-{m.partition()}@{m.offset()}".encode())])
+            tp.commit_transaction(20)
+            commits += 1
+            sc.commit_sync(20)
+            done += len(msgs)
+        sc.close()
+        tp.begin_transaction()                   # an aborted transaction (no kipviz-source: not an output)
+        tp.produce("out", value=b"never")
+        tp.flush(20)
+        tp.abort_transaction(20)
+        c = ck.Consumer({"bootstrap.servers": srv.bootstrap, "group.id": "rc", "isolation.level": "read_committed",
+                         "auto.offset.reset": "earliest", "enable.partition.eof": True})
+        c.subscribe(["out"])
+        seen, end = [], time.monotonic() + 20
+        while time.monotonic() < end:
+            ms = c.consume(100, 0.5)
+            seen += [m.value() for m in ms if m.error() is None]
+            if any(m.error() is not None and m.error().code() == ck.KafkaError._PARTITION_EOF for m in ms) \
+                    and len(seen) >= done:
+                break
+        c.close()
+        del p, tp, sc, c, admin
+    return {"done": done, "commits": commits, "seen": seen}
+
+
+@pytest.mark.spark
+def test_analyze_and_verify_eos_run_on_a_recording_of_real_clients(tmp_path):
+    out = tmp_path / "live"
+    run = _record_real_transactions(out)
+    assert run["done"] == 8 and sorted(run["seen"]) == [b"V%d" % i for i in range(8)]
+    env = {**os.environ, "PYTHONPATH": os.getcwd(), "SPARK_LOCAL_IP": "127.0.0.1"}
+    a = subprocess.run([sys.executable, "-m", "kipviz.cli", "analyze", str(out)], capture_output=True, text=True,
+                       timeout=600, env=env)
+    assert a.returncode == 0, a.stderr[-2000:]
+    assert f"transaction outcomes: abort 1, commit {run['commits']}" in a.stdout, a.stdout
+    assert "errors: 0 record(s)" in a.stdout
+    v = subprocess.run([sys.executable, "-m", "kipviz.cli", "verify-eos", str(out), "--group", "sg",
+                        "--input-topic", "in", "--output-topic", "out"], capture_output=True, text=True,
+                       timeout=600, env=env)
+    assert v.returncode == 0, (v.stdout[-2000:], v.stderr[-2000:])
+    assert "group 'sg': in -> out: OK (0 violation(s))" in v.stdout, v.stdout

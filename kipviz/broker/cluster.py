@@ -99,6 +99,22 @@ class Cluster:
             if self.config.events_spill is not None:
                 self.config.events_spill(out)
 
+    def start_log_retention(self) -> None:
+        """Run log retention every log.retention.check.interval.ms of virtual time (LogManager's
+        kafka-log-retention task); does nothing without an interval or when already running."""
+        every = self.config.log_retention_check_interval_ms
+        if not every or self.__dict__.get("_retention_on"):
+            return
+        self._retention_on = True
+        from . import retention
+        from .handlers.data import expire_producers
+
+        def check():
+            retention.enforce(self)
+            expire_producers(self)      # Kafka's own task (PeriodicProducerExpirationCheck), run alongside
+            self.clock.schedule(self.now + every, check)
+        self.clock.schedule(self.now + every, check)
+
     def take_completed(self) -> list[tuple[str, int, bytes]]:
         """Responses to held requests completed since the last call: (client, broker, frame), in
         order (JoinGroup/SyncGroup from the group coordinator, Fetch/ShareFetch from `delayed`)."""
@@ -111,10 +127,14 @@ class Cluster:
         return out
 
     def connection_closed(self, client: str, broker: int) -> None:
-        """The edge lost a connection: its held Fetch/ShareFetch requests are dropped."""
+        """The edge lost a connection: its held Fetch/ShareFetch requests are dropped, its share
+        sessions removed."""
         delayed = self.__dict__.get("delayed")
         if delayed is not None:
             delayed.drop(client, broker)
+        shares = self.__dict__.get("shares")
+        if shares is not None:
+            shares.on_disconnect(client, broker)
 
     def emit(self, kind: type[ev.Event], *values, **fields) -> ev.Event:
         """Record a `kind` event (seq and t are filled in). Fields by name, or (on the hot paths

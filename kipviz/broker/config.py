@@ -80,6 +80,17 @@ class ClusterConfig:
     # group with no state starts; a group's own setting goes in share_group_offset_reset.
     share_auto_offset_reset: str = "latest"
     share_group_offset_reset: dict[str, str] = field(default_factory=dict)
+    # log retention (cleanup.policy=delete; kipviz.broker.retention): the broker defaults
+    # log.retention.bytes / log.retention.ms / log.segment.bytes (server-common ServerLogConfigs:
+    # -1, 7 days, 1 GiB), overridden per topic by retention.bytes / retention.ms / segment.bytes.
+    log_retention_bytes: int = -1
+    log_retention_ms: int = 604800000
+    log_segment_bytes: int = 1073741824
+    # log.retention.check.interval.ms: Kafka's is 300000 (5 min). None: the retention task does not
+    # run (the kit's scenarios keep every record); `kipviz serve` runs it (Cluster.start_log_retention).
+    log_retention_check_interval_ms: int | None = None
+    # producer.id.expiration.ms (1 day): an idle producer's state is forgotten (checked with retention)
+    producer_id_expiration_ms: int = 86400000
     # cluster.events bound: None keeps every event (scenarios); N keeps the newest N, handing older
     # ones to events_spill (e.g. a recording) or dropping them.
     events_max: int | None = None

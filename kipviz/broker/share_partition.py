@@ -142,6 +142,12 @@ class SharePartition:
         log = self._log()
         if log is None or max_records <= 0:
             return []
+        start = log.log_start_offset
+        if self.end < start and all(r.state in sr.TERMINAL or r.state == sr.AVAILABLE for r in self.records.values()):
+            # log retention deleted records the group had not reached: like SharePartition on
+            # OFFSET_OUT_OF_RANGE, the start offset moves to the log start offset
+            self.records.clear()
+            self.spso = self.end = start
         window = self.cluster.config.group_share_partition_max_record_locks
         self._tokens += 1
         token = self._tokens

@@ -6,13 +6,14 @@
   moves to the new epoch at its next heartbeat. Assignment: every partition of every subscribed
   topic to every member (share groups allow many members per partition). A member that does not
   heartbeat within group.share.session.timeout.ms (45000) is removed. Leaving (or being removed)
-  releases the records it holds (SharePartition.releaseAcquiredRecords) and closes its sessions.
+  releases the records it holds (SharePartition.releaseAcquiredRecords).
 * Share sessions (SharePartitionManager / ShareSessionCache): every broker keeps its own cache
   (server/.../share/session/ShareSessionCache.java, one per broker's SharePartitionManager), keyed
   by ShareSessionKey(group, member): here (group, member, broker). A client fetching from two
   leaders has two sessions with their own epochs. Epoch 0 opens one, -1 (FINAL) closes it and
   releases the member's records on that broker's partitions, otherwise the epoch must be the next
-  one (+1 per request).
+  one (+1 per request). The connection's disconnect removes its sessions too; leaving the group
+  does not (ShareSessionCache).
 * Persisted state: every change writes a ShareUpdate (record type 1) to __share_group_state at
   share_coordinator_partition(group, topic_id, partition); the first write of a share partition,
   and every share.coordinator.snapshot.update.records.per.snapshot (500) updates, is a
@@ -139,8 +140,10 @@ class ShareCoordinator:
         g.epoch += 1
         self.cluster.note(f"{member_id} removed from share group {g.group_id}: {why}", group=g.group_id,
                           member=member_id, group_epoch=g.epoch)
-        for k in [k for k in self.sessions if k[:2] == (g.group_id, member_id)]:
-            del self.sessions[k]
+        # the brokers' share sessions stay: only the client's final epoch (-1) or its connection's
+        # disconnect removes one (server/.../share/session/ShareSessionCache.java: remove,
+        # ClientConnectionDisconnectListener); the group coordinator's leave does not reach them,
+        # so a closing consumer's last ShareAcknowledge (epoch -1, after its leave) finds its session
         self.release(g.group_id, member_id)
 
     def release(self, group_id: str, member_id: str, broker: int | None = None) -> None:
@@ -201,8 +204,9 @@ class ShareCoordinator:
 
     # ---- share sessions -------------------------------------------------------------------------
     def session_step(self, group_id: str, member_id: str, epoch: int, *, opening_allowed: bool,
-                     broker: int = 0) -> dict | None:
-        """Check and advance a share session epoch on `broker`. Returns the session."""
+                     broker: int = 0, client: str | None = None) -> dict | None:
+        """Check and advance a share session epoch on `broker`. Returns the session. `client`: the
+        connection that opened it (its disconnect removes the session)."""
         k = (group_id, member_id, broker)
         s = self.sessions.get(k)
         if epoch == 0:
@@ -210,7 +214,7 @@ class ShareCoordinator:
                 raise ShareGroupError("INVALID_SHARE_SESSION_EPOCH", "ShareAcknowledge cannot open a share session.")
             if self.member(group_id, member_id) is None:
                 raise ShareGroupError("UNKNOWN_MEMBER_ID", f"Member {member_id} is not a member of group {group_id}.")
-            s = self.sessions[k] = {"epoch": 1, "parts": []}
+            s = self.sessions[k] = {"epoch": 1, "parts": [], "client": client}
             return s
         if s is None:
             raise ShareGroupError("SHARE_SESSION_NOT_FOUND", f"Share session for {member_id} not found.")
@@ -221,6 +225,13 @@ class ShareCoordinator:
                                   f"Share session epoch {epoch} != expected {s['epoch']}.")
         s["epoch"] += 1
         return s
+
+    def on_disconnect(self, client: str, broker: int) -> None:
+        """A connection closed: the sessions it opened on `broker` go and their members' records
+        there are released (ShareSessionCache.ClientConnectionDisconnectListener ->
+        SharePartitionManager's ShareGroupListener.onMemberLeave)."""
+        for k in [k for k, s in self.sessions.items() if k[2] == broker and s.get("client") == client]:
+            self.close_session(k[0], k[1], broker)
 
     def close_session(self, group_id: str, member_id: str, broker: int = 0) -> None:
         self.sessions.pop((group_id, member_id, broker), None)

@@ -40,6 +40,10 @@ class PartitionLog:
     # batch's place in the run's event order, for readers of the written logs
     batch_seqs: list[int | None] = field(default_factory=list)
     open_txns: dict[int, int] = field(default_factory=dict)   # producer id -> first offset
+    batches_dropped: int = 0            # batches deleted from the front (kipviz.broker.retention)
+    # the first offset clients may read: log retention moves it up (kipviz.broker.retention); the
+    # sample generator's release of written entries does not (that is the kit's memory, not Kafka's)
+    log_start_offset: int = 0
 
     @property
     def log_end_offset(self) -> int:
@@ -110,6 +114,7 @@ class Topic:
     created_at: int = 0
     internal: bool = False
     deleted_at: int | None = None
+    configs: dict[str, str] = field(default_factory=dict)    # topic-level settings given at creation
 
 
 class TopicRegistry:

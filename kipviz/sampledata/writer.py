@@ -39,7 +39,6 @@ OUTPUTS = ("topics", "batches", "events.parquet", "requests.parquet", "manifest.
 class _LogState:
     key: str                 # "<topic id>-<partition>": file stem of the parts
     batches_seen: int = 0    # batches written so far (absolute count)
-    dropped: int = 0         # batches released from the front of log.batches
     topic_part: object = None
     batch_part: object = None
 
@@ -143,7 +142,7 @@ class RunWriter:
                 for log in topic.partitions:
                     upto = release.get((topic.name, log.partition), log.log_end_offset) \
                         if topic.deleted_at is None else log.log_end_offset
-                    self._logs[(topic.topic_id, log.partition)].dropped += retention.release(log, upto)
+                    retention.release(log, upto)
 
     def _new_batches(self, cluster) -> tuple[list, list]:
         """(topic name, log, index of its first new batch) and the log's state, per log with new batches."""
@@ -155,7 +154,10 @@ class RunWriter:
                     if st is None:
                         st = self._logs[(topic.topic_id, log.partition)] = _LogState(
                             f"{to_kafka_str(topic.topic_id)}-{log.partition}")
-                    first = st.batches_seen - st.dropped
+                    # log.batches_dropped counts every batch gone from the front (this writer's
+                    # release and the broker's log retention, which spills to a recording first)
+                    first = max(st.batches_seen - log.batches_dropped, 0)
+                    st.batches_seen = max(st.batches_seen, log.batches_dropped)
                     new = len(log.batches) - first
                     if new:
                         work.append((topic.name, log, first))

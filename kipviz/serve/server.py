@@ -22,6 +22,30 @@ from ..broker import Cluster
 MAX_REQUEST_BYTES = 104857600      # socket.request.max.bytes: a bigger size prefix closes the connection
 MIN_TICK_S, MAX_TICK_S = 0.002, 0.1    # virtual time catches up with the wall clock at the next timer
 DEFAULT_EVENTS_MAX = 50_000        # a long-running server keeps at most this many events (issue 22 item 8)
+RETENTION_CHECK_MS = 1000          # the kit's log.retention.check.interval.ms for a live server (Kafka: 300000)
+
+
+def _warm_up(config) -> None:
+    """Load what the model builds lazily before the first client connects -- the kit's message and
+    coordinator-record schemas (~0.8 s) and the codec of each served API's newest version, the one
+    clients pick (~0.3 s) -- otherwise the first requests pay for it, which was the p99 latency of
+    a benchmark run (benchmarks/README.md, serve)."""
+    from ..broker.config import served_versions
+    from ..broker.handlers import HANDLERS
+    from ..codec.plan import plan_for
+    from ..records import internal
+    from ..schema import registry
+    registry.by_api_key(0, "request")
+    internal.definitions()
+    for api in HANDLERS:
+        served = served_versions(api, config)
+        if served is None:
+            continue
+        try:
+            plan_for(registry.get(api + "Request"), served[1])._decoder()
+            plan_for(registry.get(api + "Response"), served[1])._encoder()
+        except Exception:  # noqa: BLE001 - a warm-up only; the request itself reports any problem
+            pass
 
 
 class Server:
@@ -42,6 +66,11 @@ class Server:
         cluster.config.long_poll = True             # a live broker holds Fetch/ShareFetch (DelayedFetch)
         if events_max is not None and cluster.config.events_max is None:
             cluster.config.events_max = events_max
+        # the retention task runs on a live server (LogManager's, every log.retention.check.interval.ms;
+        # the kit checks every second so a teaching server's memory follows retention.bytes closely)
+        if cluster.config.log_retention_check_interval_ms is None:
+            cluster.config.log_retention_check_interval_ms = RETENTION_CHECK_MS
+        cluster.start_log_retention()
         self.recorder = None
         self.manifest: dict | None = None
         if record is not None:
@@ -56,8 +85,9 @@ class Server:
         self.connections = 0                         # accepted so far
         self.open_connections = 0
         self.requests = 0
-        # the last 100,000 answered-at-once requests: (seconds in the model, seconds frame-in to frame-out)
-        self.timings: collections.deque = collections.deque(maxlen=100_000)
+        # the last 20,000 answered-at-once requests: (seconds in the model, seconds frame-in to frame-out);
+        # ~2 MiB when full (100,000 took ~10 MiB and 10+ minutes to fill: a soak's slow "growth")
+        self.timings: collections.deque = collections.deque(maxlen=20_000)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
@@ -102,6 +132,14 @@ class Server:
             with self.lock:
                 self.manifest = self.recorder.close({"connections": self.connections, "requests": self.requests})
 
+    def log_bytes(self) -> tuple[int, int]:
+        """(bytes of record batches the model holds in non-internal topics, the largest partition's)."""
+        from ..broker.retention import held_bytes
+        with self.lock:
+            sizes = [held_bytes(log) for t in self.cluster.topics.by_name.values() if not t.internal
+                     for log in t.partitions]
+        return sum(sizes), max(sizes, default=0)
+
     def __enter__(self) -> Server:
         return self.start()
 
@@ -129,6 +167,7 @@ class Server:
                 loop.close()
 
     async def _main(self) -> None:
+        _warm_up(self.cluster.config)
         n = self.cluster.config.brokers
         for b in range(n):
             port = 0 if self.port == 0 else self.port + b
@@ -272,6 +311,8 @@ class Server:
         finally:
             if head_task is not None and not head_task.done():
                 head_task.cancel()
+            elif head_task is not None and not head_task.cancelled():
+                head_task.exception()       # retrieved: a client gone while its answer left is no error
 
     def _half(self, broker: int, client: str, what: str) -> str:
         with self.lock:

@@ -26,11 +26,17 @@ BOOLEAN, STRING, INT, LONG, LIST = 1, 2, 3, 5, 7                          # Conf
 
 
 def _topic_settings(cluster, topic) -> list[tuple]:
-    # LogConfig / ServerLogConfigs defaults: the model neither compacts nor deletes by time
+    # LogConfig / ServerLogConfigs defaults; retention from the topic's own setting or the broker's
+    # log.retention.* (kipviz.broker.retention); the model does not compact
+    cfg, own = cluster.config, topic.configs
+
+    def ret(key, default, ctype):
+        return (key, str(own.get(key, default)), ctype, DYNAMIC_TOPIC if key in own else DEFAULT)
     return [("cleanup.policy", "delete", LIST, DEFAULT), ("compression.type", "producer", STRING, DEFAULT),
             ("max.message.bytes", "1048588", INT, DEFAULT), ("message.timestamp.type", "CreateTime", STRING, DEFAULT),
-            ("min.insync.replicas", "1", INT, DEFAULT), ("retention.ms", "604800000", LONG, DEFAULT),
-            ("retention.bytes", "-1", LONG, DEFAULT), ("segment.bytes", "1073741824", INT, DEFAULT)]
+            ("min.insync.replicas", "1", INT, DEFAULT), ret("retention.ms", cfg.log_retention_ms, LONG),
+            ret("retention.bytes", cfg.log_retention_bytes, LONG),
+            ret("segment.bytes", cfg.log_segment_bytes, INT)]
 
 
 def _broker_settings(cluster, broker: int | None) -> list[tuple]:
@@ -45,6 +51,9 @@ def _broker_settings(cluster, broker: int | None) -> list[tuple]:
             ("offsets.topic.num.partitions", str(cfg.offsets_topic_partitions), INT, DEFAULT),
             ("transaction.state.log.num.partitions", str(cfg.transaction_topic_partitions), INT, DEFAULT),
             ("share.coordinator.state.topic.num.partitions", str(cfg.share_state_topic_partitions), INT, DEFAULT),
+            ("log.retention.bytes", str(cfg.log_retention_bytes), LONG, DEFAULT),
+            ("log.retention.ms", str(cfg.log_retention_ms), LONG, DEFAULT),
+            ("log.segment.bytes", str(cfg.log_segment_bytes), INT, DEFAULT),
             ("transaction.max.timeout.ms", str(cfg.transaction_max_timeout_ms), INT, DEFAULT),
             ("group.consumer.session.timeout.ms", str(cfg.group_consumer_session_timeout_ms), INT, DEFAULT),
             ("group.consumer.heartbeat.interval.ms", str(cfg.group_consumer_heartbeat_interval_ms), INT, DEFAULT),

@@ -16,7 +16,8 @@
                  local, -5/-6 tiered (no tiered storage: -1), other values: the first record at or
                  after that timestamp.
 
-Not simulated: replication (the high watermark is the log end, the log start is 0), incremental
+Not simulated: replication (the high watermark is the log end; the log start is 0 unless log
+retention moved it, kipviz.broker.retention), incremental
 fetch sessions (a broker with no session slots: SessionId 0 is answered, an incremental request
 gets FETCH_SESSION_ID_NOT_FOUND), long polling unless ClusterConfig.long_poll (MaxWaitMs/MinBytes:
 answered at once) and record timestamps (records are stored
@@ -193,6 +194,25 @@ def _record_producer(cluster, log, batch, base_offset: int) -> None:
         entry = producers[key] = {"epoch": batch["producer_epoch"], "batches": deque(maxlen=MAX_DUPLICATE_BATCHES)}
     first = batch["base_sequence"]
     entry["batches"].append((first, (first + batch["last_offset_delta"]) % (INT32_MAX + 1), base_offset))
+    entry["t"] = cluster.now
+
+
+def expire_producers(cluster) -> int:
+    """ProducerStateManager.removeExpiredProducers: forget the producer state (epoch, last batches)
+    of producers idle for producer.id.expiration.ms and with no open transaction on the partition,
+    so a long-running server's producer table stays bounded. Returns how many went."""
+    producers = model_state(cluster)["producers"]
+    limit = cluster.now - cluster.config.producer_id_expiration_ms
+    gone = []
+    for (tid, p, pid), entry in producers.items():
+        if entry.get("t", cluster.now) < limit:
+            topic = cluster.topics.live(tid)
+            log = topic.partitions[p] if topic is not None and p < len(topic.partitions) else None
+            if log is None or pid not in log.open_txns:
+                gone.append((tid, p, pid))
+    for k in gone:
+        del producers[k]
+    return len(gone)
 
 
 def _txn_check(cluster, txn_id, batch, topic: str, partition: int, version: int) -> int:
@@ -251,7 +271,7 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
             cluster.note(f"duplicate batch from producer {batch['producer_id']} on {name}-{idx}: not written "
                          f"again, answered with its offset {duplicate_of}", topic=name, partition=idx,
                          producer_id=batch["producer_id"], base_sequence=batch["base_sequence"])
-            out.update(BaseOffset=duplicate_of, LogStartOffset=0)
+            out.update(BaseOffset=duplicate_of, LogStartOffset=log.log_start_offset)
             return out
     records = batch["records"]
     budget[0] -= len(records) + sum(len(r["headers"]) for r in records)   # read_batches' count
@@ -272,7 +292,7 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
                                {"kind": "data", "key": key, "value": value, "headers": r["headers"],
                                 "timestamp": now, "client_timestamp": r["timestamp"]},
                                key, value, pid, epoch, txn, False, leader))
-    out.update(BaseOffset=base, LogStartOffset=0)
+    out.update(BaseOffset=base, LogStartOffset=log.log_start_offset)
     return out
 
 
@@ -374,8 +394,9 @@ def _fetch_partition(cluster, req: Request, topic, name, unknown_code, fp: dict,
     hw = log.log_end_offset                     # no replication: everything is replicated at once
     lso = log.last_stable_offset
     offset = fp.get("FetchOffset", 0)
-    if offset < 0 or offset > log.log_end_offset:
-        out.update(HighWatermark=hw, LastStableOffset=lso, LogStartOffset=0)
+    start = log.log_start_offset               # log retention moves it up (kipviz.broker.retention)
+    if offset < start or offset > log.log_end_offset:
+        out.update(HighWatermark=hw, LastStableOffset=lso, LogStartOffset=start)
         return fail(CODE["OFFSET_OUT_OF_RANGE"])
     upper = log.log_end_offset if follower else (lso if isolation == 1 else hw)
     limit = max(fp.get("PartitionMaxBytes", INT32_MAX), 0)
@@ -392,7 +413,7 @@ def _fetch_partition(cluster, req: Request, topic, name, unknown_code, fp: dict,
         budget[0] -= len(raw)
         budget[1] = True
     end = _batch_bounds(chosen[-1])[1] + 1 if chosen else offset
-    out.update(HighWatermark=hw, LastStableOffset=lso, LogStartOffset=0, Records=b"".join(chosen))
+    out.update(HighWatermark=hw, LastStableOffset=lso, LogStartOffset=start, Records=b"".join(chosen))
     if isolation == 1 and not follower:
         out["AbortedTransactions"] = aborted_transactions(log, offset, end)
     return out
@@ -491,8 +512,9 @@ def _list_offset(cluster, req: Request, topic, name, lp: dict, isolation: int, r
     ts = lp.get("Timestamp", LATEST)
     hw = log.log_end_offset
     if v == 0:
-        # legacy: segment start offsets (one segment starting at 0) plus the log end
-        offsets = [hw, 0] if ts == LATEST and hw > 0 else [0]
+        # legacy: the log end plus segment start offsets (modelled as one segment at the log start)
+        start = log.log_start_offset
+        offsets = [hw, start] if ts == LATEST and hw > start else [start]
         out["OldStyleOffsets"] = offsets[:max(lp.get("MaxNumOffsets", 1), 0)]
         return out
     last_fetchable = log.last_stable_offset if isolation == 1 else hw
@@ -500,7 +522,7 @@ def _list_offset(cluster, req: Request, topic, name, lp: dict, isolation: int, r
     if ts == LATEST:
         out.update(Offset=last_fetchable, LeaderEpoch=epoch)
     elif ts in (EARLIEST, EARLIEST_LOCAL):
-        out.update(Offset=0, LeaderEpoch=epoch)
+        out.update(Offset=log.log_start_offset, LeaderEpoch=epoch)
     elif ts in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
         pass                                        # no tiered storage: not found
     elif ts == MAX_TIMESTAMP:

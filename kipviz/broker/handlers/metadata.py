@@ -423,6 +423,10 @@ def create_topics(cluster, req: Request) -> dict:
                          partitions=partitions, replication_factor=rf)
         else:
             res["TopicId"] = tid = cluster.create_topic(name, partitions)
+            # the topic-level settings log retention reads (kipviz.broker.retention.settings)
+            cluster.topics.get(name).configs.update(
+                {c["Name"]: c["Value"] for c in t.get("Configs") or [] if c.get("Name") in RETENTION_KEYS
+                 and _is_long(c.get("Value"))})
             assignments = {a["PartitionIndex"]: list(a["BrokerIds"]) for a in t.get("Assignments") or []}
             if assignments:
                 # the first replica of a manual assignment is the preferred, and so the first, leader
@@ -436,6 +440,17 @@ def create_topics(cluster, req: Request) -> dict:
         else:
             res["TopicConfigErrorCode"] = CODE["TOPIC_AUTHORIZATION_FAILED"]
     return shape("CreateTopicsResponse", v, {"ThrottleTimeMs": 0, "Topics": results})
+
+
+RETENTION_KEYS = ("retention.bytes", "retention.ms", "segment.bytes")
+
+
+def _is_long(v) -> bool:
+    try:
+        int(v)
+        return True
+    except (TypeError, ValueError):
+        return False
 
 
 # ---- DeleteTopics -----------------------------------------------------------------------------------

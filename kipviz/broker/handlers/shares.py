@@ -136,7 +136,8 @@ def _flush(log, run: list, out: list) -> None:
 
 def _session(cluster, req: Request, gid: str, member: str, epoch: int, fetch: bool):
     try:
-        return cluster.shares.session_step(gid, member, epoch, opening_allowed=fetch, broker=req.broker), None
+        return cluster.shares.session_step(gid, member, epoch, opening_allowed=fetch, broker=req.broker,
+                                           client=req.client), None
     except ShareGroupError as e:
         return None, _err(e.code_name, str(e))
 
