@@ -39,3 +39,14 @@ def test_cli_text_and_html_page_show_findings(tmp_path, capsys):
     page = out.read_text()
     assert "transaction.timeout.ms is below the lock duration" in page
     assert page.index("Findings") < page.index("Checks")
+
+
+def test_metric_readings_tell_healthy_from_unhealthy():
+    from kipviz.broker.share_metrics import READINGS, readings
+    assert len(READINGS) == 7
+    healthy = {r["metric"]: r["looks"] for r in readings(scenarios.run("kip1289.happy_commit").events)}
+    assert set(healthy.values()) == {"healthy"}
+    expired = {r["metric"]: r for r in readings(scenarios.run("kip1289.case06_lock_expiry_tx_pending").events)}
+    assert expired["TxnPendingLockExpiredCount"]["looks"] == "UNHEALTHY"
+    assert expired["TxnPendingLockExpiredCount"]["this run"] > 0
+    assert all(r["means"] and r["healthy"] and r["unhealthy"] for r in expired.values())

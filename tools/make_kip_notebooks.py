@@ -3,9 +3,11 @@ from nbbuild import code, md, predict, write_notebook
 
 from kipviz.course import kip_link
 
-SHOW = '''def show(trace):
-    """The checks a scenario asserted, and its requests (errors named)."""
-    display(pd.DataFrame([{"check": c.description, "passed": c.passed} for c in trace.checks]))
+SHOW = '''from kipviz.scenarios.report import report
+
+def show(trace):
+    """What the run teaches (its findings), the checks it asserted, and its requests (errors named)."""
+    display(report(trace))
     display(trace.requests())'''
 
 topic_ids = [
@@ -23,7 +25,7 @@ scenarios are the same ones the tests and the `kipviz scenario` command run.
 4. say what happens to committed offsets when a topic is deleted and recreated.
 
 **Prerequisites:** `01_wire_format`. **Time to complete:** about 30 minutes.
-**Seeds:** KIP_516 (seed 003).""".replace("KIP_516", kip_link(516))),
+**Sources:** KIP_516.""".replace("KIP_516", kip_link(516))),
     code("""import pandas as pd
 from IPython.display import HTML, display
 from kipviz import scenarios, uuids
@@ -106,7 +108,7 @@ v5, so in a fleet that mixes releases the producer still meets v5 (section 3). k
 4. follow a whole read-process-write transaction through the transaction state machine.
 
 **Prerequisites:** `04_consumer_groups`. **Time to complete:** about 35 minutes.
-**Seeds:** KIP_1319 (seed 000), KIP_848 (seed 001), KIP_516 (seed 003)."""
+**Sources:** KIP_1319, KIP_848, KIP_516."""
        .replace("KIP_1319", kip_link(1319)).replace("KIP_848", kip_link(848)).replace("KIP_516", kip_link(516))),
     code("""import pandas as pd
 from IPython.display import HTML, SVG, display
