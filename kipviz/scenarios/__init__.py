@@ -82,9 +82,10 @@ class Trace:
         return [c for c in self.checks if not c.passed]
 
     # pictures are drawn from the events, never by the scenario itself
-    def sequence_svg(self, **kwargs) -> str:
+    def sequence_svg(self, *, fold: bool = True, **kwargs) -> str:
+        """Set-up and repeated exchanges folded into bands; fold=False draws every event."""
         from ..draw.sequence import sequence_diagram
-        return sequence_diagram(self.events, title=self.scenario.title, **kwargs)
+        return sequence_diagram(self.events, title=self.scenario.title, fold=fold, **kwargs)
 
     def animation(self, machine: str, key: str | None = None, **kwargs):
         from ..draw.animate import Animation
