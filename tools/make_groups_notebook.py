@@ -113,7 +113,7 @@ behaviour and the picture change."""),
 display(SVG(to_svg(state_diagram(machines["consumer-group"]))))
 display(SVG(to_svg(state_diagram(machines["consumer-member"]))))"""),
     md("""And everything that happened above, as a sequence diagram drawn from the recorded events:"""),
-    code("""HTML(sequence_diagram(cluster.events[-24:], title="last requests of this notebook"))"""),
+    code("""HTML(sequence_diagram(cluster.events[-24:], title="last requests of this notebook", fold=True))"""),
     md("""## Summary
 
 * KIP-848 members heartbeat with epochs; the coordinator assigns partitions and fences epochs it did not give out.

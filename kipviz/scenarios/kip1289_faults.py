@@ -224,11 +224,8 @@ def happy_commit(trace: Trace) -> None:
 def happy_abort(trace: Trace) -> None:
     """The same transaction, aborted (the KIP's catch-KafkaException branch): the ABORT marker on
     __share_group_state-N moves every TX_PENDING record back to ACQUIRED for the same member, its
-    lock still running; the output is invisible. The KIP's pseudo-code says the records "will be
-    re-delivered on next poll()", but by its own state machine they stay ACQUIRED by the member
-    until it re-acknowledges them or the lock expires: the next poll returns nothing, and the loop
-    (which does not keep the records) gets them back only when the lock expires (30 s,
-    deliveryCount 2). Processed again and committed: exactly once."""
+    lock still running; the output is invisible. The loop gets them back when the lock expires
+    (30 s, deliveryCount 2; see its findings), processes them again and commits: exactly once."""
     c = trace.cluster
     c.create_topic(DLQ, 1)
     sc, pr, records = setup(trace)
@@ -426,12 +423,8 @@ def lock_expiry(trace: Trace) -> None:
     filtered -- by state here, nothing of A's is TX_PENDING any more (the KIP says "epoch mismatch",
     which needs A's producer to have staged the records again) -- and A, waking up, is fenced.
     Exactly once.
-    The KIP is silent on the other ending, modelled in a second group (sg-late, output out-late):
-    the stalled producer wakes after the lock expired but before its transaction timed out and
-    COMMITs. The marker is filtered as the KIP says, but the output commits while the
-    acknowledgement is lost; the record is redelivered and processed again -- a duplicate the KIP
-    does not list as an at-least-once window. The checker reports it as a violation of the case-6
-    pattern (result["eos_late_commit"])."""
+    A second group (sg-late, output out-late) plays the ending the KIP is silent on: the stalled
+    producer COMMITs after the lock expired (see its findings; result["eos_late_commit"])."""
     c = trace.cluster
     sc_a, pr_a, records = setup(trace)
     stage_all(trace, sc_a, pr_a, records)
@@ -535,9 +528,7 @@ def txn_timeout(trace: Trace) -> None:
     markers: TX_PENDING -> ACQUIRED (txn-abort, same member, lock running), then the lock expires:
     ACQUIRED -> AVAILABLE -- the KIP's "TX_PENDING -> ACQUIRED -> AVAILABLE on next lock cycle". A
     replacement worker (same transactional id) gets them again and commits: no data loss, exactly
-    once. The order needs transaction.timeout.ms below the lock duration: the scenario's producer
-    uses 10 s. With the defaults (60 s > 30 s) the lock expires first (case 6) and the ABORT finds
-    nothing TX_PENDING; the KIP does not say so."""
+    once. The scenario's producer uses transaction.timeout.ms 10 s (why: its findings)."""
     c = trace.cluster
     timeout = 10_000
     sc, pr, records = setup(trace, producer_kw={"transaction_timeout_ms": timeout})
