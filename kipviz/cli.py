@@ -199,15 +199,11 @@ def _scenario_page(trace, anim) -> str:
     import html as _html
 
     from .draw.render import _inline_svg, to_html
+    from .scenarios.report import report
     sc = trace.scenario
-    checks = "".join(f'<li class="{"ok" if c.passed else "fail"}">{"✓" if c.passed else "✗"} '
-                     f"{_html.escape(c.description)}"
-                     + (f' <span class="detail">({_html.escape(c.detail)})</span>' if c.detail and not c.passed
-                        else "") + "</li>" for c in trace.checks)
-    block = (f"<style>.kv-doc svg{{max-width:100%;height:auto}}.kv-doc li.ok{{color:#1b6e2d}}"
-             f".kv-doc li.fail{{color:#b00020}}.kv-doc .detail{{color:#555}}</style>\n"
+    block = (f"<style>.kv-doc svg{{max-width:100%;height:auto}}</style>\n"
              f'<div class="kv-doc"><p>{_html.escape(sc.kip or "")} · {_html.escape(sc.status)} · seed {trace.seed}'
-             f"</p>\n<p>{_html.escape(sc.summary)}</p>\n<h2>Checks</h2>\n<ul>{checks}</ul>\n"
+             f"</p>\n<p>{_html.escape(sc.summary)}</p>\n{report(trace)._repr_html_()}\n"
              f"<h2>Sequence</h2>\n{_inline_svg(trace.sequence_svg())}\n")
     if anim is None:
         page = to_html(trace.sequence_svg(), title=f"{sc.name}: {sc.title}")
@@ -234,6 +230,9 @@ def cmd_scenario(args) -> int:
     trace = scenarios.run(sc.name, seed=args.seed)
     good, bad = _marks()
     print(f"{sc.name} (seed {args.seed}, {sc.kip or 'no KIP'}, {sc.status}): {sc.title}")
+    if trace.findings:
+        from .scenarios.report import findings_text
+        print("findings:", *findings_text(trace), "checks:", sep="\n")
     for c in trace.checks:
         line = f"  {good if c.passed else bad} {c.description}"
         if c.detail and not c.passed:

@@ -216,15 +216,24 @@ class Contents:
         lines = [f"{o.name:<28} {o.minutes or '?':>3} min  {o.title}" for o in self.outlines]
         return "\n".join(lines + [f"{'total':<28} {self.minutes:>3} min"])
 
+    def _prerequisites_html(self, text: str) -> str:
+        """Markdown code spans as HTML: a notebook name links to it, anything else is <code>."""
+        def span(m):
+            inner = html.escape(m.group(1))
+            if re.fullmatch(r"\d\d_[A-Za-z0-9_]+", m.group(1)):
+                return f'<a href="{inner}{html.escape(self.link_suffix)}"><code>{inner}</code></a>'
+            return f"<code>{inner}</code>"
+        return re.sub(r"`([^`]+)`", span, html.escape(text, quote=False).replace("&#x27;", "'"))
+
     def _repr_html_(self) -> str:
         def kips(o):
             return ", ".join(f'<a href="{html.escape(SEED_KIPS[k][1])}">KIP-{k}</a>' for k in o.seed_kips)
         rows = "".join(
             f'<tr><td><a href="{html.escape(o.name + self.link_suffix)}">{html.escape(o.name)}</a></td>'
             f"<td>{html.escape(o.title)}</td><td>{o.minutes or '?'} min</td>"
-            f"<td>{html.escape(o.prerequisites)}</td><td>{kips(o)}</td></tr>" for o in self.outlines)
+            f"<td>{self._prerequisites_html(o.prerequisites)}</td><td>{kips(o)}</td></tr>" for o in self.outlines)
         return ("<table><thead><tr><th>notebook</th><th>title</th><th>time</th><th>prerequisites</th>"
-                f"<th>seed KIPs</th></tr></thead><tbody>{rows}</tbody>"
+                f"<th>KIPs</th></tr></thead><tbody>{rows}</tbody>"
                 f"<tfoot><tr><td></td><td>total</td><td>{self.minutes} min</td><td></td><td></td></tr></tfoot>"
                 "</table>")
 

@@ -181,7 +181,18 @@ def _missing_group_v5_v6():
     return tuple(_run(f"kip1319.group_id_not_found_v{v}").result["error"] for v in (5, 6))
 
 
-@_ex("05-2", hint="Brokers of 4.0–4.3 do not serve the version KIP-1319 added; the producer takes the newest both sides speak.",
+@_ex("05-2", hint="Walk the checks in the order the broker makes them, per topic; the first one that fails "
+                  "decides for every partition of that topic, and a later check never runs for it.",
+     solution='order.result["v6"] names each topic-partition by its ID (order.result["ids"]): the deleted '
+              "secret's ID fails before any ACL is read, the live secret fails its ACL before the broker asks "
+              "whether partition 9 exists, and orders reaches the last check.")
+def _error_order_v6():
+    t = _run("kip1319.error_order_v6")
+    v6, ids = t.result["v6"], t.result["ids"]
+    return (v6[f"{ids['secret (deleted)']}-0"], v6[f"{ids['secret']}-9"], v6[f"{ids['orders']}-7"])
+
+
+@_ex("05-3", hint="Brokers of 4.0–4.3 do not serve the version KIP-1319 added; the producer takes the newest both sides speak.",
      solution='scenarios.run("kip1319.fallback_old_broker").result["version_sent"].')
 def _fallback_version():
     return int(_run("kip1319.fallback_old_broker").result["version_sent"])

@@ -124,7 +124,8 @@ def _run_until(path: Path, last: str) -> dict:
 # pin the model's behaviour (a change in the model that changes an answer must be a deliberate one).
 KNOWN = {"00-1": 9, "01-1": 202, "01-2": 39, "01-3": 16, "02-1": 40, "02-2": "ILLEGAL_GENERATION",
          "03-1": "UNKNOWN_TOPIC_ID", "03-2": "UNKNOWN_TOPIC_ID", "05-1": ("ILLEGAL_GENERATION", "GROUP_ID_NOT_FOUND"),
-         "05-2": 5, "06-1": 5, "06-2": True, "06-3": False, "06-4": "PRODUCER_FENCED", "06-5": False,
+         "05-2": ("UNKNOWN_TOPIC_ID", "TOPIC_AUTHORIZATION_FAILED", "UNKNOWN_TOPIC_OR_PARTITION"),
+         "05-3": 5, "06-1": 5, "06-2": True, "06-3": False, "06-4": "PRODUCER_FENCED", "06-5": False,
          "06-6": "ACQUIRED", "06-7": False, "06-8": "STALE_MEMBER_EPOCH", "06-9": False,
          "06-10": "INVALID_RECORD_STATE", "06-11": False, "06-12": True, "06-13": True, "06-14": "PRODUCER_FENCED",
          "08-1": "StreamsGroupTopologyDescriptionUpdate", "08-2": 8, "08-3": "3-6", "08-4": "tag-reused",

@@ -18,8 +18,8 @@ what it does.
 4. read the group and member state machines, drawn from the coordinator's own tables.
 
 **Prerequisites:** `01_wire_format`. **Time to complete:** about 30 minutes.
-**Seeds:** KIP_848 excerpts (seed 001: ListGroups v5, OffsetCommit with topic IDs — note the page shows
-TopicId at v9, released Kafka put it at **v10**), KIP_516 (topic IDs)."""
+**Sources:** KIP_848 (ListGroups v5, OffsetCommit with topic IDs — note the page shows TopicId at v9,
+released Kafka put it at **v10**), KIP_516 (topic IDs)."""
        .replace("KIP_848", kip_link(848)).replace("KIP_516", kip_link(516))),
     code("""import pandas as pd
 from IPython.display import SVG, HTML, display
@@ -49,13 +49,33 @@ print("b:", b["MemberEpoch"], b["Assignment"])
 print("a:", a2["MemberEpoch"], a2["Assignment"])"""),
     md("""### Exercise 1 — fencing
 Member `a` now sends a heartbeat with an epoch **higher** than the one the coordinator gave it.
-Which error comes back? (FACTS: received epoch > current → fenced.)"""),
+Which error comes back? (The coordinator only accepts the epoch it gave out, or the previous one.)"""),
     *predict("04-1", setup='too_high = heartbeat("member-a", a2["MemberEpoch"] + 5)   # the experiment',
              inputs="response=too_high"),
+    md("""**Fenced or stale?** Two error codes name a bad member epoch, and released Kafka uses them in
+different places ([GroupMetadataManager.java](https://github.com/apache/kafka/blob/trunk/group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupMetadataManager.java),
+`throwIfMemberEpochIsInvalid`; [ConsumerGroup.java](https://github.com/apache/kafka/blob/trunk/group-coordinator/src/main/java/org/apache/kafka/coordinator/group/modern/consumer/ConsumerGroup.java),
+`validateMemberEpoch`):
+
+| error | returned by | when | what the member does |
+|---|---|---|---|
+| FENCED_MEMBER_EPOCH (110) | ConsumerGroupHeartbeat | epoch higher than the coordinator's, or lower and not the previous epoch with a subset of the assignment | gives up its partitions and rejoins with epoch 0 |
+| STALE_MEMBER_EPOCH (113) | OffsetCommit v9+, OffsetFetch, TxnOffsetCommit v6 | epoch not exactly the member's current one | keeps its partitions, waits for the next heartbeat's epoch and retries |
+
+KIP-848's page says OffsetCommit and OffsetFetch return FENCED_MEMBER_EPOCH; released Kafka returns
+STALE_MEMBER_EPOCH there (a stale commit is not a reason to drop the partitions), and the kit models
+released Kafka. The commit table in section 3 shows it."""),
     md("""## 2. Listing groups (ListGroups v4 states, v5 types)"""),
     code("""for v, body in [(3, {}), (4, {"StatesFilter": ["Stable"]}), (5, {"StatesFilter": [], "TypesFilter": ["consumer"]}),
                 (5, {"StatesFilter": [], "TypesFilter": ["classic"]})]:
     print(f"v{v}", body, "->", cluster.call("ListGroups", v, body)["Groups"])"""),
+    md("""The v4 **Stable** filter returns `[]`: the group exists, but it is not Stable. When `member-b`
+joined, the coordinator bumped the group epoch and moved some of `member-a`'s partitions to b; until
+every member has reached its target assignment (a must stop fetching the partitions it gives up and
+say so in a heartbeat) the group is **Reconciling**. Ask for that state, or describe the group:"""),
+    code("""print("v4 ['Reconciling'] ->", cluster.call("ListGroups", 4, {"StatesFilter": ["Reconciling"]})["Groups"])
+print("state:", cluster.call("ConsumerGroupDescribe", 0, {"GroupIds": ["order-processors"],
+                                                        "IncludeAuthorizedOperations": False})["Groups"][0]["GroupState"])"""),
     md("""## 3. Committing offsets across versions
 
 The same commit, with the member's **epoch**, at three versions. v9 added GROUP_ID_NOT_FOUND and
@@ -76,7 +96,10 @@ pd.DataFrame([{"version": v, "current epoch": commit(v, epoch_a), "stale epoch":
                "missing group": commit(v, 3, group="no-such-group")} for v in (8, 9, 10)])"""),
     md("""### Exercise 2
 Why does v8 answer `UNSUPPORTED_VERSION` for a member of a consumer group, and what does a missing
-group give at v8 versus v9? (Look at the table; FACTS (c) explains both rules.)"""),
+group give at v8 versus v9? (Look at the table. The rules, from Kafka's
+[ConsumerGroup.java](https://github.com/apache/kafka/blob/trunk/group-coordinator/src/main/java/org/apache/kafka/coordinator/group/modern/consumer/ConsumerGroup.java)
+`validateOffsetCommit`: a member on the new consumer protocol must commit with v9 or later, and only
+v9+ tell a missing group apart.)"""),
     *predict("04-2", "answer = ...   # the error a missing group gets at v8",
              inputs='error=commit(8, 3, group="no-such-group")'),
     code("""fetched = cluster.call("OffsetFetch", 10, {"Groups": [{"GroupId": "order-processors", "MemberId": "member-a",
@@ -90,7 +113,7 @@ behaviour and the picture change."""),
 display(SVG(to_svg(state_diagram(machines["consumer-group"]))))
 display(SVG(to_svg(state_diagram(machines["consumer-member"]))))"""),
     md("""And everything that happened above, as a sequence diagram drawn from the recorded events:"""),
-    code("""HTML(sequence_diagram(cluster.events[-24:], title="last requests of this notebook"))"""),
+    code("""HTML(sequence_diagram(cluster.events[-24:], title="last requests of this notebook", fold=True))"""),
     md("""## Summary
 
 * KIP-848 members heartbeat with epochs; the coordinator assigns partitions and fences epochs it did not give out.

@@ -3,9 +3,11 @@ from nbbuild import code, md, predict, write_notebook
 
 from kipviz.course import kip_link
 
-SHOW = '''def show(trace):
-    """The checks a scenario asserted, and its requests (errors named)."""
-    display(pd.DataFrame([{"check": c.description, "passed": c.passed} for c in trace.checks]))
+SHOW = '''from kipviz.scenarios.report import report
+
+def show(trace):
+    """What the run teaches (its findings), the checks it asserted, and its requests (errors named)."""
+    display(report(trace))
     display(trace.requests())'''
 
 topic_ids = [
@@ -24,7 +26,7 @@ scenarios are the same ones the tests and the `kipviz scenario` command run.
 5. contrast the broker side as the page wrote it with what Kafka 2.8–3.9 shipped.
 
 **Prerequisites:** `01_wire_format`. **Time to complete:** about 40 minutes.
-**Seeds:** KIP_516 (seed 003).""".replace("KIP_516", kip_link(516))),
+**Sources:** KIP_516.""".replace("KIP_516", kip_link(516))),
     code("""import pandas as pd
 from IPython.display import HTML, display
 from kipviz import scenarios, uuids
@@ -159,7 +161,7 @@ v5, so in a fleet that mixes releases the producer still meets v5 (section 3). k
 4. follow a whole read-process-write transaction through the transaction state machine.
 
 **Prerequisites:** `04_consumer_groups`. **Time to complete:** about 35 minutes.
-**Seeds:** KIP_1319 (seed 000), KIP_848 (seed 001), KIP_516 (seed 003)."""
+**Sources:** KIP_1319, KIP_848, KIP_516."""
        .replace("KIP_1319", kip_link(1319)).replace("KIP_848", kip_link(848)).replace("KIP_516", kip_link(516))),
     code("""import pandas as pd
 from IPython.display import HTML, SVG, display
@@ -192,9 +194,49 @@ At v6 the broker resolves topic IDs **before** authorization. For one request it
 topic: UNKNOWN_TOPIC_ID for every partition of an ID it cannot resolve; then
 TOPIC_AUTHORIZATION_FAILED for every partition of a topic the producer may not read; then
 UNKNOWN_TOPIC_OR_PARTITION for a missing partition only."""),
+    md("""### Exercise 2 — apply the error order
+The producer (`User:app`) sends **one** v6 request with three topics. It may read `orders` but not
+`secret`. The request names:
+
+* (a) partition 0 of an **old** `secret`: the ID of a `secret` that was deleted and created again;
+* (b) partition 9 of the **live** `secret` (it has fewer partitions);
+* (c) partition 7 of `orders` (it has fewer partitions).
+
+What does each of (a), (b) and (c) get? The run below shows all of it, so predict first."""),
+    *predict("05-2", "answer = (..., ..., ...)   # the errors of (a), (b), (c)"),
     code("""order = scenarios.run("kip1319.error_order_v6")
 show(order)
 pd.DataFrame({"v6": pd.Series(order.result["v6"]), "v5 (by name)": pd.Series(order.result["v5"])})"""),
+    md("""### v5 and v6 on the wire
+
+The same commit at both versions, drawn from the kit's definitions with a concrete value: at v6
+each topic costs a fixed 16-byte ID where v5 spent a length byte plus the name's characters. The
+version diff lists what changed in the request and the response, and the three error codes a v6
+answer can carry that v5 never returns (v5 maps the first two to ILLEGAL_GENERATION and has no
+topic IDs)."""),
+    code("""import uuid
+from kipviz.draw import wire_diagram
+from kipviz.draw.diff import diff_table
+from kipviz.broker.error_codes import CODE
+
+offsets = [{"PartitionIndex": 3, "CommittedOffset": 150382, "CommittedLeaderEpoch": 12, "CommittedMetadata": None}]
+common = {"TransactionalId": "tx-orders-001", "GroupId": "order-processors", "ProducerId": 0, "ProducerEpoch": 12,
+          "GenerationIdOrMemberEpoch": 5, "MemberId": "consumer-1", "GroupInstanceId": None}
+v5_value = {**common, "Topics": [{"Name": "orders", "Partitions": offsets}]}
+v6_value = {**common, "Topics": [{"TopicId": uuid.UUID(int=0x5EED), "Partitions": offsets}]}
+display(SVG(to_svg(wire_diagram("TxnOffsetCommitRequest", 5, example=v5_value))))
+display(SVG(to_svg(wire_diagram("TxnOffsetCommitRequest", 6, example=v6_value))))"""),
+    code("""# what changed from v5 to v6: fields (from the definitions), then the error codes v6 adds
+display(pd.concat({m: diff_table(f"TxnOffsetCommit{m}", 5, 6) for m in ("Request", "Response")}))
+NEW_AT_V6 = {"GROUP_ID_NOT_FOUND": "the group does not exist (v5: ILLEGAL_GENERATION)",
+             "STALE_MEMBER_EPOCH": "the member epoch is not the member's current one (v5: ILLEGAL_GENERATION)",
+             "UNKNOWN_TOPIC_ID": "a topic ID the broker cannot resolve (v5 names topics, so never)"}
+pd.DataFrame([{"error": e, "code": CODE[e], "returned at v6 when": why} for e, why in NEW_AT_V6.items()])"""),
+    md("""### Errors by version
+
+<!-- kipviz: errors-by-version placeholder: the lead adds the errors_by_version(...) cell here
+     (h24c's function) after the merge. -->
+*(A table of every error code TxnOffsetCommit can return at each version comes here.)*"""),
     code("""persisted = scenarios.run("kip1319.topic_id_persisted")
 show(persisted)"""),
     code("""# in the logs: the committed offsets decoded from __consumer_offsets, topic IDs resolved to names
@@ -206,10 +248,10 @@ ks.committed_offsets(logs).select("group", "topic", "partition", "topic_id", "re
 The producer uses v6 only when the broker supports it **and** every topic has a known ID; otherwise
 the whole request goes at v5.
 
-### Exercise 2 — predict
+### Exercise 3 — predict
 A Kafka 4.4 producer commits through a Kafka 4.3 broker (the release before 4.4). Which
 TxnOffsetCommit version does it send?"""),
-    *predict("05-2"),
+    *predict("05-3"),
     code("""for name in ("kip1319.fallback_old_broker", "kip1319.fallback_unknown_topic_id", "kip1319.producer_error_classes"):
     t = scenarios.run(name)
     print(name, "->", "all checks passed" if t.passed else t.failures(), t.result.get("version_sent", ""))"""),

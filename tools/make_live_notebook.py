@@ -21,7 +21,7 @@ request, state change and record appear while the clients run, then analyse the 
 
 **Prerequisites:** `05_txn_offset_commit_v6`, `06_share_group_eos` (and `07_spark_log_analysis` for section 5).
 **Time to complete:** about 25 minutes.
-**Seeds:** {K848} (the consumer's `group.protocol=consumer`), {K1319} (the TxnOffsetCommit a
+**Sources:** {K848} (the consumer's `group.protocol=consumer`), {K1319} (the TxnOffsetCommit a
 transactional producer sends)."""),
     md("""## 1. Start the cluster
 

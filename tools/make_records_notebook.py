@@ -20,7 +20,7 @@ the same library the tests use.
 5. turn a packet capture into a request/response table.
 
 **Prerequisites:** `00_welcome`. **Time to complete:** about 25 minutes.
-**Seeds:** KIP_516 (topic IDs), KIP_1319 (OffsetCommitValue v4 topic ID), KIP-98 / KIP-890 (transactions)."""
+**Sources:** KIP_516 (topic IDs), KIP_1319 (OffsetCommitValue v4 topic ID), KIP-98 / KIP-890 (transactions)."""
        .replace("KIP_516", kip_link(516)).replace("KIP_1319", kip_link(1319))),
     code("""import tempfile, uuid
 from pathlib import Path
@@ -114,7 +114,7 @@ capture.write_pcap(path, [("request", api_req, 0.000), ("response", api_resp, 0.
                           ("request", toc_req, 0.010), ("response", toc_resp, 0.013)])
 capture.to_dataframe(capture.read_pcap(path))"""),
     md("""### Exercise 2
-The TxnOffsetCommit response above carries error code 22. What is its name? (FACTS: it is what
+The TxnOffsetCommit response above carries error code 22. What is its name? (It is what
 v0–5 return for both a missing group and a stale member epoch — the ambiguity KIP-1319 removes.)"""),
     *predict("02-2"),
     md("""## Summary

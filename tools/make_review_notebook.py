@@ -26,7 +26,7 @@ alone and writes one self-contained HTML page for the review thread. The same ca
 
 **Prerequisites:** `01_wire_format` (flexible versions, tagged fields); `05_txn_offset_commit_v6` helps.
 **Time to complete:** about 30 minutes.
-**Seeds:** {K1289} (proposed, seed 004), {K1319} (released in Kafka 4.4, seed 000);
+**Sources:** {K1289} (proposed), {K1319} (released in Kafka 4.4);
 background: [KIP-482]({KIP482}) (tagged fields)."""),
     code("""import json
 import tempfile

@@ -68,6 +68,11 @@ SPARK = {
 }
 assert set(SPARK) == {c[0].split(".")[1].split("_")[0] for c in CASES}
 
+# per case: a short recap shown after its cells, above the partition's final picture
+SAW = {'case01': "The crash wiped TX_PENDING from memory; the records reloaded as AVAILABLE, came back with a higher delivery count and were processed again. The output of the first attempt had already committed, so each record's output is visible twice: the at-least-once window the KIP documents.", 'case02': 'The registration of `__share_group_state-N` failed, so no record left ACQUIRED: the error reached the producer, the application aborted and retried. Nothing was lost or duplicated.', 'case03': "The zombie's call was refused with PRODUCER_FENCED before anything was staged; the new producer staged and committed the same records once.", 'case05': 'The repeated marker found nothing in TX_PENDING (no-op by state); the late copy carried an older epoch than the new staging (no-op by epoch). Every record changed state exactly once.', 'case06': 'With the lock expired, TX_PENDING went back to ACQUIRED and then AVAILABLE; another member processed the records. Read the findings above: if the stalled producer commits late, its output is a duplicate the KIP does not list.', 'case07': 'The coordinator aborted the abandoned transaction, the ABORT marker returned the records to ACQUIRED, and the next lock cycle made them AVAILABLE for the replacement worker. This order needs `transaction.timeout.ms` below the lock duration (see the findings).', 'case08': 'The staging call carried an outdated member epoch: STALE_MEMBER_EPOCH, nothing staged. The retry with a fresh `share_group_metadata()` committed.', 'case09': 'No TxnShareAcknowledge bytes went to a broker that does not advertise the RPC: the producer failed before sending. After the operator finalized `share.version` 2 the same records were staged and committed.', 'case10': 'RELEASE, RENEW and GAP have no meaning inside a transaction: each was answered INVALID_RECORD_STATE and nothing was staged.', 'case11': 'One bad partition failed the whole call: B got INVALID_RECORD_STATE, A OPERATION_NOT_ATTEMPTED, and neither was staged (all or nothing).', 'case12': 'The COMMIT marker reached the new leader of `__share_group_state-N`, which never saw the staging; the records waited for the lock, were redelivered and processed again: at-least-once, as the KIP documents for this window.', 'case13': 'The ABORT marker never reached the share-state leader; the lock expiry returned the records anyway, and the late marker changed nothing. Convergence costs one lock cycle.', 'case14': "The old in-flight call (previous epoch) was fenced with PRODUCER_FENCED; the current transaction's staging stayed untouched."}
+assert set(SAW) == set(SPARK)
+
+
 cells = [
     md("""# 06 · Exactly-once with share groups (KIP-932 + KIP-1289, proposed)
 
@@ -85,23 +90,30 @@ and runs every corner case the KIP lists.
 4. read the exactly-once checker's verdict on a run.
 
 **Prerequisites:** `05_txn_offset_commit_v6`. **Time to complete:** about 45 minutes.
-**Seeds:** KIP_1289 (seed 004, proposed); share groups are KIP-932 (released, FACTS (a)).""".replace(
+**Sources:** KIP_1289 (proposed); share groups are [KIP-932](https://cwiki.apache.org/confluence/display/KAFKA/KIP-932%3A+Queues+for+Kafka) (released in Kafka 4.2).""".replace(
         "KIP_1289", kip_link(1289))),
     code("""import pandas as pd
 from IPython.display import HTML, SVG, display
 from kipviz import scenarios
 from kipviz import spark as ks
-from kipviz.broker.share_metrics import metrics
+from kipviz.broker.share_metrics import readings
 from kipviz.draw import record_strip, share_state_diagrams, to_svg
 from kipviz.exercises import exercise
 from kipviz.teach import check
 from kipviz.widgets import player, strip_player
 
+from kipviz.scenarios.report import report
+
 def show(trace):
-    \"\"\"The scenario's own checks: what the KIP says must happen, and whether the model did it.\"\"\"
-    display(pd.DataFrame([{"check": c.description, "passed": c.passed} for c in trace.checks]))
+    \"\"\"The run's findings (what goes wrong, who sees it, what the KIP says), then its own checks.\"\"\"
+    display(report(trace))
 
 spark = ks.session()      # one SparkSession for the notebook's log cells (local[2], small, no UI)
+
+def saw(trace):
+    \"\"\"The share partition's final state after the run (the last frame of its strip).\"\"\"
+    strip = record_strip(trace.events)
+    display(SVG(strip.svg()) if len(strip) else "no share-record changed state in this run")
 
 def verdict(trace):
     \"\"\"The exactly-once checker's report over the run's events (None when the case never commits).\"\"\"
@@ -183,9 +195,23 @@ strip_player(record_strip(commit.events))"""),
 show(abort)
 verdict(abort)
 player(abort.animation("share-record"))"""),
+    md("""### Reading the KIP's seven metrics
+
+KIP-1289 adds six metrics and reuses one. Each row below is a metric computed from the events of
+the abort run, what it means, what a healthy and an unhealthy value look like, and how this run's
+value looks. The KIP states two alerts (TxnPendingRecordsCount above 0 for more than 60 s, and any
+TxnPendingLockExpiredCount); the other thresholds are the kit's suggestion. Case 6 below shows an
+unhealthy value."""),
     code("""# the KIP's metrics, computed from the events of the abort run
-pd.Series(metrics(abort.events))"""),
+pd.DataFrame(readings(abort.events)).set_index("metric")"""),
 ]
+cells += [md("""## The corner cases
+
+The KIP's page lists its corner cases numbered 1 to 14, but **there is no case 4**: the list goes
+from 3 (a producer fenced while staging) to 5 (a duplicate marker), in the page version the kit
+follows. Nothing was left out here; the numbering below is the KIP's, so that each case can be
+looked up on its page. Each case ends with its findings (above its checks), a run, its logs in
+Spark, and a short "what you just saw" with the share partition's final state.""")]
 for n, (name, title, what, question) in enumerate(CASES, start=2):
     var = name.split(".")[1].split("_")[0]
     cells += [
@@ -203,6 +229,8 @@ strip_player(record_strip({var}.events))"""),
         code(f"""# in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs({var})
 {SPARK[var]}"""),
+        md(f"""**What you just saw.** {SAW[var]}"""),
+        code(f"""saw({var})"""),
     ]
 cells += [
     md("""### Every corner case, checked

@@ -19,7 +19,7 @@ tests use.
 
 **Prerequisites:** basic Python; no Kafka cluster needed. **Time to complete:** about 15 minutes.
 
-**Seed documents this kit follows:** KIP_516 (topic IDs), KIP_848 (new consumer groups),
+**The KIPs this kit follows:** KIP_516 (topic IDs), KIP_848 (new consumer groups),
 KIP_1319 (TxnOffsetCommit v6, released in Kafka 4.4) and KIP_1289 (transactional acknowledgements for share groups, proposed).
 
 **On Binder?** Everything runs in your browser's session: nothing to install. A Binder session is
@@ -49,7 +49,7 @@ rows[rows.api == "TxnOffsetCommit"][["version", "flexible", "status", "since", "
     code("""rows[rows.status != "released"][["api", "version", "status", "since", "removed", "kip", "change"]]"""),
     md("""## 2. Bytes from a definition
 
-The example below is the TxnOffsetCommit v5 request from a public wire-format page (seed 002).
+The example below is the TxnOffsetCommit v5 request from a public wire-format page (Conduktor's; the official reference is [Kafka's protocol guide](https://kafka.apache.org/protocol)).
 `codec.encode` turns the plain dictionary into bytes; `codec.decode` turns them back."""),
     code("""example = {
     "TransactionalId": "tx-orders-001", "GroupId": "order-processors",

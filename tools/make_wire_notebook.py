@@ -20,7 +20,7 @@ by hand — so they cannot disagree with the bytes.
 5. say what KIP-1319 changes in TxnOffsetCommit v6 and when a 16-byte topic ID (KIP-516) is smaller than a name.
 
 **Prerequisites:** `00_welcome`. **Time to complete:** about 35 minutes.
-**Seeds:** KIP_516 (topic IDs), KIP_848 (OffsetCommit/OffsetFetch with topic IDs), KIP_1319 (TxnOffsetCommit v6)."""
+**Sources:** KIP_516 (topic IDs), KIP_848 (OffsetCommit/OffsetFetch with topic IDs), KIP_1319 (TxnOffsetCommit v6)."""
        .replace("KIP_516", kip_link(516)).replace("KIP_848", kip_link(848)).replace("KIP_1319", kip_link(1319))),
     code("""import uuid
 import pandas as pd
@@ -78,7 +78,7 @@ hexdump_request(frame)"""),
 
 The example-driven layout encodes a concrete value and prints each field's offset, size and value,
 so variable-length encodings are shown truthfully. This is the TxnOffsetCommit v5 example from the
-public wire-format page (seed 002)."""),
+public wire-format page (Conduktor's; the official reference is [Kafka's protocol guide](https://kafka.apache.org/protocol))."""),
     code("""v5_value = example_value("TxnOffsetCommitRequest", 5)
 display(SVG(to_svg(wire_diagram("TxnOffsetCommitRequest", 5, example=v5_value))))"""),
     md("""## 5. Decoding real bytes

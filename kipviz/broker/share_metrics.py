@@ -120,3 +120,44 @@ def metrics(events) -> dict:
         "status": "proposed",
         "kip": "KIP-1289",
     }
+
+
+# How to read each of the KIP's seven metrics at the end of a run: what it means (the KIP's
+# "Purpose" column), a healthy value, an unhealthy one, and the test applied to the run's value.
+# The KIP states two alerts (TxnPendingRecordsCount > 0 for > 60 s; TxnPendingLockExpiredCount
+# non-zero); the other thresholds are the kit's suggestion and say so.
+READINGS = (
+    ("TxnPendingRecordsCount", "gauge", "records in TX_PENDING now (the KIP's primary health signal)",
+     "0 between transactions", "> 0 for more than 60 s (the KIP's primary alert)",
+     lambda v: v == 0),
+    ("TxnShareAcknowledgeRequestLatencyMs", "histogram (p99)", "how long staging takes",
+     "a few ms, far below the 30 s lock", "a large share of the lock duration (kit's suggestion)",
+     lambda v: v["p99"] < 3000),
+    ("TxnPendingLockExpiredCount", "counter", "locks that expired while TX_PENDING: abandoned transactions "
+     "or missing markers", "0", "any non-zero value (the KIP: critical alert)", lambda v: v == 0),
+    ("TransactionPartitionsCount", "gauge (reused)", "partitions in open transactions, now including "
+     "__share_group_state-N", "back to 0 after each transaction", "stays above 0: a transaction hangs "
+     "(kit's suggestion)", lambda v: v == 0),
+    ("share-ack-txn-send-rate", "producer meter", "staging calls per second: the loop commits",
+     "> 0 while records arrive", "0 while records arrive (kit's suggestion)", lambda v: v > 0),
+    ("share-ack-txn-send-error-rate", "producer meter", "failed staging calls per second (drives retries)",
+     "0", "> 0 sustained: the loop retries (kit's suggestion)", lambda v: v == 0),
+    ("share-group-metadata-fetch-rate", "consumer meter", "metadata snapshots per second: the "
+     "read-process-write loop is alive", "> 0 while the loop runs", "0: the loop stopped (kit's suggestion)",
+     lambda v: v > 0),
+)
+
+
+def readings(events) -> list[dict]:
+    """The seven metrics of a run as rows a learner can read: value, meaning, healthy, unhealthy,
+    and how this run's value looks (by the rule above)."""
+    values = metrics(events)
+    rows = []
+    for name, kind, meaning, healthy, unhealthy, ok in READINGS:
+        v = values[name]
+        shown = f"p99 {v['p99']} ms (max {v['max']}, {v['count']} requests)" if isinstance(v, dict) else (
+            f"{v:.3f}/s" if isinstance(v, float) else v)
+        rows.append({"metric": name, "type": kind, "this run": shown,
+                     "looks": "healthy" if ok(v) else "UNHEALTHY", "means": meaning,
+                     "healthy": healthy, "unhealthy": unhealthy})
+    return rows

@@ -55,7 +55,8 @@ from ..broker.error_codes import name_of
 from ..schema import registry
 from .render import to_html
 
-__all__ = ["sequence_diagram", "sequence_html", "lifeline_of", "record_summary", "state_summary",
+__all__ = ["sequence_diagram", "sequence_html", "lifeline_of", "record_summary", "state_summary", "error_places",
+           "member_names",
            "version_status", "add_partitions_label", "GROUP_APIS", "TXN_APIS", "LEADER_APIS"]
 
 GROUP_APIS = frozenset({
@@ -268,10 +269,79 @@ def add_partitions_label(d: dict) -> str:
     return f"{head} ({kind}) " + ", ".join(parts)
 
 
+def _abbrev_id(value) -> str:
+    from ..uuids import to_kafka_str
+    text = to_kafka_str(value) if hasattr(value, "bytes") else str(value)
+    return text[:8] + "…" if len(text) > 12 else text
+
+
+def error_places(body) -> list[tuple[str, int]]:
+    """[(topic-partition, error code)] for every non-zero ErrorCode in a response body, named by the
+    nearest enclosing topic (Name / Topic / TopicId, IDs abbreviated) and partition (PartitionIndex /
+    Partition); consecutive partitions of one topic with one error are joined ("orders-0,1").
+    [] when no error sits under a topic (the error is the response's own)."""
+    found: list[tuple[str, str, int]] = []
+
+    def walk(node, topic, partition):
+        if isinstance(node, list):
+            for item in node:
+                walk(item, topic, partition)
+            return
+        if not isinstance(node, dict):
+            return
+        for key in ("Name", "Topic", "TopicName"):
+            if isinstance(node.get(key), str) and ("Partitions" in node or "PartitionIndex" in node
+                                                   or "Partition" in node or key != "Name"):
+                topic = node[key]
+        if node.get("TopicId") is not None and topic is None or (node.get("TopicId") is not None
+                                                                 and "Partitions" in node):
+            topic = _abbrev_id(node["TopicId"])
+        for key in ("PartitionIndex", "Partition", "PartitionId"):
+            if isinstance(node.get(key), int):
+                partition = node[key]
+        code = node.get("ErrorCode")
+        if isinstance(code, int) and code and topic is not None:
+            found.append((topic, "" if partition is None else str(partition), code))
+        for value in node.values():
+            if isinstance(value, (list, dict)):
+                walk(value, topic, partition)
+
+    walk(body, None, None)
+    out: list[tuple[str, int]] = []
+    last: tuple | None = None
+    for topic, part, code in found:
+        if last is not None and last[0] == topic and last[2] == code and part:
+            out[-1] = (out[-1][0] + f",{part}", code)
+        else:
+            out.append((f"{topic}-{part}" if part else topic, code))
+        last = (topic, part, code)
+    return out
+
+
+def member_names(events) -> dict[str, str]:
+    """member id -> the client lane that uses it (from the heartbeats' answers), so that notes name
+    members as the lanes do (consumer-1, not a 22-character id)."""
+    names: dict[str, str] = {}
+    for ev in events:
+        if isinstance(ev, E.ResponseSent) and ev.api.endswith("Heartbeat") and isinstance(ev.body, dict):
+            mid = ev.body.get("MemberId")
+            if isinstance(mid, str) and len(mid) >= 8 and mid not in names:
+                names[mid] = ev.client
+    return names
+
+
+def _rename(text: str, names: dict[str, str]) -> str:
+    for mid, client in names.items():
+        if mid in text:
+            text = text.replace(mid, client)
+    return text
+
+
 def _build(events, marks: dict | None = None, status_labels: bool = False,
            internal_arrows: bool = False, on_broker: dict | None = None) -> tuple[list[_Row], list[str], list[str]]:
     marks = marks or {}
     on_broker = on_broker or {}
+    names = member_names(events)
     rows: list[_Row] = []
     clients: list[str] = []
     servers: list[str] = []
@@ -328,8 +398,14 @@ def _build(events, marks: dict | None = None, status_labels: bool = False,
             if status not in (None, "released"):
                 label += f" · {status}"
             if ev.error_codes:
-                names = ", ".join(name_of(code) for code in ev.error_codes)
-                lines = [(f"{label} · {names}", C_ERROR)]
+                places = error_places(ev.body)
+                if len({code for _, code in places}) > 1:      # each error with the partitions it answers
+                    lines = [(label, C_ERROR)] + [(f"{p}: {name_of(code)}", C_ERROR) for p, code in places]
+                elif places:                                    # one error: where it applies, muted
+                    lines = [(f"{label} · {name_of(places[0][1])}", C_ERROR),
+                             ("at " + ", ".join(p for p, _ in places), C_MUTED)]
+                else:
+                    lines = [(f"{label} · {', '.join(name_of(code) for code in ev.error_codes)}", C_ERROR)]
                 color = C_ERROR
             else:
                 lines, color = [(label, C_PROPOSED if status not in (None, "released") else C_TEXT)], C_MUTED
@@ -405,6 +481,10 @@ def _build(events, marks: dict | None = None, status_labels: bool = False,
                 rows.append(_Row("band", ev.t, lines=[(ev.text, C_MUTED)]))
         if len(rows) > before:
             rows[-1].mark = marks.get(ev.seq)
+    if names:
+        for r in rows:
+            if r.kind != "msg":
+                r.lines = [(_rename(t, names), c) for t, c in r.lines]
     return rows, clients, servers
 
 
@@ -432,6 +512,76 @@ def _by_broker(rows: list[_Row], servers: list[str]) -> tuple[list[_Row], list[s
     for r in rows:
         r.src, r.dst = rename.get(r.src, r.src), rename.get(r.dst, r.dst)
     return rows, [lane[b] for b in sorted(roles)] + [n for n in servers if n not in of]
+
+
+# ---- folding -----------------------------------------------------------------------------------------
+SETUP_APIS = frozenset({"ApiVersions", "FindCoordinator", "Metadata", "InitProducerId", "CreateTopics"})
+
+
+def _api(r: _Row) -> str:
+    return r.lines[0][0].split(" v", 1)[0]
+
+
+def _exchange(rows: list[_Row], i: int) -> int | None:
+    """If rows[i] starts a request answered without an error by rows[i + 1], the index after the
+    exchange (its client's own notes that follow it included); else None."""
+    if i + 1 >= len(rows):
+        return None
+    q, a = rows[i], rows[i + 1]
+    if not (q.kind == a.kind == "msg" and not q.dashed and not q.dotted and a.dashed and a.src == q.dst
+            and a.dst == q.src and a.color != C_ERROR and _api(q) == _api(a) and q.mark == a.mark):
+        return None
+    j = i + 2
+    while j < len(rows) and rows[j].kind == "note" and rows[j].style == "action" and rows[j].src == q.src \
+            and rows[j].mark == q.mark:
+        j += 1
+    return j
+
+
+def _setup_band(r: _Row) -> bool:
+    return r.kind == "band" and r.lines[0][0].startswith("topic ") and r.lines[0][0].endswith(" created")
+
+
+def _fold(rows: list[_Row]) -> list[_Row]:
+    """A run of set-up (ApiVersions, FindCoordinator, Metadata, InitProducerId, CreateTopics
+    exchanges, "topic … created") of two or more steps becomes one band; a run of three or more
+    identical error-free exchanges (same client, lane and api) keeps its first and says how many
+    more it folded."""
+    out: list[_Row] = []
+    i = 0
+    while i < len(rows):
+        j, apis = i, {}
+        while j < len(rows):
+            end = _exchange(rows, j)
+            if end is not None and _api(rows[j]) in SETUP_APIS and rows[j].mark == rows[i].mark:
+                apis[_api(rows[j])] = apis.get(_api(rows[j]), 0) + 1
+            elif _setup_band(rows[j]) and rows[j].mark == rows[i].mark:
+                apis["topic created"] = apis.get("topic created", 0) + 1
+                end = j + 1
+            else:
+                break
+            j = end
+        if j - i >= 3 and sum(apis.values()) >= 2:
+            what = ", ".join(f"{n}× {a}" if n > 1 else a for a, n in apis.items())
+            out.append(_Row("band", rows[i].t, lines=[(f"set-up folded: {what} (sequence_svg(fold=False) "
+                                                       "shows every event)", C_MUTED)], mark=rows[i].mark))
+            i = j
+            continue
+        end = _exchange(rows, i)
+        if end is not None:
+            key = (rows[i].src, rows[i].dst, rows[i].lines[0][0])
+            j, n = end, 1
+            while (nxt := _exchange(rows, j)) is not None and (rows[j].src, rows[j].dst, rows[j].lines[0][0]) == key:
+                j, n = nxt, n + 1
+            if n >= 3:
+                out += rows[i:end]
+                out.append(_Row("band", rows[end].t, lines=[(f"… {n - 1} more {key[2]} exchanges of {key[0]} "
+                                                             "folded", C_MUTED)], mark=rows[i].mark))
+                i = j
+                continue
+        out.append(rows[i])
+        i += 1
+    return out
 
 
 # ---- SVG ---------------------------------------------------------------------------------------------
@@ -481,9 +631,11 @@ def _head(x, y, w, name, is_client) -> str:
 def sequence_diagram(events, *, title: str | None = None, max_events: int | None = None,
                      width: int = WIDTH, marks: dict | None = None, align: dict | None = None,
                      layout: dict | None = None, status_labels: bool = False,
-                     internal_arrows: bool = False, lanes: str = "role", on_broker: dict | None = None) -> str:
+                     internal_arrows: bool = False, lanes: str = "role", on_broker: dict | None = None,
+                     fold: bool = False) -> str:
     """SVG text of a scenario's events (a list of events, or anything with an `.events` list,
     such as a Cluster). max_events cuts the picture after that many events and says so.
+    fold: set-up and repeated exchanges become one band each (Trace.sequence_svg folds by default).
     marks / align / layout / status_labels / internal_arrows: see the module docstring."""
     events = list(getattr(events, "events", events))
     hidden = 0
@@ -493,6 +645,8 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
     rows, clients, servers = _build(events, marks, status_labels, internal_arrows, on_broker)
     if lanes == "broker":
         rows, servers = _by_broker(rows, servers)
+    if fold:
+        rows = _fold(rows)
     if hidden:
         rows.append(_Row("band", events[-1].t if events else 0,
                          lines=[(f"… {hidden} more event{'s' if hidden != 1 else ''} not shown", C_MUTED)]))
@@ -546,8 +700,9 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
             label, color = r.lines[0]
             span = abs(x2 - x1) - 10
             # arrow labels wrap between words only (a topic name stays whole, even past a short arrow)
-            label_lines = [label] if _tw(label) <= max(span, 60) else _wrap(label, max(span, 120), FS,
-                                                                           break_words=False)
+            label_lines = [(part, c) for text, c in r.lines
+                           for part in ([text] if _tw(text) <= max(span, 60) else _wrap(text, max(span, 120), FS,
+                                                                                         break_words=False))]
             extra = LINE_H * (len(label_lines) - 1)
             ly = yy + 19 + extra
             d = 1 if x2 >= x1 else -1
@@ -563,9 +718,9 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
             body.append(f'<polygon points="{x2:.1f},{ly:.1f} {x2 - d * 8:.1f},{ly - 4:.1f} '
                         f'{x2 - d * 8:.1f},{ly + 4:.1f}" fill="{r.color}"/>')
             mid = (x1 + x2) / 2
-            for j, part in enumerate(label_lines):
-                body.append(_text(mid, ly - 5 - LINE_H * (len(label_lines) - 1 - j), part, color=color,
-                                  weight="bold" if color == C_ERROR else None))
+            for j, (part, pc) in enumerate(label_lines):
+                body.append(_text(mid, ly - 5 - LINE_H * (len(label_lines) - 1 - j), part, color=pc,
+                                  weight="bold" if pc == C_ERROR else None))
             body.append("</g>")
             yy += ROW_H + extra
         elif r.kind == "note":

@@ -3,6 +3,7 @@
     from kipviz import scenarios
     scenarios.catalog()                         # [{name, title, kip, status, summary}, ...]
     trace = scenarios.run("kip1319.stale_member_epoch_v6", seed=0)
+    trace.findings                              # what goes wrong, who sees it, what the KIP says
     trace.checks                                # what the scenario asserts, each with pass/fail
     trace.events                                # everything the model did (typed events)
     trace.sequence_svg(); trace.animation("transaction")
@@ -22,6 +23,15 @@ _REGISTRY: dict[str, "Scenario"] = {}
 
 
 @dataclass(frozen=True)
+class Finding:
+    """One thing a scenario teaches: what goes wrong, who sees it, and what the KIP (or Kafka's
+    source) says about it -- shown before the checks in show(), the notebooks and `--html`."""
+    what: str       # what goes wrong (or, for a guarantee the run confirms, what holds)
+    who: str        # who sees it: the application, an operator, a read_committed reader, ...
+    kip: str        # what the KIP says (or is silent about), or the released behaviour
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str                   # "kip516.stale_read", "kip1319.group_id_not_found_v5", ...
     title: str
@@ -30,7 +40,7 @@ class Scenario:
     summary: str
     run: Callable[["Trace"], None]
     cluster_settings: dict = field(default_factory=dict)
-    findings: str = ""          # for a reviewer: what goes wrong, who sees it, what the page says
+    findings: tuple[Finding, ...] = ()
 
 
 @dataclass
@@ -57,6 +67,10 @@ class Trace:
         return self.cluster.events
 
     @property
+    def findings(self) -> tuple[Finding, ...]:
+        return self.scenario.findings
+
+    @property
     def passed(self) -> bool:
         return all(c.passed for c in self.checks)
 
@@ -68,9 +82,10 @@ class Trace:
         return [c for c in self.checks if not c.passed]
 
     # pictures are drawn from the events, never by the scenario itself
-    def sequence_svg(self, **kwargs) -> str:
+    def sequence_svg(self, *, fold: bool = True, **kwargs) -> str:
+        """Set-up and repeated exchanges folded into bands; fold=False draws every event."""
         from ..draw.sequence import sequence_diagram
-        return sequence_diagram(self.events, title=self.scenario.title, **kwargs)
+        return sequence_diagram(self.events, title=self.scenario.title, fold=fold, **kwargs)
 
     def animation(self, machine: str, key: str | None = None, **kwargs):
         from ..draw.animate import Animation
@@ -95,13 +110,13 @@ EXPLICIT = {"share_auto_offset_reset": "earliest"}
 
 
 def scenario(name: str, *, title: str, kip: str | None = None, status: str = "released", summary: str = "",
-             findings: str = "", **cluster_settings):
-    """Register a scenario function under `name`."""
+             findings: tuple[Finding, ...] = (), **cluster_settings):
+    """Register a scenario function under `name`; `findings` are what it teaches (Finding rows)."""
     def register(fn: Callable[[Trace], None]):
         if name in _REGISTRY:
             raise ValueError(f"scenario {name} registered twice")
         _REGISTRY[name] = Scenario(name, title, kip, status, summary or (fn.__doc__ or "").strip(), fn,
-                                   cluster_settings, findings)
+                                   cluster_settings, tuple(findings))
         return fn
     return register
 
@@ -134,4 +149,4 @@ def run(name: str, seed: int = 0, **cluster_settings) -> Trace:
     return trace
 
 
-__all__ = ["scenario", "run", "catalog", "get", "Trace", "Scenario", "Check"]
+__all__ = ["scenario", "run", "catalog", "get", "Trace", "Scenario", "Check", "Finding"]

@@ -38,7 +38,7 @@ from ..clients import Consumer, Producer
 from ..clients.producer import ProducerError, ProducerFencedError
 from ..clients.share_consumer import ShareConsumer
 from ..eos import AT_LEAST_ONCE, VIOLATION, check_share_eos, source_header
-from . import Trace, scenario
+from . import Finding, Trace, scenario
 from .kip1289_errors import (
     ACCEPT,
     GROUP,
@@ -218,15 +218,20 @@ def happy_commit(trace: Trace) -> None:
 
 
 @scenario("kip1289.happy_abort", title="KIP-1289: share-group read-process-write, aborted then retried",
-          **PROPOSED)
+          findings=(
+              Finding("An abort does not redeliver at once: the staged records go back to ACQUIRED for the same "
+                      "member, the next poll returns nothing, and the loop gets them again only when the lock "
+                      "expires (30 s) -- with deliveryCount 2, so every abort spends one of the five delivery "
+                      "attempts (group.share.delivery.count.limit).",
+                      "the application: a 30 s stall after each abort; a record aborted five times is archived "
+                      "unprocessed",
+                      "The KIP's pseudo-code says the records \"will be re-delivered on next poll()\"; its own "
+                      "state machine (ABORT: TX_PENDING -> ACQUIRED) keeps them with the member."),), **PROPOSED)
 def happy_abort(trace: Trace) -> None:
     """The same transaction, aborted (the KIP's catch-KafkaException branch): the ABORT marker on
     __share_group_state-N moves every TX_PENDING record back to ACQUIRED for the same member, its
-    lock still running; the output is invisible. The KIP's pseudo-code says the records "will be
-    re-delivered on next poll()", but by its own state machine they stay ACQUIRED by the member
-    until it re-acknowledges them or the lock expires: the next poll returns nothing, and the loop
-    (which does not keep the records) gets them back only when the lock expires (30 s,
-    deliveryCount 2). Processed again and committed: exactly once."""
+    lock still running; the output is invisible. The loop gets them back when the lock expires
+    (30 s, deliveryCount 2; see its findings), processes them again and commits: exactly once."""
     c = trace.cluster
     c.create_topic(DLQ, 1)
     sc, pr, records = setup(trace)
@@ -268,7 +273,12 @@ def happy_abort(trace: Trace) -> None:
 
 # ---- corner case 1 ---------------------------------------------------------------------------------------
 @scenario("kip1289.case01_broker_crash_tx_pending",
-          title="KIP-1289 case 1: the share-partition leader crashes while TX_PENDING", brokers=2, **PROPOSED)
+          title="KIP-1289 case 1: the share-partition leader crashes while TX_PENDING", brokers=2, findings=(
+              Finding("The output commits but the acknowledgements are lost: TX_PENDING lived only in the crashed "
+                      "broker's memory, so the records reload as AVAILABLE, are redelivered and processed again.",
+                      "a read_committed reader of the output: each record's output twice",
+                      "Documented: at-least-once on this window (__share_group_state is not written at staging), "
+                      "no data loss."),), **PROPOSED)
 def broker_crash(trace: Trace) -> None:
     """Two brokers: broker 0 leads in-0 (the share partition), out-0 and -- placed on purpose, as in
     the KIP's worked example -- __share_group_state-N; broker 1 is the transaction coordinator.
@@ -400,7 +410,18 @@ def duplicate_marker(trace: Trace) -> None:
 
 # ---- corner case 6 ---------------------------------------------------------------------------------------
 @scenario("kip1289.case06_lock_expiry_tx_pending",
-          title="KIP-1289 case 6: the acquisition lock expires while TX_PENDING", **PROPOSED)
+          title="KIP-1289 case 6: the acquisition lock expires while TX_PENDING", findings=(
+              Finding("If the stalled producer wakes after the lock expired but before its transaction timed out "
+                      "and COMMITs, its output commits while its acknowledgements are filtered: another member "
+                      "processes the same records again.",
+                      "a read_committed reader of the output: duplicates (the checker reports a violation of the "
+                      "case-6 pattern)",
+                      "Silent: the KIP only lists cases 1 and 12 as at-least-once windows and says the late marker "
+                      "is filtered by epoch."),
+              Finding("With the defaults the lock (30 s) expires long before the transaction times out (60 s), so "
+                      "a stalled worker loses its records to another member.",
+                      "an operator: TxnPendingLockExpiredCount grows",
+                      "The KIP says TX_PENDING reverts to ACQUIRED (re-acquirable) on lock expiry."),), **PROPOSED)
 def lock_expiry(trace: Trace) -> None:
     """Worker A stages in-0@0..3 and stalls (its consumer keeps heartbeating). At 30 s
     (group.share.record.lock.duration.ms) the lock timer finds TX_PENDING: the KIP reverts it to
@@ -410,12 +431,8 @@ def lock_expiry(trace: Trace) -> None:
     filtered -- by state here, nothing of A's is TX_PENDING any more (the KIP says "epoch mismatch",
     which needs A's producer to have staged the records again) -- and A, waking up, is fenced.
     Exactly once.
-    The KIP is silent on the other ending, modelled in a second group (sg-late, output out-late):
-    the stalled producer wakes after the lock expired but before its transaction timed out and
-    COMMITs. The marker is filtered as the KIP says, but the output commits while the
-    acknowledgement is lost; the record is redelivered and processed again -- a duplicate the KIP
-    does not list as an at-least-once window. The checker reports it as a violation of the case-6
-    pattern (result["eos_late_commit"])."""
+    A second group (sg-late, output out-late) plays the ending the KIP is silent on: the stalled
+    producer COMMITs after the lock expired (see its findings; result["eos_late_commit"])."""
     c = trace.cluster
     sc_a, pr_a, records = setup(trace)
     stage_all(trace, sc_a, pr_a, records)
@@ -507,16 +524,19 @@ def _late_commit(trace: Trace, records) -> None:
 
 # ---- corner case 7 ---------------------------------------------------------------------------------------
 @scenario("kip1289.case07_txn_timeout", title="KIP-1289 case 7: the transaction times out while TX_PENDING",
-          **PROPOSED)
+          findings=(
+              Finding("The KIP's order (timeout abort, then TX_PENDING -> ACQUIRED -> AVAILABLE) happens only when "
+                      "transaction.timeout.ms is below the lock duration; the scenario's producer uses 10 s. With "
+                      "the defaults (60 s > 30 s) the lock expires first and this becomes case 6.",
+                      "an operator choosing transaction.timeout.ms",
+                      "Silent: the KIP describes the order without the setting it needs."),), **PROPOSED)
 def txn_timeout(trace: Trace) -> None:
     """The worker (share consumer and producer) dies after staging in-0@0..3. The transaction
     coordinator's timeout scan aborts the abandoned transaction (fence, epoch + 1) and writes ABORT
     markers: TX_PENDING -> ACQUIRED (txn-abort, same member, lock running), then the lock expires:
     ACQUIRED -> AVAILABLE -- the KIP's "TX_PENDING -> ACQUIRED -> AVAILABLE on next lock cycle". A
     replacement worker (same transactional id) gets them again and commits: no data loss, exactly
-    once. The order needs transaction.timeout.ms below the lock duration: the scenario's producer
-    uses 10 s. With the defaults (60 s > 30 s) the lock expires first (case 6) and the ABORT finds
-    nothing TX_PENDING; the KIP does not say so."""
+    once. The scenario's producer uses transaction.timeout.ms 10 s (why: its findings)."""
     c = trace.cluster
     timeout = 10_000
     sc, pr, records = setup(trace, producer_kw={"transaction_timeout_ms": timeout})
@@ -570,7 +590,16 @@ def txn_timeout(trace: Trace) -> None:
 # ---- corner case 12 --------------------------------------------------------------------------------------
 @scenario("kip1289.case12_leader_change_share_state",
           title="KIP-1289 case 12: __share_group_state-N changes leader between staging and commit",
-          brokers=2, **PROPOSED)
+          brokers=2, findings=(
+              Finding("The COMMIT marker goes to the new leader of __share_group_state-N, which never saw the "
+                      "staging: the output commits, the records stay TX_PENDING until the lock expires, then are "
+                      "redelivered and processed again.",
+                      "a read_committed reader of the output: each record's output twice",
+                      "Documented: at-least-once on this window."),
+              Finding("The KIP's flow puts the share partition and __share_group_state-N on one broker "
+                      "(\"broker 5\"); with two brokers the staging and the marker can meet different brokers.",
+                      "an operator running more than one broker (every production cluster)",
+                      "The KIP's marker hook assumes a single broker holds both."),), **PROPOSED)
 def leader_change(trace: Trace) -> None:
     """The worker stages in-0@0..3, then leadership of __share_group_state-N moves to the other
     broker (leader epoch + 1). The coordinator resolves the leader at commit time and sends the
@@ -631,7 +660,11 @@ def leader_change(trace: Trace) -> None:
 
 # ---- corner case 13 --------------------------------------------------------------------------------------
 @scenario("kip1289.case13_markers_never_arrive",
-          title="KIP-1289 case 13: the ABORT marker does not reach the broker holding TX_PENDING", **PROPOSED)
+          title="KIP-1289 case 13: the ABORT marker does not reach the broker holding TX_PENDING", findings=(
+              Finding("A lost ABORT marker costs a lock cycle (30 s) and a delivery attempt, but converges: the "
+                      "late marker is a no-op. A lost COMMIT marker is case 12 (duplicates).",
+                      "the application: records come back after 30 s",
+                      "The KIP: the lock timeout guarantees convergence."),), **PROPOSED)
 def markers_never_arrive(trace: Trace) -> None:
     """The worker aborts its transaction, but the share-state leader is cut off from the
     transaction coordinator: the ABORT reaches out-0 (the output is invisible) but not

@@ -22,7 +22,7 @@ where the hash of the seed's topic id lands."""
 from __future__ import annotations
 
 from ..eos import VIOLATION, check_share_eos
-from . import Trace, scenario
+from . import Finding, Trace, scenario
 from .kip1289_errors import GROUP, INPUT, OUTPUT, PROPOSED, place_share_state, setup
 from .kip1289_faults import (
     check_eos,
@@ -38,7 +38,7 @@ from .kip1289_faults import (
     wait,
 )
 
-PAGE = ('seed 004, "Existing RPCs NOT changed": the WriteTxnMarkers hook "broadcasts to all SharePartition '
+PAGE = ('KIP-1289, "Existing RPCs NOT changed": the WriteTxnMarkers hook "broadcasts to all SharePartition '
         'instances on that broker"; the marker for __share_group_state-N goes to that partition\'s leader, '
         "TxnShareAcknowledge to the share partition's leader; the worked example puts both on broker 5")
 
@@ -68,8 +68,10 @@ def _commits_once(trace: Trace, colocated: bool) -> None:
 
 @scenario("kip1289.marker_colocated", title="KIP-1289: the share partition and its state partition on one broker",
           brokers=2, **PROPOSED,
-          findings="Works as the KIP describes only because in-0 and __share_group_state-N have the same leader: "
-                   "the marker reaches the broker that holds the TX_PENDING records. " + PAGE + ".")
+          findings=(Finding("Works as the KIP describes only because in-0 and __share_group_state-N have the same "
+                            "leader: the marker reaches the broker that holds the TX_PENDING records.",
+                            "nobody: the output is read once and the records end ACKNOWLEDGED",
+                            PAGE + "."),))
 def marker_colocated(trace: Trace) -> None:
     """in-0 and __share_group_state-N are led by broker 0 (the KIP's worked example). The worker
     stages in-0@0..3 on broker 0 and commits; the COMMIT marker for __share_group_state-N goes to
@@ -80,11 +82,13 @@ def marker_colocated(trace: Trace) -> None:
 @scenario("kip1289.marker_forwarded",
           title="KIP-1289 with the kit's suggestion: the marker forwarded to the share partition's leader",
           brokers=2, share_marker_routing="forward-to-leader", **PROPOSED,
-          findings="The kit's suggestion, not the KIP's (share_marker_routing='forward-to-leader'): the broker "
-                   "receiving the marker for __share_group_state-N forwards it to the leader of every share "
-                   "partition whose state lives there, and that leader resolves its TX_PENDING records. With it the "
-                   "not-co-located layout commits exactly once. The KIP would need this (or the transaction "
-                   "coordinator tracking share partitions as participants) written down. " + PAGE + ".")
+          findings=(Finding("The kit's suggestion, not the KIP's (share_marker_routing='forward-to-leader'): the "
+                            "broker receiving the marker for __share_group_state-N forwards it to the leader of every "
+                            "share partition whose state lives there, and that leader resolves its TX_PENDING records. "
+                            "With it the not-co-located layout commits exactly once.",
+                            "a reviewer: the KIP would need this (or the transaction coordinator tracking share "
+                            "partitions as participants) written down",
+                            PAGE + "."),))
 def marker_forwarded(trace: Trace) -> None:
     """The layout of kip1289.marker_not_colocated (in-0 on broker 0, __share_group_state-N on broker
     1) with share_marker_routing="forward-to-leader", the kit's suggestion: broker 1 receives the
@@ -100,15 +104,17 @@ def marker_forwarded(trace: Trace) -> None:
 @scenario("kip1289.marker_not_colocated",
           title="KIP-1289 as written: the share partition and its state partition led by different brokers",
           brokers=2, **PROPOSED,
-          findings="Exactly-once breaks whenever a share partition and its __share_group_state-N have different "
-                   "leaders. The COMMIT marker goes to __share_group_state-N's leader, whose hook resolves only "
-                   "the share partitions it leads, so the staged acknowledgements stay TX_PENDING while the output "
-                   "commits. The lock expires, the records are redelivered (deliveryCount 2, 3, ...) and processed "
-                   "again, and every attempt's output commits; at the delivery limit the records are ARCHIVED, "
-                   "never ACKNOWLEDGED. Who sees it: read_committed readers of the output (each output "
-                   "delivery-limit times); the application sees every commitTransaction() succeed; nothing in the "
-                   "protocol reports an error. Not one of the at-least-once windows the KIP lists (cases 1 and "
-                   "12). " + PAGE + "; see kip1289.marker_forwarded for what would fix it.")
+          findings=(Finding("Exactly-once breaks whenever a share partition and its __share_group_state-N have "
+                            "different leaders. The COMMIT marker goes to __share_group_state-N's leader, whose hook "
+                            "resolves only the share partitions it leads, so the staged acknowledgements stay "
+                            "TX_PENDING while the output commits. The lock expires, the records are redelivered "
+                            "(deliveryCount 2, 3, ...) and processed again, and every attempt's output commits; at "
+                            "the delivery limit the records are ARCHIVED, never ACKNOWLEDGED.",
+                            "read_committed readers of the output (each output delivery-limit times); the "
+                            "application sees every commitTransaction() succeed; nothing in the protocol reports "
+                            "an error",
+                            "Not one of the at-least-once windows the KIP lists (cases 1 and 12). " + PAGE +
+                            "; see kip1289.marker_forwarded for what would fix it."),))
 def marker_not_colocated(trace: Trace) -> None:
     """in-0 is led by broker 0, __share_group_state-N by broker 1. The worker stages in-0@0..3 on
     broker 0 and commits; the COMMIT marker goes to broker 1, whose hook reaches no share partition

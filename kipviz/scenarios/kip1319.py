@@ -24,7 +24,7 @@ from ..broker import Acl
 from ..broker.error_codes import CODE, name_of
 from ..clients import AbortableError, CommitFailedError, Producer, classify_txn_offset_commit_error
 from ..uuids import ZERO_UUID, to_kafka_str
-from . import Trace, scenario
+from . import Finding, Trace, scenario
 from .kip516 import Wire, newest, offsets_records, part_errors
 
 KIP = "KIP-1319"
@@ -131,6 +131,11 @@ def _group_id_not_found(trace: Trace, version: int) -> None:
 
 
 @scenario("kip1319.group_id_not_found_v5", kip=KIP, status="released",
+          findings=(Finding("At v5 the broker answers ILLEGAL_GENERATION for both a missing group and a stale member "
+                             "epoch: the producer cannot tell which mistake it made.",
+                             "the application (CommitFailedError) and whoever reads its logs",
+                             "KIP-1319: v6 returns GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH as they are; v0-5 keep "
+                             "the old mapping for old clients."),),
           title="TxnOffsetCommit v5: a missing group is reported as ILLEGAL_GENERATION",
           summary="A producer capped at v5 sends offsets for a group that does not exist, with generation 3. "
                   "The broker keeps the pre-KIP-1319 mapping: ILLEGAL_GENERATION. The producer raises "
@@ -174,6 +179,11 @@ def _stale_member_epoch(trace: Trace, version: int) -> None:
 
 
 @scenario("kip1319.stale_member_epoch_v5", kip=KIP, status="released",
+          findings=(Finding("At v5 the broker answers ILLEGAL_GENERATION for both a missing group and a stale member "
+                             "epoch: the producer cannot tell which mistake it made.",
+                             "the application (CommitFailedError) and whoever reads its logs",
+                             "KIP-1319: v6 returns GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH as they are; v0-5 keep "
+                             "the old mapping for old clients."),),
           title="TxnOffsetCommit v5: a stale KIP-848 member epoch is reported as ILLEGAL_GENERATION",
           summary="Consumer m1 of a KIP-848 group moves from epoch 1 to 2 when m2 joins; its producer (capped "
                   "at v5) still sends epoch 1. The broker maps STALE_MEMBER_EPOCH to ILLEGAL_GENERATION. The "

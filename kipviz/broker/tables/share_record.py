@@ -45,7 +45,7 @@ _PROPOSED = (
     (TX_PENDING, "txn-commit-accept", ACKNOWLEDGED, "COMMIT marker, staged ACCEPT"),
     (TX_PENDING, "txn-commit-reject", ARCHIVED, "COMMIT marker, staged REJECT"),
     (TX_PENDING, "txn-abort", ACQUIRED, "ABORT marker: back to the same member, lock continues"),
-    (TX_PENDING, "lock-expired", ACQUIRED, "seed 004 corner case 6: lock expiry while TX_PENDING "
+    (TX_PENDING, "lock-expired", ACQUIRED, "KIP-1289 corner case 6: lock expiry while TX_PENDING "
                                            "reverts to ACQUIRED (re-acquirable)"),
 )
 
