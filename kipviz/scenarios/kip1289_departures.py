@@ -44,31 +44,32 @@ DEPARTURES: tuple[Departure, ...] = (
         "share_marker_routing='forward-to-leader' (kit's suggestion): kip1289.marker_forwarded", "violation"),
     Departure(
         "api-key",
-        "The page gives TxnShareAcknowledge api key 93; the draft PR apache/kafka#22357 uses 94; a later draft "
-        "uses 95.",
+        'Public Interfaces: "TxnShareAcknowledgeRequest (apiKey 93)" but "TxnShareAcknowledgeResponse (apiKey 94, '
+        'v0)"; the draft PR apache/kafka#22357 uses 94, a later draft 95.',
         "The definition's default is 95: 93 is GetReplicaLogInfo on trunk and StreamsGroupTopologyDescription"
         "Update in 4.4, 94 is UnregisterController in 4.4 (registry.api_key_history).",
         "kip1289.api_key_history", "93 and 94 are taken in the newest release; 95 is free", kind="inconsistency"),
     Departure(
         "release-in-transaction",
-        'Proposed Changes: "the same for RELEASE" beside ACCEPT/REJECT, while the validation rules refuse any '
-        "ack type other than ACCEPT and REJECT inside a transaction.",
+        '"On WriteTxnMarkers commit: TX_PENDING(ACCEPT) -> ACKNOWLEDGED; same for RELEASE and REJECT", while '
+        '"only 1 (Accept) and 3 (Reject) are valid inside a transaction ... rejected with INVALID_RECORD_STATE".',
         "RELEASE / RENEW / GAP inside a transaction are refused with INVALID_RECORD_STATE (abortable).",
         "kip1289.case10_invalid_ack_type", "INVALID_RECORD_STATE, nothing registered or staged"),
     Departure(
         "archiving-state",
-        "The state diagram names an ARCHIVING state that no transition, RPC or persisted state uses.",
+        'Producer javadoc: "REJECT records transition to ARCHIVING/ARCHIVED"; KIP-932 has no ARCHIVING state and '
+        "no transition, RPC or persisted state of the page uses one.",
         "No ARCHIVING state: COMMIT of a REJECT goes TX_PENDING -> ARCHIVED directly.",
         "kip1289.happy_commit", "REJECTed records end ARCHIVED, committed", kind="unspecified"),
     Departure(
         "abort-state",
-        "Test plan: after ABORT the records are AVAILABLE; text and state machine: TX_PENDING -> ACQUIRED "
-        "(same member, lock running); pseudo-code: \"will be re-delivered on next poll()\".",
+        'Test plan: "ACQUIRED to ACKNOWLEDGED on commit vs. AVAILABLE on abort"; javadoc: "On abort, all staged '
+        'records revert to ACQUIRED and remain owned by the original consumer".',
         "ABORT moves TX_PENDING -> ACQUIRED for the same member (the text).",
         "kip1289.happy_abort", "TX_PENDING -> ACQUIRED (txn-abort); the next poll returns nothing"),
     Departure(
         "abort-spends-delivery",
-        "Not stated: the page implies an aborted batch is redelivered at once.",
+        'Pseudo-code (catch KafkaException, abort): the records "will be re-delivered on next poll()".',
         "After ABORT the next poll returns nothing; the records return only after the acquisition lock "
         "expires (30 s), with deliveryCount 2: every abort spends one delivery attempt and a lock period.",
         "kip1289.happy_abort", "redelivered after the lock duration, deliveryCount 2", kind="unspecified"),
@@ -81,34 +82,36 @@ DEPARTURES: tuple[Departure, ...] = (
         kind="unspecified"),
     Departure(
         "case7-timeout-order",
-        'Corner case 7: "TX_PENDING -> ACQUIRED -> AVAILABLE on next lock cycle" when the transaction times out.',
+        'Corner case 7: "WriteTxnMarkers(ABORT); broker reverts TX_PENDING -> ACQUIRED -> AVAILABLE on next lock '
+        'cycle".',
         "Holds only with transaction.timeout.ms below the lock duration; with the defaults (60 s > 30 s) the "
         "lock expires first (case 6) and the ABORT finds nothing TX_PENDING.",
         "kip1289.case07_txn_timeout", "the scenario needs transaction.timeout.ms=10s to show the page's order",
         kind="unspecified"),
     Departure(
         "error-transactional-id-not-found",
-        "Errors: TRANSACTIONAL_ID_NOT_FOUND.",
+        "TxnShareAcknowledgeResponse top-level errors: TRANSACTIONAL_ID_NOT_FOUND.",
         "Returned at staging when the transaction coordinator has no such transactional id.",
         "kip1289.listed_errors", "TRANSACTIONAL_ID_NOT_FOUND, nothing staged", kind="unspecified"),
     Departure(
         "error-invalid-txn-state",
-        "Errors: INVALID_TXN_STATE.",
+        "TxnShareAcknowledgeResponse top-level errors: INVALID_TXN_STATE.",
         "Returned at staging when the transaction is already ending; the page gives no trigger.",
-        "kip1289.listed_errors", "INVALID_TXN_STATE once the transaction is completing", kind="unspecified"),
+        "kip1289.listed_errors", "in the staging path's error table (kipviz.broker.errors_by_version); no scenario "
+        "reaches it yet", kind="unspecified"),
     Departure(
         "error-not-leader",
-        "Errors: NOT_LEADER_OR_FOLLOWER.",
+        'Per-partition errors: "NOT_LEADER_OR_FOLLOWER (with CurrentLeader populated)".',
         "Per partition, with CurrentLeader, when the receiving broker does not lead the share partition.",
         "kip1289.listed_errors", "NOT_LEADER_OR_FOLLOWER on a non-leader", kind="unspecified"),
     Departure(
         "error-transaction-abortable",
-        "Errors: TRANSACTION_ABORTABLE.",
+        'Top-level errors: "TRANSACTION_ABORTABLE (KIP-890)".',
         "Never returned: the page names no condition that produces it on TxnShareAcknowledge.",
         "kip1289.listed_errors", "not among the codes the staging path can return", kind="not-modelled"),
     Departure(
         "error-kafka-storage",
-        "Errors: KAFKA_STORAGE_ERROR.",
+        "Per-partition errors: KAFKA_STORAGE_ERROR.",
         "Never returned: staging is in memory (TX_PENDING is not persisted until the marker), so no log "
         "write can fail at staging.",
         "kip1289.listed_errors", "not among the codes the staging path can return", kind="not-modelled"),
@@ -123,7 +126,8 @@ DEPARTURES: tuple[Departure, ...] = (
         "Compatibility: TxnShareAcknowledge needs share.version 2 and transaction.version 2; an old broker "
         "makes the producer fail; downgrade and old-client/new-broker are not discussed.",
         "share.version 1: the producer raises before sending, the user aborts; after share.version 2 a "
-        "restarted producer commits. An old client never sends the RPC and keeps plain ShareAcknowledge.",
+        "restarted producer commits. An old client never sends the RPC and keeps plain ShareAcknowledge. "
+        "TV2 gating answers UNSUPPORTED_VERSION at staging; downgrade refusal is not modelled yet.",
         "kip1289.case09_old_broker", "UnsupportedVersionError without bytes on the wire; commit after upgrade",
         kind="unspecified"),
 )
