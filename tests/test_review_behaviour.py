@@ -14,7 +14,6 @@ import pytest
 from kipviz import cli, scenarios
 from kipviz.broker import api_errors, errors_by_version, share_txn
 from kipviz.broker.error_codes import ERRORS
-from kipviz.review import review
 from kipviz.review.behaviour import MODELLED, behaviour
 from kipviz.scenarios.kip1289_departures import DEPARTURES, runnable
 
