@@ -162,3 +162,22 @@ def test_guide_commands_parse_and_name_real_things(tmp_path, capsys, monkeypatch
     ns: dict = {}
     for block in re.findall(r"^```python\n(.*?)^```", DOC, re.M | re.S):
         exec(compile(block, "modelling-a-kip.md", "exec"), ns)
+
+
+# ---- Kafka's own KIP-1289 draft file (../shared/kafka/proposed) -----------------------------------------
+def _kafka_draft():
+    from kipviz.schema.check import reference_root
+    root = reference_root()
+    if root is None:
+        pytest.skip("Kafka reference schemas (../shared/kafka) not found; set KIPVIZ_KAFKA_REF")
+    return next((root / "proposed").glob("TxnShareAcknowledgeRequest.*.json"))
+
+
+def test_cli_review_of_kafkas_kip1289_draft_prints_the_open_questions(capsys):
+    rc = cli.main(["review", str(_kafka_draft())])
+    out = capsys.readouterr().out
+    assert rc == 1                          # the draft PR's api key 94 is taken: a schema error
+    assert "Open questions (KIP-1289" in out
+    listed = re.findall(r"\] ([\w-]+): .* -- run `kipviz scenario ([\w.]+)`", out)
+    assert [k for k, _ in listed[:len(DEPARTURES)]] == [d.key for d in DEPARTURES]
+    assert all(s == d.scenario for (_, s), d in zip(listed, DEPARTURES, strict=False))
