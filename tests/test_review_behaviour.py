@@ -36,7 +36,8 @@ def test_cli_review_prints_open_questions_with_runnable_scenarios(capsys):
         assert n in known or n in MARKER, n
     for key in ("marker-hook-colocation", "api-key", "release-in-transaction", "archiving-state", "abort-state",
                 "abort-spends-delivery", "case7-timeout-order", "error-transaction-abortable", "error-kafka-storage",
-                "plain-ack-of-tx-pending", "repeated-aborts-delivery-limit", "rollout-share-version"):
+                "plain-ack-of-tx-pending", "repeated-aborts-delivery-limit", "rollout-share-version",
+                "rollout-gating-and-old-client"):
         assert f"] {key}:" in out, key
     assert "errors TxnShareAcknowledge v0 can return" in out
 
@@ -81,6 +82,8 @@ def test_departure_scenarios_assert_what_the_departures_state():
     assert {"TRANSACTION_ABORTABLE", "KAFKA_STORAGE_ERROR"}.isdisjoint(le.result["possible"])
     pa = scenarios.run("kip1289.plain_ack_tx_pending")
     assert pa.result["states"] == ["TX_PENDING"]
+    ro = scenarios.run("kip1289.rollout_gating").result
+    assert ro["tv1"][0] == "UNSUPPORTED_VERSION" and ro["plain"] == ["NONE"]
     keys = scenarios.run("kip1289.api_key_history").result["keys"]
     assert keys == {93: False, 94: False, 95: True}
 

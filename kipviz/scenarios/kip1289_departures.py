@@ -126,9 +126,18 @@ DEPARTURES: tuple[Departure, ...] = (
         "Compatibility: TxnShareAcknowledge needs share.version 2 and transaction.version 2; an old broker "
         "makes the producer fail; downgrade and old-client/new-broker are not discussed.",
         "share.version 1: the producer raises before sending, the user aborts; after share.version 2 a "
-        "restarted producer commits. An old client never sends the RPC and keeps plain ShareAcknowledge. "
-        "TV2 gating answers UNSUPPORTED_VERSION at staging; downgrade refusal is not modelled yet.",
+        "restarted producer commits.",
         "kip1289.case09_old_broker", "UnsupportedVersionError without bytes on the wire; commit after upgrade",
+        kind="unspecified"),
+    Departure(
+        "rollout-gating-and-old-client",
+        'Enablement: "the broker MUST advertise apiKey 93 only when feature-flag share.version >= 2"; the KIP is '
+        "TV2-only; an old client against a new broker and a share.version downgrade with records TX_PENDING "
+        "are not discussed.",
+        "Advertised only at share.version 2; transaction.version 1 answers UNSUPPORTED_VERSION at staging; an "
+        "old client keeps plain ShareAcknowledge. A downgrade is NOT refused by the model (no rule in the page); "
+        "a new client against an old broker is case 9.",
+        "kip1289.rollout_gating", "gating as the page says; plain ShareAcknowledge unaffected",
         kind="unspecified"),
 )
 
@@ -246,3 +255,35 @@ def aborts_reach_delivery_limit(trace: Trace) -> None:
     trace.expect("each abort spent one delivery attempt: deliveryCount 1, 2, ... limit",
                  counts == list(range(1, limit + 1)), repr(counts))
     trace.result.update(aborts=aborts, last_move=last, delivery_counts=counts)
+
+
+@scenario("kip1289.rollout_gating", title="KIP-1289 rollout: share.version and transaction.version gating, "
+          "an old client on a new broker", **PROPOSED)
+def rollout_gating(trace: Trace) -> None:
+    """ApiVersions advertises TxnShareAcknowledge only at share.version 2; staging needs
+    transaction.version 2 (UNSUPPORTED_VERSION otherwise); a client that never sends the RPC keeps
+    plain ShareAcknowledge on the same broker. A share.version downgrade while records are
+    TX_PENDING is not refused by the model (the page does not say what should happen)."""
+    from ..broker import served_versions
+    c = trace.cluster
+    sc, pr, records = setup(trace)
+    trace.expect("share.version 2: ApiVersions advertises TxnShareAcknowledge v0",
+                 served_versions("TxnShareAcknowledge", c.config) == (0, 0),
+                 repr(served_versions("TxnShareAcknowledge", c.config)))
+    c.config.share_version = 1
+    trace.expect("share.version 1: TxnShareAcknowledge is not advertised",
+                 served_versions("TxnShareAcknowledge", c.config) is None, "")
+    c.config.share_version = 2
+    c.config.transaction_version = 1
+    res = _stage_at(trace, sc, pr, records)
+    trace.expect("transaction.version 1: staging answers UNSUPPORTED_VERSION, nothing staged",
+                 _codes(res)[0] == "UNSUPPORTED_VERSION" and res.staged == 0, repr(_codes(res)))
+    c.config.transaction_version = 2
+    for r in records:                      # an old client: plain KIP-932 acknowledgement
+        sc.acknowledge(r, 1)
+    out = sc.commit_sync() or {}
+    codes = [name_of(p["ErrorCode"]) for t in out.get("Responses") or [] for p in t["Partitions"]]
+    acked = [e for e in moves(trace) if e.to_state == "ACKNOWLEDGED"]
+    trace.expect("an old client's plain ShareAcknowledge works on the new broker",
+                 codes == ["NONE"] and len(acked) == len(records), f"{codes} {len(acked)}")
+    trace.result.update(tv1=_codes(res), plain=codes)
