@@ -19,6 +19,18 @@ WORKLOAD_SEEDS = (0, 1, 2)
 WORKLOAD_RECORDS = 120
 WORKLOAD_BATCH = 10
 EVIDENCE_LINES = 12
+#: the page-as-written values of the model's proposal options (the kit's suggestions switched off).
+#: Workloads run with them; a departure's scenario keeps its own settings (a "forwarded" scenario
+#: shows the suggestion on purpose). Options this build does not have are left out.
+PAGE_SETTINGS = {"share_marker_routing": "page"}
+
+
+def page_settings() -> dict:
+    import dataclasses
+
+    from ..broker import ClusterConfig
+    names = {f.name for f in dataclasses.fields(ClusterConfig)}
+    return {k: v for k, v in PAGE_SETTINGS.items() if k in names}
 
 
 @dataclass
@@ -115,7 +127,7 @@ def workload_run(seed: int):
     from ..workloads.share_eos import random_faults, run_share_eos
     steps = WORKLOAD_RECORDS // WORKLOAD_BATCH * 2
     return run_share_eos(records=WORKLOAD_RECORDS, consumers=2, partitions=2, seed=seed, batch=WORKLOAD_BATCH,
-                         faults=random_faults(seed, steps=steps, consumers=2))
+                         faults=random_faults(seed, steps=steps, consumers=2), cluster_settings=page_settings())
 
 
 def _workload_questions() -> list[OpenQuestion]:
