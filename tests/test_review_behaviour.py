@@ -88,6 +88,31 @@ def test_departure_scenarios_assert_what_the_departures_state():
     assert keys == {93: False, 94: False, 95: True}
 
 
+def test_workload_violations_are_reported_with_a_command_that_reruns_them(monkeypatch, capsys):
+    """A violating workload (forced here: the checker reports one) becomes an open question whose
+    command runs the same seeded workload."""
+    from kipviz.review import behaviour as bh
+    from kipviz.workloads.share_eos import WorkloadResult
+    real = WorkloadResult.check
+
+    def violating(self, *a, **kw):
+        rep = real(self, *a, **kw)
+        rep.violations.append({"kind": "duplicate-output", "input": ("in", 0, 3), "classification": "violation",
+                               "case": None, "detail": "written twice", "events": [5, 9]})
+        return rep
+    monkeypatch.setattr(WorkloadResult, "check", violating)
+    monkeypatch.setattr(bh, "WORKLOAD_SEEDS", (4,))
+    cli.main(["review", str(DRAFT)])
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if "workload-share-eos-seed-4" in ln)
+    cmd = re.search(r"run `python -c \"(.*?)\"`", line).group(1)
+    assert "workload_run(4)" in cmd and "1 exactly-once violation(s)" in line
+    monkeypatch.undo()
+    ns: dict = {}
+    exec(cmd.replace("print(", "ns_out = ("), ns)           # the command runs as written
+    assert "share EOS check" in ns["ns_out"]
+
+
 def test_behaviour_is_bounded_and_names_each_question():
     from kipviz.schema import registry
     b = behaviour(registry.get("TxnShareAcknowledgeRequest"))

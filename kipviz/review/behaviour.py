@@ -46,11 +46,13 @@ class OpenQuestion:
     holds: bool | None = None   # the scenario's checks pass (the stated outcome is what the model does)
     evidence: list[str] = field(default_factory=list)   # the events / checks that prove it
     sequence_svg: str | None = None
+    command: str = ""        # how to run it again; default `kipviz scenario NAME`
 
     def line(self) -> str:
         state = ("shown" if self.holds else "NOT as stated") if self.ran else "scenario not in this build"
         sug = f"; kit's suggestion: {self.suggestion}" if self.suggestion else ""
-        return (f"[{self.kind}] {self.key}: {self.model} -- run `kipviz scenario {self.scenario}` "
+        cmd = self.command or f"kipviz scenario {self.scenario}"
+        return (f"[{self.kind}] {self.key}: {self.model} -- run `{cmd}` "
                 f"({state}: {self.outcome}){sug}")
 
 
@@ -148,7 +150,9 @@ def _workload_questions() -> list[OpenQuestion]:
             "at-least-once windows (cases 1 and 12).",
             f"{len(bad)} exactly-once violation(s) not in a documented window ({', '.join(kinds)}) under "
             f"random faults", "the eos checker's violations",
-            f"kipviz.review.behaviour.workload_run({seed})", ran=True, holds=True, evidence=faults + ev))
+            f"share_eos workload seed {seed}", ran=True, holds=True, evidence=faults + ev,
+            command=f"python -c \"from kipviz.review.behaviour import workload_run; "
+                    f"print(workload_run({seed}).check().summary())\""))
     return out
 
 
