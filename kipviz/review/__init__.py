@@ -8,7 +8,13 @@ released definition, flag compatibility problems, and write one self-contained H
 
 Without `against` the draft is compared with the kit's definition of the same name, else with
 Kafka's own schema file of that name (../shared/kafka or KIPVIZ_KAFKA_REF), else treated as a new
-RPC. The rules are in checks.py; `kipviz review FILE` is the same call on the command line."""
+RPC. The rules are in checks.py; `kipviz review FILE` is the same call on the command line.
+
+Beside the schema: the errors each shown version can return (kipviz.broker.errors_by_version), and
+for a proposal the kit models (behaviour.MODELLED: KIP-1289's TxnShareAcknowledge) r.behaviour, the
+"Open questions" its departures' scenarios and seeded random-fault workloads raise, each with a
+runnable scenario name and its evidence; for any other draft r.behaviour says what was not
+checked. review(..., behaviour=False) is the schema-only review."""
 from __future__ import annotations
 
 import dataclasses
