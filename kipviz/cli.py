@@ -127,7 +127,7 @@ def cmd_wire(args) -> int:
 def cmd_diff(args) -> int:
     from .draw import diff_diagram, version_diff
     if args.format == "text":
-        rows = version_diff(args.name, args.a, args.b)
+        rows = version_diff(args.name, args.a, args.b, errors=True)
         if not rows:
             print(f"{args.name} v{args.a} and v{args.b} have the same fields")
         for r in rows:

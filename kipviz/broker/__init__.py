@@ -5,11 +5,12 @@
     cluster.create_topic("orders", 3)
     response = cluster.handle(kipviz.codec.encode_request("Metadata", 12, {...}))
 """
+from .api_errors import errors_by_version
 from .cluster import Cluster
 from .config import Acl, ClusterConfig, served_versions
 from .events import ClientAction, Event, Note, RecordAppended, RequestReceived, ResponseSent, StateChanged
 from .machine import InvalidTransition, Machine, Row, Table
 
-__all__ = ["Cluster", "ClusterConfig", "Acl", "served_versions", "Event", "RequestReceived", "ResponseSent",
+__all__ = ["errors_by_version", "Cluster", "ClusterConfig", "Acl", "served_versions", "Event", "RequestReceived", "ResponseSent",
            "StateChanged", "RecordAppended", "ClientAction", "Note", "Machine", "Table", "Row",
            "InvalidTransition"]

@@ -198,10 +198,25 @@ def _diff_rows(spec: MessageSpec, a: int, b: int) -> list[dict]:
     return rows
 
 
-def version_diff(name: str | MessageSpec, a: int, b: int) -> list[dict]:
-    """Rows {path, change, detail} describing how version b differs from version a."""
+def version_diff(name: str | MessageSpec, a: int, b: int, *, errors: bool = False) -> list[dict]:
+    """Rows {path, change, detail} describing how version b differs from version a; with
+    errors=True also the errors the broker can return at b and not at a (error_diff)."""
     spec = registry.get(name)
-    return [{k: r[k] for k in ("path", "change", "detail")} for r in _diff_rows(spec, a, b)]
+    rows = [{k: r[k] for k in ("path", "change", "detail")} for r in _diff_rows(spec, a, b)]
+    return rows + (error_diff(spec, a, b) if errors else [])
+
+
+def error_diff(name: str | MessageSpec, a: int, b: int) -> list[dict]:
+    """Rows {path "(errors)", change "error added"/"error removed", detail "NAME (source)"} from
+    kipviz.broker.api_errors; none for an RPC the model declares no error table for."""
+    from ..broker.api_errors import ERROR_ROWS, new_errors, source_of
+    spec = registry.get(name)
+    if spec.api not in ERROR_ROWS:
+        return []
+    d = new_errors(spec.api, a, b)
+    return ([{"path": "(errors)", "change": "error added", "detail": f"{n} ({source_of(spec.api, n)})"}
+             for n in d["added"]] +
+            [{"path": "(errors)", "change": "error removed", "detail": n} for n in d["removed"]])
 
 
 def diff_table(name: str | MessageSpec, a: int, b: int):

@@ -8,7 +8,13 @@ released definition, flag compatibility problems, and write one self-contained H
 
 Without `against` the draft is compared with the kit's definition of the same name, else with
 Kafka's own schema file of that name (../shared/kafka or KIPVIZ_KAFKA_REF), else treated as a new
-RPC. The rules are in checks.py; `kipviz review FILE` is the same call on the command line."""
+RPC. The rules are in checks.py; `kipviz review FILE` is the same call on the command line.
+
+Beside the schema: the errors each shown version can return (kipviz.broker.errors_by_version), and
+for a proposal the kit models (behaviour.MODELLED: KIP-1289's TxnShareAcknowledge) r.behaviour, the
+"Open questions" its departures' scenarios and seeded random-fault workloads raise, each with a
+runnable scenario name and its evidence; for any other draft r.behaviour says what was not
+checked. review(..., behaviour=False) is the schema-only review."""
 from __future__ import annotations
 
 import dataclasses
@@ -18,6 +24,7 @@ from pathlib import Path
 from ..schema.model import KitInfo, MessageSpec, VersionStatus
 from ..schema.versions import Versions
 from . import baseline as _baseline
+from . import behaviour as _behaviour
 from . import checks, samples, source
 from .checks import RULES, Finding, ranges
 
@@ -37,6 +44,7 @@ class Review:
     new_versions: list[int] = field(default_factory=list)
     changed_versions: list[int] = field(default_factory=list)
     examples: list[samples.Example] = field(default_factory=list)
+    behaviour: object = None      # behaviour.Behaviour: open questions from the modelled proposal, or what was not checked
 
     @property
     def ok(self) -> bool:
@@ -76,6 +84,9 @@ class Review:
         bad = [e for e in self.examples if not e.ok]
         lines += [f"example v{e.version}: {e.problem}" for e in bad if not any(
             f.rule == "example-roundtrip" for f in self.findings)]
+        lines += errors_lines(self)
+        if self.behaviour is not None:
+            lines += self.behaviour.summary_lines()
         c = self.counts()
         verdict = "OK" if self.ok else "NOT OK"
         lines.append(f"{verdict}: {c['error']} error(s), {c['warning']} warning(s), {c['info']} note(s)")
@@ -128,7 +139,26 @@ def _labelled(draft: MessageSpec, base: MessageSpec | None, official: bool, new:
     return dataclasses.replace(draft, kit=kit)
 
 
-def review(path_or_spec, against=None, *, examples: bool = True) -> Review:
+def errors_lines(r: Review) -> list[str]:
+    """'Errors this version can return' for the shown versions, from kipviz.broker.api_errors."""
+    from ..broker.api_errors import ERROR_ROWS, errors_by_version
+    if r.spec is None:
+        return []
+    api = _behaviour._stem(r.spec.name)
+    if api not in ERROR_ROWS:
+        return [f"errors this version can return: the model declares no error table for {api}"]
+    table = errors_by_version(api)
+    out = []
+    for v in r.shown_versions:
+        if v not in table:
+            out.append(f"errors {api} v{v} can return: not declared (the model does not serve v{v})")
+            continue
+        out.append(f"errors {api} v{v} can return ({len(table[v])}): {', '.join(table[v])}")
+    return out
+
+
+def review(path_or_spec, against=None, *, examples: bool = True, behaviour: bool = True,
+           pictures: bool = False) -> Review:
     """Review a schema file, schema text or MessageSpec (see the module docstring).
 
     A file that cannot be read raises SchemaError; a draft that does not validate gives a Review
@@ -157,6 +187,8 @@ def review(path_or_spec, against=None, *, examples: bool = True) -> Review:
                                              "The kit's example value for this version does not survive an "
                                              "encode/decode round trip with the draft, so the definition cannot "
                                              "be implemented as written.", (ex.version,)))
+    if behaviour:
+        r.behaviour = _behaviour.behaviour(labelled, pictures=pictures)
     return r
 
 

@@ -224,6 +224,52 @@ def _examples(r: Review) -> list[str]:
     return out
 
 
+def _error_table(r: Review) -> list[str]:
+    from ..broker.api_errors import ERROR_ROWS, errors_by_version, new_errors, source_of
+    from .behaviour import _stem
+    if r.spec is None:
+        return []
+    api = _stem(r.spec.name)
+    out = ["<h2>Errors this version can return</h2>"]
+    if api not in ERROR_ROWS:
+        return out + [f'<p class="note">The model declares no error table for {_e(api)}.</p>']
+    table = errors_by_version(api)
+    out.append('<table class="t"><tr><th>version</th><th>errors</th><th>new since the version before</th></tr>')
+    for v in r.shown_versions:
+        if v not in table:
+            out.append(f"<tr><td>v{v}</td><td colspan=2>not declared (the model does not serve v{v})</td></tr>")
+            continue
+        added = new_errors(api, v - 1, v)["added"] if v - 1 in table else []
+        out.append(f"<tr><td>v{v}</td><td>{_e(', '.join(table[v]))}</td><td>" + "<br>".join(
+            f"<code>{_e(n)}</code> <span class=\"why\">{_e(source_of(api, n))}</span>" for n in added) + "</td></tr>")
+    out.append("</table>")
+    return out
+
+
+def _open_questions(r: Review) -> list[str]:
+    b = r.behaviour
+    if b is None:
+        return []
+    out = ["<h2>Open questions</h2>"]
+    if b.kip is None:
+        return out + [f'<p class="note">Behaviour not checked: {_e(b.not_checked)}</p>']
+    out.append(f'<p class="note">{len(b.questions)} question(s) from {_e(b.kip)}\'s scenarios and random-fault '
+               f"workloads under the page-as-written settings ({b.seconds:.1f} s).</p>")
+    for i, q in enumerate(b.questions, 1):
+        state = ("shown" if q.holds else "not as stated") if q.ran else "scenario not in this build"
+        out.append(f"<h3>{i}. [{_e(q.kind)}] {_e(q.key)}</h3>")
+        out.append('<table class="t">' + "".join(f"<tr><th>{k}</th><td>{_e(v)}</td></tr>" for k, v in (
+            ("the page", q.page), ("the model", q.model), ("kit's suggestion", q.suggestion or "—"),
+            ("scenario", q.scenario), ("outcome", f"{state}: {q.outcome}"))) + "</table>")
+        if q.evidence:
+            out.append("<details><summary>evidence (checks and events)</summary><pre>"
+                       + _e("\n".join(q.evidence)) + "</pre></details>")
+        if q.sequence_svg:
+            out.append(f"<details><summary>sequence diagram of {_e(q.scenario)}</summary>"
+                       f'<div class="pic">{_inline_svg(q.sequence_svg)}</div></details>')
+    return out
+
+
 def _rules() -> list[str]:
     return ["<h2>Rules checked</h2>", '<table class="t"><tr><th>rule</th><th>usual severity</th><th>catches</th></tr>'
             + "".join(f"<tr><td><code>{_e(k)}</code></td><td>{_e(sev)}</td><td>{_e(what)}</td></tr>"
@@ -233,7 +279,8 @@ def _rules() -> list[str]:
 def render(r: Review, *, title: str | None = None, standalone: bool = True) -> str:
     title = title or f"Design review: {r.name}"
     body = ['<div class="kvr">', f"<style>{_CSS}</style>", f"<h1>{_e(title)}</h1>"]
-    for part in (_head, _validation, _findings, _versions, _diff, _wires, _examples):
+    for part in (_head, _validation, _findings, _open_questions, _versions, _diff, _error_table, _wires,
+                 _examples):
         body += part(r)
     if standalone:
         body += _rules()

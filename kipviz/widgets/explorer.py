@@ -210,6 +210,8 @@ class Explorer(W.VBox):
         self.mode_select = W.Dropdown(options=list(MODES), value="frame", description="bytes",
                                       layout=W.Layout(width="260px"))
         self.status = W.HTML()
+        self.errors_html = W.HTML(layout=W.Layout(max_width="460px"))
+        self.errors_text = ""        # "errors this version can return", one line (kipviz.broker.errors_by_version)
         self.error_html = W.HTML()
         # as wide as the notebook (or the Voila page): the diagram takes a row of its own, the editor
         # and the hex view wrap below it; the picture shrinks with a narrower page (max-width)
@@ -232,7 +234,8 @@ class Explorer(W.VBox):
         self.paste_area.on_oversize(self._paste_too_long)
 
         controls = W.HBox([W.VBox([self.search, self.message_select]),
-                           W.VBox([self.kind_toggle, self.version_slider, self.mode_select, self.status])])
+                           W.VBox([self.kind_toggle, self.version_slider, self.mode_select, self.status,
+                                   self.errors_html])])
         editor = W.VBox([W.HTML("<b>value (JSON)</b> — edit, then click outside to re-encode"), self.json_area,
                          W.HTML("<b>paste hex</b>"), self.paste_area])
         panes = W.HBox([W.VBox([W.HTML("<b>wire diagram</b>"), self.diagram], layout=W.Layout(width="100%")),
@@ -477,6 +480,21 @@ class Explorer(W.VBox):
         flex = "flexible (tagged fields, compact lengths)" if spec.is_flexible(v) else "not flexible"
         self.status.value = (f"<small><b>{html.escape(spec.name)}</b> v{v} (api key {registry.api_key(spec)}, "
                              f"versions {spec.valid}): {html.escape(label)}; {flex}</small>")
+        self._errors()
+
+    def _errors(self) -> None:
+        """Errors this version can return, and those new since the version before (per version)."""
+        from ..broker.api_errors import ERROR_ROWS, errors_by_version, new_errors
+        spec, v = self.spec, self.version
+        if spec.api not in ERROR_ROWS:
+            self.errors_text = f"errors: the model declares no error table for {spec.api}"
+        else:
+            table = errors_by_version(spec.api)
+            names = table.get(v, [])
+            added = new_errors(spec.api, v - 1, v)["added"] if v - 1 in table else []
+            self.errors_text = (f"errors {spec.api} v{v} can return: {', '.join(names) or 'none declared'}"
+                                + (f"; new in v{v}: {', '.join(added)}" if added else ""))
+        self.errors_html.value = f"<small>{html.escape(self.errors_text)}</small>"
 
     def _draw_diagram(self) -> None:
         key = (self.spec.name, self.version, self.mode != "body")
