@@ -234,9 +234,17 @@ NEW_AT_V6 = {"GROUP_ID_NOT_FOUND": "the group does not exist (v5: ILLEGAL_GENERA
 pd.DataFrame([{"error": e, "code": CODE[e], "returned at v6 when": why} for e, why in NEW_AT_V6.items()])"""),
     md("""### Errors by version
 
-<!-- kipviz: errors-by-version placeholder: the lead adds the errors_by_version(...) cell here
-     (h24c's function) after the merge. -->
-*(A table of every error code TxnOffsetCommit can return at each version comes here.)*"""),
+Which errors can a broker answer at each version? The kit keeps one table per RPC (each row names
+the version that added the error and its source: Kafka's response schema or the KIP). The review
+command and the wire explorer read the same table; a test checks it against every answer the
+model gives in every scenario, and against the "Version N adds ..." notes of Kafka's own schemas."""),
+    code("""from kipviz.broker import errors_by_version
+from kipviz.broker.api_errors import new_errors
+table = errors_by_version("TxnOffsetCommit")
+names = sorted({e for errs in table.values() for e in errs})
+by_version = pd.DataFrame({f"v{v}": ["✓" if e in table[v] else "" for e in names] for v in sorted(table)}, index=names)
+display(by_version)
+new_errors("TxnOffsetCommit", 5, 6)"""),
     code("""persisted = scenarios.run("kip1319.topic_id_persisted")
 show(persisted)"""),
     code("""# in the logs: the committed offsets decoded from __consumer_offsets, topic IDs resolved to names

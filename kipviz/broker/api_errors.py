@@ -7,7 +7,8 @@ Sources: Kafka's request/response schema comments and the handlers they describe
 (clients/src/main/resources/common/message/*Response.json "Version N adds ..." notes,
 core/src/main/scala/kafka/server/KafkaApis.scala); KIP-1319 for TxnOffsetCommit v6 (FACTS (h));
 KIP-1289's page (seed 004) for the proposed TxnShareAcknowledge, whose rows must cover every code
-broker/share_txn.stage can answer (tests/test_api_errors.py checks that)."""
+broker/share_txn.stage can answer. tests/test_api_errors.py checks every error any scenario's
+broker answers against these rows, and the schema comments of Kafka 4.3 that name an error code."""
 from __future__ import annotations
 
 from .error_codes import ERRORS
@@ -26,30 +27,36 @@ def _rows(since: int, names, source: str, until: int | None = None) -> list[tupl
 ERROR_ROWS: dict[str, list[tuple]] = {
     "Produce": _rows(0, ("UNKNOWN_TOPIC_OR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "MESSAGE_TOO_LARGE", "CORRUPT_MESSAGE",
                          "INVALID_REQUIRED_ACKS", "NOT_ENOUGH_REPLICAS", "REQUEST_TIMED_OUT",
-                         "TOPIC_AUTHORIZATION_FAILED", "KAFKA_STORAGE_ERROR"), "ProduceResponse.json")
+                         "TOPIC_AUTHORIZATION_FAILED"), "ProduceResponse.json")
     + _rows(3, ("OUT_OF_ORDER_SEQUENCE_NUMBER", "DUPLICATE_SEQUENCE_NUMBER", "INVALID_PRODUCER_EPOCH",
                 "INVALID_TXN_STATE", "INVALID_PRODUCER_ID_MAPPING") + _AUTH_TXN, "KIP-98 (Produce v3)")
+    + _rows(4, ("KAFKA_STORAGE_ERROR",), "ProduceResponse.json: 'Version 4 added KAFKA_STORAGE_ERROR'")
     + _rows(8, ("INVALID_RECORD",), "KIP-467 (Produce v8)")
-    + _rows(11, ("TRANSACTION_ABORTABLE",), "KIP-890 (Produce v11)"),
+    + _rows(11, ("TRANSACTION_ABORTABLE",), "KIP-890 (Produce v11)")
+    + _rows(13, ("UNKNOWN_TOPIC_ID",), "KIP-516 (Produce v13, ProduceResponse.json: 'May return UNKNOWN_TOPIC_ID')"),
     "Fetch": _rows(0, ("UNKNOWN_TOPIC_OR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "OFFSET_OUT_OF_RANGE",
-                       "TOPIC_AUTHORIZATION_FAILED", "KAFKA_STORAGE_ERROR"), "FetchResponse.json")
+                       "TOPIC_AUTHORIZATION_FAILED"), "FetchResponse.json")
+    + _rows(6, ("KAFKA_STORAGE_ERROR",), "FetchResponse.json: 'Starting in version 6, we may return KAFKA_STORAGE_ERROR'")
     + _rows(7, ("FETCH_SESSION_ID_NOT_FOUND", "INVALID_FETCH_SESSION_EPOCH"), "KIP-227 (Fetch v7)")
     + _rows(9, ("FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH"), "KIP-320 (Fetch v9)")
     + _rows(13, ("UNKNOWN_TOPIC_ID", "INCONSISTENT_TOPIC_ID"), "KIP-516 (Fetch v13)"),
     "InitProducerId": _rows(0, _COORD + _AUTH_TXN + ("CONCURRENT_TRANSACTIONS", "INVALID_TRANSACTION_TIMEOUT"),
                             "InitProducerIdResponse.json")
-    + _rows(3, ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"), "KIP-360 (InitProducerId v3)"),
+    + _rows(3, ("INVALID_PRODUCER_EPOCH",), "KIP-360 (InitProducerId v3)")
+    + _rows(4, ("PRODUCER_FENCED",), "InitProducerIdResponse.json (KIP-588, v4)")
+    + _rows(5, ("TRANSACTION_ABORTABLE",), "KIP-890 (InitProducerId v5)"),
     "AddPartitionsToTxn": _rows(0, _COORD + _AUTH_TXN + ("CONCURRENT_TRANSACTIONS", "INVALID_PRODUCER_EPOCH",
                                                           "INVALID_PRODUCER_ID_MAPPING", "INVALID_TXN_STATE",
                                                           "TOPIC_AUTHORIZATION_FAILED", "OPERATION_NOT_ATTEMPTED",
                                                           "UNKNOWN_TOPIC_OR_PARTITION"),
                                 "AddPartitionsToTxnResponse.json")
     + _rows(2, ("PRODUCER_FENCED",), "KIP-588 (AddPartitionsToTxn v2)")
-    + _rows(4, ("TRANSACTION_ABORTABLE",), "KIP-890 (AddPartitionsToTxn v4)"),
+    + _rows(5, ("TRANSACTION_ABORTABLE",), "KIP-890 (AddPartitionsToTxn v5)"),
     "EndTxn": _rows(0, _COORD + _AUTH_TXN + ("CONCURRENT_TRANSACTIONS", "INVALID_PRODUCER_EPOCH",
                                              "INVALID_PRODUCER_ID_MAPPING", "INVALID_TXN_STATE"),
                     "EndTxnResponse.json")
-    + _rows(2, ("PRODUCER_FENCED",), "KIP-588 (EndTxn v2)"),
+    + _rows(2, ("PRODUCER_FENCED",), "KIP-588 (EndTxn v2)")
+    + _rows(4, ("TRANSACTION_ABORTABLE",), "KIP-890 (EndTxn v4)"),
     "TxnOffsetCommit": _rows(0, _COORD + _AUTH_TXN + ("GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED",
                                                       "INVALID_PRODUCER_EPOCH", "UNKNOWN_TOPIC_OR_PARTITION",
                                                       "OFFSET_METADATA_TOO_LARGE", "INVALID_COMMIT_OFFSET_SIZE"),
