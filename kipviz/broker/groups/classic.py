@@ -382,26 +382,32 @@ class ClassicProtocol:
             m.sync_req = req
             g.pending_sync.discard(member_id)
             if member_id == g.leader:
-                assignment = {a["MemberId"]: bytes(a["Assignment"]) for a in b.get("Assignments", [])}
-                missing = [x for x in g.members if x not in assignment]
-                for x in missing:
-                    assignment[x] = b""
-                if missing:
-                    self.cluster.note(f"{g.group_id}: the leader's assignment has no entry for {missing}; "
-                                      "they get an empty assignment", group=gid)
-                self._write_group_metadata(g, assignment)
-                for x, data in assignment.items():
-                    if x in g.members:
-                        g.members[x].assignment = data
-                self._classic_fire(g, "leader-synced")
-                for x in g.members.values():
-                    if x.sync_req is not None:
-                        r, x.sync_req = x.sync_req, None
-                        self._answer(r, x, "SyncGroupResponse", self._sync_ok(g, x))
+                self._leader_sync(g, b)
             return self._take_answer(m) if m.sync_req is None else PARKED
         # Stable: the current assignment
         g.pending_sync.discard(member_id)
         return self._sync_ok(g, m)
+
+    def _leader_sync(self, g: ClassicGroup, b: dict) -> None:
+        """The leader's SyncGroup: store its assignment (an empty one for members it left out), move
+        the group to Stable and answer every parked follower."""
+        gid = g.group_id
+        assignment = {a["MemberId"]: bytes(a["Assignment"]) for a in b.get("Assignments", [])}
+        missing = [x for x in g.members if x not in assignment]
+        for x in missing:
+            assignment[x] = b""
+        if missing:
+            self.cluster.note(f"{g.group_id}: the leader's assignment has no entry for {missing}; "
+                              "they get an empty assignment", group=gid)
+        self._write_group_metadata(g, assignment)
+        for x, data in assignment.items():
+            if x in g.members:
+                g.members[x].assignment = data
+        self._classic_fire(g, "leader-synced")
+        for x in g.members.values():
+            if x.sync_req is not None:
+                r, x.sync_req = x.sync_req, None
+                self._answer(r, x, "SyncGroupResponse", self._sync_ok(g, x))
 
     @staticmethod
     def _sync_ok(g: ClassicGroup, m: ClassicMember) -> dict:

@@ -86,6 +86,10 @@ class ConsumerProtocol:
             return "replace-classic"
         raise GroupError("GROUP_ID_NOT_FOUND", f"Group {gid} is not a consumer group.")
 
+    # consumerGroupHeartbeat, in Kafka's stages (GroupMetadataManager.consumerGroupHeartbeat):
+    # validate the request, find the group and member (nothing changes before this passes), create
+    # what must exist, update the member and maybe bump the group epoch, compute a new target
+    # assignment, reconcile the member, schedule its session timeout, build the response.
     def _consumer_heartbeat(self, req, b: dict) -> dict:
         gid, member_id, epoch = b["GroupId"], b["MemberId"], b["MemberEpoch"]
         instance_id = b.get("InstanceId")
@@ -97,45 +101,11 @@ class ConsumerProtocol:
         if not member_id:
             member_id = to_kafka_str(random_uuid(self.cluster.rng))    # v0: the coordinator picks it
         regex = b.get("SubscribedTopicRegex")
-        if regex is not None and regex != "":
-            try:
-                re.compile(regex)
-            except re.error as e:
-                raise GroupError("INVALID_REGULAR_EXPRESSION", f"SubscribedTopicRegex `{regex}` is not a valid "
-                                 f"regular expression: {e}.") from None
-        # ---- member lookup and epoch validation (nothing is changed before this passes) ----
-        replace_static = None
-        member = None
+        self._check_regex(regex)
         if instance_id is None:
-            member = g.members.get(member_id) if g is not None else None
-            if member is None and not create:
-                raise GroupError("UNKNOWN_MEMBER_ID", f"Member {member_id} is not a member of group {gid}.")
-            if member is not None:
-                self._check_member_epoch(member, epoch, owned)
+            member, replace_static = self._dynamic_member(g, gid, member_id, epoch, owned, create), None
         else:
-            static = g.static_member(instance_id) if g is not None else None
-            if create:
-                if static is not None and static.member_id != member_id:
-                    if static.epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                        raise GroupError("UNRELEASED_INSTANCE_ID",
-                                         f"Static member {member_id} with instance id {instance_id} cannot join the "
-                                         f"group because the instance id is owned by {static.member_id} member.")
-                    replace_static = static
-                elif static is not None:
-                    member = static
-                    self._check_member_epoch(member, epoch, owned)
-                else:
-                    member = g.members.get(member_id) if g is not None else None
-                    if member is not None:
-                        self._check_member_epoch(member, epoch, owned)
-            else:
-                if static is None:
-                    raise GroupError("UNKNOWN_MEMBER_ID", f"Instance id {instance_id} is unknown.")
-                if static.member_id != member_id:
-                    raise GroupError("FENCED_INSTANCE_ID", f"Static member {member_id} with instance id "
-                                     f"{instance_id} was fenced by member {static.member_id}.")
-                member = static
-                self._check_member_epoch(member, epoch, owned)
+            member, replace_static = self._static_member(g, member_id, instance_id, epoch, owned, create)
         # ---- the request is valid: create what must exist ----
         if found == "replace-classic":
             self._remove_group(self.groups[gid], "an empty classic group is replaced by a consumer group")
@@ -153,36 +123,8 @@ class ConsumerProtocol:
             g.members[member_id] = member
             self.cluster.note(f"{member_id} joins consumer group {gid}", group=gid, member=member_id)
         # ---- 1. update the member; bump the group epoch if subscriptions changed ----
-        if instance_id is not None:
-            member.instance_id = instance_id
-        if b.get("RackId") is not None:
-            member.rack_id = b["RackId"]
-        if b.get("RebalanceTimeoutMs", -1) != -1:
-            member.rebalance_timeout = b["RebalanceTimeoutMs"]
-        if b.get("ServerAssignor") is not None:
-            member.server_assignor = b["ServerAssignor"]
-        if b.get("SubscribedTopicNames") is not None:
-            member.subscribed = sorted(b["SubscribedTopicNames"])
-        if regex is not None:
-            member.regex = regex or None
-        member.client_id = req.header.get("ClientId") or ""
-        member.client_host = "/127.0.0.1"
-        bump = g.group_epoch == 0
-        if old_meta is None or member.metadata_tuple() != old_meta:
-            self._write_member_metadata(g, member)
-            self._update_group_state(g)
-            if old_subs is None or (tuple(member.subscribed), member.regex) != old_subs:
-                bump = True
-        new_meta = self._subscription_metadata(g)
-        if new_meta != g.subscription_metadata:
-            bump = True
-        if bump:
-            g.subscription_metadata = new_meta
-            g.group_epoch += 1
-            self._append(gid, "ConsumerGroupMetadata", {"GroupId": gid},
-                         {"Epoch": g.group_epoch, "CreationTimeMs": g.created_ms})
-            self._update_group_state(g)
-            self.cluster.note(f"{gid}: group epoch {g.group_epoch}", group=gid, epoch=g.group_epoch)
+        self._update_member(member, req, b, instance_id, regex)
+        self._maybe_bump_group_epoch(g, member, old_meta, old_subs)
         # ---- 2. a new target assignment for the new group epoch ----
         if g.group_epoch > g.assignment_epoch:
             self._update_target_assignment(g)
@@ -199,6 +141,86 @@ class ConsumerProtocol:
         if full or old_assigned != _copy(member.assigned):
             body["Assignment"] = {"TopicPartitions": _tp_list(member.assigned)}
         return body
+
+    @staticmethod
+    def _check_regex(regex: str | None) -> None:
+        """throwIfConsumerGroupHeartbeatRequestIsInvalid: SubscribedTopicRegex must compile."""
+        if regex is not None and regex != "":
+            try:
+                re.compile(regex)
+            except re.error as e:
+                raise GroupError("INVALID_REGULAR_EXPRESSION", f"SubscribedTopicRegex `{regex}` is not a valid "
+                                 f"regular expression: {e}.") from None
+
+    def _dynamic_member(self, g, gid: str, member_id: str, epoch: int, owned, create: bool):
+        """getOrMaybeSubscribeDynamicConsumerGroupMember: the member (None if it joins) after the epoch check."""
+        member = g.members.get(member_id) if g is not None else None
+        if member is None and not create:
+            raise GroupError("UNKNOWN_MEMBER_ID", f"Member {member_id} is not a member of group {gid}.")
+        if member is not None:
+            self._check_member_epoch(member, epoch, owned)
+        return member
+
+    def _static_member(self, g, member_id: str, instance_id: str, epoch: int, owned, create: bool):
+        """getOrMaybeSubscribeStaticConsumerGroupMember: (member or None, static member to replace or None)."""
+        static = g.static_member(instance_id) if g is not None else None
+        if create:
+            if static is not None and static.member_id != member_id:
+                if static.epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                    raise GroupError("UNRELEASED_INSTANCE_ID",
+                                     f"Static member {member_id} with instance id {instance_id} cannot join the "
+                                     f"group because the instance id is owned by {static.member_id} member.")
+                return None, static
+            member = static if static is not None else (g.members.get(member_id) if g is not None else None)
+        else:
+            if static is None:
+                raise GroupError("UNKNOWN_MEMBER_ID", f"Instance id {instance_id} is unknown.")
+            if static.member_id != member_id:
+                raise GroupError("FENCED_INSTANCE_ID", f"Static member {member_id} with instance id "
+                                 f"{instance_id} was fenced by member {static.member_id}.")
+            member = static
+        if member is not None:
+            self._check_member_epoch(member, epoch, owned)
+        return member, None
+
+    @staticmethod
+    def _update_member(member: ConsumerMember, req, b: dict, instance_id, regex) -> None:
+        """ConsumerGroupMember.Builder.maybeUpdate*: the fields the request sets."""
+        if instance_id is not None:
+            member.instance_id = instance_id
+        if b.get("RackId") is not None:
+            member.rack_id = b["RackId"]
+        if b.get("RebalanceTimeoutMs", -1) != -1:
+            member.rebalance_timeout = b["RebalanceTimeoutMs"]
+        if b.get("ServerAssignor") is not None:
+            member.server_assignor = b["ServerAssignor"]
+        if b.get("SubscribedTopicNames") is not None:
+            member.subscribed = sorted(b["SubscribedTopicNames"])
+        if regex is not None:
+            member.regex = regex or None
+        member.client_id = req.header.get("ClientId") or ""
+        member.client_host = "/127.0.0.1"
+
+    def _maybe_bump_group_epoch(self, g: ConsumerGroup, member: ConsumerMember, old_meta, old_subs) -> None:
+        """Write the member's metadata if it changed; bump the group epoch if subscriptions or the
+        subscribed topics' metadata changed (or the group is new)."""
+        gid = g.group_id
+        bump = g.group_epoch == 0
+        if old_meta is None or member.metadata_tuple() != old_meta:
+            self._write_member_metadata(g, member)
+            self._update_group_state(g)
+            if old_subs is None or (tuple(member.subscribed), member.regex) != old_subs:
+                bump = True
+        new_meta = self._subscription_metadata(g)
+        if new_meta != g.subscription_metadata:
+            bump = True
+        if bump:
+            g.subscription_metadata = new_meta
+            g.group_epoch += 1
+            self._append(gid, "ConsumerGroupMetadata", {"GroupId": gid},
+                         {"Epoch": g.group_epoch, "CreationTimeMs": g.created_ms})
+            self._update_group_state(g)
+            self.cluster.note(f"{gid}: group epoch {g.group_epoch}", group=gid, epoch=g.group_epoch)
 
     @staticmethod
     def _check_member_epoch(member: ConsumerMember, received: int, owned) -> None:
@@ -271,28 +293,9 @@ class ConsumerProtocol:
             if not subs:
                 continue
             if assignor == "range":
-                per, extra = divmod(n, len(subs))
-                start = 0
-                for i, m in enumerate(subs):
-                    cnt = per + (1 if i < extra else 0)
-                    if cnt:
-                        out[m][tid] = set(range(start, start + cnt))
-                    start += cnt
-                continue
-            quota = {m: n // len(subs) + (1 if i < n % len(subs) else 0) for i, m in enumerate(subs)}
-            taken: dict[int, str] = {}
-            for m in subs:                               # stickiness: keep the previous target
-                keep = sorted(g.target.get(m, {}).get(tid, set()))
-                for p in keep:
-                    if p < n and p not in taken and sum(1 for v in taken.values() if v == m) < quota[m]:
-                        taken[p] = m
-            for p in range(n):
-                if p in taken:
-                    continue
-                m = min(subs, key=lambda x: (sum(1 for v in taken.values() if v == x) - quota[x], subs.index(x)))
-                taken[p] = m
-            for p, m in taken.items():
-                out[m].setdefault(tid, set()).add(p)
+                _assign_range(out, tid, n, subs)
+            else:
+                _assign_uniform(out, tid, n, subs, g.target)
         return out
 
     def _update_target_assignment(self, g: ConsumerGroup) -> None:
@@ -480,3 +483,32 @@ class ConsumerProtocol:
                 "SubscribedTopicNames": list(m.subscribed), "SubscribedTopicRegex": m.regex,
                 "Assignment": tps(m.assigned), "TargetAssignment": tps(g.target.get(m.member_id, {})),
                 "MemberType": 1}
+
+
+def _assign_range(out: dict, tid, n: int, subs: list[str]) -> None:
+    """RangeAssignor for one topic: contiguous ranges over the members sorted by id."""
+    per, extra = divmod(n, len(subs))
+    start = 0
+    for i, m in enumerate(subs):
+        cnt = per + (1 if i < extra else 0)
+        if cnt:
+            out[m][tid] = set(range(start, start + cnt))
+        start += cnt
+
+
+def _assign_uniform(out: dict, tid, n: int, subs: list[str], target: dict) -> None:
+    """UniformAssignor for one topic: balanced, keeping each member's previous target where it can."""
+    quota = {m: n // len(subs) + (1 if i < n % len(subs) else 0) for i, m in enumerate(subs)}
+    taken: dict[int, str] = {}
+    for m in subs:                               # stickiness: keep the previous target
+        keep = sorted(target.get(m, {}).get(tid, set()))
+        for p in keep:
+            if p < n and p not in taken and sum(1 for v in taken.values() if v == m) < quota[m]:
+                taken[p] = m
+    for p in range(n):
+        if p in taken:
+            continue
+        m = min(subs, key=lambda x: (sum(1 for v in taken.values() if v == x) - quota[x], subs.index(x)))
+        taken[p] = m
+    for p, m in taken.items():
+        out[m].setdefault(tid, set()).add(p)
