@@ -1,4 +1,4 @@
-"""`kipviz scenarios` and `kipviz scenario NAME` (kipviz/cli.py)."""
+"""`kipviz scenarios` and `kipviz scenario NAME` (kipviz/cli/core.py)."""
 from __future__ import annotations
 
 import shutil

@@ -196,7 +196,7 @@ def test_the_other_commands_bad_input_is_one_line(capsys, argv, says):
 def test_an_unexpected_failure_is_one_line_and_a_traceback_on_request(capsys, monkeypatch):
     def broken(args):
         raise TypeError("unsupported operand\nsecond line")
-    monkeypatch.setattr(cli, "cmd_list", broken)
+    monkeypatch.setattr(cli.core, "cmd_list", broken)      # the module that builds the parser
     err = _one_line(capsys, ["list"])
     assert err == "kipviz: error: internal error: TypeError: unsupported operand (a kipviz bug: please report it)\n"
     monkeypatch.setenv("KIPVIZ_TRACEBACK", "1")

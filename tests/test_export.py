@@ -336,7 +336,7 @@ def test_bad_options_create_no_output_folder(sources, tmp_path):
 
 def test_export_runs_from_any_directory(tmp_path):
     """Without NOTEBOOK it exports the kit's notebooks, wherever it is started."""
-    from kipviz.cli_export import default_sources
+    from kipviz.cli.export import default_sources
     assert default_sources() == [ROOT / "notebooks"]
     proc = _kipviz("export", "--only", "00", "--no-execute", "-q", "-o", "site", cwd=tmp_path)
     out, err = proc.communicate(timeout=300)

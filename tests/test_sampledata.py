@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kipviz.cli import main
-from kipviz.cli_spark import BUNDLED
+from kipviz.cli.spark import BUNDLED
 from kipviz.errors import KipvizError
 from kipviz.sampledata import generate
 from kipviz.sampledata.schema import BATCH, EVENT, REQUEST, TOPIC

@@ -1,5 +1,5 @@
 """Group and offset APIs: the KafkaApis layer (ACLs, topic names and ids, version shapes) in front of
-the group coordinator (kipviz/broker/groups.py).
+the group coordinator (kipviz/broker/groups/).
 
 JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ConsumerGroupHeartbeat, ConsumerGroupDescribe,
 ListGroups, DescribeGroups, OffsetCommit, OffsetFetch and TxnOffsetCommit. The checks and their

@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from .errors import KipvizError
+from ..errors import KipvizError
 
 # the bundled sample_data/ set: directory -> (scenario, records, seed); `kipviz sample-data --all`
 BUNDLED = {
@@ -26,7 +26,7 @@ BUNDLED = {
 
 
 def cmd_sample_data(args) -> int:
-    from .sampledata import generate
+    from ..sampledata import generate
     if args.all:
         if args.scenario or args.records is not None:
             raise KipvizError("--all writes the bundled set; it takes no --scenario or --records")
@@ -104,12 +104,12 @@ def _source(directory: str, master: str | None):
     import signal
     import threading
 
-    from .spark.readers import check_files, load_manifest, topic_records
+    from ..spark.readers import check_files, load_manifest, topic_records
     d = Path(directory)
     manifest = load_manifest(d)          # bad input is refused before any JVM starts
     check_files(d, manifest)
-    from .spark import read_samples, session
-    from .spark.session import LARGE_ROWS, check_master
+    from ..spark import read_samples, session
+    from ..spark.session import LARGE_ROWS, check_master
     if master is not None or os.environ.get("KIPVIZ_SPARK_MASTER"):
         check_master(master if master is not None else os.environ["KIPVIZ_SPARK_MASTER"])
     # the run's size picks the Spark settings
@@ -121,9 +121,9 @@ def _source(directory: str, master: str | None):
 
 def cmd_analyze(args) -> int:
     if args.html:
-        from .cli import check_out
+        from .core import check_out
         check_out(args.html)
-    from .spark.report import analyze
+    from ..spark.report import analyze
     rep = analyze(_source(args.directory, args.master), plot=bool(args.html))
     print(rep.summary())
     if args.html:
@@ -133,7 +133,7 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_verify_eos(args) -> int:
-    from .spark.eos import verdict_lines, verify_eos
+    from ..spark.eos import verdict_lines, verify_eos
     res = verify_eos(_source(args.directory, args.master), group=args.group, input_topic=args.input_topic,
                      output_topic=args.output_topic, allowed_at_least_once=not args.strict)
     # the verdict first ("cannot verify" when inputs did not read: exit 1, never OK), then the

@@ -12,10 +12,10 @@ import sys
 import threading
 from pathlib import Path
 
-from .errors import KipvizError
+from ..errors import KipvizError
 
 # the repository's notebooks/ folder (kipviz installed editable, or run from a clone)
-KIT_NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+KIT_NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"      # kipviz/cli/export.py -> the repo
 
 
 def default_sources() -> list[Path]:
@@ -64,7 +64,7 @@ def _stop(code: int) -> None:
 
 
 def cmd_export(args) -> int:
-    from .export import export_site, find_notebooks
+    from ..export import export_site, find_notebooks
     if args.timeout <= 0:
         raise KipvizError(f"--timeout must be a positive number of seconds, got {args.timeout}")
     sources = args.sources or default_sources()

@@ -12,15 +12,15 @@ from __future__ import annotations
 import signal
 import threading
 
-from .errors import KipvizError
+from ..errors import KipvizError
 
 DEFAULT_RETENTION_BYTES = 16 * 1024 * 1024
 DEFAULT_SEGMENT_BYTES = 1024 * 1024
 
 
 def cmd_serve(args) -> int:
-    from .schema.releases import RELEASES
-    from .serve import Server
+    from ..schema.releases import RELEASES
+    from ..serve import Server
     if args.release is not None and args.release not in RELEASES:
         raise KipvizError(f"--release {args.release}: the kit models {', '.join(RELEASES)}")
     if args.brokers < 1:

@@ -7,14 +7,14 @@ import argparse
 import os
 import sys
 
-from . import codec
-from .codec.jsonview import to_json
-from .errors import KipvizError
-from .schema.catalog import catalog
+from .. import codec
+from ..codec.jsonview import to_json
+from ..errors import KipvizError
+from ..schema.catalog import catalog
 
 
 def cmd_list(args) -> int:
-    from .schema import registry, releases
+    from ..schema import registry, releases
     release = releases.check(args.release) if args.release is not None else None
     rows = catalog()
     if args.name:
@@ -90,7 +90,7 @@ def _read_bytes(path: str) -> bytes:
 
 
 def _latest(name: str) -> int:
-    from .schema import registry
+    from ..schema import registry
     return registry.get(name).valid.hi
 
 
@@ -107,7 +107,7 @@ def _write(content, out: str | None, binary: bool = False) -> None:
 
 
 def _export(graph, fmt: str, out: str | None, title: str) -> None:
-    from .draw import to_html, to_png, to_svg
+    from ..draw import to_html, to_png, to_svg
     if fmt == "png":
         _write(to_png(graph), out, binary=True)
     elif fmt == "html":
@@ -117,7 +117,7 @@ def _export(graph, fmt: str, out: str | None, title: str) -> None:
 
 
 def cmd_wire(args) -> int:
-    from .draw import wire_diagram
+    from ..draw import wire_diagram
     version = args.version if args.version is not None else _latest(args.name)
     graph = wire_diagram(args.name, version, header=not args.no_header, example=True if args.example else None)
     _export(graph, args.format, args.output, f"{args.name} v{version}")
@@ -125,7 +125,7 @@ def cmd_wire(args) -> int:
 
 
 def cmd_diff(args) -> int:
-    from .draw import diff_diagram, version_diff
+    from ..draw import diff_diagram, version_diff
     if args.format == "text":
         rows = version_diff(args.name, args.a, args.b, errors=True)
         if not rows:
@@ -138,7 +138,7 @@ def cmd_diff(args) -> int:
 
 
 def cmd_scenarios(args) -> int:
-    from . import scenarios
+    from .. import scenarios
     rows = scenarios.catalog()
     if args.name:
         rows = [r for r in rows if args.name.lower() in r["name"].lower()]
@@ -159,7 +159,7 @@ def _marks() -> tuple[str, str]:
 
 def _request_summary(events) -> str:
     """One line: each distinct (api, version, errors) in order of first appearance, with a count."""
-    from .broker.error_codes import name_of
+    from ..broker.error_codes import name_of
     counts: dict[tuple, int] = {}
     for e in events:
         if e.kind == "ResponseSent":
@@ -198,8 +198,8 @@ def _scenario_page(trace, anim) -> str:
     """A standalone page: summary, checks, the sequence diagram and (if any) the animation player."""
     import html as _html
 
-    from .draw.render import _inline_svg, to_html
-    from .scenarios.report import report
+    from ..draw.render import _inline_svg, to_html
+    from ..scenarios.report import report
     sc = trace.scenario
     block = (f"<style>.kv-doc svg{{max-width:100%;height:auto}}</style>\n"
              f'<div class="kv-doc"><p>{_html.escape(sc.kip or "")} · {_html.escape(sc.status)} · seed {trace.seed}'
@@ -216,10 +216,10 @@ def _scenario_page(trace, anim) -> str:
 
 
 def cmd_scenario(args) -> int:
-    from . import scenarios
+    from .. import scenarios
     sc = scenarios.get(args.name)              # bad input is refused before anything runs
     if args.machine:
-        from .draw.machines import tables
+        from ..draw.machines import tables
         if args.machine not in tables():
             raise KipvizError(f"no state machine {args.machine!r}; machines: {', '.join(tables())}")
     if args.gif and not args.gif.lower().endswith(".gif"):
@@ -231,7 +231,7 @@ def cmd_scenario(args) -> int:
     good, bad = _marks()
     print(f"{sc.name} (seed {args.seed}, {sc.kip or 'no KIP'}, {sc.status}): {sc.title}")
     if trace.findings:
-        from .scenarios.report import findings_text
+        from ..scenarios.report import findings_text
         print("findings:", *findings_text(trace), "checks:", sep="\n")
     for c in trace.checks:
         line = f"  {good if c.passed else bad} {c.description}"
@@ -266,7 +266,7 @@ class _MachineHelp(str):
     when help is printed (argparse formats help with %), so other commands do not import the model."""
 
     def __mod__(self, params) -> str:
-        from .draw.machines import tables
+        from ..draw.machines import tables
         kips = ", ".join(f"{m} for {k} scenarios" for k, m in _KIP_MACHINE.items())
         return (f"state machine to animate: {', '.join(tables())}; default: {kips}, else 'transaction' "
                 "if a transaction changed state, else the first that did")
@@ -315,13 +315,13 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--gif", metavar="FILE", help="write the state-machine animation as an animated GIF")
     sc.add_argument("--machine", metavar="M", help=_MachineHelp("state machine to animate"))
     sc.set_defaults(func=cmd_scenario)
-    from .cli_review import add_review
+    from .review import add_review
     add_review(sub)
-    from .cli_export import add_export
+    from .export import add_export
     add_export(sub)
-    from .cli_spark import add_spark
+    from .spark import add_spark
     add_spark(sub)
-    from .cli_serve import add_serve
+    from .serve import add_serve
     add_serve(sub)
     return p
 
@@ -336,8 +336,8 @@ class _Parser(argparse.ArgumentParser):
 def _failure(e: BaseException) -> str:
     """The one line of an unexpected failure: Spark's (its JVM, a query, a Python worker), or
     the exception's own first line; KIPVIZ_TRACEBACK=1 shows the traceback instead."""
-    if "kipviz.cli_spark" in sys.modules:
-        line = sys.modules["kipviz.cli_spark"].failure_line(e)
+    if "kipviz.cli.spark" in sys.modules:
+        line = sys.modules["kipviz.cli.spark"].failure_line(e)
         if line:
             return line
     if isinstance(e, MemoryError):
@@ -355,7 +355,7 @@ def _interrupted() -> int:
 
 def _was_interrupted() -> bool:
     """Ctrl-C reached a Spark command, whose connection to the JVM then failed first."""
-    return "kipviz.cli_spark" in sys.modules and sys.modules["kipviz.cli_spark"].LOG["interrupted"]
+    return "kipviz.cli.spark" in sys.modules and sys.modules["kipviz.cli.spark"].LOG["interrupted"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -370,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     except (KipvizError, ValueError, KeyError, OSError) as e:
         if _was_interrupted():
             return _interrupted()
-        if "kipviz.cli_spark" in sys.modules and sys.modules["kipviz.cli_spark"].failure_line(e):
+        if "kipviz.cli.spark" in sys.modules and sys.modules["kipviz.cli.spark"].failure_line(e):
             msg = _failure(e)          # Spark's own ValueErrors (PySparkValueError, ...)
         else:
             msg = e.args[0] if isinstance(e, KeyError) and e.args else e

@@ -10,9 +10,9 @@ import sys
 
 
 def cmd_review(args) -> int:
-    from .review import review
+    from ..review import review
     if args.html:
-        from .cli import check_out
+        from .core import check_out
         check_out(args.html)
     r = review(args.schema, against=args.against, behaviour=not args.schema_only, pictures=bool(args.html))
     print(r.summary())
