@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from kipviz import cli, scenarios
+from kipviz.cli import core as cli_core
 from kipviz.scenarios import Scenario
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz `dot` is not installed")
@@ -174,11 +175,11 @@ def test_kip516_scenarios_animate(tmp_path, capsys, name):
     assert cli.main(["scenario", name, "--gif", str(gif)]) == 0
     assert gif.read_bytes()[:6] in (b"GIF87a", b"GIF89a")
     trace = scenarios.run(name)
-    assert cli._pick_machine(trace, None) == ("replica" if "broker" in name else "topic-id")
+    assert cli_core._pick_machine(trace, None) == ("replica" if "broker" in name else "topic-id")
 
 
 def test_topic_ids_are_animated_only_when_nothing_else_changed():
     trace = scenarios.run("kip1319.fallback_old_broker")
     changed = {e.machine for e in trace.events if e.kind == "StateChanged"}
     assert {"topic-id", "transaction"} <= changed
-    assert cli._pick_machine(trace, None) == "transaction"
+    assert cli_core._pick_machine(trace, None) == "transaction"
