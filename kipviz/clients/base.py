@@ -12,11 +12,11 @@ import itertools
 import uuid
 
 from .. import codec
-from ..broker import events as ev
-from ..broker.error_codes import CODE, NAME, RETRIABLE
 from ..broker.transactions import complete_body
 from ..errors import DecodeError
+from ..schema import events as ev
 from ..schema import registry
+from ..schema.error_codes import CODE, NAME, RETRIABLE
 from ..uuids import ZERO_UUID
 
 E = CODE

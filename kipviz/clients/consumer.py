@@ -50,9 +50,9 @@ import weakref
 from typing import NamedTuple
 
 from .. import codec
-from ..broker.error_codes import NAME
 from ..errors import KipvizError
 from ..records import read_batches
+from ..schema.error_codes import NAME
 from ..uuids import random_uuid, to_kafka_str
 from .base import NETWORK_EXCEPTION, ClientBase, E, _Retry, error_name_code, error_text
 from .producer import client_max_version, client_min_version  # noqa: F401 - re-exported, as before

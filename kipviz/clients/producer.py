@@ -33,10 +33,10 @@ from __future__ import annotations
 import itertools
 from typing import NamedTuple
 
-from ..broker.error_codes import NAME, RETRIABLE
 from ..broker.transactions import complete_body  # noqa: F401 - re-exported
 from ..errors import KipvizError
 from ..records import write_batch
+from ..schema.error_codes import NAME, RETRIABLE
 from .base import (  # noqa: F401 - re-exported
     CLIENT_MAX,
     NETWORK_EXCEPTION,

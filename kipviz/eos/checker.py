@@ -98,7 +98,7 @@ import time
 from collections import Counter, namedtuple
 from dataclasses import dataclass, field
 
-from ..broker.events import RecordAppended, StateChanged
+from ..schema.events import RecordAppended, StateChanged
 from .txnlog import TXN_KINDS, check_markers
 
 SOURCE_HEADER = "kipviz-source"

@@ -14,9 +14,9 @@ from collections import deque
 import numpy as np
 import pyarrow as pa
 
-from ..broker import events as ev
-from ..broker.error_codes import name_of
+from ..schema import events as ev
 from ..schema import registry
+from ..schema.error_codes import name_of
 from ..uuids import to_kafka_str
 from .schema import BATCH, EVENT, HEADER, TOPIC
 
