@@ -12,7 +12,7 @@ import itertools
 import uuid
 
 from .. import codec
-from ..broker.transactions import complete_body
+from ..codec.fit import complete_body
 from ..errors import DecodeError
 from ..schema import events as ev
 from ..schema import registry

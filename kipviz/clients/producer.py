@@ -33,7 +33,7 @@ from __future__ import annotations
 import itertools
 from typing import NamedTuple
 
-from ..broker.transactions import complete_body  # noqa: F401 - re-exported
+from ..codec.fit import complete_body  # noqa: F401 - re-exported
 from ..errors import KipvizError
 from ..records import write_batch
 from ..schema.error_codes import NAME, RETRIABLE
