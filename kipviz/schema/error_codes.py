@@ -49,3 +49,23 @@ RETRIABLE = frozenset(code for code, r in ERRORS.values() if r)
 
 def name_of(code: int) -> str:
     return NAME.get(code, f"ERROR_{code}")
+
+
+def error_codes(body, *, zero: bool = False) -> tuple[int, ...]:
+    """Distinct values of the *ErrorCode fields anywhere in a decoded body: a struct's own codes
+    before those of its nested structs, depth first; 0 (NONE) only with zero=True. The broker's
+    events take the failures (zero=False); a capture lists every code it saw (zero=True)."""
+    found: list[int] = []
+    stack = [body]
+    while stack:      # a stack, not recursion: a capture's body is untrusted and may nest deeply
+        v = stack.pop()
+        if isinstance(v, dict):
+            items = list(v.items())
+            for k, x in items:
+                if isinstance(k, str) and k.endswith("ErrorCode") and isinstance(x, int) and not isinstance(x, bool):
+                    if (x or zero) and x not in found:
+                        found.append(x)
+            stack.extend(x for _, x in reversed(items) if isinstance(x, (dict, list, tuple)))
+        elif isinstance(v, (list, tuple)):
+            stack.extend(x for x in reversed(v) if isinstance(x, (dict, list, tuple)))
+    return tuple(found)
