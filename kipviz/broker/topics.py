@@ -6,10 +6,11 @@ import uuid
 from dataclasses import dataclass, field
 
 from .. import records as rec
+from ..schema.topics import INTERNAL_TOPICS
 from ..uuids import random_uuid
 
 _BASE_OFFSET, _LEADER_EPOCH = struct.Struct(">q"), struct.Struct(">i")   # a batch's first 8 bytes; bytes 12..15
-INTERNAL = ("__consumer_offsets", "__transaction_state", "__share_group_state")
+INTERNAL = INTERNAL_TOPICS
 
 
 @dataclass(slots=True)

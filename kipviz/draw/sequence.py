@@ -46,7 +46,8 @@ from dataclasses import dataclass, field
 
 from ..broker import events as E
 from ..broker.error_codes import name_of
-from ..schema import registry
+from ..schema.status import version_status
+from ..schema.topics import INTERNAL_TOPICS
 from .render import to_html
 
 __all__ = ["sequence_diagram", "sequence_html", "lifeline_of", "record_summary", "state_summary",
@@ -63,7 +64,6 @@ LEADER_APIS = frozenset({"Produce", "Fetch", "ListOffsets", "ShareFetch", "Share
                          "TxnShareAcknowledge", "DeleteRecords", "OffsetForLeaderEpoch"})
 SHARE_STATE_APIS = frozenset({"InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState",
                               "DeleteShareGroupState", "ReadShareGroupStateSummary"})
-INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
 TXN_STATUS = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
               5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}   # TransactionMetadata.scala ids
 
@@ -241,15 +241,6 @@ def _tip(ev) -> str:
     except Exception:  # noqa: BLE001
         text = str(ev.body)
     return text if len(text) <= 600 else text[:597] + "…"
-
-
-def version_status(api: str, version: int) -> str | None:
-    """released / accepted / proposed for a request version the kit defines, else None."""
-    try:
-        st = registry.get(api + "Request").status(version)
-    except Exception:  # noqa: BLE001 - an api or version the kit does not define
-        return None
-    return st.status if st is not None else None
 
 
 def add_partitions_label(d: dict) -> str:
