@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 from ..broker import events as E
 from ..broker.error_codes import name_of
+from ..broker.tables import transaction as _txn_table
 from ..schema.status import version_status
 from ..schema.topics import INTERNAL_TOPICS
 from .render import to_html
@@ -64,8 +65,7 @@ LEADER_APIS = frozenset({"Produce", "Fetch", "ListOffsets", "ShareFetch", "Share
                          "TxnShareAcknowledge", "DeleteRecords", "OffsetForLeaderEpoch"})
 SHARE_STATE_APIS = frozenset({"InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState",
                               "DeleteShareGroupState", "ReadShareGroupStateSummary"})
-TXN_STATUS = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
-              5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}   # TransactionMetadata.scala ids
+TXN_STATUS = dict(_txn_table.STATE_NAMES)   # TransactionMetadata.scala ids, from the broker's table
 
 FONT = "Helvetica,Arial,sans-serif"
 C_TEXT = "#1a202c"
