@@ -47,12 +47,15 @@ from __future__ import annotations
 import itertools
 import struct
 import weakref
+from functools import lru_cache
+from pathlib import Path
 from typing import NamedTuple
 
 from .. import codec
 from ..errors import KipvizError
 from ..records import read_batches
 from ..schema.error_codes import NAME
+from ..schema.loader import load_dir
 from ..uuids import random_uuid, to_kafka_str
 from .base import NETWORK_EXCEPTION, ClientBase, E, _Retry, error_name_code, error_text
 from .producer import client_max_version, client_min_version  # noqa: F401 - re-exported, as before
@@ -97,50 +100,38 @@ class ConsumerRecord(NamedTuple):
 
 
 # ---- ConsumerProtocol v0 (the classic protocol's opaque bytes) ---------------------------------------
-def _string(s: str) -> bytes:
-    b = s.encode()
-    return struct.pack(">h", len(b)) + b
+# ConsumerProtocol.java writes an int16 version, then the struct (the kit's own definitions in defs/consumer)
+_PROTOCOL_VERSION = 0
+_PREFIX = struct.Struct(">h")
+
+
+@lru_cache(maxsize=None)
+def _protocol_spec(name: str):
+    return load_dir(Path(__file__).resolve().parent.parent / "defs" / "consumer", require_kit=True)[name]
 
 
 def encode_subscription(topics) -> bytes:
     """ConsumerProtocolSubscription v0: version, [topic], user data (null)."""
-    topics = sorted(topics)
-    return (struct.pack(">hi", 0, len(topics)) + b"".join(_string(t) for t in topics) + struct.pack(">i", -1))
+    return _PREFIX.pack(_PROTOCOL_VERSION) + codec.encode(
+        _protocol_spec("ConsumerProtocolSubscription"), _PROTOCOL_VERSION, {"Topics": sorted(topics), "UserData": None})
 
 
 def decode_subscription(data: bytes) -> list[str]:
-    _, n = struct.unpack_from(">hi", data, 0)
-    pos, out = 6, []
-    for _ in range(n):
-        ln, = struct.unpack_from(">h", data, pos)
-        out.append(data[pos + 2:pos + 2 + ln].decode())
-        pos += 2 + ln
-    return out
+    return codec.decode(_protocol_spec("ConsumerProtocolSubscription"), _PROTOCOL_VERSION, data[2:])["Topics"]
 
 
 def encode_assignment(assignment: dict[str, list[int]]) -> bytes:
     """ConsumerProtocolAssignment v0: version, [topic, [partition]], user data (null)."""
-    out = struct.pack(">hi", 0, len(assignment))
-    for t in sorted(assignment):
-        ps = sorted(assignment[t])
-        out += _string(t) + struct.pack(f">i{len(ps)}i", len(ps), *ps)
-    return out + struct.pack(">i", -1)
+    parts = [{"Topic": t, "Partitions": sorted(assignment[t])} for t in sorted(assignment)]
+    return _PREFIX.pack(_PROTOCOL_VERSION) + codec.encode(
+        _protocol_spec("ConsumerProtocolAssignment"), _PROTOCOL_VERSION, {"AssignedPartitions": parts, "UserData": None})
 
 
 def decode_assignment(data: bytes) -> set[tuple[str, int]]:
     if not data:
         return set()
-    _, n = struct.unpack_from(">hi", data, 0)
-    pos, out = 6, set()
-    for _ in range(n):
-        ln, = struct.unpack_from(">h", data, pos)
-        topic = data[pos + 2:pos + 2 + ln].decode()
-        pos += 2 + ln
-        cnt, = struct.unpack_from(">i", data, pos)
-        ps = struct.unpack_from(f">{cnt}i", data, pos + 4)
-        pos += 4 + 4 * cnt
-        out.update((topic, p) for p in ps)
-    return out
+    body = codec.decode(_protocol_spec("ConsumerProtocolAssignment"), _PROTOCOL_VERSION, data[2:])
+    return {(tp["Topic"], p) for tp in body["AssignedPartitions"] for p in tp["Partitions"]}
 
 
 def range_assign(members: dict[str, list[str]], partitions: dict[str, int]) -> dict[str, dict[str, list[int]]]:
