@@ -57,7 +57,7 @@ from ..records import read_batches
 from ..schema.error_codes import NAME
 from ..schema.loader import load_dir
 from ..uuids import random_uuid, to_kafka_str
-from .base import NETWORK_EXCEPTION, ClientBase, E, _Retry, error_name_code, error_text
+from .base import NETWORK_EXCEPTION, ClientBase, E, Retry, error_name_code, error_text
 from .producer import client_max_version, client_min_version  # noqa: F401 - re-exported, as before
 
 ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
@@ -401,7 +401,7 @@ class Consumer(ClientBase):
         self._last_heartbeat = self.cluster.now
         code = resp["ErrorCode"]
         if code in COORDINATOR_ERRORS:
-            raise _Retry(code, refresh="coordinator")
+            raise Retry(code, refresh="coordinator")
         if code in FENCED_848:
             self._fenced(code, api, resp.get("ErrorMessage"))
             if v == 0 and code == E["UNKNOWN_MEMBER_ID"]:
@@ -586,7 +586,7 @@ class Consumer(ClientBase):
         if code == 0:
             return
         if code in COORDINATOR_ERRORS:
-            raise _Retry(code, refresh="coordinator")
+            raise Retry(code, refresh="coordinator")
         self._act("heartbeat-error", error=NAME.get(code, str(code)), generation=self.generation)
         if code == E["REBALANCE_IN_PROGRESS"]:
             self._request_rejoin("REBALANCE_IN_PROGRESS")
@@ -603,7 +603,7 @@ class Consumer(ClientBase):
         return None, -1
 
     def _offset_fetch_once(self, tps: list[tuple[str, int]], require_stable: bool) -> dict:
-        """{tp: offset | None | "UNSTABLE_OFFSET_COMMIT"}; raises _Retry / ConsumerError."""
+        """{tp: offset | None | "UNSTABLE_OFFSET_COMMIT"}; raises Retry / ConsumerError."""
         api = "OffsetFetch"
         v = self.version(api)
         by_topic: dict[str, list[int]] = {}
@@ -622,11 +622,11 @@ class Consumer(ClientBase):
         g = resp["Groups"][0] if v >= 8 else resp
         code = g.get("ErrorCode", 0)
         if code in COORDINATOR_ERRORS:
-            raise _Retry(code, refresh="coordinator")
+            raise Retry(code, refresh="coordinator")
         if code == E["STALE_MEMBER_EPOCH"]:
             self._act("offset-fetch-stale-epoch", member_epoch=epoch)
             self._retrying("ConsumerGroupHeartbeat", self._consumer_heartbeat)
-            raise _Retry(code)
+            raise Retry(code)
         if code == E["UNKNOWN_MEMBER_ID"]:
             self._fenced(code, "OffsetFetch")
             raise self._raise(ConsumerError(code, "the member left the group; it rejoins at the next poll",
@@ -645,9 +645,9 @@ class Consumer(ClientBase):
                 if pc == E["UNSTABLE_OFFSET_COMMIT"]:
                     out[tp] = "UNSTABLE_OFFSET_COMMIT"
                 elif pc in COORDINATOR_ERRORS:
-                    raise _Retry(pc, refresh="coordinator")
+                    raise Retry(pc, refresh="coordinator")
                 elif pc in METADATA_ERRORS:
-                    raise _Retry(pc, refresh="metadata")
+                    raise Retry(pc, refresh="metadata")
                 elif pc:
                     raise self._raise(ConsumerError(pc, api=api, partitions=[tp]))
                 else:
@@ -713,7 +713,7 @@ class Consumer(ClientBase):
             for t, p in tps:
                 info = self.topic_info(t)
                 if info is None or p not in info["partitions"]:
-                    raise _Retry(E["UNKNOWN_TOPIC_OR_PARTITION"], refresh="metadata")
+                    raise Retry(E["UNKNOWN_TOPIC_OR_PARTITION"], refresh="metadata")
                 by_leader.setdefault(info["partitions"][p], {}).setdefault(t, []).append(p)
             found = {}
             for leader, topics in sorted(by_leader.items()):
@@ -725,7 +725,7 @@ class Consumer(ClientBase):
                 for t in resp["Topics"]:
                     for p in t["Partitions"]:
                         if p["ErrorCode"] in METADATA_ERRORS:
-                            raise _Retry(p["ErrorCode"], refresh="metadata")
+                            raise Retry(p["ErrorCode"], refresh="metadata")
                         if p["ErrorCode"]:
                             raise self._raise(ConsumerError(p["ErrorCode"], api=api,
                                                             partitions=[(t["Name"], p["PartitionIndex"])]))
@@ -767,7 +767,7 @@ class Consumer(ClientBase):
                     "SessionEpoch": -1, "Topics": req_topics, "ForgottenTopicsData": [], "RackId": ""}
             try:
                 resp = self._call(api, v, body, leader)
-            except _Retry as r:
+            except Retry as r:
                 self._act("retry", api=api, error=NAME.get(r.code, str(r.code)), attempt=1, backoff_ms=0)
                 self._metadata.clear()
                 continue
@@ -889,13 +889,13 @@ class Consumer(ClientBase):
                     continue
                 self._act("commit-error", topic=tp[0], partition=tp[1], error=NAME.get(code, str(code)), version=v)
                 if code in COORDINATOR_ERRORS:
-                    retry = _Retry(code, refresh="coordinator")
+                    retry = Retry(code, refresh="coordinator")
                 elif code in METADATA_ERRORS:
-                    retry = _Retry(code, refresh="metadata")
+                    retry = Retry(code, refresh="metadata")
                 elif code == E["STALE_MEMBER_EPOCH"] and stale[0] == 0:
                     stale[0] += 1      # refresh the epoch with a heartbeat, then commit again
                     self._retrying("ConsumerGroupHeartbeat", self._consumer_heartbeat)
-                    retry = _Retry(code)
+                    retry = Retry(code)
                 elif code in (E["UNKNOWN_MEMBER_ID"], E["ILLEGAL_GENERATION"], E["FENCED_MEMBER_EPOCH"],
                               E["STALE_MEMBER_EPOCH"], E["FENCED_INSTANCE_ID"]):
                     raise self._raise(CommitFailedError(code, "the group refused the commit", api=api,
@@ -906,7 +906,7 @@ class Consumer(ClientBase):
                 else:
                     raise self._raise(ConsumerError(code, api=api, partitions=[tp]))
         if pending:
-            raise retry or _Retry(E["UNKNOWN_SERVER_ERROR"])
+            raise retry or Retry(E["UNKNOWN_SERVER_ERROR"])
 
     # ---- close ---------------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -920,7 +920,7 @@ class Consumer(ClientBase):
                     self._leave_consumer_protocol()
                 elif self.protocol == "classic" and self.generation >= 0:
                     self._leave_classic()
-        except (ConsumerError, _Retry) as e:
+        except (ConsumerError, Retry) as e:
             self._act("leave-failed", error=getattr(e, "error", None) or NAME.get(getattr(e, "code", -1)))
         self._lose_partitions("close")
         self._pending.clear()

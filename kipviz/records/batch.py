@@ -708,6 +708,7 @@ def write_batch(records=(), **header) -> bytes:
 
 
 _I32, _I64 = (-2**31, 2**31 - 1), (-2**63, 2**63 - 1)
+INT64_RANGE = _I64   # public: spark/decode checks timestamps against it
 
 
 def _zigzag_varint(v: int, bits: int = 32) -> bytes:
