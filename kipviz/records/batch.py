@@ -77,14 +77,14 @@ from ..gcpause import gc_paused
 from .compression import CODEC_NAMES, MAX_DECOMPRESSED, codec_id, compress, decompress
 from .control import parse_control
 from .header import (  # noqa: F401 - the header layout lives in records/header.py; these names stay here too
-    _KEYS,
-    _LEN,
     COMPRESSION_MASK,
     CONTROL_MASK,
     DELETE_HORIZON_MASK,
     HEADER,
     HEADER_FIELDS,
+    HEADER_KEYS,
     HEADER_SIZE,
+    LENGTH,
     LOG_OVERHEAD,
     MIN_LENGTH,
     TIMESTAMP_TYPE_MASK,
@@ -208,7 +208,7 @@ def _walk(data: bytes, verify_crc: bool, strict: bool, limits: _Limits, spans) -
         if avail < LOG_OVERHEAD:
             _partial(out, i, pos, avail, None, strict, spans, prefix)
             break
-        (length,) = _LEN.unpack_from(data, pos + 8)
+        (length,) = LENGTH.unpack_from(data, pos + 8)
         if length < MIN_LENGTH:
             raise DecodeError(f"Length {length} is less than the {MIN_LENGTH} bytes of batch header "
                               f"that follow it", pos + 8, prefix + ".Length")
@@ -234,7 +234,7 @@ def _walk(data: bytes, verify_crc: bool, strict: bool, limits: _Limits, spans) -
         count = h[12]
         if count < 0:
             raise DecodeError(f"negative RecordsCount {count}", pos + 57, prefix + ".RecordsCount")
-        batch = dict(zip(_KEYS, h, strict=True))
+        batch = dict(zip(HEADER_KEYS, h, strict=True))
         is_control = bool(attrs & CONTROL_MASK)
         lat = h[8] if attrs & TIMESTAMP_TYPE_MASK else None
         batch["compression"] = CODEC_NAMES[cid]

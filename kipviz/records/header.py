@@ -17,7 +17,7 @@ HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
 LOG_OVERHEAD = 12          # BaseOffset + Length
 MIN_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49
-_LEN = struct.Struct(">i")
+LENGTH = struct.Struct(">i")   # the Length field (bytes 8..11)
 
 # (wire name, dict key, offset, size, wire type, span role)
 HEADER_FIELDS = (
@@ -35,7 +35,7 @@ HEADER_FIELDS = (
     ("BaseSequence", "base_sequence", 53, 4, "int32", "value"),
     ("RecordsCount", "records_count", 57, 4, "int32", "count"),
 )
-_KEYS = tuple(f[1] for f in HEADER_FIELDS)
+HEADER_KEYS = tuple(f[1] for f in HEADER_FIELDS)
 _AT = {f[1]: f[2] for f in HEADER_FIELDS}
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 
@@ -59,7 +59,7 @@ MAGIC_OFFSET = _AT["magic"]   # 16
 
 def batch_size(raw, pos: int = 0) -> int:
     """The whole batch's size from its Length field (LOG_OVERHEAD + Length); needs 12 bytes."""
-    return LOG_OVERHEAD + _LEN.unpack_from(raw, pos + _AT["length"])[0]
+    return LOG_OVERHEAD + LENGTH.unpack_from(raw, pos + _AT["length"])[0]
 
 
 def batch_bounds(raw, pos: int = 0) -> tuple[int, int]:
