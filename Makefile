@@ -90,6 +90,7 @@ voila: setup
 
 # loadgroup + tests/browser/xdist_group.py: the browser tests share one worker (one notebook at a time)
 test: setup browser
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -n 2 --dist loadgroup -p tests.browser.xdist_group -q
 
 # Known vulnerabilities in the installed packages (pip-audit; needs the network, so not part of

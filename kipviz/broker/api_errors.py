@@ -115,6 +115,17 @@ def new_errors(api: str, old: int, new: int) -> dict[str, list[str]]:
     return {"added": sorted(b - a), "removed": sorted(a - b)}
 
 
+def error_diff(api: str, a: int, b: int) -> list[dict]:
+    """Rows {path "(errors)", change "error added"/"error removed", detail "NAME (source)"} for a
+    version diff; none for an RPC without an error table."""
+    if api not in ERROR_ROWS:
+        return []
+    d = new_errors(api, a, b)
+    return ([{"path": "(errors)", "change": "error added", "detail": f"{n} ({source_of(api, n)})"}
+             for n in d["added"]] +
+            [{"path": "(errors)", "change": "error removed", "detail": n} for n in d["removed"]])
+
+
 def source_of(api: str, error: str) -> str:
     return next((s for n, _, _, s in ERROR_ROWS.get(api, []) if n == error), "")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..codec.defaults import struct_default
 from ..schema import registry
+from ..schema.error_codes import error_codes  # noqa: F401 - one function, in schema; cluster imports it here
 from ..schema.resolve import resolve
 
 # fields that identify an element and are copied from the request into the mirrored response
@@ -46,23 +47,3 @@ def error_response(api: str, version: int, request_body: dict | None, code: int)
     topics/partitions/groups so each gets its error (like Kafka's AbstractRequest.getErrorResponse)."""
     spec = registry.get(api + "Response")
     return _mirror(resolve(spec, version).fields, request_body or {}, code)
-
-
-def error_codes(body) -> tuple[int, ...]:
-    """Distinct non-zero error codes anywhere in a decoded body (keys ending in ErrorCode)."""
-    found: list[int] = []
-    _walk_codes(body, found)
-    return tuple(found)
-
-
-def _walk_codes(x, found: list) -> None:
-    # module level, not a closure: a recursive closure is a reference cycle left for the collector
-    if isinstance(x, dict):
-        for k, v in x.items():
-            if k.endswith("ErrorCode") and isinstance(v, int) and v and v not in found:
-                found.append(v)
-            else:
-                _walk_codes(v, found)
-    elif isinstance(x, list):
-        for v in x:
-            _walk_codes(v, found)

@@ -1,15 +1,15 @@
 """Topics with topic IDs (KIP-516) and their partition logs, including the internal topics."""
 from __future__ import annotations
 
-import struct
 import uuid
 from dataclasses import dataclass, field
 
 from .. import records as rec
+from ..records.header import restamp
+from ..schema.topics import INTERNAL_TOPICS
 from ..uuids import random_uuid
 
-_BASE_OFFSET, _LEADER_EPOCH = struct.Struct(">q"), struct.Struct(">i")   # a batch's first 8 bytes; bytes 12..15
-INTERNAL = ("__consumer_offsets", "__transaction_state", "__share_group_state")
+INTERNAL = INTERNAL_TOPICS
 
 
 @dataclass(slots=True)
@@ -72,7 +72,7 @@ class PartitionLog:
         if not items:
             return base
         if sent is not None:
-            stored = _BASE_OFFSET.pack(base) + sent[8:12] + _LEADER_EPOCH.pack(self.leader_epoch) + sent[16:]
+            stored = restamp(sent, base, self.leader_epoch)
         else:
             stored = rec.write_batch(
                 [(e.key, e.value, e.headers, None) for e in entries[base:]], base_offset=base, base_timestamp=now,

@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..codec.defaults import default_value
+from ..codec.fit import complete_body  # noqa: F401 - moved to codec; callers import it from here
 from ..records import encode_internal
 from ..records.control import CONTROL_TYPE_IDS, control_key, end_txn_marker_value
 from . import events as ev
@@ -722,25 +722,3 @@ class TransactionCoordinator:
         return None if txn is None else txn.describe()
 
 
-def complete_body(message: str, version: int, values: dict) -> dict:
-    """A body with exactly the fields of `message` at `version`: values taken from `values`
-    (extra keys ignored, nested struct lists completed too), the rest Kafka's defaults."""
-    from ..schema import registry
-    from ..schema.resolve import resolve
-    return _complete(resolve(registry.get(message), version).fields, values)
-
-
-def _complete(fields, given: dict) -> dict:
-    # module level, not a closure: a recursive closure is a reference cycle left for the collector
-    out = {}
-    for f in fields:
-        if f.name in given:
-            v = given[f.name]
-            if f.is_struct and f.is_array and isinstance(v, list):
-                v = [_complete(f.fields, x) if isinstance(x, dict) else x for x in v]
-            elif f.is_struct and not f.is_array and isinstance(v, dict):
-                v = _complete(f.fields, v)
-            out[f.name] = v
-        else:
-            out[f.name] = default_value(f)
-    return out

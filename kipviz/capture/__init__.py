@@ -19,6 +19,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
+from ..schema.error_codes import error_codes as _error_codes
 from ._kafka import MAX_REQUEST, MAX_RESPONSE, api_name, exchanges_of
 from ._packets import CaptureError, tcp_segments
 from ._tcp import Tracker
@@ -147,21 +148,8 @@ def read_pcap(path, *, ports=DEFAULT_PORTS) -> Exchanges:
 
 
 def error_codes(body) -> list[int]:
-    """Every distinct value of an *ErrorCode field anywhere in a decoded body, in order of appearance."""
-    found: list[int] = []
-    stack = [body]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, dict):
-            items = list(v.items())
-            for k, x in items:
-                if isinstance(k, str) and k.endswith("ErrorCode") and isinstance(x, int) and not isinstance(x, bool):
-                    if x not in found:
-                        found.append(x)
-            stack.extend(x for _, x in reversed(items) if isinstance(x, (dict, list, tuple)))
-        elif isinstance(v, (list, tuple)):
-            stack.extend(x for x in reversed(v) if isinstance(x, (dict, list, tuple)))
-    return found
+    """Every distinct value of an *ErrorCode field anywhere in a decoded body, 0 included (schema.error_codes)."""
+    return list(_error_codes(body, zero=True))
 
 
 def to_dataframe(exchanges, *, ports=DEFAULT_PORTS):

@@ -12,11 +12,11 @@ import itertools
 import uuid
 
 from .. import codec
-from ..broker import events as ev
-from ..broker.error_codes import CODE, NAME, RETRIABLE
-from ..broker.transactions import complete_body
+from ..codec.fit import complete_body
 from ..errors import DecodeError
+from ..schema import events as ev
 from ..schema import registry
+from ..schema.error_codes import CODE, NAME, RETRIABLE
 from ..uuids import ZERO_UUID
 
 E = CODE
@@ -50,7 +50,7 @@ def error_text(name: str, api: str | None, message: str) -> str:
     return f"{name}{where}" + (f": {message}" if message else "")
 
 
-class _Retry(Exception):
+class Retry(Exception):
     """Raised inside an attempt: back off and try again, refreshing `refresh` first
     ("coordinator", "metadata", or "group:<id>" for the producer's group coordinators)."""
 
@@ -129,16 +129,16 @@ class ClientBase:
         _, frame = self._frame(api, version, body)
         out = self._send(frame, broker)
         if not out:
-            raise _Retry(NETWORK_EXCEPTION, refresh="coordinator")
+            raise Retry(NETWORK_EXCEPTION, refresh="coordinator")
         return codec.decode_response(out, api, version)["body"]
 
     def _retrying(self, what: str, attempt):
-        """Run attempt() until it returns; _Retry means back off (virtual time) and try again."""
+        """Run attempt() until it returns; Retry means back off (virtual time) and try again."""
         last = None
         for n in range(self.retries + 1):
             try:
                 return attempt()
-            except _Retry as r:
+            except Retry as r:
                 last = r
                 self._act("retry", api=what, error=NAME.get(r.code, str(r.code)), attempt=n + 1,
                           backoff_ms=self.retry_backoff_ms)
@@ -158,7 +158,7 @@ class ClientBase:
             _, frame = self._frame("ApiVersions", version, body)
             out = self._send(frame, self.bootstrap_broker)
             if not out:
-                raise _Retry(NETWORK_EXCEPTION)
+                raise Retry(NETWORK_EXCEPTION)
             try:
                 resp = codec.decode_response(out, "ApiVersions", version)["body"]
             except DecodeError:       # an UNSUPPORTED_VERSION answer comes in the v0 layout
@@ -169,7 +169,7 @@ class ClientBase:
                 self._act("version", api="ApiVersions", version=version, fallback_to=theirs,
                           reason="broker answered UNSUPPORTED_VERSION")
                 if theirs >= version:
-                    raise _Retry(E["UNSUPPORTED_VERSION"])
+                    raise Retry(E["UNSUPPORTED_VERSION"])
                 version = theirs
                 return attempt()    # NetworkClient re-sends at once in the version the broker named
             if resp["ErrorCode"]:
@@ -221,7 +221,7 @@ class ClientBase:
             code, node = resp["ErrorCode"], resp["NodeId"]
         if code:
             if code in RETRIABLE:
-                raise _Retry(code)
+                raise Retry(code)
             raise self._coordinator_error(code, api)
         self._act("coordinator", key_type=key_type, key=key, node=node)
         return node
@@ -254,11 +254,11 @@ class ClientBase:
         return self._metadata.get(topic)
 
     def _topic_ids(self, topics) -> dict:
-        """{topic: topic id} for requests by id; _Retry (refresh metadata) while one is unknown."""
+        """{topic: topic id} for requests by id; Retry (refresh metadata) while one is unknown."""
         ids = {}
         for t in topics:
             info = self.topic_info(t)
             if info is None or info["id"] is None:
-                raise _Retry(E["UNKNOWN_TOPIC_OR_PARTITION"], refresh="metadata")
+                raise Retry(E["UNKNOWN_TOPIC_OR_PARTITION"], refresh="metadata")
             ids[t] = info["id"]
         return ids

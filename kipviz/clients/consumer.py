@@ -47,14 +47,17 @@ from __future__ import annotations
 import itertools
 import struct
 import weakref
+from functools import lru_cache
+from pathlib import Path
 from typing import NamedTuple
 
 from .. import codec
-from ..broker.error_codes import NAME
 from ..errors import KipvizError
 from ..records import read_batches
+from ..schema.error_codes import NAME
+from ..schema.loader import load_dir
 from ..uuids import random_uuid, to_kafka_str
-from .base import NETWORK_EXCEPTION, ClientBase, E, _Retry, error_name_code, error_text
+from .base import NETWORK_EXCEPTION, ClientBase, E, Retry, error_name_code, error_text
 from .producer import client_max_version, client_min_version  # noqa: F401 - re-exported, as before
 
 ISOLATION = {"read_uncommitted": 0, "read_committed": 1}
@@ -97,50 +100,38 @@ class ConsumerRecord(NamedTuple):
 
 
 # ---- ConsumerProtocol v0 (the classic protocol's opaque bytes) ---------------------------------------
-def _string(s: str) -> bytes:
-    b = s.encode()
-    return struct.pack(">h", len(b)) + b
+# ConsumerProtocol.java writes an int16 version, then the struct (the kit's own definitions in defs/consumer)
+_PROTOCOL_VERSION = 0
+_PREFIX = struct.Struct(">h")
+
+
+@lru_cache(maxsize=None)
+def _protocol_spec(name: str):
+    return load_dir(Path(__file__).resolve().parent.parent / "defs" / "consumer", require_kit=True)[name]
 
 
 def encode_subscription(topics) -> bytes:
     """ConsumerProtocolSubscription v0: version, [topic], user data (null)."""
-    topics = sorted(topics)
-    return (struct.pack(">hi", 0, len(topics)) + b"".join(_string(t) for t in topics) + struct.pack(">i", -1))
+    return _PREFIX.pack(_PROTOCOL_VERSION) + codec.encode(
+        _protocol_spec("ConsumerProtocolSubscription"), _PROTOCOL_VERSION, {"Topics": sorted(topics), "UserData": None})
 
 
 def decode_subscription(data: bytes) -> list[str]:
-    _, n = struct.unpack_from(">hi", data, 0)
-    pos, out = 6, []
-    for _ in range(n):
-        ln, = struct.unpack_from(">h", data, pos)
-        out.append(data[pos + 2:pos + 2 + ln].decode())
-        pos += 2 + ln
-    return out
+    return codec.decode(_protocol_spec("ConsumerProtocolSubscription"), _PROTOCOL_VERSION, data[2:])["Topics"]
 
 
 def encode_assignment(assignment: dict[str, list[int]]) -> bytes:
     """ConsumerProtocolAssignment v0: version, [topic, [partition]], user data (null)."""
-    out = struct.pack(">hi", 0, len(assignment))
-    for t in sorted(assignment):
-        ps = sorted(assignment[t])
-        out += _string(t) + struct.pack(f">i{len(ps)}i", len(ps), *ps)
-    return out + struct.pack(">i", -1)
+    parts = [{"Topic": t, "Partitions": sorted(assignment[t])} for t in sorted(assignment)]
+    return _PREFIX.pack(_PROTOCOL_VERSION) + codec.encode(
+        _protocol_spec("ConsumerProtocolAssignment"), _PROTOCOL_VERSION, {"AssignedPartitions": parts, "UserData": None})
 
 
 def decode_assignment(data: bytes) -> set[tuple[str, int]]:
     if not data:
         return set()
-    _, n = struct.unpack_from(">hi", data, 0)
-    pos, out = 6, set()
-    for _ in range(n):
-        ln, = struct.unpack_from(">h", data, pos)
-        topic = data[pos + 2:pos + 2 + ln].decode()
-        pos += 2 + ln
-        cnt, = struct.unpack_from(">i", data, pos)
-        ps = struct.unpack_from(f">{cnt}i", data, pos + 4)
-        pos += 4 + 4 * cnt
-        out.update((topic, p) for p in ps)
-    return out
+    body = codec.decode(_protocol_spec("ConsumerProtocolAssignment"), _PROTOCOL_VERSION, data[2:])
+    return {(tp["Topic"], p) for tp in body["AssignedPartitions"] for p in tp["Partitions"]}
 
 
 def range_assign(members: dict[str, list[str]], partitions: dict[str, int]) -> dict[str, dict[str, list[int]]]:
@@ -410,7 +401,7 @@ class Consumer(ClientBase):
         self._last_heartbeat = self.cluster.now
         code = resp["ErrorCode"]
         if code in COORDINATOR_ERRORS:
-            raise _Retry(code, refresh="coordinator")
+            raise Retry(code, refresh="coordinator")
         if code in FENCED_848:
             self._fenced(code, api, resp.get("ErrorMessage"))
             if v == 0 and code == E["UNKNOWN_MEMBER_ID"]:
@@ -595,7 +586,7 @@ class Consumer(ClientBase):
         if code == 0:
             return
         if code in COORDINATOR_ERRORS:
-            raise _Retry(code, refresh="coordinator")
+            raise Retry(code, refresh="coordinator")
         self._act("heartbeat-error", error=NAME.get(code, str(code)), generation=self.generation)
         if code == E["REBALANCE_IN_PROGRESS"]:
             self._request_rejoin("REBALANCE_IN_PROGRESS")
@@ -612,7 +603,7 @@ class Consumer(ClientBase):
         return None, -1
 
     def _offset_fetch_once(self, tps: list[tuple[str, int]], require_stable: bool) -> dict:
-        """{tp: offset | None | "UNSTABLE_OFFSET_COMMIT"}; raises _Retry / ConsumerError."""
+        """{tp: offset | None | "UNSTABLE_OFFSET_COMMIT"}; raises Retry / ConsumerError."""
         api = "OffsetFetch"
         v = self.version(api)
         by_topic: dict[str, list[int]] = {}
@@ -631,11 +622,11 @@ class Consumer(ClientBase):
         g = resp["Groups"][0] if v >= 8 else resp
         code = g.get("ErrorCode", 0)
         if code in COORDINATOR_ERRORS:
-            raise _Retry(code, refresh="coordinator")
+            raise Retry(code, refresh="coordinator")
         if code == E["STALE_MEMBER_EPOCH"]:
             self._act("offset-fetch-stale-epoch", member_epoch=epoch)
             self._retrying("ConsumerGroupHeartbeat", self._consumer_heartbeat)
-            raise _Retry(code)
+            raise Retry(code)
         if code == E["UNKNOWN_MEMBER_ID"]:
             self._fenced(code, "OffsetFetch")
             raise self._raise(ConsumerError(code, "the member left the group; it rejoins at the next poll",
@@ -654,9 +645,9 @@ class Consumer(ClientBase):
                 if pc == E["UNSTABLE_OFFSET_COMMIT"]:
                     out[tp] = "UNSTABLE_OFFSET_COMMIT"
                 elif pc in COORDINATOR_ERRORS:
-                    raise _Retry(pc, refresh="coordinator")
+                    raise Retry(pc, refresh="coordinator")
                 elif pc in METADATA_ERRORS:
-                    raise _Retry(pc, refresh="metadata")
+                    raise Retry(pc, refresh="metadata")
                 elif pc:
                     raise self._raise(ConsumerError(pc, api=api, partitions=[tp]))
                 else:
@@ -722,7 +713,7 @@ class Consumer(ClientBase):
             for t, p in tps:
                 info = self.topic_info(t)
                 if info is None or p not in info["partitions"]:
-                    raise _Retry(E["UNKNOWN_TOPIC_OR_PARTITION"], refresh="metadata")
+                    raise Retry(E["UNKNOWN_TOPIC_OR_PARTITION"], refresh="metadata")
                 by_leader.setdefault(info["partitions"][p], {}).setdefault(t, []).append(p)
             found = {}
             for leader, topics in sorted(by_leader.items()):
@@ -734,7 +725,7 @@ class Consumer(ClientBase):
                 for t in resp["Topics"]:
                     for p in t["Partitions"]:
                         if p["ErrorCode"] in METADATA_ERRORS:
-                            raise _Retry(p["ErrorCode"], refresh="metadata")
+                            raise Retry(p["ErrorCode"], refresh="metadata")
                         if p["ErrorCode"]:
                             raise self._raise(ConsumerError(p["ErrorCode"], api=api,
                                                             partitions=[(t["Name"], p["PartitionIndex"])]))
@@ -776,7 +767,7 @@ class Consumer(ClientBase):
                     "SessionEpoch": -1, "Topics": req_topics, "ForgottenTopicsData": [], "RackId": ""}
             try:
                 resp = self._call(api, v, body, leader)
-            except _Retry as r:
+            except Retry as r:
                 self._act("retry", api=api, error=NAME.get(r.code, str(r.code)), attempt=1, backoff_ms=0)
                 self._metadata.clear()
                 continue
@@ -898,13 +889,13 @@ class Consumer(ClientBase):
                     continue
                 self._act("commit-error", topic=tp[0], partition=tp[1], error=NAME.get(code, str(code)), version=v)
                 if code in COORDINATOR_ERRORS:
-                    retry = _Retry(code, refresh="coordinator")
+                    retry = Retry(code, refresh="coordinator")
                 elif code in METADATA_ERRORS:
-                    retry = _Retry(code, refresh="metadata")
+                    retry = Retry(code, refresh="metadata")
                 elif code == E["STALE_MEMBER_EPOCH"] and stale[0] == 0:
                     stale[0] += 1      # refresh the epoch with a heartbeat, then commit again
                     self._retrying("ConsumerGroupHeartbeat", self._consumer_heartbeat)
-                    retry = _Retry(code)
+                    retry = Retry(code)
                 elif code in (E["UNKNOWN_MEMBER_ID"], E["ILLEGAL_GENERATION"], E["FENCED_MEMBER_EPOCH"],
                               E["STALE_MEMBER_EPOCH"], E["FENCED_INSTANCE_ID"]):
                     raise self._raise(CommitFailedError(code, "the group refused the commit", api=api,
@@ -915,7 +906,7 @@ class Consumer(ClientBase):
                 else:
                     raise self._raise(ConsumerError(code, api=api, partitions=[tp]))
         if pending:
-            raise retry or _Retry(E["UNKNOWN_SERVER_ERROR"])
+            raise retry or Retry(E["UNKNOWN_SERVER_ERROR"])
 
     # ---- close ---------------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -929,7 +920,7 @@ class Consumer(ClientBase):
                     self._leave_consumer_protocol()
                 elif self.protocol == "classic" and self.generation >= 0:
                     self._leave_classic()
-        except (ConsumerError, _Retry) as e:
+        except (ConsumerError, Retry) as e:
             self._act("leave-failed", error=getattr(e, "error", None) or NAME.get(getattr(e, "code", -1)))
         self._lose_partitions("close")
         self._pending.clear()

@@ -33,16 +33,16 @@ from __future__ import annotations
 import itertools
 from typing import NamedTuple
 
-from ..broker.error_codes import NAME, RETRIABLE
-from ..broker.transactions import complete_body  # noqa: F401 - re-exported
+from ..codec.fit import complete_body  # noqa: F401 - re-exported
 from ..errors import KipvizError
 from ..records import write_batch
+from ..schema.error_codes import NAME, RETRIABLE
 from .base import (  # noqa: F401 - re-exported
     CLIENT_MAX,
     NETWORK_EXCEPTION,
     ClientBase,
     E,
-    _Retry,
+    Retry,
     client_max_version,
     client_min_version,
     error_name_code,
@@ -277,9 +277,9 @@ class Producer(ClientBase):
             if code == 0:
                 return resp["ProducerId"], resp["ProducerEpoch"]
             if code in COORDINATOR_MOVED:
-                raise _Retry(code, refresh="coordinator")
+                raise Retry(code, refresh="coordinator")
             if code in (E["CONCURRENT_TRANSACTIONS"], E["COORDINATOR_LOAD_IN_PROGRESS"], NETWORK_EXCEPTION):
-                raise _Retry(code)
+                raise Retry(code)
             if code in FENCED:
                 raise self._fail(ProducerFencedError(code, api=api))
             raise self._fail(FatalError(code, api=api))
@@ -309,12 +309,12 @@ class Producer(ClientBase):
         self._set_state("IN_TRANSACTION", "begin_transaction")
 
     def _txn_error(self, code: int, api: str) -> None:
-        """Raise for a coordinator answer the transaction cannot survive (or _Retry)."""
+        """Raise for a coordinator answer the transaction cannot survive (or Retry)."""
         if code in COORDINATOR_MOVED:
-            raise _Retry(code, refresh="coordinator")
+            raise Retry(code, refresh="coordinator")
         if code in (E["CONCURRENT_TRANSACTIONS"], E["COORDINATOR_LOAD_IN_PROGRESS"], NETWORK_EXCEPTION,
                     E["UNKNOWN_TOPIC_OR_PARTITION"], OPERATION_NOT_ATTEMPTED_CODE):
-            raise _Retry(code, refresh="metadata" if code == E["UNKNOWN_TOPIC_OR_PARTITION"] else None)
+            raise Retry(code, refresh="metadata" if code == E["UNKNOWN_TOPIC_OR_PARTITION"] else None)
         if code in FENCED:
             raise self._fail(ProducerFencedError(code, api=api))
         if code in (E["TOPIC_AUTHORIZATION_FAILED"], E["GROUP_AUTHORIZATION_FAILED"],
@@ -389,7 +389,7 @@ class Producer(ClientBase):
     def _need_topic(self, topic: str) -> dict:
         info = self.topic_info(topic, refresh=True)
         if info is None:
-            raise _Retry(E["UNKNOWN_TOPIC_OR_PARTITION"])
+            raise Retry(E["UNKNOWN_TOPIC_OR_PARTITION"])
         return info
 
     def _produce_once(self, tp, records: list, batched: bool = False) -> RecordMetadata:
@@ -397,7 +397,7 @@ class Producer(ClientBase):
         topic, partition = tp
         info = self.topic_info(topic)
         if info is None or partition not in info["partitions"]:
-            raise _Retry(E["UNKNOWN_TOPIC_OR_PARTITION"], refresh="metadata")
+            raise Retry(E["UNKNOWN_TOPIC_OR_PARTITION"], refresh="metadata")
         v = self.version(api, cap=None if info["id"] is not None else 12)
         seq = self._sequences.get(tp, 0)
         now = self.cluster.now
@@ -418,13 +418,13 @@ class Producer(ClientBase):
             self._act("sent", topic=topic, partition=partition, offset=part["BaseOffset"], version=v, **more)
             return RecordMetadata(topic, partition, part["BaseOffset"])
         if code in (E["NOT_LEADER_OR_FOLLOWER"], E["UNKNOWN_TOPIC_OR_PARTITION"], E["UNKNOWN_TOPIC_ID"]):
-            raise _Retry(code, refresh="metadata")
+            raise Retry(code, refresh="metadata")
         if code in FENCED:
             raise self._fail(ProducerFencedError(code, api=api))
         if code == E["INVALID_TXN_STATE"]:
             raise self._fail(FatalError(code, api=api))
         if code in RETRIABLE:
-            raise _Retry(code)
+            raise Retry(code)
         raise self._fail(AbortableError(code, api=api))
 
     # ---- offsets --------------------------------------------------------------------------------
@@ -526,7 +526,7 @@ class Producer(ClientBase):
                     raise self._fail(FatalError(code, "unexpected error", api=api))
         if pending:
             # partitions still pending (retriable errors, or missing from the answer): re-enqueue
-            raise _Retry(E["UNKNOWN_SERVER_ERROR"] if retry is None else retry, refresh=refresh)
+            raise Retry(E["UNKNOWN_SERVER_ERROR"] if retry is None else retry, refresh=refresh)
 
     # ---- KIP-1289 (PROPOSED): share-group acknowledgements in the transaction --------------------
     def send_share_acknowledgements_to_transaction(self, acknowledgements: dict, share_group_metadata) -> None:
@@ -601,7 +601,7 @@ class Producer(ClientBase):
             found = self._topic_by_key(key[0])
             info = self.topic_info(found[0]) if found else None
             if info is None or key[1] not in info["partitions"]:
-                raise _Retry(E["UNKNOWN_TOPIC_OR_PARTITION"], refresh="metadata")
+                raise Retry(E["UNKNOWN_TOPIC_OR_PARTITION"], refresh="metadata")
             by_leader.setdefault(info["partitions"][key[1]], {})[key] = found[1]
         retry = None
         for leader, keys in sorted(by_leader.items()):
@@ -633,7 +633,7 @@ class Producer(ClientBase):
                 continue
             raise self._fail(AbortableError(bad, api=api))
         if pending:
-            raise _Retry(E["UNKNOWN_SERVER_ERROR"] if retry is None else retry, refresh="metadata")
+            raise Retry(E["UNKNOWN_SERVER_ERROR"] if retry is None else retry, refresh="metadata")
 
     def _share_ack_error(self, code: int, api: str) -> None:
         if code in FENCED:
@@ -642,7 +642,7 @@ class Producer(ClientBase):
             raise self._fail(CommitFailedError(code, api=api))
         if code in (E["CONCURRENT_TRANSACTIONS"], E["COORDINATOR_LOAD_IN_PROGRESS"], E["COORDINATOR_NOT_AVAILABLE"],
                     E["NOT_COORDINATOR"], NETWORK_EXCEPTION):
-            raise _Retry(code)
+            raise Retry(code)
         if code in (E["GROUP_AUTHORIZATION_FAILED"], E["TOPIC_AUTHORIZATION_FAILED"], E["TRANSACTION_ABORTABLE"],
                     E["INVALID_PRODUCER_ID_MAPPING"], E["INVALID_RECORD_STATE"]):
             raise self._fail(AbortableError(code, api=api))

@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass
 
 from .. import records as rec
-from ..broker import events as ev
+from ..schema import events as ev
 from ..uuids import to_kafka_str
 
 

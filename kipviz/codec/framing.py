@@ -5,26 +5,12 @@ import struct
 
 from ..errors import DecodeError, EncodeError, UnknownMessageError
 from ..schema import registry
+from ..schema.headers import request_header_version, response_header_version  # noqa: F401 - moved to schema
 from ..schema.model import MessageSpec
 from .plan import Span, plan_for
 
 _I = struct.Struct(">i")
 _HH = struct.Struct(">hh")
-
-
-def request_header_version(spec: MessageSpec, version: int) -> int:
-    """Kafka derives the header version from the body's flexibleVersions."""
-    if spec.api == "ControlledShutdown" and version == 0:
-        return 0
-    return 2 if spec.is_flexible(version) else 1
-
-
-def response_header_version(spec: MessageSpec, version: int) -> int:
-    # ApiVersionsResponse always uses header v0: a client that does not yet know the
-    # broker's versions must be able to read the answer.
-    if spec.api == "ApiVersions":
-        return 0
-    return 1 if spec.is_flexible(version) else 0
 
 
 def frame(payload: bytes) -> bytes:

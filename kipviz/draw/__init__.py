@@ -10,9 +10,9 @@
     sequence_diagram(events)                    a scenario's messages between lifelines (SVG)
     record_strip(events)                        a share partition's records over time (state, deliveries, owner)
 """
+from ..records.examples import example_value
 from .animate import Animation
 from .diff import diff_diagram, diff_table, version_diff
-from .examples import example_value
 from .history import history_html, version_history
 from .machines import state_diagram, tables
 from .record_strip import RecordStrip, record_strip, share_state_diagrams

@@ -23,8 +23,8 @@ from .. import codec
 from ..schema import registry
 from ..schema.model import MessageSpec
 from ..schema.resolve import VField, resolve
-from .diff import _flatten, _spec_paths, rename_version
-from .wire import wire_type
+from ..schema.wiretype import wire_type
+from .diff import flatten, rename_version, spec_paths
 
 __all__ = ["version_history", "history_html", "cell_code", "META_ROWS", "ABSENT"]
 
@@ -62,8 +62,8 @@ def _meta(spec: MessageSpec, v: int) -> dict:
 
 def _grid(spec: MessageSpec) -> tuple[list[int], list[str], dict]:
     versions = spec.versions
-    flat = {v: _flatten(resolve(spec, v).fields) for v in versions}
-    paths = [p for p in _spec_paths(spec.fields) if any(p in flat[v] for v in versions)]
+    flat = {v: flatten(resolve(spec, v).fields) for v in versions}
+    paths = [p for p in spec_paths(spec.fields) if any(p in flat[v] for v in versions)]
     return versions, paths, flat
 
 

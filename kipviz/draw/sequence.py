@@ -52,7 +52,9 @@ from dataclasses import dataclass, field
 
 from ..broker import events as E
 from ..broker.error_codes import name_of
-from ..schema import registry
+from ..broker.tables import transaction as _txn_table
+from ..schema.status import version_status
+from ..schema.topics import INTERNAL_TOPICS
 from .render import to_html
 
 __all__ = ["sequence_diagram", "sequence_html", "lifeline_of", "record_summary", "state_summary", "error_places",
@@ -70,9 +72,7 @@ LEADER_APIS = frozenset({"Produce", "Fetch", "ListOffsets", "ShareFetch", "Share
                          "TxnShareAcknowledge", "DeleteRecords", "OffsetForLeaderEpoch"})
 SHARE_STATE_APIS = frozenset({"InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState",
                               "DeleteShareGroupState", "ReadShareGroupStateSummary"})
-INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
-TXN_STATUS = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
-              5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}   # TransactionMetadata.scala ids
+TXN_STATUS = dict(_txn_table.STATE_NAMES)   # TransactionMetadata.scala ids, from the broker's table
 
 FONT = "Helvetica,Arial,sans-serif"
 C_TEXT = "#1a202c"
@@ -248,15 +248,6 @@ def _tip(ev) -> str:
     except Exception:  # noqa: BLE001
         text = str(ev.body)
     return text if len(text) <= 600 else text[:597] + "…"
-
-
-def version_status(api: str, version: int) -> str | None:
-    """released / accepted / proposed for a request version the kit defines, else None."""
-    try:
-        st = registry.get(api + "Request").status(version)
-    except Exception:  # noqa: BLE001 - an api or version the kit does not define
-        return None
-    return st.status if st is not None else None
 
 
 def add_partitions_label(d: dict) -> str:

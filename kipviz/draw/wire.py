@@ -26,10 +26,11 @@ from collections import defaultdict
 import graphviz
 
 from .. import codec, uuids
+from ..records.examples import example_value
 from ..schema import registry
-from ..schema.model import FIXED_SIZES, MessageSpec
+from ..schema.model import MessageSpec
 from ..schema.resolve import VField, resolve
-from .examples import example_value
+from ..schema.wiretype import wire_type  # noqa: F401 - moved to schema; re-exported here
 from .render import label_text, to_svg
 
 __all__ = ["wire_diagram", "wire_svg", "wire_type", "header_info", "text_width"]
@@ -72,27 +73,6 @@ def _small(s: str, color: str = "#555555", size: int = 9) -> str:
 
 def _wrap(text: str, width: int = 80) -> str:
     return '<BR ALIGN="LEFT"/>'.join(_e(line) for line in textwrap.wrap(text, width)) + '<BR ALIGN="LEFT"/>'
-
-
-# ---- wire types ---------------------------------------------------------------------------------
-def _prim_type(t: str, compact: bool) -> str:
-    if t in FIXED_SIZES:
-        return f"{t} · {FIXED_SIZES[t]}B"
-    if t == "string":
-        return "string (compact) · varint len" if compact else "string · int16 len"
-    if t in ("bytes", "records"):
-        return f"{t} (compact) · varint len" if compact else f"{t} · int32 len"
-    return t
-
-
-def wire_type(f: VField) -> str:
-    """How a resolved field is written: "int32 · 4B", "array (compact) · varint count of …"."""
-    if f.is_array:
-        head = "array (compact) · varint count" if f.compact else "array · int32 count"
-        return f"{head} of {f.elem if f.is_struct else _prim_type(f.elem, f.compact)}"
-    if f.is_struct:
-        return f"struct {f.elem}" + (" · int8 presence" if f.nullable else "")
-    return _prim_type(f.elem, f.compact)
 
 
 def _null_note(f: VField) -> str:

@@ -103,7 +103,7 @@ import time
 from collections import Counter, namedtuple
 from dataclasses import dataclass, field
 
-from ..broker.events import Note, RecordAppended, StateChanged
+from ..schema.events import Note, RecordAppended, StateChanged
 from .txnlog import TXN_KINDS, check_markers
 
 SOURCE_HEADER = "kipviz-source"

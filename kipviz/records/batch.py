@@ -76,6 +76,21 @@ from ..errors import DecodeError, EncodeError
 from ..gcpause import gc_paused
 from .compression import CODEC_NAMES, MAX_DECOMPRESSED, codec_id, compress, decompress
 from .control import parse_control
+from .header import (  # noqa: F401 - the header layout lives in records/header.py; these names stay here too
+    COMPRESSION_MASK,
+    CONTROL_MASK,
+    DELETE_HORIZON_MASK,
+    HEADER,
+    HEADER_FIELDS,
+    HEADER_KEYS,
+    HEADER_SIZE,
+    LENGTH,
+    LOG_OVERHEAD,
+    MIN_LENGTH,
+    TIMESTAMP_TYPE_MASK,
+    TIMESTAMP_TYPES,
+    TRANSACTIONAL_MASK,
+)
 
 __all__ = ["read_batches", "write_batch", "annotate_batches", "Batches", "HEADER_SIZE",
            "HEADER_FIELDS", "RecordLimitError", "MAX_TOTAL_DECOMPRESSED", "MAX_RECORDS"]
@@ -85,35 +100,6 @@ __all__ = ["read_batches", "write_batch", "annotate_batches", "Batches", "HEADER
 MAX_TOTAL_DECOMPRESSED = 256 * 1024 * 1024
 MAX_RECORDS = 1_000_000
 MIN_RECORD_SIZE = 7   # length, attributes, timestamp delta, offset delta, key, value, header count
-
-HEADER = struct.Struct(">qiibIhiqqqhii")
-HEADER_SIZE = HEADER.size  # 61
-LOG_OVERHEAD = 12          # BaseOffset + Length
-MIN_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49
-_LEN = struct.Struct(">i")
-
-# (wire name, dict key, offset, size, wire type, span role)
-HEADER_FIELDS = (
-    ("BaseOffset", "base_offset", 0, 8, "int64", "value"),
-    ("Length", "length", 8, 4, "int32", "length"),
-    ("PartitionLeaderEpoch", "partition_leader_epoch", 12, 4, "int32", "value"),
-    ("Magic", "magic", 16, 1, "int8", "value"),
-    ("CRC", "crc", 17, 4, "uint32", "value"),
-    ("Attributes", "attributes", 21, 2, "int16", "value"),
-    ("LastOffsetDelta", "last_offset_delta", 23, 4, "int32", "value"),
-    ("BaseTimestamp", "base_timestamp", 27, 8, "int64", "value"),
-    ("MaxTimestamp", "max_timestamp", 35, 8, "int64", "value"),
-    ("ProducerId", "producer_id", 43, 8, "int64", "value"),
-    ("ProducerEpoch", "producer_epoch", 51, 2, "int16", "value"),
-    ("BaseSequence", "base_sequence", 53, 4, "int32", "value"),
-    ("RecordsCount", "records_count", 57, 4, "int32", "count"),
-)
-_KEYS = tuple(f[1] for f in HEADER_FIELDS)
-TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
-
-COMPRESSION_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK, CONTROL_MASK, DELETE_HORIZON_MASK = (
-    0x07, 0x08, 0x10, 0x20, 0x40)
-
 
 class Batches(list):
     """read_batches' result: a list of batch dicts, plus
@@ -222,7 +208,7 @@ def _walk(data: bytes, verify_crc: bool, strict: bool, limits: _Limits, spans) -
         if avail < LOG_OVERHEAD:
             _partial(out, i, pos, avail, None, strict, spans, prefix)
             break
-        (length,) = _LEN.unpack_from(data, pos + 8)
+        (length,) = LENGTH.unpack_from(data, pos + 8)
         if length < MIN_LENGTH:
             raise DecodeError(f"Length {length} is less than the {MIN_LENGTH} bytes of batch header "
                               f"that follow it", pos + 8, prefix + ".Length")
@@ -248,7 +234,7 @@ def _walk(data: bytes, verify_crc: bool, strict: bool, limits: _Limits, spans) -
         count = h[12]
         if count < 0:
             raise DecodeError(f"negative RecordsCount {count}", pos + 57, prefix + ".RecordsCount")
-        batch = dict(zip(_KEYS, h, strict=True))
+        batch = dict(zip(HEADER_KEYS, h, strict=True))
         is_control = bool(attrs & CONTROL_MASK)
         lat = h[8] if attrs & TIMESTAMP_TYPE_MASK else None
         batch["compression"] = CODEC_NAMES[cid]
@@ -722,6 +708,7 @@ def write_batch(records=(), **header) -> bytes:
 
 
 _I32, _I64 = (-2**31, 2**31 - 1), (-2**63, 2**63 - 1)
+INT64_RANGE = _I64   # public: spark/decode checks timestamps against it
 
 
 def _zigzag_varint(v: int, bits: int = 32) -> bytes:

@@ -17,7 +17,7 @@ from crc32c import crc32c as _crc32c
 
 from ..codec.varint import read_uvarint, read_uvarlong
 from ..errors import DecodeError
-from .batch import COMPRESSION_MASK, CONTROL_MASK, HEADER, HEADER_SIZE, LOG_OVERHEAD
+from .header import COMPRESSION_MASK, CONTROL_MASK, HEADER, HEADER_SIZE, LOG_OVERHEAD
 
 __all__ = ["skim_batch"]
 

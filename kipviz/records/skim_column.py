@@ -23,15 +23,12 @@ import numpy as np
 import pyarrow as pa
 from crc32c import crc32c
 
-from .batch import COMPRESSION_MASK, CONTROL_MASK, HEADER_SIZE, LOG_OVERHEAD, TIMESTAMP_TYPE_MASK
+from .header import COMPRESSION_MASK, CONTROL_MASK, HEADER_SIZE, LOG_OVERHEAD, TIMESTAMP_TYPE_MASK, numpy_dtype
 
 __all__ = ["skim_column", "Skimmed"]
 
 # the v2 batch header, big-endian, packed: the fields kipviz.records.batch.HEADER unpacks
-_HEADER = np.dtype([("base_offset", ">i8"), ("length", ">i4"), ("leader_epoch", ">i4"), ("magic", "i1"),
-                    ("crc", ">u4"), ("attributes", ">i2"), ("last_offset_delta", ">i4"),
-                    ("base_timestamp", ">i8"), ("max_timestamp", ">i8"), ("producer_id", ">i8"),
-                    ("producer_epoch", ">i2"), ("base_sequence", ">i4"), ("count", ">i4")])
+_HEADER = numpy_dtype({"partition_leader_epoch": "leader_epoch", "records_count": "count"})
 assert _HEADER.itemsize == HEADER_SIZE
 MIN_RECORD = 7           # length, attributes, timestamp and offset deltas, key, value, header count
 MIN_ACTIVE = 32          # below this many batches still walking, the rest go back to the caller

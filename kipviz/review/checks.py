@@ -411,7 +411,7 @@ def new_version_not_flexible(s: Subject) -> list[Finding]:
 
 
 def new_version_same_wire(s: Subject) -> list[Finding]:
-    from ..draw.diff import version_diff
+    from ..schema.diff import version_diff
     out = []
     for v in s.new_versions:
         if v - 1 in s.draft.valid and not version_diff(s.draft, v - 1, v):

@@ -3,9 +3,9 @@ so kipviz.draw.diff (one definition, two versions) does not apply. Fields are ma
 or alias, as the compatibility checks match them."""
 from __future__ import annotations
 
-from ..draw.wire import wire_type
 from ..schema.model import MessageSpec
 from ..schema.resolve import VField
+from ..schema.wiretype import wire_type
 from .checks import _pair, _present
 
 __all__ = ["cross_diff"]

@@ -6,11 +6,12 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
-from ..draw.diff import diff_diagram, version_diff
+from ..draw.diff import diff_diagram
 from ..draw.hexdump import hexdump_html
 from ..draw.render import _inline_svg, to_svg
 from ..draw.wire import wire_diagram
 from ..errors import KipvizError
+from ..schema.diff import version_diff
 from . import source
 from .checks import RULES, ranges
 from .crossdiff import cross_diff

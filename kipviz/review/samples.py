@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 from .. import codec
 from ..codec.jsonview import to_json
-from ..draw.examples import example_value
 from ..errors import KipvizError
+from ..records.examples import example_value
 from ..schema.model import MessageSpec
 
 __all__ = ["Example", "example", "to_json"]

@@ -7,22 +7,20 @@ import dataclasses
 import itertools
 import json
 import operator
-import struct
 import uuid
 from collections import deque
 
 import numpy as np
 import pyarrow as pa
 
-from ..broker import events as ev
-from ..broker.error_codes import name_of
+from ..records.header import batch_summary
+from ..schema import events as ev
 from ..schema import registry
+from ..schema.error_codes import name_of
 from ..uuids import to_kafka_str
 from .schema import BATCH, EVENT, HEADER, TOPIC
 
 SHORT_BYTES = 64          # bytes up to this size are shown in full ("0x.."), longer as "<N bytes>"
-_BATCH_HEAD = struct.Struct(">q13xhi8xqqh")    # base offset, attributes, last offset delta, max ts, pid, epoch
-_TRANSACTIONAL, _CONTROL, _LOG_APPEND_TIME = 0x10, 0x20, 0x08
 
 
 # ---- detail JSON -------------------------------------------------------------------------------------------
@@ -276,11 +274,7 @@ def _request_columns(rows: list[list]) -> dict[str, list]:
 
 
 # ---- partition logs ---------------------------------------------------------------------------------------------
-def batch_header(raw: bytes) -> tuple[int, int, int, int, bool, bool, bool]:
-    """(base offset, last offset, producer id, producer epoch, transactional, control, LogAppendTime)."""
-    base, attrs, delta, _max_ts, pid, epoch = _BATCH_HEAD.unpack_from(raw, 0)
-    return (base, base + delta, pid, epoch, bool(attrs & _TRANSACTIONAL), bool(attrs & _CONTROL),
-            bool(attrs & _LOG_APPEND_TIME))
+batch_header = batch_summary   # (base, last, pid, epoch, transactional, control, LogAppendTime)
 
 
 _KEY, _VALUE, _OFFSET = operator.attrgetter("key"), operator.attrgetter("value"), operator.attrgetter("offset")

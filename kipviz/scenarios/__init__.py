@@ -95,8 +95,8 @@ class Trace:
         """One row per request/response pair (pandas DataFrame)."""
         import pandas as pd
 
-        from ..broker.error_codes import name_of
-        from ..broker.events import ResponseSent
+        from ..schema.error_codes import name_of
+        from ..schema.events import ResponseSent
         rows = [{"t": e.t, "client": e.client, "broker": e.broker, "api": e.api, "version": e.version,
                  "correlation_id": e.correlation_id,
                  "errors": ", ".join(name_of(c) for c in e.error_codes) or "NONE"}

@@ -9,9 +9,9 @@ heartbeat or commit from an earlier epoch or generation) are sent as raw frames.
 from __future__ import annotations
 
 from .. import codec
-from ..broker.error_codes import name_of
 from ..broker.transactions import complete_body
 from ..clients import Consumer
+from ..schema.error_codes import name_of
 from . import Trace, scenario
 from .transactions import collapse, error_names, responses, table_walk
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 
-from ..broker.error_codes import name_of
+from ..schema.error_codes import name_of
 from . import Trace, scenario
 from .kip516 import Wire, newest
 

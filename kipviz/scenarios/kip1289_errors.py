@@ -34,7 +34,6 @@ cases is one of the KIP's documented windows): its Report is trace.result["eos"]
 registered scenario (kip1289.happy_commit in kip1289_faults.py is the named one)."""
 from __future__ import annotations
 
-from ..broker.error_codes import CODE, name_of
 from ..broker.share_txn import OPERATION_NOT_ATTEMPTED, pending
 from ..clients import Consumer, Producer
 from ..clients.producer import (
@@ -47,6 +46,7 @@ from ..clients.producer import (
 from ..clients.share_consumer import ShareConsumer
 from ..eos import check_share_eos
 from ..records import share_coordinator_partition
+from ..schema.error_codes import CODE, name_of
 from . import Scenario, Trace, scenario
 
 KIP = "KIP-1289"

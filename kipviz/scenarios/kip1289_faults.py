@@ -32,12 +32,12 @@ only for cases 1 and 12, the two windows the KIP documents. The helpers shared w
 come from kip1289_errors."""
 from __future__ import annotations
 
-from ..broker.error_codes import name_of
 from ..broker.share_txn import pending
 from ..clients import Consumer, Producer
 from ..clients.producer import ProducerError, ProducerFencedError
 from ..clients.share_consumer import ShareConsumer
 from ..eos import AT_LEAST_ONCE, VIOLATION, check_share_eos, source_header
+from ..schema.error_codes import name_of
 from . import Finding, Trace, scenario
 from .kip1289_errors import (
     ACCEPT,

@@ -21,8 +21,8 @@ from __future__ import annotations
 import uuid
 
 from ..broker import Acl
-from ..broker.error_codes import CODE, name_of
 from ..clients import AbortableError, CommitFailedError, Producer, classify_txn_offset_commit_error
+from ..schema.error_codes import CODE, name_of
 from ..uuids import ZERO_UUID, to_kafka_str
 from . import Finding, Trace, scenario
 from .kip516 import Wire, newest, offsets_records, part_errors

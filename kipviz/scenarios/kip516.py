@@ -22,9 +22,9 @@ import uuid
 
 from .. import codec
 from ..broker import served_versions
-from ..broker.error_codes import name_of
 from ..broker.groups import shape
 from ..records import decode_internal, read_batches, write_batch
+from ..schema.error_codes import name_of
 from ..uuids import RESERVED, ZERO_UUID, to_kafka_str
 from . import Trace, scenario
 

@@ -11,9 +11,9 @@ so each step is a real request frame; the checks read the cluster's events (resp
 appended, state changes) and what a read_committed consumer gets back."""
 from __future__ import annotations
 
-from ..broker.error_codes import name_of
 from ..broker.tables.transaction import STATE_NAMES
 from ..clients import Consumer, Producer, ProducerFencedError
+from ..schema.error_codes import name_of
 from . import Trace, scenario
 
 INPUT, OUTPUT = "orders", "orders-enriched"

@@ -19,9 +19,9 @@ import time
 
 import ipywidgets as W
 
-from ..broker import events as ev
 from ..draw.record_strip import parse_key
 from ..draw.sequence import sequence_diagram
+from ..schema import events as ev
 
 # share-record state changes are drawn by the record strip, not the state-machine player
 _STRIP_MACHINES = ("share-record",)

@@ -25,7 +25,7 @@ import pyarrow as pa
 from ..eos.checker import SOURCE_HEADER
 from ..errors import DecodeError
 from ..records import read_batches
-from ..records.batch import _I64 as _INT64
+from ..records.batch import INT64_RANGE as _INT64
 from ..records.batch import TIMESTAMP_TYPE_MASK as _LOG_APPEND_TIME
 from ..records.batch import TRANSACTIONAL_MASK as _TRANSACTIONAL
 from ..records.internal import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TRANSACTION_STATE, decode_internal

@@ -461,7 +461,7 @@ def _recheck(rows, hist: dict, outputs: dict, group, input_topic, output_topic, 
     rebuilt from what was fetched for them (hist: _history, outputs: _outputs_of) and checked by
     check_share_eos, whose classification, KIP-1289 case and wording are then taken. Needs the
     model's event order (the batches' seq); without it the outcome stays a plain violation."""
-    from ..broker.events import RecordAppended, StateChanged
+    from ..schema.events import RecordAppended, StateChanged
     rids = sorted({r["rid"] for r in rows})
     outs = [o for rid in rids for o in outputs.get(rid, ())]
     marks = {(o["partition"], o["marker_offset"]): o for o in outs if o["marker_offset"] is not None}

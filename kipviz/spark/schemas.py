@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from ..broker.tables import share_record as _share_record
+from ..broker.tables import transaction as _transaction
+
 HEADER = pa.struct([("key", pa.string()), ("value", pa.binary())])
 KAFKA = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
                    ("partition", pa.int32()), ("offset", pa.int64()),
@@ -77,7 +80,6 @@ def spark_schema(schema: pa.Schema):
     return from_arrow_schema(schema)
 
 
-# Kafka's TransactionStatus ids (kipviz.broker.tables.transaction) and share delivery states
-TXN_STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
-              5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
-DELIVERY_STATES = {0: "AVAILABLE", 1: "ACQUIRED", 2: "ACKNOWLEDGED", 4: "ARCHIVED"}
+# Kafka's TransactionStatus ids and share delivery-state ids, read from the broker's tables (one source)
+TXN_STATES = dict(_transaction.STATE_NAMES)
+DELIVERY_STATES = {i: name for name, i in _share_record.STATE_IDS.items()}

@@ -285,7 +285,7 @@ class Explorer(W.VBox):
             version = _default_version(spec)
         if isinstance(version, bool) or not isinstance(version, int) or version not in spec.valid:
             raise UnknownMessageError(f"{spec.name} has no version {version!r} (valid: {spec.valid})")
-        from ..draw.examples import example_value
+        from ..records.examples import example_value
         value = example_value(spec, version)
         self._show(spec, version, value)
         return True
@@ -578,7 +578,7 @@ class Explorer(W.VBox):
         v = change["new"]
         if v not in self.spec.valid:
             raise UnknownMessageError(f"{self.spec.name} has no version {v}")
-        from ..draw.examples import example_value
+        from ..records.examples import example_value
         example = example_value(self.spec, v)
         carried = _carry(resolve(self.spec, v).fields, self.value, example)
         try:

@@ -100,8 +100,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..broker import Cluster
-from ..broker.error_codes import CODE, NAME
-from ..broker.events import StateChanged
 from ..broker.share_txn import pending as tx_pending
 from ..clients.producer import (
     FatalError,
@@ -114,6 +112,8 @@ from ..clients.share_consumer import ShareConsumer
 from ..eos import ShareEosChecker, check_share_eos, source_header
 from ..gcpause import rare_collections
 from ..records import share_coordinator_partition
+from ..schema.error_codes import CODE, NAME
+from ..schema.events import StateChanged
 
 STATUS = "proposed"
 KIP = "KIP-1289"

@@ -24,12 +24,12 @@ answered at once) and record timestamps (records are stored
 with the broker's append time)."""
 from __future__ import annotations
 
-import struct
 from collections import deque
 
 from ...errors import DecodeError
 from ...records import RecordLimitError, read_batches
-from ...records.batch import TRANSACTIONAL_MASK as TRANSACTIONAL_BIT
+from ...records.header import MAGIC_OFFSET, batch_bounds, batch_size, is_transactional
+from ...records.header import TRANSACTIONAL_MASK as TRANSACTIONAL_BIT
 from ...uuids import ZERO_UUID
 from .. import events as ev
 from ..error_codes import CODE
@@ -84,12 +84,12 @@ def _parse_records(records, version: int, config, records_left: int):
     if not records:
         return None, err("INVALID_RECORD"), (f"Produce requests with version {version} must have at least "
                                              "one record batch per partition")
-    if len(records) > 16 and records[16] != 2:
+    if len(records) > MAGIC_OFFSET and records[MAGIC_OFFSET] != 2:
         return None, err("INVALID_RECORD"), (f"Produce requests with version {version} are only allowed to "
                                              "contain record batches with magic version 2")
     if len(records) >= 12:
         # UnifiedLog.analyzeAndValidateRecords: a batch larger than message.max.bytes, before its CRC
-        size = 12 + struct.unpack_from(">i", records, 8)[0]
+        size = batch_size(records)
         if config.message_max_bytes < size <= len(records):
             return None, CODE["MESSAGE_TOO_LARGE"], (f"The record batch size in the append is {size} bytes which "
                                                      f"exceeds the maximum configured value of "
@@ -315,7 +315,7 @@ def produce(cluster, req: Request) -> dict:
     for t in topic_data:
         for pd in t.get("PartitionData") or []:
             recs = pd.get("Records")
-            if recs and len(recs) > 22 and recs[16] == 2 and struct.unpack_from(">h", recs, 21)[0] & 0x10:
+            if recs and is_transactional(recs):
                 has_txn = True
     if has_txn and (txn_id is None
                     or not cluster.authorized(req.principal, "TRANSACTIONAL_ID", txn_id, "WRITE")):
@@ -345,12 +345,6 @@ def produce(cluster, req: Request) -> dict:
 
 
 # ---- Fetch ------------------------------------------------------------------------------------------
-def _batch_bounds(raw: bytes) -> tuple[int, int]:
-    base, = struct.unpack_from(">q", raw, 0)
-    delta, = struct.unpack_from(">i", raw, 23)
-    return base, base + delta
-
-
 def aborted_transactions(log, start: int, end: int) -> list[dict]:
     """The aborted transactions whose records overlap [start, end): producer id and first offset
     (the broker's aborted-transaction index)."""
@@ -402,7 +396,7 @@ def _fetch_partition(cluster, req: Request, topic, name, unknown_code, fp: dict,
     limit = max(fp.get("PartitionMaxBytes", INT32_MAX), 0)
     chosen, size = [], 0
     for raw in log.batches:
-        first, last = _batch_bounds(raw)
+        first, last = batch_bounds(raw)
         if last < offset or first >= upper:
             continue
         # KIP-74: the first batch of the response is returned even if it exceeds the limits
@@ -412,7 +406,7 @@ def _fetch_partition(cluster, req: Request, topic, name, unknown_code, fp: dict,
         size += len(raw)
         budget[0] -= len(raw)
         budget[1] = True
-    end = _batch_bounds(chosen[-1])[1] + 1 if chosen else offset
+    end = batch_bounds(chosen[-1])[1] + 1 if chosen else offset
     out.update(HighWatermark=hw, LastStableOffset=lso, LogStartOffset=start, Records=b"".join(chosen))
     if isolation == 1 and not follower:
         out["AbortedTransactions"] = aborted_transactions(log, offset, end)

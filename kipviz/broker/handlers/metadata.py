@@ -25,10 +25,8 @@ import re
 import uuid
 import weakref
 
-from ...codec.defaults import default_value
+from ...codec.fit import fit_body
 from ...records import share_coordinator_partition
-from ...schema import registry
-from ...schema.resolve import resolve
 from ...uuids import ZERO_UUID, from_kafka_str, to_kafka_str
 from ..error_codes import CODE
 from ..topics import INTERNAL
@@ -86,26 +84,8 @@ def model_state(cluster) -> dict:
 
 
 def shape(message: str, version: int, values: dict) -> dict:
-    """A body with exactly the fields `message` has at `version`: taken from `values` (keys the
-    version lacks are dropped, nested structs shaped too), the rest Kafka's defaults. A null
-    string where the version does not allow one becomes "" (as Kafka's getErrorResponse does)."""
-    return _shape(resolve(registry.get(message), version).fields, values)
-
-
-def _shape(fields, given) -> dict:
-    # module level, not a closure: a recursive closure is a reference cycle left for the collector
-    out = {}
-    for f in fields:
-        if isinstance(given, dict) and f.name in given:
-            x = given[f.name]
-            if f.is_struct and x is not None:
-                x = [_shape(f.fields, e) for e in x] if f.is_array else _shape(f.fields, x)
-            elif x is None and not f.nullable:
-                x = "" if f.elem == "string" and not f.is_array else default_value(f)
-            out[f.name] = x
-        else:
-            out[f.name] = default_value(f)
-    return out
+    """A response body fitted to `message` at `version` (kipviz.codec.fit.fit_body, nulls filled)."""
+    return fit_body(message, version, values)
 
 
 def is_zero(topic_id) -> bool:
