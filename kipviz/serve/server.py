@@ -71,6 +71,11 @@ class Server:
         if cluster.config.log_retention_check_interval_ms is None:
             cluster.config.log_retention_check_interval_ms = RETENTION_CHECK_MS
         cluster.start_log_retention()
+        # ...and so do the share coordinator's record pruning and cold-partition snapshots
+        # (ShareCoordinatorService; Kafka: every 5 min, the kit's server every second like retention)
+        if cluster.config.share_state_prune_interval_ms is None:
+            cluster.config.share_state_prune_interval_ms = RETENTION_CHECK_MS
+        cluster.start_share_state_pruning()
         self.recorder = None
         self.manifest: dict | None = None
         if record is not None:
