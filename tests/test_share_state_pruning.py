@@ -105,3 +105,13 @@ def test_an_idle_share_partition_gets_a_cold_snapshot_and_stops_pinning_the_prun
     sp1 = c.shares.partitions[idle_key]
     sp1.reload_from_state("test")
     assert sp1.spso == 3 and not c.internal_errors
+
+
+def test_kipviz_serve_turns_pruning_on_and_keeps_an_explicit_interval():
+    from kipviz.serve import Server
+    c = Cluster(seed=1)
+    Server(c)                                # not started: the constructor arms the tasks
+    assert c.config.share_state_prune_interval_ms == 1000 and c.__dict__.get("_share_prune_on")
+    own = Cluster(seed=1, share_state_prune_interval_ms=5000)
+    Server(own)
+    assert own.config.share_state_prune_interval_ms == 5000

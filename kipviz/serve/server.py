@@ -145,6 +145,14 @@ class Server:
                      for log in t.partitions]
         return sum(sizes), max(sizes, default=0)
 
+    def internal_log_bytes(self) -> dict[str, int]:
+        """Bytes of record batches the model holds per internal topic (__consumer_offsets,
+        __transaction_state, __share_group_state), all partitions summed."""
+        from ..broker.retention import held_bytes
+        with self.lock:
+            return {t.name: sum(held_bytes(log) for log in t.partitions)
+                    for t in self.cluster.topics.by_name.values() if t.internal}
+
     def __enter__(self) -> Server:
         return self.start()
 
