@@ -139,13 +139,15 @@ def soak(minutes: float, *, rate: int = 300, every: float = 5.0, warmup: float |
             proc.kill()
             out, err = proc.communicate()
     m = re.search(r"(\d+) request\(s\); log bytes held (\d+) \(largest partition (\d+)", out)
+    internal = {k: int(v) for k, v in re.findall(r"(__\w+) (\d+)", out.split("internal topics' log bytes", 1)[-1])} \
+        if "internal topics' log bytes" in out else {}
     after = [p for p in series if p[0] >= warmup]
     third = max(len(after) // 3, 1)
     growth = (statistics.median(y for _, y in after[-third:]) - statistics.median(y for _, y in after[:third])
               if after else float("nan"))
     return {"series": series, "warmup_s": warmup, "slope_mib_per_min": slope(after), "growth_mib": growth,
             "requests": int(m.group(1)) if m else None, "log_bytes": int(m.group(2)) if m else None,
-            "largest_partition_bytes": int(m.group(3)) if m else None,
+            "largest_partition_bytes": int(m.group(3)) if m else None, "internal_log_bytes": internal,
             "log_bound": retention_bytes + segment_bytes + 2 * rate * 1100,
             "retention_bytes": retention_bytes, "counts": dict(counts), "client_errors": errors,
             "returncode": proc.returncode, "server_stderr": err[-2000:]}
@@ -174,6 +176,8 @@ def main() -> None:
           f"{r['counts']['consumed']}" + (f", share {r['counts']['share']}" if a.share else ""))
     print(f"log bytes held {r['log_bytes']} (largest partition {r['largest_partition_bytes']}, bound "
           f"{r['log_bound']} = retention.bytes + one segment + two check intervals of records)")
+    print("internal topics' log bytes held:", ", ".join(f"{k} {v}" for k, v in sorted(r["internal_log_bytes"].items()))
+          or "n/a")
     if r["client_errors"]:
         print("client errors:", *r["client_errors"][:10], sep="\n  ")
 

@@ -115,6 +115,23 @@ class Cluster:
             self.clock.schedule(self.now + every, check)
         self.clock.schedule(self.now + every, check)
 
+    def start_share_state_pruning(self) -> None:
+        """Run the share coordinator's two timers every share.coordinator.state.topic.prune.interval.ms
+        of virtual time (ShareCoordinatorService: the record-pruning task and the cold-partition
+        snapshot task); does nothing without an interval or when already running."""
+        every = self.config.share_state_prune_interval_ms
+        if not every or self.__dict__.get("_share_prune_on"):
+            return
+        self._share_prune_on = True
+
+        def check():
+            shares = self.__dict__.get("shares")
+            if shares is not None:
+                shares.snapshot_cold_partitions()
+                shares.prune_state_topic()
+            self.clock.schedule(self.now + every, check)
+        self.clock.schedule(self.now + every, check)
+
     def take_completed(self) -> list[tuple[str, int, bytes]]:
         """Responses to held requests completed since the last call: (client, broker, frame), in
         order (JoinGroup/SyncGroup from the group coordinator, Fetch/ShareFetch from `delayed`)."""

@@ -89,6 +89,13 @@ class ClusterConfig:
     # log.retention.check.interval.ms: Kafka's is 300000 (5 min). None: the retention task does not
     # run (the kit's scenarios keep every record); `kipviz serve` runs it (Cluster.start_log_retention).
     log_retention_check_interval_ms: int | None = None
+    # share.coordinator.state.topic.prune.interval.ms and .cold.partition.snapshot.interval.ms
+    # (ShareCoordinatorConfig: both 300000): how often the share coordinator deletes the redundant
+    # prefix of each __share_group_state partition, and re-snapshots a share partition whose last
+    # ShareSnapshot is older than that (kipviz.broker.shares). None: neither task runs (scenarios
+    # keep every record); `kipviz serve` runs both (Cluster.start_share_state_pruning).
+    share_state_prune_interval_ms: int | None = None
+    share_cold_partition_snapshot_interval_ms: int = 300000
     # producer.id.expiration.ms (1 day): an idle producer's state is forgotten (checked with retention)
     producer_id_expiration_ms: int = 86400000
     # cluster.events bound: None keeps every event (scenarios); N keeps the newest N, handing older

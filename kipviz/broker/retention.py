@@ -153,17 +153,27 @@ def enforce(cluster) -> int:
         if rb < 0 and rms < 0:
             continue
         for log in topic.partitions:
-            old = log.log_start_offset
             start, why = new_log_start(log, cluster.now, rb, rms, sb)
-            if start <= old:
-                continue
-            spill = cluster.config.events_spill
-            if spill is not None:           # a recording writes the batches before they go
-                spill([])
-            n = release(log, start)
-            log.log_start_offset = start
-            total += n
-            cluster.note(f"log retention ({why}): {topic.name}-{log.partition} log start offset {old} -> "
-                         f"{log.log_start_offset}", topic=topic.name, partition=log.partition, reason=why,
-                         log_start_offset=log.log_start_offset, batches_deleted=n)
+            total += move_log_start(cluster, topic.name, log, start, f"log retention ({why})", why)
     return total
+
+
+def move_log_start(cluster, topic: str, log, start: int, what: str, why: str) -> int:
+    """Move `log`'s start offset up to `start` and drop what lies below it (UnifiedLog's
+    maybeIncrementLogStartOffset, then deleteOldSegments for the segments below the new start):
+    the one path for retention and for a coordinator's DeleteRecords (the share coordinator's
+    pruning of __share_group_state). Capped like `release` at the last stable offset. Returns the
+    number of batches dropped; a move gets a Note."""
+    old = log.log_start_offset
+    start = min(start, log.last_stable_offset, log.log_end_offset)
+    if start <= old:
+        return 0
+    spill = cluster.config.events_spill
+    if spill is not None:           # a recording writes the batches before they go
+        spill([])
+    n = release(log, start)
+    log.log_start_offset = start
+    cluster.note(f"{what}: {topic}-{log.partition} log start offset {old} -> {log.log_start_offset}",
+                 topic=topic, partition=log.partition, reason=why, log_start_offset=log.log_start_offset,
+                 batches_deleted=n)
+    return n

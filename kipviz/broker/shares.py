@@ -17,7 +17,23 @@
 * Persisted state: every change writes a ShareUpdate (record type 1) to __share_group_state at
   share_coordinator_partition(group, topic_id, partition); the first write of a share partition,
   and every share.coordinator.snapshot.update.records.per.snapshot (500) updates, is a
-  ShareSnapshot (type 0). Values use the Kafka 4.1+ layouts (ShareSnapshotValueKafka41, ...)."""
+  ShareSnapshot (type 0). Values use the Kafka 4.1+ layouts (ShareSnapshotValueKafka41, ...).
+* Pruning (when Config.share_state_prune_interval_ms is set; `kipviz serve` sets it): the state
+  topic is cleanup.policy=delete, not compacted (ShareCoordinatorService.shareGroupStateTopicConfigs,
+  "as defined in KIP-932"), and bounded by the coordinator itself. Each state partition tracks the
+  offset of every share partition's latest ShareSnapshot (ShareCoordinatorShard.handleShareSnapshot
+  -> ShareCoordinatorOffsetsManager.updateState); everything below the smallest of them is
+  redundant (a later snapshot replaces it: lastRedundantOffset). Every
+  share.coordinator.state.topic.prune.interval.ms the service's record-pruning task asks each shard
+  for its lastRedundantOffset and calls PartitionWriter.deleteRecords(tp, offset), which moves the
+  log start up (kipviz.broker.retention.move_log_start, the same path as retention). A share
+  partition nobody acknowledges on would pin that offset forever, so every
+  share.coordinator.cold.partition.snapshot.interval.ms the shard writes a fresh ShareSnapshot for
+  each share partition whose latest snapshot is older than that (snapshotColdPartitions; a
+  ShareUpdate does not count as recent). Sources: share-coordinator/src/main/java/org/apache/kafka/
+  coordinator/share/{ShareCoordinatorService,ShareCoordinatorShard,ShareCoordinatorOffsetsManager}.java,
+  server-common/.../config/ShareCoordinatorConfig.java (Kafka 4.1+). The kit's simplification: the
+  two timers share the prune interval's period (Kafka's run independently; both default 5 min)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -65,6 +81,10 @@ class ShareCoordinator:
         self.partitions: dict[tuple, SharePartition] = {}      # (group, topic_id, partition)
         self.sessions: dict[tuple[str, str, int], dict] = {}   # (group, member, broker) -> {"epoch", "parts"}
         self._updates: dict[tuple, int] = {}
+        # ShareCoordinatorOffsetsManager, one per state partition: share partition key -> offset of
+        # its latest ShareSnapshot; and the key's latest snapshot's write time (cold snapshots)
+        self.snapshot_offsets: dict[int, dict[tuple, int]] = {}
+        self._snapshot_at: dict[tuple, int] = {}
 
     # ---- ListGroups / describe ------------------------------------------------------------------
     def listed_groups(self) -> list[dict]:
@@ -199,8 +219,50 @@ class ShareCoordinator:
                      "StateBatches": batches}
             kind = "ShareUpdate"
         kb, vb = encode_internal(kind, key, value)
-        self.cluster.append_internal(SHARE_STATE_TOPIC, p, kb, vb,
-                                     {"type": kind, "key": {**key, "TopicId": str(sp.topic_id)}, "value": value})
+        offset = self.cluster.append_internal(SHARE_STATE_TOPIC, p, kb, vb,
+                                              {"type": kind, "key": {**key, "TopicId": str(sp.topic_id)},
+                                               "value": value})
+        if kind == "ShareSnapshot":
+            self.snapshot_offsets.setdefault(p, {})[k] = offset
+            self._snapshot_at[k] = self.cluster.now
+
+    # ---- the state topic's upkeep (ShareCoordinatorService's timers) ---------------------------
+    def last_redundant_offset(self, state_partition: int) -> int | None:
+        """ShareCoordinatorOffsetsManager.lastRedundantOffset: the smallest latest-snapshot offset of
+        the share partitions kept in `state_partition`; the records below it are redundant. None
+        when nothing is (Kafka's Optional.empty for 0 or no keys)."""
+        offsets = self.snapshot_offsets.get(state_partition)
+        low = min(offsets.values(), default=0) if offsets else 0
+        return low if low > 0 else None
+
+    def prune_state_topic(self) -> int:
+        """The record-pruning task: DeleteRecords below each state partition's lastRedundantOffset.
+        Returns the number of batches deleted."""
+        from .retention import move_log_start
+        total = 0
+        for p in sorted(self.snapshot_offsets):
+            upto = self.last_redundant_offset(p)
+            log = self.cluster.topics.partition(SHARE_STATE_TOPIC, p)
+            if upto is None or log is None or upto <= log.log_start_offset:
+                continue
+            total += move_log_start(self.cluster, SHARE_STATE_TOPIC, log, upto,
+                                    "share coordinator record pruning", "lastRedundantOffset")
+        return total
+
+    def snapshot_cold_partitions(self) -> int:
+        """The cold-partition snapshot task: a new ShareSnapshot (same state) for each share
+        partition whose latest snapshot is share.coordinator.cold.partition.snapshot.interval.ms old
+        or older, so an idle share partition does not hold back pruning. Returns how many."""
+        interval = self.cluster.config.share_cold_partition_snapshot_interval_ms
+        n = 0
+        for k, sp in list(self.partitions.items()):
+            at = self._snapshot_at.get(k)
+            if sp.offline or at is None or self.cluster.now - at < interval:
+                continue
+            self._updates[k] = UPDATES_PER_SNAPSHOT      # the next write is a snapshot
+            self.persist(sp, [])
+            n += 1
+        return n
 
     # ---- share sessions -------------------------------------------------------------------------
     def session_step(self, group_id: str, member_id: str, epoch: int, *, opening_allowed: bool,

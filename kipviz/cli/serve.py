@@ -57,7 +57,8 @@ def cmd_serve(args) -> int:
         signal.signal(signal.SIGTERM, old)
         held, largest = srv.log_bytes()
         print(f"kipviz serve: stopped after {srv.connections} connection(s), {srv.requests} request(s); "
-              f"log bytes held {held} (largest partition {largest}, retention.bytes {args.retention_bytes})",
+              f"log bytes held {held} (largest partition {largest}, retention.bytes {args.retention_bytes}); "
+              "internal topics' log bytes " + ", ".join(f"{k} {v}" for k, v in sorted(srv.internal_log_bytes().items())),
               flush=True)
         if args.record:
             print(f"kipviz serve: recorded {args.record} (sample-data layout and traffic.pcap; "

@@ -71,6 +71,11 @@ class Server:
         if cluster.config.log_retention_check_interval_ms is None:
             cluster.config.log_retention_check_interval_ms = RETENTION_CHECK_MS
         cluster.start_log_retention()
+        # ...and so do the share coordinator's record pruning and cold-partition snapshots
+        # (ShareCoordinatorService; Kafka: every 5 min, the kit's server every second like retention)
+        if cluster.config.share_state_prune_interval_ms is None:
+            cluster.config.share_state_prune_interval_ms = RETENTION_CHECK_MS
+        cluster.start_share_state_pruning()
         self.recorder = None
         self.manifest: dict | None = None
         if record is not None:
@@ -139,6 +144,14 @@ class Server:
             sizes = [held_bytes(log) for t in self.cluster.topics.by_name.values() if not t.internal
                      for log in t.partitions]
         return sum(sizes), max(sizes, default=0)
+
+    def internal_log_bytes(self) -> dict[str, int]:
+        """Bytes of record batches the model holds per internal topic (__consumer_offsets,
+        __transaction_state, __share_group_state), all partitions summed."""
+        from ..broker.retention import held_bytes
+        with self.lock:
+            return {t.name: sum(held_bytes(log) for log in t.partitions)
+                    for t in self.cluster.topics.by_name.values() if t.internal}
 
     def __enter__(self) -> Server:
         return self.start()
