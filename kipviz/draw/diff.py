@@ -1,33 +1,10 @@
-"""What changed on the wire between two versions of a message.
+"""Version diffs drawn: the rows come from kipviz.schema.diff (its docstring explains every
+`change`, renames and the header version); this module adds the error rows and the pictures.
 
-    version_diff("TxnOffsetCommitRequest", 5, 6) -> [{"path", "change", "detail"}, ...]
+    version_diff(name, a, b, errors=False) -> [{"path", "change", "detail"}, ...]
     diff_table(name, a, b)    -> pandas DataFrame of the same rows
     diff_diagram(name, a, b)  -> graphviz Digraph: version a and version b side by side, changes
-                                 highlighted (added green, removed red, changed amber, renamed blue)
-
-Field paths are dotted schema names without indices ("Topics.Partitions.CommittedOffset").
-`change` is one of:
-
-    added, removed            the field exists in only one of the two versions (a whole added or
-                              removed struct is one row; its fields are not listed again)
-    type-changed              same path, different type ("string" -> "uuid")
-    nullability-changed       null allowed in one version only
-    moved-to-tagged, moved-from-tagged, tag-changed
-    compact-changed           the field's own length encoding changed although the message's
-                              flexibility did not explain it (field-level flexibleVersions)
-    renamed                   same wire, new name (see below)
-    flexible                  (path "(message)") the message became, or stopped being, flexible:
-                              compact strings/arrays and a tag buffer in every struct
-    header-version            (path "(header)") the request/response header version changed
-
-Renames. A kit field keeps one FieldSpec across versions, with its earlier names in "aliases";
-the bytes do not change, only the name in the source. The definition's "renamedIn" says which
-version first used the current name (TxnOffsetCommit's GenerationIdOrMemberEpoch: 6, KIP-1319).
-A diff whose range crosses that version reports "renamed (source only, same wire)". A field whose
-rename is not tied to a version (LeaderAndIsr's ZkVersion) is never reported.
-Independently, a field removed and another added at the same position of the same struct with the
-same wire type, nullability and tagging is reported as one "renamed" row (same position and wire
-type), because the bytes cannot tell them apart."""
+                                 highlighted (added green, removed red, changed amber, renamed blue)"""
 from __future__ import annotations
 
 import graphviz
