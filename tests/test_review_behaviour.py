@@ -13,7 +13,7 @@ import pytest
 
 from kipviz import cli, scenarios
 from kipviz.broker import api_errors, errors_by_version, share_txn
-from kipviz.broker.error_codes import ERRORS
+from kipviz.broker.error_codes import ERRORS, name_of
 from kipviz.review.behaviour import MODELLED, behaviour
 from kipviz.scenarios.kip1289_departures import DEPARTURES, runnable
 
@@ -77,13 +77,24 @@ def test_departure_scenarios_assert_what_the_departures_state():
     lim = scenarios.run("kip1289.aborts_reach_delivery_limit")
     assert lim.result["delivery_counts"] == [1, 2, 3, 4, 5] and lim.result["last_move"][0][1] == "ARCHIVED"
     le = scenarios.run("kip1289.listed_errors")
-    assert le.result["answers"]["TRANSACTIONAL_ID_NOT_FOUND"][0] == "TRANSACTIONAL_ID_NOT_FOUND"
-    assert "NOT_LEADER_OR_FOLLOWER" in le.result["answers"]["NOT_LEADER_OR_FOLLOWER"]
+    assert le.passed, [c.description + " " + c.detail for c in le.failures()]
+    got = le.result["answers"]       # decoded TxnShareAcknowledge responses: top-level and per partition
+    assert got["TRANSACTIONAL_ID_NOT_FOUND"]["error"] == "TRANSACTIONAL_ID_NOT_FOUND"
+    assert got["TRANSACTIONAL_ID_NOT_FOUND"]["partitions"] == {}
+    assert got["NOT_LEADER_OR_FOLLOWER"]["error"] == "NONE"
+    assert got["NOT_LEADER_OR_FOLLOWER"]["partitions"] == {0: "NOT_LEADER_OR_FOLLOWER"}
+    assert got["NOT_LEADER_OR_FOLLOWER"]["current_leader"][0] >= 0
+    assert got["INVALID_TXN_STATE"]["error"] == "INVALID_TXN_STATE"
+    assert got["INVALID_TXN_STATE"]["partitions"] == {}
+    # each answer went over the wire: three TxnShareAcknowledge frames received, answered with these codes
+    wire = [e for e in le.events if e.kind == "ResponseSent" and e.api == "TxnShareAcknowledge"]
+    assert [name_of(e.body["ErrorCode"]) for e in wire] == ["TRANSACTIONAL_ID_NOT_FOUND", "NONE", "INVALID_TXN_STATE"]
+    assert sum(e.kind == "RequestReceived" and e.api == "TxnShareAcknowledge" for e in le.events) == 3
     assert {"TRANSACTION_ABORTABLE", "KAFKA_STORAGE_ERROR"}.isdisjoint(le.result["possible"])
     pa = scenarios.run("kip1289.plain_ack_tx_pending")
     assert pa.result["states"] == ["TX_PENDING"]
     ro = scenarios.run("kip1289.rollout_gating").result
-    assert ro["tv1"][0] == "UNSUPPORTED_VERSION" and ro["plain"] == ["NONE"]
+    assert ro["tv1"]["error"] == "UNSUPPORTED_VERSION" and ro["tv1"]["partitions"] == {} and ro["plain"] == ["NONE"]
     keys = scenarios.run("kip1289.api_key_history").result["keys"]
     assert keys == {93: False, 94: False, 95: True}
 

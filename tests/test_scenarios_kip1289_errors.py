@@ -322,3 +322,21 @@ def test_share_commit_run_is_the_fault_free_baseline():
     assert top_errors(t) == ["NONE"] and end_txns(t) == [True]
     for off in range(4):
         assert walk(t, off) == ["AVAILABLE", "ACQUIRED", "TX_PENDING", "ACKNOWLEDGED"]
+
+
+def test_listed_errors_are_read_from_the_response_frames():
+    """kip1289.listed_errors: each listed error is a TxnShareAcknowledge response frame; decoding
+    the frame bytes gives the codes the scenario reports, top-level and per partition."""
+    from kipviz import codec
+    t = scenarios.run("kip1289.listed_errors")
+    assert t.passed, [c.description + " " + c.detail for c in t.failures()]
+    frames = [e for e in t.events if e.kind == "ResponseSent" and e.api == k.API]
+    assert len(frames) == 3 and all(e.frame for e in frames)
+    decoded = [codec.decode_response(e.frame, k.API, e.version)["body"] for e in frames]
+    got = [(name_of(b["ErrorCode"]), {p["PartitionIndex"]: name_of(p["ErrorCode"])
+                                      for r in b["Responses"] for p in r["Partitions"]}) for b in decoded]
+    assert got == [("TRANSACTIONAL_ID_NOT_FOUND", {}), ("NONE", {0: "NOT_LEADER_OR_FOLLOWER"}),
+                   ("INVALID_TXN_STATE", {})]
+    assert [(a["error"], a["partitions"]) for a in t.result["answers"].values()] == got
+    leader = decoded[1]["Responses"][0]["Partitions"][0]["CurrentLeader"]["LeaderId"]
+    assert leader == t.cluster.topics.partition("in", 0).leader != frames[1].broker

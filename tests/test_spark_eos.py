@@ -217,3 +217,29 @@ def test_corruptions_that_apply_to_events_agree_with_kipviz_eos(spark, tmp_path)
         assert res.keys() == _checker_keys(rep), (res.summary(), rep.summary())
         seen.append({k[0] for k in res.keys()})
     assert seen == [{"duplicate-in-transaction"}, {"marker-missing"}]
+
+
+def test_marker_not_colocated_duplicates_are_violations_as_kipviz_eos_says(spark):  # noqa: F811
+    """kip1289.marker_not_colocated: the COMMIT marker never reached the share partition's leader
+    (Notes of step marker-unreached in events.parquet), so even with the KIP's windows allowed the
+    duplicates are violations with no case, exactly as kipviz.eos reports them; an event log without
+    notes says the marker routing could not be checked."""
+    from pyspark.sql import functions as F
+
+    from kipviz import scenarios
+    from kipviz.eos import check_share_eos
+    from kipviz.spark.eos import UNCHECKED_ROUTING
+    names = dict(group="sg", input_topic="in", output_topic="out", allowed_at_least_once=True)
+    trace = scenarios.run("kip1289.marker_not_colocated")
+    report = check_share_eos(trace.events, **names)
+    logs = ks.scenario_logs(trace, spark=spark)
+    res = ks.verify_eos(logs, **names)
+    dups = [r for r in res.rows if r["kind"] == "duplicate-output"]
+    assert len(dups) == 4 and all(r["classification"] == "violation" and r["case"] is None for r in dups), \
+        res.summary()
+    assert all("not co-located" in r["detail"] for r in dups)
+    assert res.keys() == _checker_keys(report) and not res.ok and res.unchecked == []
+    # the same run with the notes taken out of the event log: routing not checkable, said so
+    logs.source.events = logs.source.events.filter(F.col("kind") != "Note")
+    blind = ks.verify_eos(logs, **names)
+    assert blind.unchecked == [UNCHECKED_ROUTING] and "[not checked]" in blind.summary()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..broker import share_txn
 from ..broker.error_codes import name_of
 from . import Trace, scenario
-from .kip1289_errors import GROUP, PROPOSED, setup
+from .kip1289_errors import GROUP, PROPOSED, produce, setup
 from .kip1289_faults import moves, stage_all, wait
 
 __all__ = ["Departure", "DEPARTURES", "runnable"]
@@ -91,19 +91,23 @@ DEPARTURES: tuple[Departure, ...] = (
     Departure(
         "error-transactional-id-not-found",
         "TxnShareAcknowledgeResponse top-level errors: TRANSACTIONAL_ID_NOT_FOUND.",
-        "Returned at staging when the transaction coordinator has no such transactional id.",
-        "kip1289.listed_errors", "TRANSACTIONAL_ID_NOT_FOUND, nothing staged", kind="unspecified"),
+        "Returned top-level (no partition answered) when the transaction coordinator has no such transactional id.",
+        "kip1289.listed_errors", "a TxnShareAcknowledge frame with an unknown id answers TRANSACTIONAL_ID_NOT_FOUND, "
+        "nothing staged", kind="unspecified"),
     Departure(
         "error-invalid-txn-state",
         "TxnShareAcknowledgeResponse top-level errors: INVALID_TXN_STATE.",
-        "Returned at staging when the transaction is already ending; the page gives no trigger.",
-        "kip1289.listed_errors", "in the staging path's error table (kipviz.broker.errors_by_version); no scenario "
-        "reaches it yet", kind="unspecified"),
+        "The page gives no condition. The model's (an interpretation): the transaction is already ending -- "
+        "EndTxn answered (TV2 bumped the epoch) but its markers not yet written, the coordinator in "
+        "PrepareCommit/PrepareAbort -- so staging into it is refused top-level.",
+        "kip1289.listed_errors", "with the markers held back after EndTxn(commit), a TxnShareAcknowledge frame at "
+        "the bumped epoch answers INVALID_TXN_STATE, nothing staged", kind="unspecified"),
     Departure(
         "error-not-leader",
         'Per-partition errors: "NOT_LEADER_OR_FOLLOWER (with CurrentLeader populated)".',
         "Per partition, with CurrentLeader, when the receiving broker does not lead the share partition.",
-        "kip1289.listed_errors", "NOT_LEADER_OR_FOLLOWER on a non-leader", kind="unspecified"),
+        "kip1289.listed_errors", "a TxnShareAcknowledge frame sent to a non-leader: the partition answers "
+        "NOT_LEADER_OR_FOLLOWER with CurrentLeader, nothing staged", kind="unspecified"),
     Departure(
         "error-transaction-abortable",
         'Top-level errors: "TRANSACTION_ABORTABLE (KIP-890)".',
@@ -163,45 +167,70 @@ def api_key_history(trace: Trace) -> None:
     trace.result.update(keys={k: r["free_in_newest"] for k, r in rows.items()})
 
 
-def _stage_at(trace: Trace, sc, pr, records, **override) -> share_txn.StageResult:
+def _send_at(trace: Trace, sc, pr, records, *, broker: int | None = None, **override) -> dict:
+    """One TxnShareAcknowledge v0 for `records` (ACCEPT), encoded as a frame, sent through
+    Cluster.call to `broker` (the share partition's leader unless told) and decoded from the
+    response bytes; `override` replaces request fields (e.g. TransactionalId)."""
     c = trace.cluster
-    tid = c.topics.get(records[0].topic).topic_id
-    kw = dict(broker=c.topics.partition(records[0].topic, 0).leader, principal="User:ANONYMOUS", transactional_id=pr.transactional_id,
-              group_id=GROUP, producer_id=pr.producer_id, producer_epoch=pr.producer_epoch, member_id=sc.member_id,
-              member_epoch=sc.member_epoch,
-              topics=[{"TopicId": tid, "Partitions": [{"PartitionIndex": 0, "AcknowledgementBatches": [
-                  {"FirstOffset": r.offset, "LastOffset": r.offset, "AcknowledgeTypes": [1]} for r in records]}]}])
-    kw.update(override)
-    return share_txn.stage(c, **kw)
+    topic = c.topics.get(records[0].topic)
+    body = {"TransactionalId": pr.transactional_id, "GroupId": GROUP, "ProducerId": pr.producer_id,
+            "ProducerEpoch": pr.producer_epoch, "MemberId": sc.member_id, "MemberEpoch": sc.member_epoch,
+            "Topics": [{"TopicId": topic.topic_id, "Partitions": [{"PartitionIndex": 0, "AcknowledgementBatches": [
+                {"FirstOffset": r.offset, "LastOffset": r.offset, "AcknowledgeTypes": [1]} for r in records]}]}]}
+    body.update(override)
+    if broker is None:
+        broker = c.topics.partition(records[0].topic, 0).leader
+    return c.call("TxnShareAcknowledge", 0, body, broker=broker, client="worker-producer") or {}
 
 
-def _codes(res: share_txn.StageResult) -> list[str]:
-    return [name_of(res.error)] + [name_of(p["ErrorCode"]) for p in res.partitions.values()]
+def _codes(resp: dict) -> dict:
+    """The decoded answer: top-level error name and, per partition, its error name (and CurrentLeader)."""
+    parts = {p["PartitionIndex"]: name_of(p["ErrorCode"]) for t in resp.get("Responses") or [] for p in t["Partitions"]}
+    leaders = {p["PartitionIndex"]: p["CurrentLeader"]["LeaderId"] for t in resp.get("Responses") or []
+               for p in t["Partitions"] if p.get("CurrentLeader")}
+    return {"error": name_of(resp.get("ErrorCode", -1)), "partitions": parts, "current_leader": leaders}
 
 
-@scenario("kip1289.listed_errors", title="KIP-1289: the errors the page lists, each triggered at staging", brokers=3,
+@scenario("kip1289.listed_errors", title="KIP-1289: the errors the page lists, each answered on the wire", brokers=3,
           **PROPOSED)
 def listed_errors(trace: Trace) -> None:
-    """The share-partition leader's staging (broker/share_txn.stage) given each listed error's
-    condition; TRANSACTION_ABORTABLE and KAFKA_STORAGE_ERROR have no condition in the page."""
+    """Each listed error's condition, sent as a TxnShareAcknowledge frame through the cluster and
+    read from the decoded response: an unknown transactional id (TRANSACTIONAL_ID_NOT_FOUND), a
+    broker that does not lead the share partition (NOT_LEADER_OR_FOLLOWER + CurrentLeader), and a
+    transaction that is ending -- EndTxn answered, its markers held back, the coordinator still in
+    PrepareCommit (INVALID_TXN_STATE; the page names no trigger, this one is the model's).
+    TRANSACTION_ABORTABLE and KAFKA_STORAGE_ERROR have no condition in the page."""
     c = trace.cluster
     sc, pr, records = setup(trace)
     got = {}
-    res = _stage_at(trace, sc, pr, records, transactional_id="no-such-id")
-    got["TRANSACTIONAL_ID_NOT_FOUND"] = _codes(res)
-    trace.expect("an unknown transactional id: TRANSACTIONAL_ID_NOT_FOUND, nothing staged",
-                 "TRANSACTIONAL_ID_NOT_FOUND" in _codes(res) and res.staged == 0, repr(_codes(res)))
+    got["TRANSACTIONAL_ID_NOT_FOUND"] = a = _codes(_send_at(trace, sc, pr, records, TransactionalId="no-such-id"))
+    trace.expect("an unknown transactional id: TRANSACTIONAL_ID_NOT_FOUND top-level, no partition answered, "
+                 "nothing staged", a["error"] == "TRANSACTIONAL_ID_NOT_FOUND" and not a["partitions"]
+                 and not share_txn.pending(c), repr(a))
     leader = c.topics.partition(records[0].topic, 0).leader
     other = next(b for b in range(c.config.brokers) if b != leader)
-    res = _stage_at(trace, sc, pr, records, broker=other)
-    got["NOT_LEADER_OR_FOLLOWER"] = _codes(res)
-    trace.expect("staging on a broker that does not lead the share partition: NOT_LEADER_OR_FOLLOWER",
-                 "NOT_LEADER_OR_FOLLOWER" in _codes(res) and res.staged == 0, repr(_codes(res)))
+    got["NOT_LEADER_OR_FOLLOWER"] = a = _codes(_send_at(trace, sc, pr, records, broker=other))
+    trace.expect(f"sent to broker {other}, not the share partition's leader: partition 0 answers "
+                 f"NOT_LEADER_OR_FOLLOWER with CurrentLeader {leader}, nothing staged",
+                 a["error"] == "NONE" and a["partitions"] == {0: "NOT_LEADER_OR_FOLLOWER"}
+                 and a["current_leader"].get(0) == leader and not share_txn.pending(c), repr(a))
+    # a transaction that is ending: output written, EndTxn(commit) answered (TV2 bumps the epoch),
+    # the markers held back so the coordinator stays in PrepareCommit
+    produce(pr, records[:1])
+    c.txns.hold_markers = True
+    pr.commit_transaction()
+    state = c.txns.state_of(pr.transactional_id)
+    got["INVALID_TXN_STATE"] = a = _codes(_send_at(trace, sc, pr, records))
+    trace.expect(f"the transaction is ending ({state}, markers held): INVALID_TXN_STATE top-level, nothing staged",
+                 state == "PrepareCommit" and a["error"] == "INVALID_TXN_STATE" and not a["partitions"]
+                 and not share_txn.pending(c), f"{state} {a!r}")
+    c.txns.release_markers()
+    trace.expect("once the markers are written the transaction completes",
+                 c.txns.state_of(pr.transactional_id) == "CompleteCommit", repr(c.txns.state_of(pr.transactional_id)))
     possible = set(errors_staging_can_return())
     for name in ("TRANSACTION_ABORTABLE", "KAFKA_STORAGE_ERROR"):
         trace.expect(f"{name}: listed by the page, never returned by the model's staging", name not in possible,
                      repr(sorted(possible)))
-    trace.expect("INVALID_TXN_STATE is among the staging path's errors", "INVALID_TXN_STATE" in possible, "")
     trace.result.update(answers=got, possible=sorted(possible))
 
 
@@ -275,9 +304,10 @@ def rollout_gating(trace: Trace) -> None:
                  served_versions("TxnShareAcknowledge", c.config) is None, "")
     c.config.share_version = 2
     c.config.transaction_version = 1
-    res = _stage_at(trace, sc, pr, records)
-    trace.expect("transaction.version 1: staging answers UNSUPPORTED_VERSION, nothing staged",
-                 _codes(res)[0] == "UNSUPPORTED_VERSION" and res.staged == 0, repr(_codes(res)))
+    tv1 = _codes(_send_at(trace, sc, pr, records))
+    trace.expect("transaction.version 1: TxnShareAcknowledge answers UNSUPPORTED_VERSION, nothing staged",
+                 tv1["error"] == "UNSUPPORTED_VERSION" and not tv1["partitions"] and not share_txn.pending(c),
+                 repr(tv1))
     c.config.transaction_version = 2
     for r in records:                      # an old client: plain KIP-932 acknowledgement
         sc.acknowledge(r, 1)
@@ -286,4 +316,4 @@ def rollout_gating(trace: Trace) -> None:
     acked = [e for e in moves(trace) if e.to_state == "ACKNOWLEDGED"]
     trace.expect("an old client's plain ShareAcknowledge works on the new broker",
                  codes == ["NONE"] and len(acked) == len(records), f"{codes} {len(acked)}")
-    trace.result.update(tv1=_codes(res), plain=codes)
+    trace.result.update(tv1=tv1, plain=codes)

@@ -30,7 +30,9 @@ topic's records and batches (aborted / open input transactions need not be proce
 output topic's record batches, whose visibility is worked out per batch (kipviz.spark.txnview).
 Everything is joins and aggregations over the whole run; only the duplicates -- usually none or a
 handful -- go to the driver, where each is classified exactly as kipviz.eos does (the KIP-1289
-at-least-once window pattern, cases 1/12/6)."""
+at-least-once window pattern, cases 1/12/6), with the event log's Notes of step "marker-unreached"
+(a COMMIT marker that never reached a non-co-located share-partition leader: a violation, never a
+window). An event log without any Note cannot show that: res.unchecked says so."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -59,6 +61,7 @@ class EosResult:
     rows: list = field(default_factory=list)   # transaction, detail, outputs (the offending records)
     stats: dict = field(default_factory=dict)
     unreadable: list = field(default_factory=list)   # {dataset, partition, offset, error}: inputs that did not read
+    unchecked: list = field(default_factory=list)    # what this run's inputs could not check (one line each)
 
     @property
     def ok(self) -> bool:
@@ -100,6 +103,8 @@ class EosResult:
             lines.append(f"    {k}: {counts[k]}")
         for u in self.unreadable[:limit]:
             lines.append("  " + unreadable_line(u))
+        for u in self.unchecked:
+            lines.append("  [not checked] " + u)
         for r in self.rows[:limit]:
             lines.append("  " + line(r))
         if len(self.rows) > limit:
@@ -136,6 +141,7 @@ def verdict_lines(res: "EosResult", *, examples: int = 3, limit: int = 50, every
     windows = [r for r in res.rows if r["classification"] != VIOLATION]
     head = res.summary(limit=0).splitlines()
     out = [f"{head[0]} ({len(bad)} violation(s), {len(windows)} at-least-once window(s))", *head[1:3]]
+    out.extend("  [not checked] " + u for u in res.unchecked)
     by_case: dict = {}
     for r in windows:
         by_case.setdefault(r["case"], []).append(r)
@@ -193,7 +199,8 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
         raise KipvizError("expect must be 'appended' or 'seen'")
     if src.events is None:
         raise KipvizError("verify_eos needs the run's events (share-record state changes: events.parquet); "
-                          "a live cluster's topics do not say which member acknowledged what")
+                          "a live cluster's topics do not say which member acknowledged what, nor whether a "
+                          "KIP-1289 marker reached the share partition's leader")
     spark = src.spark
     events = src.events
     moves = share_moves(events, group=group, topic=input_topic)
@@ -265,9 +272,13 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
 
     # ---- the few that may be KIP-1289 at-least-once windows: classified by kipviz.eos itself --------
     maybe = [r for r in collected if r["kind"] in ("duplicate-output", "output-without-ack")]
+    unchecked = []
     if maybe and len(maybe) <= MAX_CLASSIFIED:
+        notes = _unreached_notes(events)
+        if notes is None:
+            unchecked.append(UNCHECKED_ROUTING)
         _recheck(maybe, hist, outputs, group, input_topic, output_topic, allowed_at_least_once,
-                 expect, require_output)
+                 expect, require_output, notes or [])
     collected.sort(key=lambda r: (r["topic"] is None, (r["topic"] or "", r["partition"] or 0, r["offset"] or 0),
                                   KINDS.index(r["kind"]), r["transaction"] or ""))
     schema = T.StructType([T.StructField("kind", T.StringType()), T.StructField("topic", T.StringType()),
@@ -283,7 +294,7 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     if own:
         logs.unpersist()
     return EosResult(group, input_topic, output_topic, vdf, [{c: r[c] for c in cols} for r in collected], stats,
-                     unreadable)
+                     unreadable, unchecked)
 
 
 def _rid(topic: str, row) -> str:
@@ -454,13 +465,43 @@ def _output_stats(recs) -> dict:
             "open_records": o["open"] or 0}
 
 
+UNCHECKED_ROUTING = ("KIP-1289 marker routing: the event log has no notes, so whether a COMMIT marker reached the "
+                     "share partition's leader (Note step 'marker-unreached') could not be checked; a duplicate "
+                     "classified as a case 12 window may be a marker that never reached a non-co-located leader")
+
+
+def _unreached_notes(events) -> list | None:
+    """The run's Notes of step "marker-unreached" (kipviz.broker.share_txn: a COMMIT marker on
+    __share_group_state-N that did not reach the share partition's leader), rebuilt as Note events
+    for kipviz.eos; None when the event log holds no Note at all (the notes were not recorded, so
+    the marker routing cannot be checked). Few rows: collected to the driver."""
+    import json
+
+    from pyspark.sql import functions as F
+
+    from ..schema.events import Note
+    notes = events.filter(F.col("kind") == "Note")
+    # the detail column is compact JSON with sorted keys (kipviz.sampledata.rows.event_detail)
+    rows = notes.filter(F.col("detail").contains('"step":"marker-unreached"')).select("seq", "detail").collect()
+    if not rows and not notes.limit(1).count():
+        return None
+    out = []
+    for r in rows:
+        d = json.loads(r["detail"])
+        out.append(Note(seq=r["seq"], t=0, text=d.get("text", ""), detail=d.get("detail") or {}))
+    return out
+
+
 def _recheck(rows, hist: dict, outputs: dict, group, input_topic, output_topic, allowed_at_least_once,
-             expect, require_output) -> None:
+             expect, require_output, notes=()) -> None:
     """Classify duplicate-output / output-without-ack with kipviz.eos itself: the records' own
     events (their share-record moves, their output records and the markers that ended them) are
     rebuilt from what was fetched for them (hist: _history, outputs: _outputs_of) and checked by
-    check_share_eos, whose classification, KIP-1289 case and wording are then taken. Needs the
-    model's event order (the batches' seq); without it the outcome stays a plain violation."""
+    check_share_eos, whose classification, KIP-1289 case and wording are then taken. The
+    marker-unreached `notes` (_unreached_notes) go in too, so a lock revert after a marker that never
+    reached a non-co-located share-partition leader is a violation, as kipviz.eos says, not a case 12
+    window. Needs the model's event order (the batches' seq); without it the outcome stays a plain
+    violation."""
     from ..schema.events import RecordAppended, StateChanged
     rids = sorted({r["rid"] for r in rows})
     outs = [o for rid in rids for o in outputs.get(rid, ())]
@@ -479,6 +520,7 @@ def _recheck(rows, hist: dict, outputs: dict, group, input_topic, output_topic, 
         evs.append(RecordAppended(seq=o["marker_seq"], t=0, topic=output_topic, partition=p, offset=off,
                                   record={"type": o["marker_type"]}, producer_id=o["producer_id"],
                                   transactional=True, control=True))
+    evs.extend(notes)
     evs.sort(key=lambda e: e.seq)
     rep = checker.check_share_eos(evs, group=group, input_topic=input_topic, output_topic=output_topic,
                                   allowed_at_least_once=allowed_at_least_once, expect=expect,
