@@ -2,7 +2,7 @@
 internet to view: every script and style is inline, images are embedded, and widgets become HTML
 drawn from their saved state (animation players keep playing: kipviz.export_widgets).
 
-    from kipviz.export import export_site
+    from kipviz.course.export import export_site
     site = export_site("notebooks", "site")              # runs each notebook, writes site/*.html
     site = export_site(["run/03_topic_ids.ipynb"], "site", execute=False)   # already-run notebooks
 """
