@@ -890,3 +890,37 @@ class GroupMachine(RuleBasedStateMachine):
 GroupMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=25, deadline=None,
                                           suppress_health_check=[HealthCheck.too_slow])
 test_group_coordinator_stateful = GroupMachine.TestCase
+
+
+# ---- shape is codec.fit.fit_body ------------------------------------------------------------------
+def _strings_with_a_default(fields):
+    for f in fields:
+        if f.elem == "string" and not f.is_array and not f.nullable and f.spec.default not in (None, ""):
+            yield f.name
+        if f.is_struct:
+            yield from _strings_with_a_default(f.fields)
+
+
+def test_no_non_nullable_string_has_a_non_empty_default():
+    # fit_body turns a null non-nullable string into "" (Kafka's getErrorResponse); the coordinator's
+    # own shaping used the field's default. They agree only while every such default is "": a
+    # definition that adds one must decide which of the two it wants.
+    from kipviz.records.internal import definitions
+    from kipviz.schema import registry
+    from kipviz.schema.resolve import resolve
+    seen = 0
+    for specs in (registry.messages(), definitions()):
+        for spec in specs.values():
+            for v in spec.versions:
+                seen += 1
+                assert not list(_strings_with_a_default(resolve(spec, v).fields)), (spec.name, v)
+    assert seen > 400
+
+
+def test_shape_fills_nulls_and_drops_unknown_fields():
+    body = shape("JoinGroupResponse", 6, {"ProtocolName": None, "MemberId": "m", "Nope": 1,
+                                          "Members": [{"MemberId": None, "Metadata": b"x", "Nope": 2}]})
+    assert body["ProtocolName"] == "" and body["MemberId"] == "m" and "Nope" not in body
+    assert body["Members"] == [{"MemberId": "", "GroupInstanceId": None, "Metadata": b"x"}]
+    assert body["ErrorCode"] == 0 and body["GenerationId"] == -1
+    assert shape("JoinGroupResponse", 7, {"ProtocolName": None})["ProtocolName"] is None   # nullable from v7

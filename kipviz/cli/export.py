@@ -1,5 +1,5 @@
 """`kipviz export [NOTEBOOK|FOLDER ...] [-o SITE] [--only NAME ...] [--no-execute]`: the notebooks as a
-static HTML site (kipviz.export). Prints one line per notebook (time, peak memory) under a progress
+static HTML site (kipviz.course.export). Prints one line per notebook (time, peak memory) under a progress
 bar; exit 0, or 2 with one line on stderr (a notebook that fails names its cell). Runs from any
 directory: without a NOTEBOOK it exports the kit's own notebooks (the repository's notebooks/, next
 to the kipviz package). A missing output folder is created; missing parents too, with a line saying so. SIGTERM
@@ -64,7 +64,7 @@ def _stop(code: int) -> None:
 
 
 def cmd_export(args) -> int:
-    from ..export import export_site, find_notebooks
+    from ..course.export import export_site, find_notebooks
     if args.timeout <= 0:
         raise KipvizError(f"--timeout must be a positive number of seconds, got {args.timeout}")
     sources = args.sources or default_sources()

@@ -8,11 +8,12 @@ from ..schema.resolve import resolve
 from .defaults import default_value
 
 
-def fit_body(message: str, version: int, values: dict, *, fill_nulls: bool = True) -> dict:
+def fit_body(message, version: int, values: dict, *, fill_nulls: bool = True) -> dict:
     """`values` fitted to `message` at `version`. With fill_nulls (a broker's response), a null where
     the version does not allow one becomes the field's default, "" for a string (as Kafka's
     getErrorResponse does) and a nested struct that is not a dict is filled with defaults; without it
-    (a client's request) nulls and non-dict struct values pass through as given."""
+    (a client's request) nulls and non-dict struct values pass through as given. `message` is a name
+    or a MessageSpec (the coordinator records' definitions are not in the registry)."""
     return _fit(resolve(registry.get(message), version).fields, values, fill_nulls)
 
 

@@ -11,7 +11,7 @@ Parquet in the "kipviz-sample/2" format (sample_data/README.md documents every d
     DIR/events.parquet            the model's event log
     DIR/manifest.json             what ran, the topics (ids, deleted ones), row counts and sha256s
 """
+from ..workloads.samples import WORKLOADS
 from .generate import generate, names
-from .workloads import WORKLOADS
 
 __all__ = ["generate", "names", "WORKLOADS"]

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from ..errors import KipvizError
 from ..gcpause import rare_collections
-from .workloads import START_MS, WORKLOADS, Run
+from ..workloads.samples import START_MS, WORKLOADS, Run
 from .writer import RunWriter
 
 DRAIN_EVENTS = 100_000       # hand events and new log batches to the writer every this many events

@@ -6,7 +6,9 @@
     result.stats, result.faults, result.check().summary()
 
 share_eos: share-group read-process-write with KIP-1289 (proposed) transactional acknowledgements
-and the seed's corner-case faults (kipviz/workloads/share_eos.py)."""
+and the seed's corner-case faults (kipviz/workloads/share_eos.py).
+samples: the read-process-write workloads the sample data is written from (regular_eos ...,
+kipviz/workloads/samples.py; kipviz.sampledata.workloads is its old name, an alias)."""
 from .share_eos import (
     DEFAULT_KINDS,
     FAULT_KINDS,

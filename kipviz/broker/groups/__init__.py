@@ -50,7 +50,6 @@ from .model import (  # noqa: F401 - the names importers use
     GroupError,
     _copy,
     _java_map_order,
-    _shape_fields,
     _shape_record,
     _tp_list,
     java_length,

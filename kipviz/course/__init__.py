@@ -1,0 +1,10 @@
+"""The notebooks as a course: each notebook's outline (outlines), the prediction exercises
+(exercises) and their checks (teach), the headless runner (runner) and the static HTML export
+(export, export_widgets).
+
+`from kipviz import course; course.contents(...)` keeps working: the outline functions are
+re-exported here. The old module names (kipviz.exercises, kipviz.teach, kipviz.nbrun,
+kipviz.export, kipviz.export_widgets) stay as aliases, since stored notebooks import them."""
+from .outlines import Contents, Outline, contents, course, kip_link, outline, problems
+
+__all__ = ["Contents", "Outline", "contents", "course", "kip_link", "outline", "problems"]

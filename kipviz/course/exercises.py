@@ -1,0 +1,358 @@
+"""The notebooks' prediction exercises, kept out of the learner's sight.
+
+A learner's cell holds only the question's blank (`answer = ...`); the cell after it, which the
+learner does not edit, calls `exercise("03-1").check(answer)`. The expected answer is computed here,
+from the kit's own model and codec (or from objects the notebook built, passed as keywords), and
+revealed by the check: right or wrong, a hint on a wrong answer, and a "Show solution" element that
+stays closed until clicked (an HTML <details>, so it works in JupyterLab and in `kipviz export`).
+
+    from kipviz.exercises import exercise, EXERCISES
+    exercise("03-1").expected()                  # 'UNKNOWN_TOPIC_ID', computed from the scenario
+    exercise("03-1").check(...)                  # "Not answered yet", with the solution folded away
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .teach import Check, check
+
+__all__ = ["Exercise", "EXERCISES", "exercise", "BROKEN_DRAFT", "SEED_HEX"]
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str                         # "NN-k": notebook number, exercise number
+    hint: str                       # guides without naming the answer (tests/test_predictions.py)
+    solve: Callable[..., Any]       # the expected answer, computed (keyword inputs: objects of the notebook)
+    solution: str                   # how to find the answer; shown with it under "Show solution"
+    explain: str = ""
+    inputs: tuple[str, ...] = field(default=())
+
+    def expected(self, **inputs) -> Any:
+        missing = [n for n in self.inputs if n not in inputs]
+        if missing:
+            raise TypeError(f"exercise {self.id} needs {', '.join(missing)} from its notebook")
+        return self.solve(**{n: inputs[n] for n in self.inputs})
+
+    def check(self, answer, **inputs) -> Check:
+        expected = self.expected(**inputs)
+        return check(answer, expected, self.hint, explain=self.explain,
+                     solution=f"The answer is {expected!r}. {self.solution}")
+
+
+def _ex(id: str, hint: str, solution: str, explain: str = "", inputs: tuple[str, ...] = ()):
+    def register(fn):
+        EXERCISES[id] = Exercise(id, hint, fn, solution, explain, inputs)
+        return fn
+    return register
+
+
+EXERCISES: dict[str, Exercise] = {}
+
+
+def exercise(id: str) -> Exercise:
+    try:
+        return EXERCISES[id]
+    except KeyError:
+        raise KeyError(f"no exercise {id!r}; known: {', '.join(sorted(EXERCISES))}") from None
+
+
+def _run(name: str):
+    from .. import scenarios
+    return scenarios.run(name)
+
+
+def _held(trace, prefix: str) -> bool:
+    """Whether the scenario's own check starting with `prefix` passed (the model's answer)."""
+    matches = [c for c in trace.checks if c.description.startswith(prefix)]
+    if len(matches) != 1:
+        raise LookupError(f"{trace.name}: {len(matches)} checks start with {prefix!r}")
+    return matches[0].passed
+
+
+def _toc_request(version: int, name_len: int | None = None, *, topic: str = "orders") -> bytes:
+    from .. import codec
+    from ..draw import example_value
+    body = example_value("TxnOffsetCommitRequest", 5)
+    parts = body["Topics"][0]["Partitions"]
+    name = topic if name_len is None else "t" * name_len
+    topics = [{"Name": name, "Partitions": parts}] if version < 6 else [{"TopicId": uuid.UUID(int=1), "Partitions": parts}]
+    return codec.encode("TxnOffsetCommitRequest", version, dict(body, Topics=topics))
+
+
+# ---- 00 welcome ------------------------------------------------------------------------------------
+@_ex("00-1", hint="A compact string costs one length byte plus its characters; a topic ID costs a fixed 16 bytes.",
+     solution="Encode the request at v5 and at v6 with codec.encode and subtract the lengths.",
+     explain="16 bytes of ID replace the name's length byte and characters.")
+def _welcome_cost():
+    return len(_toc_request(6)) - len(_toc_request(5))
+
+
+# ---- 01 wire format --------------------------------------------------------------------------------
+# The seed's example body (TxnOffsetCommit v5), decoded in notebook 01 section 5 (tools/make_wire_notebook.py)
+SEED_HEX = ("0e74782d6f72646572732d303031116f726465722d70726f636573736f727300000000000000000"
+            "00c0000000512636f6e73756d65722d312d6162633132330002076f7264657273020000000300000000"
+            "00024b6e0000000c00000000")
+
+
+@_ex("01-1", hint="Find how many bytes the varint of (length + 1) needs (one varint byte holds 7 bits), "
+                  "then add the characters.",
+     solution="len(varint.uvarint_bytes(200 + 1)) + 200.")
+def _compact_string_200():
+    from ..codec import varint
+    return len(varint.uvarint_bytes(201)) + 200
+
+
+@_ex("01-2", hint="Add up the fields before it: each compact string is one length byte plus its characters, "
+                  "and ProducerId is an int64.",
+     solution='next(s.start for s in codec.annotate("TxnOffsetCommitRequest", 5, data) if s.path == "ProducerEpoch").')
+def _producer_epoch_offset():
+    from .. import codec
+    data = codec.parse_hex(SEED_HEX)
+    return next(s.start for s in codec.annotate("TxnOffsetCommitRequest", 5, data) if s.path == "ProducerEpoch")
+
+
+@_ex("01-3", hint="A name of n characters costs one length byte plus n; compare that with the ID's fixed size, "
+                  "then look for the first row whose 'v6 saves' is positive.",
+     solution='int(table[table["v6 saves"] > 0]["name length"].min()).',
+     explain="from that length on, the name costs more than the 16-byte ID.")
+def _shortest_name():
+    return next(n for n in range(1, 64) if len(_toc_request(6)) < len(_toc_request(5, n)))
+
+
+# ---- 02 records and logs ---------------------------------------------------------------------------
+@_ex("02-1", hint="abs(java_string_hash(id)) % 50, with Kafka's abs (Integer.MIN_VALUE maps to 0).",
+     solution='records.kafka_abs(records.java_string_hash("tx-orders-001")) % 50.')
+def _txn_partition():
+    from .. import records
+    return records.kafka_abs(records.java_string_hash("tx-orders-001")) % 50
+
+
+@_ex("02-2", hint="Look the code up in kipviz.broker.error_codes (name_of); the error is about generations.",
+     solution="name_of(22) from kipviz.broker.error_codes.")
+def _error_22():
+    from ..broker.error_codes import name_of
+    return name_of(22)
+
+
+# ---- 03 topic ids ----------------------------------------------------------------------------------
+@_ex("03-1", hint="The broker cannot resolve the old ID to any live topic; the error names what is unknown.",
+     solution='scenarios.run("kip516.stale_read").result["fetch_by_old_id"].')
+def _stale_fetch():
+    return _run("kip516.stale_read").result["fetch_by_old_id"]
+
+
+@_ex("03-2", hint="v10 names topics by ID, and the old ID is gone: the same error as a Fetch by the old ID.",
+     solution='scenarios.run("kip516.delete_recreate_committed_offsets").result["late_commit_by_id"].')
+def _late_commit_by_id():
+    return _run("kip516.delete_recreate_committed_offsets").result["late_commit_by_id"]
+
+
+@_ex("03-3", hint="Shipped brokers never delete a log on their own word: the answer keys the partition by the new ID "
+                  "and names the mismatch between the two IDs.",
+     solution='scenarios.run("kip516.broker_stale_state_released").result["broker1_answer"].')
+def _stale_state_released():
+    return _run("kip516.broker_stale_state_released").result["broker1_answer"]
+
+
+# ---- 04 consumer groups ----------------------------------------------------------------------------
+@_ex("04-1", hint="An epoch the coordinator never gave out is fenced; the stale-epoch error is for offset commits.",
+     solution="Send the heartbeat (the check cell does) and read its ErrorCode with name_of.",
+     inputs=("response",))
+def _heartbeat_too_high(response):
+    from ..broker.error_codes import name_of
+    return name_of(response["ErrorCode"])
+
+
+@_ex("04-2", hint="Before v9 the coordinator had no error for a missing group: it reuses an older, generation-related one.",
+     solution='commit(8, 3, group="no-such-group") — the table\'s "missing group" column at v8.',
+     inputs=("error",))
+def _missing_group_v8(error):
+    return error
+
+
+# ---- 05 TxnOffsetCommit v6 -------------------------------------------------------------------------
+@_ex("05-1", hint="v0–5 keep the old mapping so old producers do not treat it as fatal; v6 says what happened.",
+     solution='(runs["group_id_not_found", 5].result["error"], runs["group_id_not_found", 6].result["error"]).')
+def _missing_group_v5_v6():
+    return tuple(_run(f"kip1319.group_id_not_found_v{v}").result["error"] for v in (5, 6))
+
+
+@_ex("05-2", hint="Walk the checks in the order the broker makes them, per topic; the first one that fails "
+                  "decides for every partition of that topic, and a later check never runs for it.",
+     solution='order.result["v6"] names each topic-partition by its ID (order.result["ids"]): the deleted '
+              "secret's ID fails before any ACL is read, the live secret fails its ACL before the broker asks "
+              "whether partition 9 exists, and orders reaches the last check.")
+def _error_order_v6():
+    t = _run("kip1319.error_order_v6")
+    v6, ids = t.result["v6"], t.result["ids"]
+    return (v6[f"{ids['secret (deleted)']}-0"], v6[f"{ids['secret']}-9"], v6[f"{ids['orders']}-7"])
+
+
+@_ex("05-3", hint="Brokers of 4.0–4.3 do not serve the version KIP-1319 added; the producer takes the newest both sides speak.",
+     solution='scenarios.run("kip1319.fallback_old_broker").result["version_sent"].')
+def _fallback_version():
+    return int(_run("kip1319.fallback_old_broker").result["version_sent"])
+
+
+# ---- 06 share groups -------------------------------------------------------------------------------
+@_ex("06-1", hint="Each failed delivery increments the delivery count; group.share.delivery.count.limit "
+                  "(table above) archives the record when it is reached.",
+     solution='len(scenarios.run("kip932.lock_expiry_delivery_limit").result["delivery_counts"]).')
+def _deliveries():
+    return len(_run("kip932.lock_expiry_delivery_limit").result["delivery_counts"])
+
+
+_CASE = "kip1289.case"
+for _id, _name, _hint, _solve, _how in [
+    ("06-2", "01_broker_crash_tx_pending",
+     "Persisted state saves TX_PENDING as AVAILABLE: what does the restarted leader hand out?",
+     lambda t: bool(t.result["redelivered"]), 'bool(case01.result["redelivered"])'),
+    ("06-3", "02_coordinator_unavailable",
+     "The broker registers with the transaction coordinator before it stages anything.",
+     lambda t: not _held(t, "nothing staged"), "the scenario's check 'nothing staged (registration failed)'"),
+    ("06-4", "03_zombie_producer", "An older producer epoch is fenced: which error says so?",
+     lambda t: t.result["error"], 'case03.result["error"]'),
+    ("06-5", "05_duplicate_marker", "After the first marker, is anything still TX_PENDING for that producer?",
+     lambda t: not _held(t, "the duplicate changes nothing"), "the scenario's check 'the duplicate changes nothing'"),
+    ("06-6", "06_lock_expiry_tx_pending",
+     "The member still holds the record when the lock runs out; the normal expiry comes one step later.",
+     lambda t: next(e.to_state for e in t.events if getattr(e, "machine", "") == "share-record"
+                    and e.from_state == "TX_PENDING" and "lock" in e.cause),
+     "the first share-record change out of TX_PENDING caused by the lock in case06.events"),
+    ("06-7", "07_txn_timeout", "What do ABORT markers do to TX_PENDING records, and who gets them next?",
+     lambda t: not _held(t, "the replacement worker gets every record again"),
+     "the scenario's check 'the replacement worker gets every record again'"),
+    ("06-8", "08_stale_member_epoch", "The epoch is checked when staging, not at commit.",
+     lambda t: t.result["errors"][0], 'case08.result["errors"][0]'),
+    ("06-9", "09_old_broker", "The producer checks ApiVersions before it builds the request.",
+     lambda t: not _held(t, "no TxnShareAcknowledge bytes went over the wire"),
+     "the scenario's check 'no TxnShareAcknowledge bytes went over the wire'"),
+    ("06-10", "10_invalid_ack_type", "Only ACCEPT (1) and REJECT (3) have transactional meaning.",
+     lambda t: t.result["errors"]["RELEASE"][0], 'case10.result["errors"]["RELEASE"][0]'),
+    ("06-11", "11_partial_multi_partition", "One call, two partitions: is staging per partition or per call?",
+     lambda t: not _held(t, "nothing staged (partial failure)"), "the scenario's check 'nothing staged (partial failure)'"),
+    ("06-12", "12_leader_change_share_state", "Where does TX_PENDING live, and what happens to it with the old leader (compare case 1)?",
+     lambda t: bool(t.result["redelivered"]), 'bool(case12.result["redelivered"])'),
+    ("06-13", "13_markers_never_arrive", "Which timer keeps running when no marker comes, and what does a late marker find?",
+     lambda t: _held(t, "processed again and committed"), "the scenario's check 'processed again and committed'"),
+    ("06-14", "14_concurrent_epochs", "A call with the previous epoch after a bump: like a zombie's.",
+     lambda t: t.result["stale_error"], 'case14.result["stale_error"]'),
+]:
+    EXERCISES[_id] = Exercise(_id, _hint, (lambda s, n: lambda: s(_run(_CASE + n)))(_solve, _name),
+                              f"Computed from the run: {_how}.")
+
+
+# ---- 07 Spark (the notebook's DataFrames are the inputs) ---------------------------------------------
+@_ex("07-1", hint="count the fields printSchema shows: key, value, ...",
+     solution="len(orders.columns).", inputs=("orders",))
+def _columns(orders):
+    return len(orders.columns)
+
+
+@_ex("07-2", hint="count the rows named clicks in topic_ids(), deleted ones included",
+     solution="kip516.source.topic_ids().filter(\"name = 'clicks'\").count().", inputs=("kip516",))
+def _clicks_ids(kip516):
+    return kip516.source.topic_ids().filter("name = 'clicks'").count()
+
+
+@_ex("07-3", hint="filter txns on its outcome column and count",
+     solution="txns.filter(\"outcome = 'abort'\").count().", inputs=("txns",))
+def _aborts(txns):
+    return txns.filter("outcome = 'abort'").count()
+
+
+@_ex("07-4", hint="look at the v5 row with answers > 0",
+     solution='errs.filter("version = 5 and answers > 0").first()["error"].', inputs=("errs",))
+def _v5_error(errs):
+    return errs.filter("version = 5 and answers > 0").first()["error"]
+
+
+@_ex("07-5", hint="the record was processed twice and both outputs committed: which kind names that?",
+     solution='sorted({r["kind"] for r in faulty.rows}) — one kind.', inputs=("faulty",))
+def _violation_kind(faulty):
+    kinds = sorted({r["kind"] for r in faulty.rows})
+    return kinds[0] if len(kinds) == 1 else kinds
+
+
+# ---- 08 design review ------------------------------------------------------------------------------
+# Exercise 2's draft: an invented RPC whose Partitions field has a tag but no taggedVersions.
+BROKEN_DRAFT = """{
+  "apiKey": 96, "type": "request", "name": "ShareRenewLeaseRequest",
+  "validVersions": "0", "flexibleVersions": "0+",
+  "fields": [
+    { "name": "GroupId", "type": "string", "versions": "0+", "about": "The share group." },
+    { "name": "Topics", "type": "[]RenewTopic", "versions": "0+", "about": "Leases per topic.", "fields": [
+      { "name": "TopicId", "type": "uuid", "versions": "0+", "about": "The topic id." },
+      { "name": "Partitions", "type": "[]int32", "versions": "0+", "tag": 0, "about": "The partitions." }
+    ]}
+  ]
+}"""
+
+
+@_ex("08-1", hint="KIP-1331 (streams group topology descriptions) added an RPC in 4.4; the history table names it.",
+     solution='registry.api_key_history("TxnShareAcknowledge"): the row for key 93 and release 4.4, '
+              "or the review's error message for the draft numbered 93.")
+def _key_93_holder():
+    from ..schema.registry import kafka_api_keys
+    return kafka_api_keys("4.4")[93]
+
+
+@_ex("08-2", hint="The review points at the line that names the field in the error.",
+     solution="review(broken).findings[0].line.")
+def _broken_line():
+    from ..review import review
+    return review(BROKEN_DRAFT).findings[0].line
+
+
+def _toc_v7(change) -> str:
+    from ..schema import jsonc, registry
+    obj = jsonc.loads((registry.DEFS_DIR / "TxnOffsetCommitRequest.json").read_text())
+    del obj["kipviz"]
+    obj["validVersions"], obj["latestVersionUnstable"] = "0-7", True
+    change(obj)
+    return json.dumps(obj, indent=2)
+
+
+@_ex("08-3", hint="GroupInstanceId arrived with v3 (KIP-447); which versions exist before v7?",
+     solution="deleted.errors[0].versions_text.")
+def _deleted_versions():
+    from ..review import review
+
+    def drop(obj):
+        obj["fields"] = [f for f in obj["fields"] if f["name"] != "GroupInstanceId"]
+    return review(_toc_v7(drop)).errors[0].versions_text
+
+
+@_ex("08-4", hint="Look at the rules whose usual severity is error.", solution="tags.errors[0].rule.")
+def _tag_rule():
+    from ..review import review
+    from ..schema import jsonc, registry
+    av = jsonc.loads((registry.DEFS_DIR / "ApiVersionsResponse.json").read_text())
+    del av["kipviz"]
+    av["validVersions"], av["latestVersionUnstable"] = "0-6", True
+    zk = next(f for f in av["fields"] if f["name"] == "ZkMigrationReady")
+    zk["versions"] = zk["taggedVersions"] = "3-5"
+    av["fields"].append({"name": "ControllerReady", "type": "bool", "versions": "6+", "taggedVersions": "6+",
+                         "tag": 3, "ignorable": True, "default": "false", "about": "Controller quorum ready."})
+    return review(json.dumps(av, indent=2)).errors[0].rule
+
+
+# ---- 09 a live cluster (real clients against kipviz.serve) --------------------------------------------
+@_ex("09-1", hint="A share group is like a consumer joining a running stream; the broker config "
+                  "share.auto.offset.reset says where a group with no state begins (ClusterConfig models Kafka's default).",
+     solution="kipviz.broker.ClusterConfig().share_offset_reset(group) — Kafka's GroupConfig "
+              "SHARE_AUTO_OFFSET_RESET_DEFAULT; a group's own setting overrides it.")
+def _share_reset_default():
+    from ..broker.config import ClusterConfig
+    return ClusterConfig().share_offset_reset("a-new-group")
+
+
+@_ex("09-2", hint="filter txns on its outcome column and count; a transaction librdkafka aborts before "
+                  "any record reached a broker never appears in __transaction_state.",
+     solution="txns.filter(\"outcome = 'abort'\").count().", inputs=("txns",))
+def _live_aborts(txns):
+    return txns.filter("outcome = 'abort'").count()
