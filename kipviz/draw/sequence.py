@@ -633,11 +633,16 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
                      width: int = WIDTH, marks: dict | None = None, align: dict | None = None,
                      layout: dict | None = None, status_labels: bool = False,
                      internal_arrows: bool = False, lanes: str = "role", on_broker: dict | None = None,
-                     fold: bool = False) -> str:
+                     fold: bool = False, t0: int | None = None) -> str:
     """SVG text of a scenario's events (a list of events, or anything with an `.events` list,
     such as a Cluster). max_events cuts the picture after that many events and says so.
     fold: set-up and repeated exchanges become one band each (Trace.sequence_svg folds by default).
-    marks / align / layout / status_labels / internal_arrows: see the module docstring."""
+    marks / align / layout / status_labels / internal_arrows: see the module docstring.
+    t0: times are shown as seconds from t0 (a live cluster's clock is epoch milliseconds: thirteen
+    digits would not fit the time column)."""
+    def when(t) -> str:
+        return f"{(t - t0) / 1000:.3f} s" if t0 is not None else f"{t} ms"
+
     events = list(getattr(events, "events", events))
     hidden = 0
     if max_events is not None and len(events) > max_events:
@@ -666,7 +671,8 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
         out.append(_text(10, y + 12, title, size=15, anchor="start", weight="bold"))
         y += 22
     if events:
-        sub = f"{len(events)} events · t = {events[0].t} … {events[-1].t} ms (virtual time)"
+        sub = (f"{len(events)} events · t = {events[0].t} … {events[-1].t} ms (virtual time)" if t0 is None else
+               f"{len(events)} events · {when(events[0].t)} … {when(events[-1].t)} from the run's start")
         if hidden:
             sub += f" · {hidden} more not shown"
         out.append(_text(10, y + 10, sub, size=10, color=C_MUTED, anchor="start"))
@@ -697,7 +703,7 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
                         + _text(14, yy + 17.5, r.mark, size=10, color="white", weight="bold") + "</g>")
         prev_mark = r.mark
         if r.t != last_t:
-            body.append(_text(GUTTER - 8, yy + 16, f"{r.t} ms", size=10, color=C_MUTED, anchor="end"))
+            body.append(_text(GUTTER - 8, yy + 16, when(r.t), size=10, color=C_MUTED, anchor="end"))
             body.append(f'<line x1="4" x2="{total_w - 4}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#f0f0f0"/>')
             last_t = r.t
         if r.kind == "msg":
