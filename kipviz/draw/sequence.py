@@ -96,6 +96,7 @@ ROW_H = 28
 LINE_H = 14
 FS = 11                # font size of labels
 FS_NOTE = 10
+NOTE_EM = 1.12         # a note's text is estimated this much wider than _tw's average (no spill from its box)
 MAX_NOTE_LINES = 8     # consecutive writes of one lifeline share a note, up to this many lines
 
 
@@ -736,10 +737,12 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
             yy += ROW_H + extra
         elif r.kind == "note":
             x = xs[r.src]
-            wrapped = [(part, color) for text, color in r.lines for part in _wrap(text, note_max - 12, FS_NOTE)]
+            # measured a little wide (NOTE_EM): capitals and "_" run past Helvetica's average width
+            wrapped = [(part, color) for text, color in r.lines
+                       for part in _wrap(text, note_max - 12, FS_NOTE * NOTE_EM)]
             if r.more:
                 wrapped.append((f"… {r.more} more", C_MUTED))
-            w = min(note_max, max(_tw(t, FS_NOTE) for t, _ in wrapped) + 14)
+            w = min(note_max, max(_tw(t, FS_NOTE * NOTE_EM) for t, _ in wrapped) + 14)
             h = LINE_H * len(wrapped) + 8
             left = max(min(x - w / 2, total_w - 4 - w), GUTTER - 4)
             fill, stroke = r.box
