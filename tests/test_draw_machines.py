@@ -295,3 +295,15 @@ def test_header_key_parts_are_on_separate_lines(show_proposed):
     other = "dashed: accepted/proposed" if show_proposed else "(KIP-1289 rows hidden)"
     (key,) = [(y, s) for y, s in texts if s.startswith(other)]
     assert float(key[0]) > float(solid[0])          # a line below, not run on
+
+
+def test_a_long_source_line_does_not_set_the_pictures_width():
+    """The replica machine's source names three files: one a line, wrapped, the title is no wider than
+    the machine drawn top to bottom, so the picture needs no scaling in a notebook (issue 25)."""
+    from kipviz.draw import machines as M
+    from kipviz.draw.render import FIT_PX, layout_size
+    ts = M.tables()
+    table = ts["replica"] if isinstance(ts, dict) else next(t for t in ts if t.name == "replica")
+    assert len(table.source) > 100
+    assert all(len(line) <= 64 for line in M._source_lines(table.source))
+    assert layout_size(M.state_diagram(table))[0] <= FIT_PX

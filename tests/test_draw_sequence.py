@@ -371,3 +371,27 @@ def event_lists(draw):
 def test_any_events_give_well_formed_svg(events, max_events):
     root = parse(sequence_diagram(events, max_events=max_events, title="t"))
     assert int(root.get("width")) > 0 and int(root.get("height")) > 0
+
+
+def test_times_from_t0_are_seconds_from_the_runs_start(scenario):
+    """A live cluster's clock is epoch milliseconds; with t0 the time column shows seconds from it."""
+    t0 = scenario[0].t
+    shown = [t for t, _ in texts(sequence_diagram(scenario, t0=t0))]
+    assert "0.000 s" in shown
+    assert not [t for t in shown if t.endswith(" ms") and t[:-3].isdigit()]
+    assert f"{scenario[0].t} ms" in [t for t, _ in texts(sequence_diagram(scenario))]
+
+
+def test_a_long_lane_title_wraps_inside_its_box():
+    """'transaction coordinator (broker 0)' in a narrow lane: every line of its head fits its box."""
+    ev = Events()
+    for i, api in enumerate(["EndTxn", "Fetch", "JoinGroup", "InitProducerId", "Produce", "Metadata", "ShareFetch"]):
+        ev.request(f"client-{i % 2}", api, 0, i)
+    root = parse(sequence_diagram(ev.events, width=900))
+    for g in root.iter(NS + "g"):
+        if "kv-head" not in (g.get("class") or ""):
+            continue
+        rect = g.find(NS + "rect")
+        for t in g.iter(NS + "text"):
+            assert len(t.text) * float(t.get("font-size")) * 0.6 <= float(rect.get("width")), t.text
+    assert int(root.get("width")) <= 1000

@@ -124,13 +124,25 @@ def _edge_label(row: Row, color: str) -> str:
     return "<" + "<BR/>".join(lines) + ">"
 
 
+def _source_lines(source: str, width: int = 64) -> list[str]:
+    """A table's source as lines: each "; "-separated file on its own, long ones wrapped before " ("."""
+    import textwrap
+    out: list[str] = []
+    for file in source.split("; "):
+        out += textwrap.wrap(file, width, break_long_words=False, break_on_hyphens=False) or [""]
+    return out
+
+
 def _title(table: Table, show_proposed: bool) -> str:
     n_rel = sum(1 for r in table.rows if _released(r))
     kips = sorted({r.kip for r in table.rows if not _released(r) and r.kip})
     lines = [f'<FONT POINT-SIZE="14"><B>{_e(table.name)}</B></FONT>'
              f'<FONT POINT-SIZE="10" COLOR="#555555">  state machine</FONT>']
     if table.source:
-        lines.append(f'<FONT POINT-SIZE="10" COLOR="#555555">{_e(table.source)}</FONT>')
+        # the source, one file a line and wrapped: one long line set the whole picture's width (the
+        # replica machine: 1264 px instead of 605), so it was scaled to text under 8 px (issue 25)
+        for part in _source_lines(table.source):
+            lines.append(f'<FONT POINT-SIZE="10" COLOR="#555555">{_e(part)}</FONT>')
     # each part of the key on its own line: graphviz's SVG drops the spaces between FONT runs
     # (rendered "(11 rows)dashed:")
     lines.append(f'<FONT POINT-SIZE="10" COLOR="{C_RELEASED}">solid: released Kafka ({n_rel} rows)</FONT>')

@@ -96,6 +96,7 @@ ROW_H = 28
 LINE_H = 14
 FS = 11                # font size of labels
 FS_NOTE = 10
+NOTE_EM = 1.12         # a note's text is estimated this much wider than _tw's average (no spill from its box)
 MAX_NOTE_LINES = 8     # consecutive writes of one lifeline share a note, up to this many lines
 
 
@@ -600,21 +601,31 @@ def _text(x, y, s, *, size=FS, color=C_TEXT, anchor="middle", weight=None, itali
             f"{_e(s)}</text>")
 
 
-def _head(x, y, w, name, is_client) -> str:
+def _head_parts(name: str, w: float) -> list[tuple[str, int, str | None, str]]:
+    """A lane title's lines, wrapped to its box (a long title wraps rather than spilling out)."""
+    a, b = (name.split(" (", 1) if " (" in name else (name, None))
+    size = 12 if b is None else 11
+    parts = [(t, size, "bold", C_TEXT) for t in _wrap(a, w - 8, size * 1.12)]
+    if b is not None:
+        parts += [(t, 10, None, C_MUTED) for t in _wrap("(" + b, w - 8, 10)]
+    return parts
+
+
+def _head_h(names, w: float) -> int:
+    """Height of the head row: tall enough for the longest wrapped title."""
+    most = max((len(_head_parts(n, w)) for n in names), default=1)
+    return max(HEAD_H, 13 * most + 14)
+
+
+def _head(x, y, w, name, is_client, head_h: int = HEAD_H) -> str:
     fill, line = (C_CLIENT_BOX, C_CLIENT_LINE) if is_client else (C_SERVER_BOX, C_SERVER_LINE)
-    if " (" in name:
-        a, b = name.split(" (", 1)
-        parts = [(a, 12, "bold"), ("(" + b, 10, None)]
-    else:
-        parts = [(name, 12, "bold")]
+    parts = _head_parts(name, w)
     kind = "kv-head kv-client" if is_client else "kv-head kv-server"
-    out = [f'<g class="{kind}"><rect x="{x - w / 2:.1f}" y="{y}" width="{w:.1f}" height="{HEAD_H - 6}" rx="4" '
+    out = [f'<g class="{kind}"><rect x="{x - w / 2:.1f}" y="{y}" width="{w:.1f}" height="{head_h - 6}" rx="4" '
            f'fill="{fill}" stroke="{line}"/>']
-    if len(parts) == 1:
-        out.append(_text(x, y + 21, parts[0][0], size=12, weight="bold"))
-    else:
-        out.append(_text(x, y + 14, parts[0][0], size=11, weight="bold"))
-        out.append(_text(x, y + 27, parts[1][0], size=10, color=C_MUTED))
+    top = y + (head_h - 6 - 13 * len(parts)) / 2 + 10
+    for j, (text, size, weight, color) in enumerate(parts):
+        out.append(_text(x, top + 13 * j, text, size=size, color=color, weight=weight))
     out.append("</g>")
     return "".join(out)
 
@@ -623,11 +634,16 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
                      width: int = WIDTH, marks: dict | None = None, align: dict | None = None,
                      layout: dict | None = None, status_labels: bool = False,
                      internal_arrows: bool = False, lanes: str = "role", on_broker: dict | None = None,
-                     fold: bool = False) -> str:
+                     fold: bool = False, t0: int | None = None) -> str:
     """SVG text of a scenario's events (a list of events, or anything with an `.events` list,
     such as a Cluster). max_events cuts the picture after that many events and says so.
     fold: set-up and repeated exchanges become one band each (Trace.sequence_svg folds by default).
-    marks / align / layout / status_labels / internal_arrows: see the module docstring."""
+    marks / align / layout / status_labels / internal_arrows: see the module docstring.
+    t0: times are shown as seconds from t0 (a live cluster's clock is epoch milliseconds: thirteen
+    digits would not fit the time column)."""
+    def when(t) -> str:
+        return f"{(t - t0) / 1000:.3f} s" if t0 is not None else f"{t} ms"
+
     events = list(getattr(events, "events", events))
     hidden = 0
     if max_events is not None and len(events) > max_events:
@@ -643,7 +659,10 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
                          lines=[(f"… {hidden} more event{'s' if hidden != 1 else ''} not shown", C_MUTED)]))
     lines = clients + servers
     n = max(1, len(lines))
-    colw = max(130.0, min(240.0, (width - GUTTER - 10) / n))
+    # lanes narrow (their titles wrap) rather than the picture widening past `width`: a wider picture is
+    # scaled down in a notebook's output area (about 830 px) and its smallest text (10 px) would drop
+    # under 8 px (tests/browser/test_pictures_fit.py)
+    colw = max(100.0, min(240.0, (width - GUTTER - 10) / n))
     total_w = int(GUTTER + colw * n + 10)
     xs = {name: GUTTER + colw * (i + 0.5) for i, name in enumerate(lines)}
 
@@ -653,13 +672,15 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
         out.append(_text(10, y + 12, title, size=15, anchor="start", weight="bold"))
         y += 22
     if events:
-        sub = f"{len(events)} events · t = {events[0].t} … {events[-1].t} ms (virtual time)"
+        sub = (f"{len(events)} events · t = {events[0].t} … {events[-1].t} ms (virtual time)" if t0 is None else
+               f"{len(events)} events · {when(events[0].t)} … {when(events[-1].t)} from the run's start")
         if hidden:
             sub += f" · {hidden} more not shown"
         out.append(_text(10, y + 10, sub, size=10, color=C_MUTED, anchor="start"))
         y += 18
     head_y = y + 4
-    body_top = head_y + HEAD_H
+    head_h = _head_h(lines, colw - 14)
+    body_top = head_y + head_h
 
     # rows: first lay out (heights), then draw
     body: list[str] = []
@@ -683,7 +704,7 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
                         + _text(14, yy + 17.5, r.mark, size=10, color="white", weight="bold") + "</g>")
         prev_mark = r.mark
         if r.t != last_t:
-            body.append(_text(GUTTER - 8, yy + 16, f"{r.t} ms", size=9, color=C_MUTED, anchor="end"))
+            body.append(_text(GUTTER - 8, yy + 16, when(r.t), size=10, color=C_MUTED, anchor="end"))
             body.append(f'<line x1="4" x2="{total_w - 4}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#f0f0f0"/>')
             last_t = r.t
         if r.kind == "msg":
@@ -716,10 +737,12 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
             yy += ROW_H + extra
         elif r.kind == "note":
             x = xs[r.src]
-            wrapped = [(part, color) for text, color in r.lines for part in _wrap(text, note_max - 12, FS_NOTE)]
+            # measured a little wide (NOTE_EM): capitals and "_" run past Helvetica's average width
+            wrapped = [(part, color) for text, color in r.lines
+                       for part in _wrap(text, note_max - 12, FS_NOTE * NOTE_EM)]
             if r.more:
                 wrapped.append((f"… {r.more} more", C_MUTED))
-            w = min(note_max, max(_tw(t, FS_NOTE) for t, _ in wrapped) + 14)
+            w = min(note_max, max(_tw(t, FS_NOTE * NOTE_EM) for t, _ in wrapped) + 14)
             h = LINE_H * len(wrapped) + 8
             left = max(min(x - w / 2, total_w - 4 - w), GUTTER - 4)
             fill, stroke = r.box
@@ -747,7 +770,7 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
         yy += ROW_H
     body_bottom = yy + 8
     foot_y = body_bottom
-    total_h = int(foot_y + HEAD_H + 6)
+    total_h = int(foot_y + head_h + 6)
     if layout is not None:
         layout["height"] = total_h
         layout["width"] = total_w
@@ -758,8 +781,8 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
         heads.append(f'<line class="kv-lifeline" x1="{x:.1f}" y1="{body_top - 6}" x2="{x:.1f}" y2="{foot_y:.1f}" '
                      f'stroke="#a0aec0" stroke-dasharray="4,4"/>')
     for name in lines:
-        heads.append(_head(xs[name], head_y, colw - 14, name, name in clients))
-        heads.append(_head(xs[name], foot_y, colw - 14, name, name in clients))
+        heads.append(_head(xs[name], head_y, colw - 14, name, name in clients, head_h))
+        heads.append(_head(xs[name], foot_y, colw - 14, name, name in clients, head_h))
 
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{total_h}" '
             f'viewBox="0 0 {total_w} {total_h}" font-family="{FONT}" font-size="{FS}" class="kipviz-sequence">'

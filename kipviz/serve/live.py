@@ -45,6 +45,9 @@ def _row(e) -> str:
             f"<td style='text-align:left'>{html.escape(str(what))}</td></tr>")
 
 
+LIVE_WIDTH = 740       # the sequence tab's width in JupyterLab at 1280 px with the file browser open
+
+
 class LiveView(W.VBox):
     def __init__(self, server, *, max_events: int = 40, rows: int = 25, every_s: float = 0.5, auto: bool = True,
                  players: bool = True, players_every_s: float = 2.0, players_window: int = 2000):
@@ -93,7 +96,11 @@ class LiveView(W.VBox):
                              f"{getattr(self.server, 'open_connections', '?')} open connections · "
                              f"virtual t = {self.cluster.now} ms")
         try:
-            self.diagram.value = sequence_diagram(wire, title="newest requests") if wire else "<i>no requests yet</i>"
+            # times in seconds from the run's start; drawn for the tab's ~740 px, not scaled under 8 px text
+            with self.lock:
+                t0 = self.cluster.events[0].t if self.cluster.events else None
+            self.diagram.value = (sequence_diagram(wire, title="newest requests", t0=t0, width=LIVE_WIDTH)
+                                  if wire else "<i>no requests yet</i>")
         except Exception as e:  # noqa: BLE001 - a drawing problem is a readable line, never a dead view
             self.diagram.value = f"<i>cannot draw: {html.escape(str(e))}</i>"
         body = "".join(_row(e) for e in reversed(recent[-self.rows:]))
