@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -338,7 +339,9 @@ def test_failures_inside_spark_are_one_line(tmp_path):
     assert junk_run["code"] == 1 and junk_run["stderr"] == "", junk_run
     # junk batch bytes: no CAST_INVALID_INPUT; the batches are named unreadable and the run cannot be verified
     assert "CAST_INVALID_INPUT" not in junk_run["stdout"] and ": cannot verify: " in junk_run["stdout"]
-    assert junk_run["stdout"].startswith("[unreadable] batches/out partition ")
+    # the verdict first (verify-eos), then each unreadable input named
+    assert junk_run["stdout"].splitlines()[0].endswith(")") and ": cannot verify: " in junk_run["stdout"].splitlines()[0]
+    assert re.search(r"^\[unreadable\] batches/out partition ", junk_run["stdout"], re.M), junk_run["stdout"][:2000]
     assert schema_run["code"] == 0 and schema_run["stderr"] == "", schema_run
     for counted in ("wrong-type: 1", "missing-column: 1", f"corrupt: {rows}", "bad-value: "):
         assert counted in schema_run["stdout"], schema_run["stdout"]

@@ -63,5 +63,6 @@ def test_exported_page_plays_offline(site, page, path):
             pages.screenshot(page, f"export-{path.stem}-player0", p)
     index = site / "index.html"
     page.goto(index.as_uri())
-    assert page.locator(f'a[href="{path.stem}.html"]').count() == 1
+    # the contents link each page (once as a row, again where a later notebook names it as a prerequisite)
+    assert page.locator(f'a[href="{path.stem}.html"]').count() >= 1
     assert fetched == [], fetched[:5]
