@@ -87,16 +87,22 @@ class OffsetMetadataManager:
         retention = b.get("RetentionTimeMs", -1) if 2 <= req.version <= 4 else -1
         expire = -1 if retention == -1 else self.cluster.now + retention
         out = {}
+        for t, p, key in self._committable(topics, out):
+            self.offsets.setdefault(gid, {})[key] = self._offset_record(gid, t["name"], t["topic_id"], p, expire)
+        return out
+
+    def _committable(self, topics: list[dict], out: dict):
+        """Each (topic, partition, key) whose metadata fits offset.metadata.max.bytes, with out[key]
+        set to NONE; the others get OFFSET_METADATA_TOO_LARGE in `out` and are not yielded."""
+        limit = self.cluster.config.offset_metadata_max_bytes
         for t in topics:
             for p in t["partitions"]:
                 key = (t["name"], p["PartitionIndex"])
-                if java_length(p.get("CommittedMetadata")) > self.cluster.config.offset_metadata_max_bytes:
+                if java_length(p.get("CommittedMetadata")) > limit:
                     out[key] = CODE["OFFSET_METADATA_TOO_LARGE"]
                     continue
                 out[key] = NONE
-                c = self._offset_record(gid, t["name"], t["topic_id"], p, expire)
-                self.offsets.setdefault(gid, {})[key] = c
-        return out
+                yield t, p, key
 
     def _offset_record(self, gid: str, topic: str, topic_id, p: dict, expire: int, *, producer_id: int = -1,
                        producer_epoch: int = -1) -> Committed:
@@ -138,17 +144,11 @@ class OffsetMetadataManager:
         pid, pepoch = b["ProducerId"], b["ProducerEpoch"]
         part = self.partition_for(gid)
         out = {}
-        for t in topics:
-            for p in t["partitions"]:
-                key = (t["name"], p["PartitionIndex"])
-                if java_length(p.get("CommittedMetadata")) > self.cluster.config.offset_metadata_max_bytes:
-                    out[key] = CODE["OFFSET_METADATA_TOO_LARGE"]
-                    continue
-                out[key] = NONE
-                # KIP-1319: the real topic id at v6; Uuid.ZERO_UUID (not written) on the v0-5 path
-                tid = t["topic_id"] if req.version >= 6 else ZERO_UUID
-                c = self._offset_record(gid, t["name"], tid, p, -1, producer_id=pid, producer_epoch=pepoch)
-                self.pending_txn.setdefault((part, pid), {}).setdefault(gid, {})[key] = c
+        for t, p, key in self._committable(topics, out):
+            # KIP-1319: the real topic id at v6; Uuid.ZERO_UUID (not written) on the v0-5 path
+            tid = t["topic_id"] if req.version >= 6 else ZERO_UUID
+            c = self._offset_record(gid, t["name"], tid, p, -1, producer_id=pid, producer_epoch=pepoch)
+            self.pending_txn.setdefault((part, pid), {}).setdefault(gid, {})[key] = c
         if any(v == NONE for v in out.values()):
             self.cluster.note(f"{gid}: offsets staged in producer {pid}'s transaction (pending until its "
                               "COMMIT/ABORT marker)", group=gid, producer_id=pid, partition=part,
