@@ -703,3 +703,9 @@ def random_walk(table: Table, n_events: int = 200, *, keys: Iterable[str] = ("tx
             add(E.ResponseSent, broker=0, client=client, api=api, version=0, correlation_id=cid, body={})
         state[k] = r.to_state
     return out[:n_events]
+
+
+def animation(trace, machine: str, key: str | None = None, **kwargs) -> Animation:
+    """Frames of one state machine over a scenario run (a kipviz.scenarios.Trace) or any object
+    with `.events`."""
+    return Animation(machine, trace.events, key=key, **kwargs)

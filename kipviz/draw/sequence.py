@@ -793,3 +793,9 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
 def sequence_html(events, *, title: str = "kipviz sequence", max_events: int | None = None) -> str:
     """A standalone HTML page with the sequence diagram inline (nothing fetched)."""
     return to_html(sequence_diagram(events, title=None, max_events=max_events), title=title)
+
+
+def sequence_svg(trace, *, fold: bool = True, **kwargs) -> str:
+    """A scenario run's sequence diagram (a kipviz.scenarios.Trace): set-up and repeated exchanges
+    folded into bands; fold=False draws every event."""
+    return sequence_diagram(trace.events, title=trace.scenario.title, fold=fold, **kwargs)

@@ -84,12 +84,12 @@ class Trace:
     # pictures are drawn from the events, never by the scenario itself
     def sequence_svg(self, *, fold: bool = True, **kwargs) -> str:
         """Set-up and repeated exchanges folded into bands; fold=False draws every event."""
-        from ..draw.sequence import sequence_diagram
-        return sequence_diagram(self.events, title=self.scenario.title, fold=fold, **kwargs)
+        from ..draw.sequence import sequence_svg
+        return sequence_svg(self, fold=fold, **kwargs)
 
     def animation(self, machine: str, key: str | None = None, **kwargs):
-        from ..draw.animate import Animation
-        return Animation(machine, self.events, key=key, **kwargs)
+        from ..draw.animate import animation
+        return animation(self, machine, key, **kwargs)
 
     def requests(self):
         """One row per request/response pair (pandas DataFrame)."""
