@@ -4,7 +4,7 @@ import re
 
 from kipviz import scenarios
 from kipviz.broker.events import ResponseSent
-from kipviz.draw.sequence import error_places, member_names, sequence_diagram
+from kipviz.draw.sequence import error_places, member_names, sequence_diagram, sequence_svg
 
 
 def _text(svg: str) -> str:
@@ -19,7 +19,7 @@ def test_each_error_is_placed_on_its_topic_partitions():
                                      (f"{ids['orders']}…-7", 3)]
     (v5,) = [e for e in t.events if isinstance(e, ResponseSent) and e.version == 5 and e.error_codes]
     assert ("orders-7", 3) in error_places(v5.body) and ("hidden-0", 29) in error_places(v5.body)
-    svg = _text(t.sequence_svg())
+    svg = _text(sequence_svg(t))
     # the place and its error, on one line or wrapped onto the next (narrow lanes)
     assert re.search(re.escape(f"{ids['secret']}…-0,9:") + r"(\s|</text><text[^>]*>)TOPIC_AUTHORIZATION_FAILED", svg)
     assert "UNKNOWN_TOPIC_ID, TOPIC_AUTHORIZATION_FAILED" not in svg      # no longer one arrow's list
@@ -33,7 +33,7 @@ def test_a_response_error_without_a_topic_stays_on_the_arrow():
 
 def test_set_up_and_repeated_exchanges_fold_by_default_and_unfold_on_request():
     t = scenarios.run("kip1289.happy_commit")
-    folded, full = t.sequence_svg(), t.sequence_svg(fold=False)
+    folded, full = sequence_svg(t), sequence_svg(t, fold=False)
     assert full == sequence_diagram(t.events, title=t.scenario.title)        # the library default draws all
     n_folded, n_full = folded.count('class="kv-req"'), full.count('class="kv-req"')
     assert n_folded < n_full * 0.7
@@ -49,6 +49,6 @@ def test_member_ids_in_notes_are_the_lane_names():
     t = scenarios.run("kip1319.stale_member_epoch_v6")
     names = member_names(t.events)
     assert set(names.values()) == {"consumer-1", "consumer-2"}
-    text = _text(t.sequence_svg(fold=False))
+    text = _text(sequence_svg(t, fold=False))
     assert not any(mid in text for mid in names)
     assert "member cg/consumer-2" in text

@@ -17,6 +17,7 @@ import psutil
 import pytest
 
 from kipviz import cli, scenarios
+from kipviz.draw.animate import animation
 from kipviz.draw.record_strip import record_strip
 from kipviz.export import external_refs, find_notebooks, notebook_html
 from kipviz.export_widgets import WIDGET_VIEW, static_widgets
@@ -27,9 +28,10 @@ needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz `do
 md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
 
 PLAYERS = """from kipviz import scenarios
+from kipviz.draw.animate import animation
 from kipviz.draw.record_strip import record_strip
 from kipviz.widgets import player, strip_player
-txn = player(scenarios.run("kip1319.stale_member_epoch_v6").animation("transaction"), fps=4)
+txn = player(animation(scenarios.run("kip1319.stale_member_epoch_v6"), "transaction"), fps=4)
 strip = strip_player(record_strip(scenarios.run("kip932.acquire_and_acknowledge").events))
 display(txn, strip)"""
 
@@ -71,7 +73,7 @@ def test_pages_view_offline_and_hold_every_frame(site):
         assert external_refs(text) == [], page.name
         assert WIDGET_VIEW not in text and "embed-amd" not in text and "require.js" not in text
     players = (site / "01_players.html").read_text(encoding="utf-8")
-    want = [scenarios.run("kip1319.stale_member_epoch_v6").animation("transaction").player_data(),
+    want = [animation(scenarios.run("kip1319.stale_member_epoch_v6"), "transaction").player_data(),
             record_strip(scenarios.run("kip932.acquire_and_acknowledge").events).player_data()]
     got = _data(players)
     assert [d["frames"] for d in got] == [w["frames"] for w in want]

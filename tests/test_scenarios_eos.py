@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from kipviz import codec, scenarios
+from kipviz.draw.animate import animation
+from kipviz.draw.sequence import sequence_svg
 
 NAMES = ["txn.read_process_write_commit", "txn.read_process_write_abort", "txn.timeout_abort",
          "txn.zombie_fencing", "txn.tv1_vs_tv2", "kip848.consumer_group_join_and_rebalance",
@@ -52,10 +54,10 @@ def test_the_request_table_and_the_transaction_animation_come_from_the_events():
     table = t.requests()
     assert {"InitProducerId", "ConsumerGroupHeartbeat", "TxnOffsetCommit", "EndTxn", "Fetch"} <= set(table["api"])
     assert "PRODUCER_FENCED" in set(table["errors"])
-    anim = t.animation("transaction", key="enricher-tx")
+    anim = animation(t, "transaction", key="enricher-tx")
     assert [f.state for f in anim.frames][-1] == "CompleteAbort"
 
 
 def test_a_sequence_diagram_draws():
-    svg = scenarios.run("kip848.consumer_group_join_and_rebalance").sequence_svg()
+    svg = sequence_svg(scenarios.run("kip848.consumer_group_join_and_rebalance"))
     assert svg.lstrip().startswith("<") and "ConsumerGroupHeartbeat" in svg

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from kipviz import cli, codec, scenarios
 from kipviz.broker.share_txn import pending
+from kipviz.draw.animate import animation
 from kipviz.draw.record_strip import record_strip
 from kipviz.eos import AT_LEAST_ONCE, VIOLATION, check_share_eos
 
@@ -249,7 +250,7 @@ def test_any_seed_passes_and_only_cases_1_and_12_need_the_window(seed, name):
 def test_the_share_record_animation_and_the_record_strip_play(name):
     t = run(name)
     changes = [e for e in t.events if e.kind == "StateChanged" and e.machine == "share-record"]
-    anim = t.animation("share-record")
+    anim = animation(t, "share-record")
     assert len(anim) == len(changes) and anim.frames[-1].event is changes[-1]
     assert "TX_PENDING" in {f.state for f in anim.frames}
     assert all(f.caption for f in anim.frames)
@@ -279,8 +280,8 @@ def test_the_strip_shows_the_reload_and_the_lock_expiry_as_their_own_steps():
 @pytest.mark.parametrize("name", ["kip1289.case01_broker_crash_tx_pending", "kip1289.case06_lock_expiry_tx_pending"])
 def test_animation_frames_render_to_svg(name):
     t = run(name)
-    svgs = t.animation("share-record").frames_svg()
-    assert len(svgs) == len(t.animation("share-record")) and all("<svg" in s for s in svgs)
+    svgs = animation(t, "share-record").frames_svg()
+    assert len(svgs) == len(animation(t, "share-record")) and all("<svg" in s for s in svgs)
     assert "TX_PENDING" in svgs[0]
 
 

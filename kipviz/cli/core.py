@@ -199,14 +199,15 @@ def _scenario_page(trace, anim) -> str:
     import html as _html
 
     from ..draw.render import _inline_svg, to_html
+    from ..draw.sequence import sequence_svg
     from ..scenarios.report import report
     sc = trace.scenario
     block = (f"<style>.kv-doc svg{{max-width:100%;height:auto}}</style>\n"
              f'<div class="kv-doc"><p>{_html.escape(sc.kip or "")} · {_html.escape(sc.status)} · seed {trace.seed}'
              f"</p>\n<p>{_html.escape(sc.summary)}</p>\n{report(trace)._repr_html_()}\n"
-             f"<h2>Sequence</h2>\n{_inline_svg(trace.sequence_svg())}\n")
+             f"<h2>Sequence</h2>\n{_inline_svg(sequence_svg(trace))}\n")
     if anim is None:
-        page = to_html(trace.sequence_svg(), title=f"{sc.name}: {sc.title}")
+        page = to_html(sequence_svg(trace), title=f"{sc.name}: {sc.title}")
         head, _, rest = page.partition("<svg")
         return head + block + "<p>No state machine changed in this scenario.</p></div>\n" + \
             rest.partition("</svg>")[2]
@@ -245,11 +246,13 @@ def cmd_scenario(args) -> int:
     print(f"{len(trace.checks) - len(trace.failures())}/{len(trace.checks)} checks passed"
           + (f", {len(trace.cluster.internal_errors)} model error(s)" if trace.cluster.internal_errors else ""))
     if args.svg:
-        _write(trace.sequence_svg(), args.svg)
+        from ..draw.sequence import sequence_svg
+        _write(sequence_svg(trace), args.svg)
     anim = None
     if args.html or args.gif:
+        from ..draw.animate import animation
         machine = _pick_machine(trace, args.machine)
-        anim = trace.animation(machine) if machine else None
+        anim = animation(trace, machine) if machine else None
     if args.html:
         _write(_scenario_page(trace, anim), args.html)
     if args.gif:

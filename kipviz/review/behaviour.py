@@ -107,6 +107,7 @@ def _scenario_questions(module: str, *, pictures: bool) -> list[OpenQuestion]:
     import importlib
 
     from .. import scenarios
+    from ..draw.sequence import sequence_svg
     mod = importlib.import_module(f"..scenarios.{module}", __package__)
     have = set(scenarios._load())
     out = []
@@ -117,7 +118,7 @@ def _scenario_questions(module: str, *, pictures: bool) -> list[OpenQuestion]:
             q.ran, q.holds, q.evidence = True, t.passed, _evidence(t)
             if pictures:
                 try:
-                    q.sequence_svg = t.sequence_svg()
+                    q.sequence_svg = sequence_svg(t)
                 except Exception as e:        # a picture that cannot be drawn says why
                     q.evidence.append(f"(sequence diagram not drawn: {e})")
         out.append(q)

@@ -6,7 +6,10 @@
     trace.findings                              # what goes wrong, who sees it, what the KIP says
     trace.checks                                # what the scenario asserts, each with pass/fail
     trace.events                                # everything the model did (typed events)
-    trace.sequence_svg(); trace.animation("transaction")
+
+Pictures are drawn from the events by kipviz.draw, never by the scenario (a lower layer):
+    from kipviz.draw.sequence import sequence_svg; sequence_svg(trace)
+    from kipviz.draw.animate import animation; animation(trace, "transaction")
 
 A scenario is a function `(trace: Trace) -> None` registered with @scenario; it drives
 trace.cluster (and client models) and records expectations with trace.expect(...)."""
@@ -80,16 +83,6 @@ class Trace:
 
     def failures(self) -> list[Check]:
         return [c for c in self.checks if not c.passed]
-
-    # pictures are drawn from the events, never by the scenario itself
-    def sequence_svg(self, *, fold: bool = True, **kwargs) -> str:
-        """Set-up and repeated exchanges folded into bands; fold=False draws every event."""
-        from ..draw.sequence import sequence_svg
-        return sequence_svg(self, fold=fold, **kwargs)
-
-    def animation(self, machine: str, key: str | None = None, **kwargs):
-        from ..draw.animate import animation
-        return animation(self, machine, key, **kwargs)
 
     def requests(self):
         """One row per request/response pair (pandas DataFrame)."""
