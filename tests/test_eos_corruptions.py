@@ -20,7 +20,7 @@ from crc32c import crc32c
 from kipviz import spark as ks
 from kipviz.cli import main
 from kipviz.records.batch import read_batches, write_batch
-from kipviz.records.control import write_control_batch
+from kipviz.records.markers import write_control_batch
 from kipviz.sampledata.generate import generate
 from tests.spark_session import spark  # noqa: F401 - the shared session fixture
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from kipviz.errors import DecodeError
 from kipviz.records import read_batches, write_batch
-from kipviz.records.control import write_control_batch
+from kipviz.records.markers import write_control_batch
 from kipviz.records.skim import skim_batch
 from kipviz.spark import decode
 from tests.test_records_batch import CODECS, body, fix_crc, hand_batch

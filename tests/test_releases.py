@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from kipviz.broker import Cluster, served_versions
 from kipviz.schema import jsonc, registry, releases
 from kipviz.schema.check import matrix_text, reference_root
-from kipviz.schema.releases import NEWEST, RELEASES, matrix, served, served_list
+from kipviz.schema.matrix import matrix
+from kipviz.schema.releases import NEWEST, RELEASES, served, served_list
 
 ROOT = reference_root()
 needs_kafka = pytest.mark.skipif(ROOT is None, reason="Kafka reference schemas (../shared/kafka/message-4.3) not "

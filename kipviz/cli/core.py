@@ -11,6 +11,7 @@ from .. import codec
 from ..codec.jsonview import to_json
 from ..errors import KipvizError
 from ..schema.catalog import catalog
+from .outputs import check_out
 
 
 def cmd_list(args) -> int:
@@ -54,24 +55,6 @@ def cmd_decode(args) -> int:
     else:
         print(to_json(codec.decode(args.name, args.version, data)))
     return 0
-
-
-def check_out(path: str) -> None:
-    """KipvizError unless `path` can be written, found out before the work that leads to it: a
-    file there is opened for appending (its bytes untouched), a new one created and removed."""
-    p = os.path.abspath(path)
-    if os.path.isdir(p):
-        raise KipvizError(f"{path}: is a directory, not a file to write")
-    if not os.path.isdir(os.path.dirname(p)):
-        raise KipvizError(f"no such directory for {path!r}")
-    try:
-        if os.path.exists(p):
-            open(p, "ab").close()
-        else:
-            open(p, "xb").close()
-            os.unlink(p)
-    except OSError as e:
-        raise KipvizError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 # the most bytes `decode --file` reads: Kafka's socket.request.max.bytes default (104857600,

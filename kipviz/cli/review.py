@@ -12,7 +12,7 @@ import sys
 def cmd_review(args) -> int:
     from ..review import review
     if args.html:
-        from .core import check_out
+        from .outputs import check_out
         check_out(args.html)
     r = review(args.schema, against=args.against, behaviour=not args.schema_only, pictures=bool(args.html))
     print(r.summary())

@@ -121,7 +121,7 @@ def _source(directory: str, master: str | None):
 
 def cmd_analyze(args) -> int:
     if args.html:
-        from .core import check_out
+        from .outputs import check_out
         check_out(args.html)
     from ..spark.report import analyze
     rep = analyze(_source(args.directory, args.master), plot=bool(args.html))

@@ -17,8 +17,9 @@ from .batch import (
                         write_batch,
 )
 from .compression import CODEC_NAMES, MAX_DECOMPRESSED
-from .control import CONTROL_TYPES, control_key, end_txn_marker_value, parse_control, write_control_batch
+from .control import CONTROL_TYPES, control_key, end_txn_marker_value, parse_control
 from .internal import AmbiguousRecordError, annotate_internal, decode_internal, dump_json, encode_internal
+from .markers import write_control_batch
 from .partition import (
                         group_coordinator_partition,
                         java_string_hash,

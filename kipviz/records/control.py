@@ -9,7 +9,8 @@ whose key is always 4 bytes:
     value = version int16 (0) + coordinator_epoch int32        (COMMIT / ABORT: 6 bytes)
 
 (`ControlRecordType.java`, `EndTransactionMarker.java`; `MemoryRecords.writeEndTransactionalMarker`
-writes the batch: transactional + control, uncompressed, one record, BaseSequence -1.)
+writes the batch: transactional + control, uncompressed, one record, BaseSequence -1 --
+kipviz.records.markers.write_control_batch, above both this module and the batch layout.)
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ _END_TXN = struct.Struct(">hi")
 
 def control_key(marker: str | int, version: int = 0) -> bytes:
     """The 4-byte control record key: version int16 + type int16."""
-    tid = _type_id(marker)
+    tid = control_type_id(marker)
     return _KEY.pack(version, tid)
 
 
@@ -39,7 +40,8 @@ def end_txn_marker_value(coordinator_epoch: int, version: int = 0) -> bytes:
     return _END_TXN.pack(version, coordinator_epoch)
 
 
-def _type_id(marker) -> int:
+def control_type_id(marker) -> int:
+    """A control record type's id from its name ("COMMIT", any case) or an int16 id; EncodeError otherwise."""
     if isinstance(marker, str) and marker.upper() in CONTROL_TYPE_IDS:
         return CONTROL_TYPE_IDS[marker.upper()]
     if isinstance(marker, int) and not isinstance(marker, bool) and -2**15 <= marker < 2**15:
@@ -74,20 +76,3 @@ def parse_control(key, value, offset: int = 0, path: str = "") -> dict:
         out["value_version"] = vv
         out["coordinator_epoch"] = epoch
     return out
-
-
-def write_control_batch(marker: str | int = "COMMIT", producer_id: int = -1, producer_epoch: int = -1,
-                        coordinator_epoch: int = 0, base_offset: int = 0, timestamp: int = 0,
-                        partition_leader_epoch: int = -1, timestamp_type="CreateTime") -> bytes:
-    """A transaction marker batch exactly as MemoryRecords.writeEndTransactionalMarker builds it:
-    transactional + control, uncompressed, one record (key 4 bytes, value 6 bytes), BaseSequence -1."""
-    from .batch import write_batch
-    tid = _type_id(marker)
-    if CONTROL_TYPES.get(tid) not in END_TXN_TYPES:
-        raise EncodeError(f"write_control_batch writes COMMIT or ABORT markers, not {marker!r}", "marker")
-    record = {"key": control_key(tid), "value": end_txn_marker_value(coordinator_epoch),
-              "headers": [], "timestamp": timestamp, "offset_delta": 0}
-    return write_batch([record], base_offset=base_offset, partition_leader_epoch=partition_leader_epoch,
-                       compression="none", timestamp_type=timestamp_type, is_transactional=True,
-                       is_control=True, producer_id=producer_id, producer_epoch=producer_epoch,
-                       base_sequence=-1, base_timestamp=timestamp, max_timestamp=timestamp)

@@ -45,7 +45,8 @@ def check_spec(spec, refs: dict[str, dict]) -> list[str]:
 
 def matrix_text(kind: str = "request") -> str:
     """The release matrix (API x release) as a fixed-width table."""
-    from .releases import RELEASES, matrix_rows
+    from .matrix import matrix_rows
+    from .releases import RELEASES
     rows = matrix_rows(kind)
     width = max(len(r["api"]) for r in rows) + 2
     head = f"{'api':<{width}}{'key':>4}  " + "".join(f"{r:>8}" for r in RELEASES)

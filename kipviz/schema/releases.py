@@ -2,7 +2,8 @@
 unless told otherwise (FACTS.md (h): Kafka 4.4 is the newest release).
 
 Which versions a release serves is derived from the kit's labels (status/since/removed), never
-written twice: `served` is the one rule (the broker model, the CLI and `matrix` all call it).
+written twice: `served` is the one rule (the broker model, the CLI and kipviz.schema.matrix all
+call it). This module reads no definitions: the registry sits above it.
 Adding Kafka 4.5 = append "4.5" here and label the versions it ships `"since": "4.5"`."""
 from __future__ import annotations
 
@@ -57,23 +58,3 @@ def served(spec, release: str | None, proposals: frozenset = frozenset()) -> tup
     """(min, max) of `served_list`, or None when the release serves no version of it."""
     ok = served_list(spec, release, proposals)
     return (min(ok), max(ok)) if ok else None
-
-
-def matrix(kind: str = "request") -> dict[str, dict[str, tuple[int, int] | None]]:
-    """{api: {release: (min, max) or None}} for every kit definition of `kind`, every release."""
-    from . import registry
-    specs = sorted((s for s in registry.messages().values() if s.type == kind),
-                   key=lambda s: (registry.api_key(s) if registry.api_key(s) is not None else 1 << 16, s.name))
-    return {s.api: {r: served(s, r) for r in RELEASES} for s in specs}
-
-
-def matrix_rows(kind: str = "request") -> list[dict]:
-    """`matrix` as printable rows: api, api key, then one "min-max" (or "-") column per release."""
-    from . import registry
-    rows = []
-    for api, cols in matrix(kind).items():
-        spec = registry.get(api + ("Request" if kind == "request" else "Response"))
-        row = {"api": api, "api_key": registry.api_key(spec)}
-        row.update({r: "-" if rng is None else f"{rng[0]}-{rng[1]}" for r, rng in cols.items()})
-        rows.append(row)
-    return rows
