@@ -118,7 +118,7 @@ def test_failing_check_exits_1(monkeypatch, capsys):
     def fails(trace):
         trace.expect("this holds", True)
         trace.expect("this does not", False, "because")
-    scenarios._load()
+    scenarios.all_scenarios()
     monkeypatch.setitem(scenarios._REGISTRY, "test.failing",
                         Scenario("test.failing", "a failing scenario", None, "released", "", fails))
     assert cli.main(["scenario", "test.failing"]) == 1

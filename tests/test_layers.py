@@ -1,5 +1,8 @@
 """The layering is a checked contract (pyproject.toml [tool.importlinter], docs/architecture.md):
-lint-imports must keep it, and it must break when a lower layer imports a higher one."""
+lint-imports must keep it, and it must break when a lower layer imports a higher one. Beside it:
+no import cycle between the children of any package (grimp's graph, lazy imports included), and no
+module importing another module's private name."""
+import ast
 import os
 import shutil
 import subprocess
@@ -20,7 +23,7 @@ def _lint(cwd: Path, config: Path | None = None) -> subprocess.CompletedProcess:
 def test_layers_contract_is_kept():
     r = _lint(ROOT)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
-    assert "1 kept, 0 broken" in r.stdout
+    assert "3 kept, 0 broken" in r.stdout
 
 
 def test_contract_breaks_on_an_upward_import(tmp_path):
@@ -33,3 +36,158 @@ def test_contract_breaks_on_an_upward_import(tmp_path):
     cfg.write_text(swapped)
     r = _lint(ROOT, cfg)
     assert r.returncode != 0 and "BROKEN" in r.stdout.upper(), r.stdout[-2000:]
+
+
+def test_clients_contract_breaks_when_clients_import_a_forbidden_package(tmp_path):
+    # clients import codec: forbidding codec must break the contract (the forbidden check is live)
+    text = (ROOT / "pyproject.toml").read_text()
+    changed = text.replace('forbidden_modules = ["kipviz.broker", "kipviz.capture"]', 'forbidden_modules = ["kipviz.codec"]')
+    assert changed != text
+    cfg = tmp_path / "pyproject.toml"
+    cfg.write_text(changed)
+    r = _lint(ROOT, cfg)
+    assert r.returncode != 0 and "clients import no broker BROKEN" in r.stdout, r.stdout[-2000:]
+
+
+# ---- cycles -------------------------------------------------------------------------------------------
+def _sibling_cycles(graph) -> list[tuple[str, list[str]]]:
+    """(package, children in one loop) for every import loop among the children of a package: each
+    child stands for itself and its descendants, as import-linter's acyclic_siblings counts them."""
+    found = []
+    for parent in sorted(m for m in graph.modules if graph.find_children(m)):
+        owner = {}
+        for child in graph.find_children(parent):
+            owner[child] = child
+            owner.update((d, child) for d in graph.find_descendants(child))
+        edges: dict[str, set[str]] = {}
+        for m, c in owner.items():
+            for imported in graph.find_modules_directly_imported_by(m):
+                if owner.get(imported, c) != c:
+                    edges.setdefault(c, set()).add(owner[imported])
+        found += [(parent, loop) for loop in _strongly_connected(edges) if len(loop) > 1]
+    return found
+
+
+def _strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's components, iteratively (no recursion limit on a deep graph)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(edges.get(w, ())))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                loop = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    loop.append(w)
+                    if w == v:
+                        break
+                out.append(sorted(loop))
+    return out
+
+
+def test_no_import_cycle_between_packages_or_modules():
+    import grimp
+    graph = grimp.build_graph("kipviz", cache_dir=None)
+    loops = _sibling_cycles(graph)
+    assert loops == [], "\n".join(f"{p}: {' <-> '.join(loop)}" for p, loop in loops)
+
+
+def test_the_cycle_check_finds_a_loop():
+    import grimp
+    g = grimp.ImportGraph()
+    for m in ("p", "p.a", "p.a.x", "p.b", "p.c"):
+        g.add_module(m)
+    g.add_import(importer="p.a.x", imported="p.b")       # a (through its child) -> b -> a
+    g.add_import(importer="p.b", imported="p.a")
+    g.add_import(importer="p.c", imported="p.b")         # c -> b: no loop
+    assert _sibling_cycles(g) == [("p", ["p.a", "p.b"])]
+
+
+# ---- private names ------------------------------------------------------------------------------------
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _private_imports(root: Path, package: str) -> list[str]:
+    """`from other_module import _name` and `other_module._name` in the package's modules: a name
+    another module needs is made public or moved to the module that owns it (tests may reach in)."""
+    def module_of(path: Path) -> str:
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+    def is_module(name: str) -> bool:
+        p = root.joinpath(*name.split("."))
+        return p.with_suffix(".py").is_file() or (p / "__init__.py").is_file()
+
+    found = []
+    for path in sorted((root / package).rglob("*.py")):
+        here, is_pkg = module_of(path), path.name == "__init__.py"
+        modules: dict[str, str] = {}       # local name -> the kipviz module it names
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = here.split(".")[: None if is_pkg else -1]
+                    base = base[: len(base) - node.level + 1]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                if source.split(".")[0] != package:
+                    continue
+                for alias in node.names:
+                    if is_module(f"{source}.{alias.name}"):
+                        modules[alias.asname or alias.name] = f"{source}.{alias.name}"
+                    elif _private(alias.name) and source != here:
+                        found.append(f"{path.relative_to(root)}:{node.lineno}: from {source} import {alias.name}")
+            elif isinstance(node, ast.Import):
+                modules.update((a.asname, a.name) for a in node.names if a.asname and a.name.split(".")[0] == package)
+        for node in ast.walk(tree):        # module._name, once every import of the file is known
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and _private(node.attr)
+                    and modules.get(node.value.id, here) != here):
+                found.append(f"{path.relative_to(root)}:{node.lineno}: {modules[node.value.id]}.{node.attr}")
+    return sorted(found)
+
+
+def test_no_module_imports_another_modules_private_name():
+    found = _private_imports(ROOT, "kipviz")
+    assert found == [], "\n".join(found)
+
+
+def test_the_private_name_check_finds_each_form(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from ._own import _fine\n")   # a re-export counts too
+    (pkg / "sub" / "_own.py").write_text("_fine = 1\n")
+    (pkg / "low.py").write_text("_hidden = 1\n__version__ = '1'\n\ndef _f():\n    return _hidden\n")
+    (pkg / "high.py").write_text(
+        "from . import low\nfrom .low import __version__\nimport pkg.low as L\n"
+        "from .low import _hidden\n\ndef g():\n    from pkg.low import _f\n    return low._f() + L._hidden\n")
+    found = _private_imports(tmp_path, "pkg")
+    assert found == ["pkg/high.py:4: from pkg.low import _hidden", "pkg/high.py:7: from pkg.low import _f",
+                     "pkg/high.py:8: pkg.low._f", "pkg/high.py:8: pkg.low._hidden",
+                     "pkg/sub/__init__.py:1: from pkg.sub._own import _fine"], found

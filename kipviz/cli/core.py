@@ -181,14 +181,14 @@ def _scenario_page(trace, anim) -> str:
     """A standalone page: summary, checks, the sequence diagram and (if any) the animation player."""
     import html as _html
 
-    from ..draw.render import _inline_svg, to_html
+    from ..draw.render import inline_svg, to_html
     from ..draw.sequence import sequence_svg
     from ..scenarios.report import report
     sc = trace.scenario
     block = (f"<style>.kv-doc svg{{max-width:100%;height:auto}}</style>\n"
              f'<div class="kv-doc"><p>{_html.escape(sc.kip or "")} · {_html.escape(sc.status)} · seed {trace.seed}'
              f"</p>\n<p>{_html.escape(sc.summary)}</p>\n{report(trace)._repr_html_()}\n"
-             f"<h2>Sequence</h2>\n{_inline_svg(sequence_svg(trace))}\n")
+             f"<h2>Sequence</h2>\n{inline_svg(sequence_svg(trace))}\n")
     if anim is None:
         page = to_html(sequence_svg(trace), title=f"{sc.name}: {sc.title}")
         head, _, rest = page.partition("<svg")

@@ -40,8 +40,8 @@ from ..broker import events as E
 from ..broker.machine import Row, Table
 from ..errors import KipvizError
 from . import machines as M
-from .render import DotNotFoundError, _inline_svg, to_svg
-from .sequence import _e as _xml
+from .render import DotNotFoundError, inline_svg, to_svg
+from .render import svg_text as _xml
 
 __all__ = ["Animation", "Frame", "player_html", "player_fragment", "changes", "render_many", "random_walk"]
 
@@ -185,9 +185,9 @@ class Animation:
             self._graph(None)
         d = rankdir or self.__dict__["_rankdir"]
         if pic is None:
-            return M._graph(self.table, [], None, self.show_proposed, set(), include_rows, include_states,
+            return M.state_graph(self.table, [], None, self.show_proposed, set(), include_rows, include_states,
                             True, d)
-        return M._graph(self.table, [pic.current], pic.taken, self.show_proposed, {s for s, _ in pic.occupied},
+        return M.state_graph(self.table, [pic.current], pic.taken, self.show_proposed, {s for s, _ in pic.occupied},
                         include_rows, include_states, True, d)
 
     def base_svg(self) -> str:
@@ -288,7 +288,7 @@ class Animation:
     # ---- HTML player ------------------------------------------------------------------------------------
     def player_data(self) -> dict:
         """What a player needs: distinct pictures and, per frame, its picture and caption."""
-        return {"title": self.title, "pictures": [_COMMENT.sub("", _inline_svg(s)) for s in self.pictures()],
+        return {"title": self.title, "pictures": [_COMMENT.sub("", inline_svg(s)) for s in self.pictures()],
                 "frames": [{"p": f.picture, "caption": f.caption} for f in self.frames]}
 
     def html(self, *, title: str | None = None, fps: float = 2) -> str:
@@ -304,7 +304,7 @@ class Animation:
     def _repr_html_(self) -> str:
         if not self.frames:
             return f"<p>{html.escape(self.title)}: no transitions</p>"
-        return _inline_svg(self.frame_svg(len(self.frames) - 1))
+        return inline_svg(self.frame_svg(len(self.frames) - 1))
 
     # ---- GIF ---------------------------------------------------------------------------------------------
     def _png_key(self, p: int, dpi: float) -> tuple:
@@ -353,11 +353,11 @@ class Animation:
         self._render_pngs(used, dpi)
         rgb = {p: self._png_badges(Image.open(io.BytesIO(self._png_cache[self._png_key(p, dpi)])).convert("RGB"), p)
                for p in used}
-        font = _font(max(11, round(15 * dpi / 96)))
+        font = caption_font(max(11, round(15 * dpi / 96)))
         width = max(im.width for im in rgb.values())
         pic_h = max(im.height for im in rgb.values())
         line_h = round(font.size * 1.35) if hasattr(font, "size") else 20
-        wrapped = [_wrap_caption(f.caption, width, font) for f in self.frames]
+        wrapped = [wrap_caption(f.caption, width, font) for f in self.frames]
         cap_h = max(len(w) for w in wrapped) * line_h + 16
 
         def caption_strip(lines: list[str]):
@@ -405,7 +405,7 @@ class Animation:
         tx, ty = float(tr.group(1)), float(tr.group(2))
         segs = dict((i, s) for i, s in self._split() if i is not None)
         d = ImageDraw.Draw(img)
-        font = _font(max(10, int(9 * scale)))
+        font = caption_font(max(10, int(9 * scale)))
         for state, keys in pic.occupied:
             seg = segs.get(M.node_id(self.table, state), "")
             ell = re.findall(r'<ellipse[^>]* cx="([-\d.]+)" cy="([-\d.]+)" rx="([-\d.]+)" ry="([-\d.]+)"', seg)
@@ -503,7 +503,8 @@ def _with_caption(svg: str, caption: str) -> str:
     return svg[:m.start()] + head + svg[m.end():end] + block + svg[end:]
 
 
-def _font(size: int):
+def caption_font(size: int):
+    """A PIL font of `size` px for captions in PNG/GIF frames (the first of a few common faces found)."""
     from PIL import ImageFont
     for name in ("DejaVuSans.ttf", "Arial.ttf", "LiberationSans-Regular.ttf", "Helvetica.ttc"):
         try:
@@ -516,7 +517,8 @@ def _font(size: int):
         return ImageFont.load_default()
 
 
-def _wrap_caption(caption: str, width: int, font) -> list[str]:
+def wrap_caption(caption: str, width: int, font) -> list[str]:
+    """`caption` broken into lines that fit `width` px in `font` (anything with getlength)."""
     out = []
     for line in caption.split("\n"):
         words, cur = line.split(" "), ""

@@ -179,8 +179,8 @@ def state_diagram(table: Table, *, current: str | Iterable[str] | None = None, t
             raise ValueError(f"{table.name}: unknown state {s!r} (states: {', '.join(table.states)})")
     taken_i = row_index(table, taken) if taken is not None else None
     if rankdir != "auto":
-        return _graph(table, cur, taken_i, show_proposed, set(occupied), [], [], title, rankdir)
-    return auto_layout(lambda d: _graph(table, cur, taken_i, show_proposed, set(occupied), [], [], title, d))
+        return state_graph(table, cur, taken_i, show_proposed, set(occupied), [], [], title, rankdir)
+    return auto_layout(lambda d: state_graph(table, cur, taken_i, show_proposed, set(occupied), [], [], title, d))
 
 
 # rankdir "auto" tries these in order and keeps the first that fits a notebook, else the narrowest:
@@ -205,7 +205,7 @@ def auto_layout(make) -> graphviz.Digraph:
     return best
 
 
-def _graph(table: Table, cur: list[str], taken_i: int | None, show_proposed: bool, occ: set[str],
+def state_graph(table: Table, cur: list[str], taken_i: int | None, show_proposed: bool, occ: set[str],
            include_rows: Iterable[int], include_states: Iterable[str], title: bool, rankdir: str) -> graphviz.Digraph:
     """state_diagram's body; include_rows/include_states are drawn even when show_proposed=False
     hides them (the animation's one layout must hold every row any frame takes)."""

@@ -40,8 +40,9 @@ from pathlib import Path
 
 from ..broker import events as E
 from ..broker.tables import share_record as sr
-from .animate import _font, _wrap_caption, player_html
+from .animate import caption_font, player_html, wrap_caption
 from .machines import state_diagram
+from .render import svg_text
 
 __all__ = ["record_strip", "RecordStrip", "share_state_diagrams", "parse_key", "ACQUIRE_CAUSES",
            "STATE_COLORS", "PROPOSED_LEGEND", "CELL_W", "FS_STATE", "label_width"]
@@ -250,7 +251,7 @@ class RecordStrip:
         width = max(2 * PAD + ncell * (CELL_W + GAP) + 40, 720)
         y = PAD
         if caption:
-            lines = (_wrap_caption(f["caption"], width, font) if font is not None
+            lines = (wrap_caption(f["caption"], width, font) if font is not None
                      else _wrap_svg(f["caption"], width))
             for j, line in enumerate(lines):
                 y += LINE
@@ -391,9 +392,9 @@ class RecordStrip:
         def font(size, bold=False):
             k = (size, bold)
             if k not in fonts:
-                fonts[k] = _font(max(8, round(size * scale)))
+                fonts[k] = caption_font(max(8, round(size * scale)))
             return fonts[k]
-        w, h, ops = self._ops(i, True, _font(FS))   # wrap the caption at scale 1, like the SVG
+        w, h, ops = self._ops(i, True, caption_font(FS))   # wrap the caption at scale 1, like the SVG
         img = Image.new("RGB", (width or round(w * scale), height or round(h * scale)), "white")
         d = ImageDraw.Draw(img)
         S = lambda v: round(v * scale)  # noqa: E731
@@ -423,7 +424,7 @@ class RecordStrip:
         from PIL import Image
         if not self.frames:
             raise ValueError(f"{self.title}: no share-record changes, nothing to animate")
-        fnt = _font(FS)
+        fnt = caption_font(FS)
         sizes = [self._ops(i, True, fnt)[:2] for i in range(len(self.frames))]
         W, H = round(max(s[0] for s in sizes) * scale), round(max(s[1] for s in sizes) * scale)
         rgb = [self.frame_image(i, scale=scale, width=W, height=H) for i in range(len(self.frames))]
@@ -503,12 +504,11 @@ def _wrap_svg(caption: str, width: int) -> list[str]:
         @staticmethod
         def getlength(s: str) -> float:
             return len(s) * FS * 0.56
-    return _wrap_caption(caption, width, _Est)
+    return wrap_caption(caption, width, _Est)
 
 
 def _x(s) -> str:
-    from .sequence import _e
-    return _e(s)
+    return svg_text(s)
 
 
 def _hatch(d, box, color, width) -> None:

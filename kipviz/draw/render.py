@@ -90,7 +90,8 @@ def to_png(graph) -> bytes:
 _PROLOG = re.compile(r"^\s*(<\?xml[^>]*\?>\s*)?(<!DOCTYPE[^>]*>\s*)?(<!--.*?-->\s*)*", re.S)
 
 
-def _inline_svg(svg: str) -> str:
+def inline_svg(svg: str) -> str:
+    """An SVG document as an element to put inside HTML: its XML prolog, DOCTYPE and leading comments cut."""
     return _PROLOG.sub("", svg, count=1)
 
 
@@ -102,7 +103,7 @@ def to_html(svg_or_graph, title: str = "kipviz") -> str:
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<title>{t}</title>\n<style>body{{font-family:Helvetica,Arial,sans-serif;margin:1.5em;"
             "background:#fff;color:#222}h1{font-size:1.2em}svg{max-width:100%;height:auto}</style>\n"
-            f"</head>\n<body>\n<h1>{t}</h1>\n{_inline_svg(svg)}\n</body>\n</html>\n")
+            f"</head>\n<body>\n<h1>{t}</h1>\n{inline_svg(svg)}\n</body>\n</html>\n")
 
 
 def save(graph, path, *, title: str | None = None) -> Path:
@@ -128,11 +129,16 @@ def save(graph, path, *, title: str | None = None) -> Path:
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
+def svg_text(s) -> str:
+    """Text for SVG or HTML: escaped, and characters XML cannot hold shown as U+FFFD."""
+    return html.escape(_NOT_XML.sub("\ufffd", str(s)), quote=True)
+
+
 def label_text(s) -> str:
     """Text for a graphviz HTML-like label: escaped; characters XML cannot hold shown as U+FFFD;
     a "]" right after a tag as an entity (graphviz 2.43's DOT scanner fails on ">]" inside a label);
     whitespace-only text as no-break spaces (graphviz rejects e.g. a lone newline between tags)."""
-    text = html.escape(_NOT_XML.sub("\ufffd", str(s)), quote=True)
+    text = svg_text(s)
     if text and text.isspace() and text != " ":
         text = "&#160;" * len(text)
     return "&#93;" + text[1:] if text.startswith("]") else text

@@ -43,7 +43,6 @@ A KIP-1289 marker forwarded by the broker that received it (Note step "marker-fo
 suggestion) is a dotted arrow between the two partition leaders."""
 from __future__ import annotations
 
-import html
 import json
 import re
 import struct
@@ -55,7 +54,7 @@ from ..broker.error_codes import name_of
 from ..broker.tables import transaction as _txn_table
 from ..schema.status import version_status
 from ..schema.topics import INTERNAL_TOPICS
-from .render import to_html
+from .render import svg_text, to_html
 
 __all__ = ["sequence_diagram", "sequence_html", "lifeline_of", "record_summary", "state_summary", "error_places",
            "member_names",
@@ -577,12 +576,7 @@ def _fold(rows: list[_Row]) -> list[_Row]:
 
 
 # ---- SVG ---------------------------------------------------------------------------------------------
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-def _e(s) -> str:
-    """Text for SVG: escaped, and characters XML cannot hold shown as U+FFFD."""
-    return html.escape(_NOT_XML.sub("\ufffd", str(s)), quote=True)
+_e = svg_text       # text for SVG (kipviz.draw.render)
 
 
 def _tw(text: str, size: float = FS) -> float:

@@ -144,7 +144,7 @@ def errors_lines(r: Review) -> list[str]:
     from ..broker.api_errors import ERROR_ROWS, errors_by_version
     if r.spec is None:
         return []
-    api = _behaviour._stem(r.spec.name)
+    api = r.spec.api
     if api not in ERROR_ROWS:
         return [f"errors this version can return: the model declares no error table for {api}"]
     table = errors_by_version(api)

@@ -74,13 +74,6 @@ class Behaviour:
         return out
 
 
-def _stem(name: str) -> str:
-    for suffix in ("Request", "Response"):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
 def _evidence(trace) -> list[str]:
     """The checks, then the events an exactly-once report cites (its counterexample)."""
     lines = [f"{'✓' if c.passed else '✗'} {c.description}" + (f" ({c.detail[:160]})" if not c.passed else "")
@@ -109,7 +102,7 @@ def _scenario_questions(module: str, *, pictures: bool) -> list[OpenQuestion]:
     from .. import scenarios
     from ..draw.sequence import sequence_svg
     mod = importlib.import_module(f"..scenarios.{module}", __package__)
-    have = set(scenarios._load())
+    have = set(scenarios.all_scenarios())
     out = []
     for d in mod.DEPARTURES:
         q = OpenQuestion(d.key, d.kind, d.page, d.model, d.outcome, d.scenario, d.suggestion)
@@ -159,7 +152,7 @@ def _workload_questions() -> list[OpenQuestion]:
 
 def behaviour(spec, *, workloads: bool = True, pictures: bool = False) -> Behaviour:
     """Run the modelled proposal's departures and workloads (module docstring)."""
-    api = _stem(spec.name) if spec is not None else "?"
+    api = spec.api if spec is not None else "?"
     if api not in MODELLED:
         return Behaviour(api, None, not_checked=(
             f"the kit has no model of {api}: no handler, record-state table or scenario, so nothing about "

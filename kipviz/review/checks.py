@@ -80,7 +80,7 @@ class Subject:
 
     def pairs(self) -> list["Pair"]:
         if self._pairs is None:
-            self._pairs = _pair(self.base.fields if self.base else (), self.draft.fields, "", None)
+            self._pairs = pair_fields(self.base.fields if self.base else (), self.draft.fields, "", None)
         return self._pairs
 
 
@@ -129,7 +129,9 @@ def _same_field(b: FieldSpec, d: FieldSpec) -> bool:
     return b.name == d.name or b.name in d.aliases or d.name in b.aliases
 
 
-def _pair(base_fields, draft_fields, prefix: str, parent: Pair | None) -> list[Pair]:
+def pair_fields(base_fields, draft_fields, prefix: str, parent: Pair | None) -> list[Pair]:
+    """Base and draft fields paired by name or alias, nested fields after their struct (a field only
+    one side has is paired with None)."""
     out: list[Pair] = []
     used: set[int] = set()
     for b in base_fields:
@@ -139,16 +141,16 @@ def _pair(base_fields, draft_fields, prefix: str, parent: Pair | None) -> list[P
         if d is not None:
             used.add(id(d))
             if b.is_struct and d.is_struct:
-                out += _pair(b.fields, d.fields, p.path + ".", p)
+                out += pair_fields(b.fields, d.fields, p.path + ".", p)
     for d in draft_fields:
         if id(d) not in used:
             p = Pair(prefix + d.name, None, d, parent)
             out.append(p)
-            out += _pair((), d.fields, p.path + ".", p)
+            out += pair_fields((), d.fields, p.path + ".", p)
     return out
 
 
-def _present(spec: MessageSpec, v: int) -> dict[int, VField]:
+def present_fields(spec: MessageSpec, v: int) -> dict[int, VField]:
     """id(FieldSpec) -> its resolved field, for every field present at version v."""
     out: dict[int, VField] = {}
 
@@ -233,7 +235,7 @@ def field_presence(s: Subject) -> list[Finding]:
     c = _Collect()
     pairs = s.pairs()
     for v in s.shared:
-        pb, pd = _present(s.base, v), _present(s.draft, v)
+        pb, pd = present_fields(s.base, v), present_fields(s.draft, v)
         gone, new = set(), set()
         for p in pairs:
             inb = p.base is not None and id(p.base) in pb
@@ -299,7 +301,7 @@ def existing_version_changed(s: Subject) -> list[Finding]:
         if s.base.is_flexible(v) != s.draft.is_flexible(v):
             c.add(rule, "(message)", "flexible " + ("added" if s.draft.is_flexible(v) else "removed"), v,
                   "Flexibility changes the header version, every string/array length and adds tag buffers.")
-        pb, pd = _present(s.base, v), _present(s.draft, v)
+        pb, pd = present_fields(s.base, v), present_fields(s.draft, v)
         for p in pairs:
             if p.base is None or p.draft is None or id(p.base) not in pb or id(p.draft) not in pd:
                 continue

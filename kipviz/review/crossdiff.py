@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..schema.model import MessageSpec
 from ..schema.resolve import VField
 from ..schema.wiretype import wire_type
-from .checks import _pair, _present
+from .checks import pair_fields, present_fields
 
 __all__ = ["cross_diff"]
 
@@ -26,9 +26,9 @@ def cross_diff(base: MessageSpec, a: int, draft: MessageSpec, b: int) -> list[di
     if base.is_flexible(a) != draft.is_flexible(b):
         rows.append({"path": "(message)", "change": "flexible",
                      "detail": "flexible" if draft.is_flexible(b) else "no longer flexible"})
-    pb, pd = _present(base, a), _present(draft, b)
+    pb, pd = present_fields(base, a), present_fields(draft, b)
     added, removed = set(), set()
-    for p in _pair(base.fields, draft.fields, "", None):
+    for p in pair_fields(base.fields, draft.fields, "", None):
         inb = p.base is not None and id(p.base) in pb
         ind = p.draft is not None and id(p.draft) in pd
         parent = id(p.parent) if p.parent is not None else None

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..draw.diff import diff_diagram
 from ..draw.hexdump import hexdump_html
-from ..draw.render import _inline_svg, to_svg
+from ..draw.render import inline_svg, to_svg
 from ..draw.wire import wire_diagram
 from ..errors import KipvizError
 from ..schema.diff import version_diff
@@ -52,7 +52,7 @@ def _e(s) -> str:
 def _svg(make) -> str:
     """Render a graphviz picture inline, or say why it could not be."""
     try:
-        return f'<div class="pic">{_inline_svg(to_svg(make()))}</div>'
+        return f'<div class="pic">{inline_svg(to_svg(make()))}</div>'
     except KipvizError as e:
         return f'<p class="note">picture not drawn: {_e(e)}</p>'
 
@@ -227,10 +227,9 @@ def _examples(r: Review) -> list[str]:
 
 def _error_table(r: Review) -> list[str]:
     from ..broker.api_errors import ERROR_ROWS, errors_by_version, new_errors, source_of
-    from .behaviour import _stem
     if r.spec is None:
         return []
-    api = _stem(r.spec.name)
+    api = r.spec.api
     out = ["<h2>Errors this version can return</h2>"]
     if api not in ERROR_ROWS:
         return out + [f'<p class="note">The model declares no error table for {_e(api)}.</p>']
@@ -267,7 +266,7 @@ def _open_questions(r: Review) -> list[str]:
                        + _e("\n".join(q.evidence)) + "</pre></details>")
         if q.sequence_svg:
             out.append(f"<details><summary>sequence diagram of {_e(q.scenario)}</summary>"
-                       f'<div class="pic">{_inline_svg(q.sequence_svg)}</div></details>')
+                       f'<div class="pic">{inline_svg(q.sequence_svg)}</div></details>')
     return out
 
 

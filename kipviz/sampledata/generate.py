@@ -103,7 +103,7 @@ def _run(name, writer, records, seed, progress, drain_every) -> dict:
                 run = WORKLOADS[name][0](records, seed, sink)
             sink.drain(run.cluster)
         status = "proposed" if name == SHARE_EOS else WORKLOADS[name][1]
-        meta = _meta(name, name, seed, records, run.cluster, status, run.group, run.input_topic, run.output_topic)
+        meta = sample_meta(name, name, seed, records, run.cluster, status, run.group, run.input_topic, run.output_topic)
         meta["summary"] = run.summary
     else:
         from .. import scenarios
@@ -123,11 +123,11 @@ def write_trace(trace, out, *, seed: int = 0, name: str | None = None) -> dict:
                for log in t.partitions for e in log.entries if e.control is None)
     sc = getattr(trace, "scenario", None)
     if sc is not None:
-        meta = _meta(sc.name, "scenario", seed, data, cluster, sc.status, None, None, None)
+        meta = sample_meta(sc.name, "scenario", seed, data, cluster, sc.status, None, None, None)
         meta["summary"] = {"checks": len(trace.checks), "checks_passed": len(trace.checks) - len(trace.failures()),
                            "kip": sc.kip}
     else:
-        meta = _meta(name or "run", "memory", seed, data, cluster, "proposed" if cluster.config.share_version >= 2
+        meta = sample_meta(name or "run", "memory", seed, data, cluster, "proposed" if cluster.config.share_version >= 2
                      else "released", getattr(trace, "group", None), getattr(trace, "input_topic", None),
                      getattr(trace, "output_topic", None))
         meta["summary"] = _reproducible(getattr(trace, "stats", {}), getattr(trace, "faults", []))
@@ -140,7 +140,9 @@ def _reproducible(stats: dict, faults: list) -> dict:
             "faults": [{k: v for k, v in row.items() if not k.startswith("wall")} for row in faults]}
 
 
-def _meta(scenario, workload, seed, records, cluster, status, group, input_topic, output_topic) -> dict:
+def sample_meta(scenario, workload, seed, records, cluster, status, group, input_topic, output_topic) -> dict:
+    """A sample's manifest "meta": what ran (scenario, workload, seed, records, release, options) and the
+    command that writes it again."""
     cmd = f"kipviz sample-data --scenario {scenario}" + (f" --records {records}" if workload != "scenario" else "") \
         + f" --seed {seed}"
     meta = {"scenario": scenario, "workload": workload, "seed": seed, "records": records,

@@ -114,7 +114,8 @@ def scenario(name: str, *, title: str, kip: str | None = None, status: str = "re
     return register
 
 
-def _load() -> dict[str, Scenario]:
+def all_scenarios() -> dict[str, Scenario]:
+    """Every registered scenario by name (each scenario module imported once)."""
     for mod in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{mod.name}")
     return _REGISTRY
@@ -122,11 +123,11 @@ def _load() -> dict[str, Scenario]:
 
 def catalog() -> list[dict]:
     return [{"name": s.name, "title": s.title, "kip": s.kip, "status": s.status, "summary": s.summary}
-            for s in sorted(_load().values(), key=lambda s: s.name)]
+            for s in sorted(all_scenarios().values(), key=lambda s: s.name)]
 
 
 def get(name: str) -> Scenario:
-    scenarios = _load()
+    scenarios = all_scenarios()
     if name not in scenarios:
         close = [n for n in scenarios if name.split(".")[0] in n] or sorted(scenarios)
         raise KeyError(f"no scenario {name!r}; try one of: {', '.join(close[:6])}")
@@ -142,4 +143,4 @@ def run(name: str, seed: int = 0, **cluster_settings) -> Trace:
     return trace
 
 
-__all__ = ["scenario", "run", "catalog", "get", "Trace", "Scenario", "Check", "Finding"]
+__all__ = ["scenario", "run", "catalog", "get", "all_scenarios", "Trace", "Scenario", "Check", "Finding"]

@@ -148,8 +148,8 @@ DEPARTURES: tuple[Departure, ...] = (
 
 def runnable() -> dict[str, bool]:
     """scenario name -> registered in this build."""
-    from . import _load
-    names = set(_load())
+    from . import all_scenarios
+    names = set(all_scenarios())
     return {d.scenario: d.scenario in names for d in DEPARTURES}
 
 

@@ -47,13 +47,13 @@ class Recorder:
 
     def close(self, meta_extra: dict | None = None) -> dict:
         """Write the rest (the events still in the cluster stay there too) and the manifest."""
-        from ..sampledata.generate import _meta
+        from ..sampledata.generate import sample_meta
         self.closed = True
         c = self.cluster
         self.writer.drain(list(c.events), c)
         data = sum(1 for t in c.topics.by_id.values() if not t.internal
                    for log in t.partitions for e in log.entries if e.control is None)
-        meta = _meta("live", "serve", 0, data, c, "proposed" if c.config.share_version >= 2 else "released",
+        meta = sample_meta("live", "serve", 0, data, c, "proposed" if c.config.share_version >= 2 else "released",
                      None, None, None)
         meta["generator"]["command"] = "kipviz serve --record"
         meta["summary"] = dict(meta_extra or {})

@@ -48,10 +48,6 @@ from .model import (  # noqa: F401 - the names importers use
     ConsumerGroup,
     ConsumerMember,
     GroupError,
-    _copy,
-    _java_map_order,
-    _shape_record,
-    _tp_list,
     java_length,
     shape,
 )

@@ -17,8 +17,8 @@ from .model import (
     ConsumerGroup,
     ConsumerMember,
     GroupError,
-    _copy,
-    _tp_list,
+    copy_assignment,
+    topic_partitions,
 )
 
 
@@ -115,7 +115,7 @@ class ConsumerProtocol:
             self.cluster.note(f"consumer group {gid} created", group=gid, partition=self.partition_for(gid))
         old_meta = None if member is None else member.metadata_tuple()
         old_subs = None if member is None else (tuple(member.subscribed), member.regex)
-        old_assigned = None if member is None else _copy(member.assigned)
+        old_assigned = None if member is None else copy_assignment(member.assigned)
         if replace_static is not None:
             member = self._replace_static_member(g, replace_static, member_id)
         if member is None:
@@ -138,8 +138,8 @@ class ConsumerProtocol:
                 "MemberEpoch": member.epoch,
                 "HeartbeatIntervalMs": self.cluster.config.group_consumer_heartbeat_interval_ms,
                 "Assignment": None}
-        if full or old_assigned != _copy(member.assigned):
-            body["Assignment"] = {"TopicPartitions": _tp_list(member.assigned)}
+        if full or old_assigned != copy_assignment(member.assigned):
+            body["Assignment"] = {"TopicPartitions": topic_partitions(member.assigned)}
         return body
 
     @staticmethod
@@ -248,13 +248,13 @@ class ConsumerProtocol:
                              instance_id=old.instance_id, rack_id=old.rack_id, client_id=old.client_id,
                              client_host=old.client_host, rebalance_timeout=old.rebalance_timeout,
                              subscribed=list(old.subscribed), regex=old.regex, server_assignor=old.server_assignor,
-                             epoch=0, previous_epoch=0, assigned=_copy(old.assigned),
-                             pending_revocation=_copy(old.pending_revocation))
+                             epoch=0, previous_epoch=0, assigned=copy_assignment(old.assigned),
+                             pending_revocation=copy_assignment(old.pending_revocation))
         g.members[new_id] = new
         g.target[new_id] = g.target.pop(old.member_id, {})
         self._write_member_metadata(g, new)
         self._append(gid, "ConsumerGroupTargetAssignmentMember", {"GroupId": gid, "MemberId": new_id},
-                     {"TopicPartitions": _tp_list(g.target[new_id])})
+                     {"TopicPartitions": topic_partitions(g.target[new_id])})
         self._write_current_assignment(g, new)
         self._update_group_state(g)
         self.cluster.note(f"static member {old.instance_id} rejoins {gid}: {new_id} replaces {old.member_id}",
@@ -272,8 +272,8 @@ class ConsumerProtocol:
         self._append(g.group_id, "ConsumerGroupCurrentMemberAssignment",
                      {"GroupId": g.group_id, "MemberId": m.member_id},
                      {"MemberEpoch": m.epoch, "PreviousMemberEpoch": m.previous_epoch,
-                      "State": KM.STATE_IDS[m.state], "AssignedPartitions": _tp_list(m.assigned),
-                      "PartitionsPendingRevocation": _tp_list(m.pending_revocation)})
+                      "State": KM.STATE_IDS[m.state], "AssignedPartitions": topic_partitions(m.assigned),
+                      "PartitionsPendingRevocation": topic_partitions(m.pending_revocation)})
 
     def _member_tombstones(self, gid: str, member_id: str) -> None:
         for rec in ("ConsumerGroupCurrentMemberAssignment", "ConsumerGroupTargetAssignmentMember",
@@ -302,10 +302,10 @@ class ConsumerProtocol:
         gid = g.group_id
         new = self._assign(g)
         for mid in sorted(new):
-            if _copy(new[mid]) != _copy(g.target.get(mid, {})):
+            if copy_assignment(new[mid]) != copy_assignment(g.target.get(mid, {})):
                 self._append(gid, "ConsumerGroupTargetAssignmentMember", {"GroupId": gid, "MemberId": mid},
-                             {"TopicPartitions": _tp_list(new[mid])})
-        g.target = {m: _copy(a) for m, a in new.items()}
+                             {"TopicPartitions": topic_partitions(new[mid])})
+        g.target = {m: copy_assignment(a) for m, a in new.items()}
         g.assignment_epoch = g.group_epoch
         self._append(gid, "ConsumerGroupTargetAssignmentMetadata", {"GroupId": gid},
                      {"AssignmentEpoch": g.assignment_epoch, "AssignmentTimestamp": self.cluster.now})
@@ -319,7 +319,7 @@ class ConsumerProtocol:
         target_epoch = g.assignment_epoch
         if m.reconciled_to(target_epoch):
             return
-        before = (m.state, m.epoch, m.previous_epoch, _copy(m.assigned), _copy(m.pending_revocation))
+        before = (m.state, m.epoch, m.previous_epoch, copy_assignment(m.assigned), copy_assignment(m.pending_revocation))
         if m.state == KM.STABLE:
             result = self._next_assignment(g, m, m.epoch, m.assigned)
         elif m.state == KM.UNREVOKED:
@@ -335,12 +335,12 @@ class ConsumerProtocol:
         if result is None:
             return
         event, epoch, assigned, revoking = result
-        if (KM.OUTCOMES[event][0], epoch, _copy(assigned), _copy(revoking)) == (before[0], before[1], before[3],
+        if (KM.OUTCOMES[event][0], epoch, copy_assignment(assigned), copy_assignment(revoking)) == (before[0], before[1], before[3],
                                                                                  before[4]):
             return
         if epoch != m.epoch:
             m.previous_epoch, m.epoch = m.epoch, epoch
-        m.assigned, m.pending_revocation = _copy(assigned), _copy(revoking)
+        m.assigned, m.pending_revocation = copy_assignment(assigned), copy_assignment(revoking)
         m.machine.fire(event)
         self._write_current_assignment(g, m)
         self._update_group_state(g)

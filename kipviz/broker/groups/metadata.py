@@ -16,8 +16,8 @@ from .model import (
     Committed,
     ConsumerGroup,
     GroupError,
-    _shape_record,
     shape,
+    shape_record,
 )
 
 
@@ -62,7 +62,7 @@ class GroupMetadataManager:
         if value is not None:
             spec = {"OffsetCommit": "OffsetCommitValue"}.get(record, record + "Value")
             v = value_version if value_version is not None else record_definitions()[spec].valid.hi
-            value = _shape_record(spec, v, value)
+            value = shape_record(spec, v, value)
         kb, vb = encode_internal(record, key, value, value_version=value_version)
         decoded = decode_internal(kb, vb, "__consumer_offsets")
         topic, p = self.cluster.coordinator_partition(0, group_id)

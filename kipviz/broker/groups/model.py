@@ -48,7 +48,8 @@ def shape(message: str, version: int, body: dict) -> dict:
     return fit_body(message, version, body)
 
 
-def _shape_record(spec_name: str, version: int, value: dict) -> dict:
+def shape_record(spec_name: str, version: int, value: dict) -> dict:
+    """A coordinator record value fitted to its definition's version (kipviz.codec.fit)."""
     return fit_body(record_definitions()[spec_name], version, value)
 
 
@@ -71,12 +72,14 @@ def _java_map_order(keys: list[str]) -> list[str]:
     return sorted(keys, key=lambda k: (bucket(k), keys.index(k)))
 
 
-def _tp_list(assign: dict) -> list[dict]:
+def topic_partitions(assign: dict) -> list[dict]:
+    """An assignment {topic id: partitions} as the [{TopicId, Partitions}] list the wire carries."""
     return [{"TopicId": tid, "Partitions": sorted(ps)} for tid, ps in sorted(assign.items(), key=lambda kv: str(kv[0]))
             if ps]
 
 
-def _copy(assign: dict) -> dict:
+def copy_assignment(assign: dict) -> dict:
+    """A copy of an assignment {topic id: set of partitions}, empty topics left out."""
     return {t: set(ps) for t, ps in assign.items() if ps}
 
 

@@ -34,7 +34,7 @@ from ...uuids import ZERO_UUID
 from .. import events as ev
 from ..error_codes import CODE
 from . import CLOSE, DEFERRED, Request, handles
-from .metadata import CLUSTER_RESOURCE, err, is_zero, leader_alive, model_state, node, shape
+from .metadata import CLUSTER_RESOURCE, epoch_error, err, is_zero, leader_alive, log_of, model_state, node, shape
 
 NONE = 0
 NO_OFFSET = -1
@@ -57,24 +57,9 @@ def _resolve_topic(cluster, v: int, entry: dict, id_from: int, name_key: str):
     return cluster.topics.get(name), name, CODE["UNKNOWN_TOPIC_OR_PARTITION"]
 
 
-def _log_of(topic, p):
-    return topic.partitions[p] if topic is not None and 0 <= p < len(topic.partitions) else None
-
-
 def _leader_hint(cluster, log) -> dict:
     alive = leader_alive(cluster, log)
     return {"LeaderId": log.leader if alive else -1, "LeaderEpoch": log.leader_epoch if alive else -1}
-
-
-def _epoch_error(log, current_leader_epoch: int) -> int:
-    """Partition.checkCurrentLeaderEpoch: -1 means 'not given'."""
-    if current_leader_epoch is None or current_leader_epoch < 0:
-        return NONE
-    if current_leader_epoch < log.leader_epoch:
-        return err("FENCED_LEADER_EPOCH")
-    if current_leader_epoch > log.leader_epoch:
-        return err("UNKNOWN_LEADER_EPOCH")
-    return NONE
 
 
 # ---- Produce ----------------------------------------------------------------------------------------
@@ -246,7 +231,7 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
         return fail(unknown_code)
     if not cluster.authorized(req.principal, "TOPIC", name, "WRITE"):
         return fail(CODE["TOPIC_AUTHORIZATION_FAILED"])
-    log = _log_of(topic, idx)
+    log = log_of(topic, idx)
     if log is None:
         return fail(CODE["UNKNOWN_TOPIC_OR_PARTITION"])
     batch, code, message = _parse_records(pd.get("Records"), v, cluster.config, budget[0])
@@ -376,10 +361,10 @@ def _fetch_partition(cluster, req: Request, topic, name, unknown_code, fp: dict,
         return fail(unknown_code)
     if not follower and not cluster.authorized(req.principal, "TOPIC", name, "READ"):
         return fail(CODE["TOPIC_AUTHORIZATION_FAILED"])
-    log = _log_of(topic, idx)
+    log = log_of(topic, idx)
     if log is None:
         return fail(CODE["UNKNOWN_TOPIC_OR_PARTITION"])
-    code = _epoch_error(log, fp.get("CurrentLeaderEpoch", -1))
+    code = epoch_error(log, fp.get("CurrentLeaderEpoch", -1))
     if code:
         return fail(code)
     if log.leader != req.broker or not leader_alive(cluster, log):
@@ -492,11 +477,11 @@ def _list_offset(cluster, req: Request, topic, name, lp: dict, isolation: int, r
     if not cluster.authorized(req.principal, "TOPIC", name, "DESCRIBE"):
         out["ErrorCode"] = CODE["TOPIC_AUTHORIZATION_FAILED"]
         return out
-    log = _log_of(topic, idx)
+    log = log_of(topic, idx)
     if log is None:
         out["ErrorCode"] = CODE["UNKNOWN_TOPIC_OR_PARTITION"]
         return out
-    code = _epoch_error(log, lp.get("CurrentLeaderEpoch", -1))
+    code = epoch_error(log, lp.get("CurrentLeaderEpoch", -1))
     if not code and replica_id != DEBUGGING_REPLICA_ID and (log.leader != req.broker
                                                            or not leader_alive(cluster, log)):
         code = CODE["NOT_LEADER_OR_FOLLOWER"]

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from ..error_codes import CODE
 from . import Request, handles
-from .data import _epoch_error, _log_of
-from .metadata import leader_alive
+from .metadata import epoch_error, leader_alive, log_of
 
 UNDEFINED = -1
 
@@ -23,14 +22,14 @@ def _partition(cluster, req: Request, topic, op: dict) -> dict:
     if topic is None or not cluster.authorized(req.principal, "TOPIC", topic.name, "DESCRIBE"):
         out["ErrorCode"] = CODE["TOPIC_AUTHORIZATION_FAILED"] if topic is not None else CODE["UNKNOWN_TOPIC_OR_PARTITION"]
         return out
-    log = _log_of(topic, out["Partition"])
+    log = log_of(topic, out["Partition"])
     if log is None:
         out["ErrorCode"] = CODE["UNKNOWN_TOPIC_OR_PARTITION"]
         return out
     if log.leader != req.broker or not leader_alive(cluster, log):
         out["ErrorCode"] = CODE["NOT_LEADER_OR_FOLLOWER"]
         return out
-    code = _epoch_error(log, op.get("CurrentLeaderEpoch", -1))
+    code = epoch_error(log, op.get("CurrentLeaderEpoch", -1))
     if code:
         out["ErrorCode"] = code
         return out

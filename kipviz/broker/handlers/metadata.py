@@ -137,6 +137,22 @@ def leader_alive(cluster, log) -> bool:
     return log.leader not in cluster.down
 
 
+def log_of(topic, p):
+    """Partition `p`'s log of `topic`, or None (no such topic or partition)."""
+    return topic.partitions[p] if topic is not None and 0 <= p < len(topic.partitions) else None
+
+
+def epoch_error(log, current_leader_epoch: int) -> int:
+    """Partition.checkCurrentLeaderEpoch: -1 means 'not given'."""
+    if current_leader_epoch is None or current_leader_epoch < 0:
+        return CODE["NONE"]
+    if current_leader_epoch < log.leader_epoch:
+        return err("FENCED_LEADER_EPOCH")
+    if current_leader_epoch > log.leader_epoch:
+        return err("UNKNOWN_LEADER_EPOCH")
+    return CODE["NONE"]
+
+
 def acl_bits(cluster, principal: str, resource_type: str, name: str, operations) -> int:
     bits = 0
     for op in operations:
