@@ -271,3 +271,25 @@ def test_a_commit_resolves_the_staging_iff_colocated_forwarded_or_participants(s
     assert [n.detail["broker"] for n in done] == ([share_leader] if works else [])
     assert all(bool(n.detail.get("share_participant")) == (routing == "participants") for n in done)
     assert bool(step_notes(t, "marker-unreached")) == (not works)
+
+
+# ---- the flow picture ------------------------------------------------------------------------------------------
+def test_participants_flow_draws_the_marker_to_the_share_partitions_leader():
+    from kipviz.draw.flows import regular_vs_share_flow
+    from tests.test_flows import NS, column, groups, lane_of, lanes, text_of
+    f = regular_vs_share_flow(share="kip1289.marker_participants")
+    col = column(f.svg, "share")
+    b0 = next(n for n in lanes(col) if n.startswith("broker 0"))
+    b1 = next(n for n in lanes(col) if n.startswith("broker 1"))
+    arrows = [g for g in groups(col, "kv-internal") if text_of(g).startswith("WriteTxnMarkers COMMIT")]
+    (share,) = [g for g in arrows if "kit's suggestion" in text_of(g)]
+    (state,) = [g for g in arrows if "__share_group_state-" in text_of(g)]
+    assert "in-0 (share group sg)" in text_of(share) and lane_of(col, share) == b0
+    assert lane_of(col, state) == b1 and float(share.find(NS + "line").get("x2")) != float(
+        state.find(NS + "line").get("x2"))
+    done = [g for g in groups(col, "kv-state") if "TX_PENDING → ACKNOWLEDGED" in text_of(g)]
+    assert len(done) == 4 and {lane_of(col, g) for g in done} == {b0}
+    df = f.steps.set_index("step")
+    assert "AddPartitionsToTxn (broker-internal) share partition sg/in-0 · kit's suggestion" in df.loc[3, "share"]
+    assert "WriteTxnMarkers COMMIT → broker 0: in-0 (share group sg) · kit's suggestion" in df.loc[6, "share"]
+    assert "broker 0, its leader, resolved 4 TX_PENDING record(s)" in df.loc[7, "share"]

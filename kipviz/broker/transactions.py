@@ -413,6 +413,7 @@ class TransactionCoordinator:
                                   "transactional_id": transactional_id, "producer_id": producer_id,
                                   "producer_epoch": producer_epoch, "broker": broker, "via": via,
                                   "share_participants": [(g, str(t), p) for g, t, p in keys],
+                                  "share_partitions": [f"{g}/{self._share_name(t, p)}" for g, t, p in keys],
                                   "error_code": err, "coordinator": self.coordinator_broker(transactional_id)})
         return err
 
