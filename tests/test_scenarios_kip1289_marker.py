@@ -293,3 +293,22 @@ def test_participants_flow_draws_the_marker_to_the_share_partitions_leader():
     assert "AddPartitionsToTxn (broker-internal) share partition sg/in-0 · kit's suggestion" in df.loc[3, "share"]
     assert "WriteTxnMarkers COMMIT → broker 0: in-0 (share group sg) · kit's suggestion" in df.loc[6, "share"]
     assert "broker 0, its leader, resolved 4 TX_PENDING record(s)" in df.loc[7, "share"]
+
+
+# ---- the random-fault workload ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind, page_case", [("share-state-leader-change", 12), ("marker-never-arrives", 12),
+                                              ("broker-crash", 1)])
+def test_workload_with_participants_keeps_only_case_1(kind, page_case):
+    """The same fault on the same seed: the page's hook loses stagings as case `page_case`; with the
+    kit's participants a share-state leader change or a held share-state marker loses nothing, a
+    crash of the share-partition leader is still case 1 (TX_PENDING lives in its memory)."""
+    from kipviz.workloads.share_eos import run_share_eos
+    got = {}
+    for routing in ("page", "participants"):
+        r = run_share_eos(records=120, consumers=2, partitions=2, seed=3, faults=[(3, kind)], batch=10,
+                          cluster_settings={"share_marker_routing": routing})
+        rep = r.check()
+        assert rep.ok and r.cluster.internal_errors == []
+        got[routing] = set(rep.windows())
+    assert got["page"] == {page_case}
+    assert got["participants"] == ({1} if page_case == 1 else set())

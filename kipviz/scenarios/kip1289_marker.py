@@ -198,7 +198,7 @@ def marker_not_colocated(trace: Trace) -> None:
                                                           in v["detail"] for v in dups), report.summary(limit=3))
 
 
-PARTICIPANTS = ("share_marker_routing='participants', the kit's suggestion, not KIP-1289: the share-partition "
+PARTICIPANTS = ("share_marker_routing='participants': the share-partition "
                 "leader registers the share partition with the transaction coordinator (broker-internal "
                 "AddPartitionsToTxn, next to __share_group_state-N) and EndTxn sends its WriteTxnMarkers to the share "
                 "partition's current leader")
