@@ -684,8 +684,9 @@ class TransactionCoordinator:
         WriteTxnMarkers per share participant to the share partition's leader as it is NOW (the
         metadata at EndTxn, as for any partition). No control batch: a share partition has no log
         of its own; its leader resolves the TX_PENDING records (share_txn.on_participant_marker)
-        and persists the outcome as a ShareUpdate. A leader that is down is retried, like a data
-        partition's; a topic that is gone drops the participant."""
+        and persists the outcome as a ShareUpdate. A leader that is down (or a partition held back by
+        hold_markers_for) is retried, like a data partition's; a topic that is gone drops the
+        participant."""
         from . import share_txn
         cluster, tid = self.cluster, txn.transactional_id
         for key in list(txn.pending_share_markers):
