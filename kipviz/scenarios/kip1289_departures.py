@@ -41,7 +41,11 @@ DEPARTURES: tuple[Departure, ...] = (
         "TX_PENDING until the lock expires, are redelivered and the output is written twice.",
         "kip1289.marker_not_colocated",
         "exactly-once violation (duplicate output); co-located leaders work: kip1289.marker_colocated",
-        "share_marker_routing='forward-to-leader' (kit's suggestion): kip1289.marker_forwarded", "violation"),
+        "share_marker_routing='forward-to-leader' (kit's suggestion): kip1289.marker_forwarded; "
+        "share_marker_routing='participants' (kit's suggestion: the transaction coordinator tracks share "
+        "partitions as participants and marks each on its leader): kip1289.marker_participants, which also "
+        "closes case 12 (kip1289.marker_participants_state_leader_change) but not a share-partition leader "
+        "change (case 1's window, kip1289.marker_participants_leader_change)", "violation"),
     Departure(
         "api-key",
         'Public Interfaces: "TxnShareAcknowledgeRequest (apiKey 93)" but "TxnShareAcknowledgeResponse (apiKey 94, '
