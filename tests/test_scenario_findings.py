@@ -26,8 +26,8 @@ def test_findings_are_typed_and_shown_before_the_checks(name, words):
 
 
 def test_scenario_without_findings_shows_only_checks():
-    trace = scenarios.run("kip516.ids_never_reused")
-    assert trace.findings == ()
+    trace = scenarios.run("kip932.acquire_and_acknowledge")
+    assert trace.findings == () and trace.scenario.no_findings
     assert "Findings" not in report(trace)._repr_html_()
 
 
