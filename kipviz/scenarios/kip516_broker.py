@@ -153,8 +153,8 @@ def _stale_state(trace: Trace, behaviour: str) -> None:
         trace.find(f"A shipped ZooKeeper-mode broker answers LeaderAndIsr with the new id B for a log of id A with "
                    f"{r1[('orders', 0)]}: broker 1 does not become a replica of the new orders-0 and the stale log "
                    "stays on its disk, partition.metadata still naming A.",
-                   f"The controller (the answer is keyed by topic id) and an operator of broker 1, who must remove "
-                   f"the stale log by hand; the page's automatic clean-up does not happen.",
+                   "The controller (the answer is keyed by topic id) and an operator of broker 1, who must remove "
+                   "the stale log by hand; the page's automatic clean-up does not happen.",
                    "KIP-516 as shipped (2.8-3.9): ReplicaManager.becomeLeaderOrFollower (ReplicaManager.scala) "
                    "refuses a mismatched id with INCONSISTENT_TOPIC_ID; shipped ZooKeeper controllers never reused "
                    "a name before every replica acknowledged the deletion.")
