@@ -107,7 +107,7 @@ def lock_expiry_delivery_limit(trace: Trace) -> None:
                  st.get(0, ("ARCHIVED",))[0] == "ARCHIVED" and sp.spso == 1, f"{st}, SPSO {sp.spso}")
     trace.result.update(delivery_counts=counts, lock_ms=lock_ms, limit=limit)
     trace.find(f"A record that is never acknowledged comes back every {lock_ms // 1000} s with delivery counts "
-               f"{', '.join(map(str, counts))}, and after the {limit}th lock expiry it is {st.get(0, ('ARCHIVED',))[0]}: "
+               f"{', '.join(map(str, counts))}, and after lock expiry number {limit} it is {st.get(0, ('ARCHIVED',))[0]}: "
                f"never processed, and the share-partition start offset moves past it (SPSO {sp.spso}).",
                f"The application (client slow-consumer, group '{GROUP}'): the record on {INPUT}-0 silently stops "
                "coming back, with no error; only the record's delivery count hinted at it.",
