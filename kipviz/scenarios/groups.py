@@ -155,9 +155,9 @@ def consumer_group_join_and_rebalance(trace: Trace) -> None:
     hb_error = name_of(stale_hb["ErrorCode"]) if stale_hb else "no answer"
     trace.find(f"Two late requests from member 1's old epoch {epoch1} get different errors: the heartbeat "
                f"{hb_error}, the OffsetCommit v10 {', '.join(_partition_errors(stale_commit))}.",
-               f"Member 1's delayed requests (client member-1-delayed) to the coordinator of '{GROUP_848}': "
-               f"a {hb_error} heartbeat makes a client drop its partitions and rejoin, a stale commit is only "
-               "retried with the current epoch.",
+               f"Member 1, through its delayed requests to the coordinator of '{GROUP_848}': a KIP-848 consumer "
+               f"treats {hb_error} on a heartbeat as fenced (it drops its partitions and rejoins), but retries a "
+               "STALE_MEMBER_EPOCH commit with its current epoch.",
                "The KIP-848 page ('OffsetCommit API', Request Handling) says a bad epoch returns FENCED_MEMBER_EPOCH; "
                "Kafka returns STALE_MEMBER_EPOCH there (ConsumerGroup.java, validateOffsetCommit) and "
                "FENCED_MEMBER_EPOCH only from ConsumerGroupHeartbeat (GroupMetadataManager.java).")
