@@ -31,6 +31,7 @@ def test_scenario_without_findings_shows_only_checks():
     trace = scenarios.run("kip932.acquire_and_acknowledge")
     assert trace.findings == () and trace.scenario.no_findings
     assert "Findings" not in report(trace)._repr_html_()
+    assert f"Nothing goes wrong here: {trace.scenario.no_findings}" in repr(report(trace))
 
 
 def test_cli_text_and_html_page_show_findings(tmp_path, capsys):
