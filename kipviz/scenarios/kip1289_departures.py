@@ -241,8 +241,8 @@ def listed_errors(trace: Trace) -> None:
     trace.result.update(answers=got, possible=sorted(possible))
     nl = got["NOT_LEADER_OR_FOLLOWER"]
     trace.find(f"Of the errors the page lists, three are answered on the wire: {got['TRANSACTIONAL_ID_NOT_FOUND']['error']} "
-               f"for an unknown transactional id, {nl['partitions'].get(0)} with CurrentLeader "
-               f"{nl['current_leader'].get(0)} from a non-leader, and {got['INVALID_TXN_STATE']['error']} while the "
+               f"for an unknown transactional id, {nl['partitions'].get(0)} (CurrentLeader "
+               f"{nl['current_leader'].get(0)}) from broker {other}, which does not lead in-0, and {got['INVALID_TXN_STATE']['error']} while the "
                "transaction is ending; TRANSACTION_ABORTABLE and KAFKA_STORAGE_ERROR are never returned.",
                "The producer (worker-producer) sending TxnShareAcknowledge: nothing is staged in any of the three "
                "cases, and only INVALID_TXN_STATE has a trigger the page does not give (the model's choice).",

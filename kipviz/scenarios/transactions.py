@@ -300,7 +300,8 @@ def timeout_abort(trace: Trace) -> None:
                  and bool(end) and error_names(end[-1]) == ["PRODUCER_FENCED"],
                  f"{error}; EndTxn v{end[-1].version if end else '?'} -> {error_names(end[-1]) if end else '-'}")
     trace.find(f"The stalled transaction is aborted by the coordinator {txn.last_update_ms - started} ms after it "
-               f"began (transaction.timeout.ms {timeout} plus the abort scan's interval); until then OffsetFetch "
+               f"began (transaction.timeout.ms {timeout} plus the abort scan's "
+               f"{c.config.transaction_abort_timed_out_interval_ms} ms interval); until then OffsetFetch "
                f"with RequireStable answers {unstable}, and the producer's late commit is answered {error}.",
                f"The read_committed readers of {OUTPUT} (nothing visible while it is open) and group '{GROUP}' "
                f"(UNSTABLE_OFFSET_COMMIT); the producer slow-producer ends in {producer.state} and must be "
