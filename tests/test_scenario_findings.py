@@ -90,9 +90,9 @@ def test_every_finding_names_a_kip_or_a_kafka_source(runs):
 def test_findings_are_whole_sentences(runs):
     for name, trace in runs.items():
         for f in trace.findings:
-            for part in (f.what, f.kip):
+            for part in (f.what, f.who, f.kip):
                 assert part[0].isupper() and part.endswith("."), (name, part)
-            assert f.who and not f.who.rstrip(".").endswith(CUT), (name, f.who)
+            assert not f.who.rstrip(".").endswith(CUT), (name, f.who)
             for part in (f.what, f.who, f.kip):
                 assert part.count("(") == part.count(")") and part.count('"') % 2 == 0, (name, part)
                 assert not PRIVATE.search(part), (name, part)

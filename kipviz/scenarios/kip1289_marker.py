@@ -81,7 +81,7 @@ def _commits_once(trace: Trace, colocated: bool) -> None:
           brokers=2, **PROPOSED,
           findings=(Finding("Works as the KIP describes only because in-0 and __share_group_state-N have the same "
                             "leader: the marker reaches the broker that holds the TX_PENDING records.",
-                            "nobody: the output is read once and the records end ACKNOWLEDGED",
+                            "Nobody: the output is read once and the records end ACKNOWLEDGED.",
                             PAGE + "."),))
 def marker_colocated(trace: Trace) -> None:
     """in-0 and __share_group_state-N are led by broker 0 (the KIP's worked example). The worker
@@ -97,8 +97,8 @@ def marker_colocated(trace: Trace) -> None:
                             "broker receiving the marker for __share_group_state-N forwards it to the leader of every "
                             "share partition whose state lives there, and that leader resolves its TX_PENDING records. "
                             "With it the not-co-located layout commits exactly once.",
-                            "a reviewer: the KIP would need this (or the transaction coordinator tracking share "
-                            "partitions as participants) written down",
+                            "A reviewer: the KIP would need this (or the transaction coordinator tracking share "
+                            "partitions as participants) written down.",
                             PAGE + "."),))
 def marker_forwarded(trace: Trace) -> None:
     """The layout of kip1289.marker_not_colocated (in-0 on broker 0, __share_group_state-N on broker
@@ -121,9 +121,9 @@ def marker_forwarded(trace: Trace) -> None:
                             "TX_PENDING while the output commits. The lock expires, the records are redelivered "
                             "(deliveryCount 2, 3, ...) and processed again, and every attempt's output commits; at "
                             "the delivery limit the records are ARCHIVED, never ACKNOWLEDGED.",
-                            "read_committed readers of the output (each output delivery-limit times); the "
+                            "Consumers reading the output with read_committed (each output delivery-limit times); the "
                             "application sees every commitTransaction() succeed; nothing in the protocol reports "
-                            "an error",
+                            "an error.",
                             "Not one of the at-least-once windows the KIP lists (cases 1 and 12). " + PAGE +
                             "; see kip1289.marker_forwarded for what would fix it."),))
 def marker_not_colocated(trace: Trace) -> None:
@@ -218,8 +218,8 @@ def _participant_notes(trace: Trace, since: int = 0) -> tuple[list, list]:
                             "leader resolves its TX_PENDING records from the coordinator's own marker, wherever "
                             "__share_group_state-N is led: the not-co-located layout commits exactly once. The "
                             "marker on __share_group_state-N still writes its control batch and resolves nothing.",
-                            "a reviewer: the KIP says the coordinator 'does NOT need to track share-partitions as "
-                            "transaction participants'; this is the other repair (see kip1289.marker_forwarded)",
+                            "A reviewer: the KIP says the coordinator 'does NOT need to track share-partitions as "
+                            "transaction participants'; this is the other repair (see kip1289.marker_forwarded).",
                             PAGE + "."),))
 def marker_participants(trace: Trace) -> None:
     """The layout of kip1289.marker_not_colocated (in-0 on broker 0, __share_group_state-N on broker
@@ -251,8 +251,8 @@ def marker_participants(trace: Trace) -> None:
           findings=(Finding("With share partitions as participants (the kit's suggestion) the KIP's case 12 is no "
                             "window: the marker goes to the share partition's leader, which still holds the "
                             "staging; __share_group_state-N's new leader only stores the ShareUpdate. Exactly once.",
-                            "nobody: the output is read once and the records end ACKNOWLEDGED",
-                            "The KIP's case 12: 'TX_PENDING lost on share-coordinator leadership change' -- true of "
+                            "Nobody: the output is read once and the records end ACKNOWLEDGED.",
+                            "KIP-1289's case 12: 'TX_PENDING lost on share-coordinator leadership change' -- true of "
                             "the page's hook, not of this suggestion."),))
 def marker_participants_state_leader_change(trace: Trace) -> None:
     """kip1289.case12_leader_change_share_state with share_marker_routing="participants": in-0 and
@@ -289,8 +289,8 @@ def marker_participants_state_leader_change(trace: Trace) -> None:
                             "staging is gone before the marker arrives. The marker follows the new leader and "
                             "resolves nothing; the output commits and the records are redelivered: each output "
                             "visible twice, the checker's case-1 window.",
-                            "read_committed readers of the output (each output twice); nothing reports an error",
-                            "The KIP's case 1 (TX_PENDING is in memory only; persisting it is deferred to a follow-up "
+                            "Consumers reading the output with read_committed (each output twice); nothing reports an error.",
+                            "KIP-1289's case 1 (TX_PENDING is in memory only; persisting it is deferred to a follow-up "
                             "KIP) -- the root cause this suggestion leaves open."),))
 def marker_participants_leader_change(trace: Trace) -> None:
     """share_marker_routing="participants", in-0 on broker 0, __share_group_state-N on broker 1. The
