@@ -103,7 +103,7 @@ audit: $(STAMP)
 	$(PY) tools/audit.py $(AUDIT_FLAGS)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check kipviz tests benchmarks
+	$(VENV)/bin/ruff check kipviz tests benchmarks tools notebooks/src
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[bench]'

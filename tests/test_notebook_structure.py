@@ -173,3 +173,12 @@ def test_stored_notebooks_are_what_their_sources_build(tmp_path):
     assert written == stored, "a notebook without a source in notebooks/src/, or a source whose notebook is missing"
     stale = [str(p) for p in written if (tmp_path / p).read_bytes() != (ROOT / "notebooks" / p).read_bytes()]
     assert stale == [], f"rebuild (python tools/build_notebooks.py, or make notebooks): {stale}"
+
+
+def test_notebook_sources_pass_ruff():
+    """The notebooks' code is linted like the library's (pyproject.toml's notebook ignores only)."""
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "notebooks/src"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-1000:]

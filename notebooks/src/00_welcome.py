@@ -22,10 +22,10 @@
 
 # %%
 import pandas as pd
+
 from kipviz import codec
-from kipviz.schema import registry
-from kipviz.schema.catalog import catalog, summary
 from kipviz.exercises import exercise
+from kipviz.schema.catalog import catalog, summary
 
 pd.set_option("display.max_colwidth", 120)
 pd.DataFrame(summary())
@@ -74,7 +74,7 @@ codec.decode("TxnOffsetCommitRequest", 5, v5) == example
 
 # %%
 spans = pd.DataFrame(codec.annotate("TxnOffsetCommitRequest", 5, v5))
-spans["bytes"] = [v5[s:e].hex(" ") for s, e in zip(spans.start, spans.end)]
+spans["bytes"] = [v5[s:e].hex(" ") for s, e in zip(spans.start, spans.end, strict=True)]
 spans
 
 # %% [markdown]
@@ -119,6 +119,7 @@ exercise('00-1').check(answer)
 
 # %%
 from kipviz import course
+
 course.contents(".")
 
 # %% [markdown]

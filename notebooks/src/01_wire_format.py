@@ -18,14 +18,16 @@
 
 # %%
 import uuid
+
 import pandas as pd
 from IPython.display import HTML, SVG, display
+
 from kipviz import codec
 from kipviz.codec import varint
-from kipviz.draw import (diff_diagram, diff_table, example_value, history_html, to_svg, wire_diagram)
+from kipviz.draw import diff_diagram, diff_table, example_value, history_html, to_svg, wire_diagram
 from kipviz.draw.hexdump import hexdump_for, hexdump_request
-from kipviz.schema.model import FIXED_SIZES
 from kipviz.exercises import exercise
+from kipviz.schema.model import FIXED_SIZES
 
 # %% [markdown]
 # ## 1. Primitive types and varints
@@ -43,7 +45,8 @@ for n in (0, 1, 127, 128, 300, 16_383, 16_384, 2**31 - 1):
     rows.append({"value": n, "unsigned varint": varint.uvarint_bytes(n).hex(" "),
                  "bytes": len(varint.uvarint_bytes(n))})
 for n in (-1, 1, -64, 64):
-    w = bytearray(); varint.write_varint(w, n)
+    w = bytearray()
+    varint.write_varint(w, n)
     rows.append({"value": n, "zigzag varint": bytes(w).hex(" "), "bytes": len(w)})
 pd.DataFrame(rows).fillna("")
 
@@ -160,7 +163,8 @@ def sizes(name_len):
     toc5["Topics"][0]["Name"] = name
     toc6 = dict(toc5, Topics=[{"TopicId": uuid.uuid4(), "Partitions": toc5["Topics"][0]["Partitions"]}])
     oc9 = example_value("OffsetCommitRequest", 9)
-    oc9["Topics"] = oc9["Topics"][:1]; oc9["Topics"][0]["Name"] = name
+    oc9["Topics"] = oc9["Topics"][:1]
+    oc9["Topics"][0]["Name"] = name
     oc10 = dict(oc9, Topics=[{"TopicId": uuid.uuid4(), "Partitions": oc9["Topics"][0]["Partitions"]}])
     return {"name length": name_len,
             "TxnOffsetCommit v5": len(codec.encode("TxnOffsetCommitRequest", 5, toc5)),
@@ -192,6 +196,7 @@ exercise('01-3').check(answer)
 
 # %%
 from kipviz.widgets import Explorer
+
 Explorer("TxnOffsetCommit", 6)
 
 # %% [markdown]

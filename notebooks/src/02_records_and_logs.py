@@ -17,11 +17,14 @@
 # **Sources:** [KIP-516](https://cwiki.apache.org/confluence/display/KAFKA/KIP-516%3A+Topic+Identifiers) (topic IDs), [KIP-1319](https://cwiki.apache.org/confluence/display/KAFKA/KIP-1319:+Align+TxnOffsetCommit+API+with+OffsetCommit+API) (OffsetCommitValue v4 topic ID), KIP-98 / KIP-890 (transactions).
 
 # %%
-import tempfile, uuid
+import tempfile
+import uuid
 from pathlib import Path
+
 import pandas as pd
 from IPython.display import HTML
-from kipviz import codec, records, capture
+
+from kipviz import capture, codec, records
 from kipviz.draw.hexdump import hexdump_html
 from kipviz.exercises import exercise
 
@@ -49,7 +52,8 @@ pd.DataFrame(b["records"])
 # the reader refuses the batch, naming the CRC — or shows it anyway when asked:
 
 # %%
-broken = bytearray(batch); broken[-3] ^= 0xFF
+broken = bytearray(batch)
+broken[-3] ^= 0xFF
 try:
     records.read_batches(bytes(broken))
 except codec.DecodeError as e:

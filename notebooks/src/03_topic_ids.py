@@ -19,11 +19,12 @@
 # %%
 import pandas as pd
 from IPython.display import HTML, display
+
 from kipviz import scenarios, uuids
 from kipviz.broker import Cluster
-from kipviz.broker.error_codes import name_of
 from kipviz.exercises import exercise
 from kipviz.scenarios.report import report
+
 
 def show(trace):
     """What the run teaches (its findings), the checks it asserted, and its requests (errors named)."""
@@ -147,6 +148,7 @@ pd.DataFrame([{"behaviour": t.result["behaviour"], "broker 1 answers": t.result[
 
 # %%
 from kipviz.widgets import player
+
 player(page.animation("replica"))
 
 # %%
@@ -162,6 +164,7 @@ HTML(page.sequence_svg())
 
 # %%
 from kipviz.scenarios.kip516_departures import DEPARTURES
+
 pd.DataFrame([{"RPC": d["topic"], "the page": d["page"], "what shipped": d["shipped"]} for d in DEPARTURES])
 
 # %% [markdown]
@@ -183,6 +186,7 @@ by_name.result
 
 # %%
 from kipviz import spark as ks
+
 logs = ks.scenario_logs("kip516.stale_read")
 ks.recreated_offsets(logs, "orders").orderBy("generation").toPandas()
 

@@ -18,10 +18,11 @@
 
 # %%
 import pandas as pd
-from IPython.display import SVG, HTML, display
+from IPython.display import HTML, SVG, display
+
 from kipviz.broker import Cluster
 from kipviz.broker.error_codes import name_of
-from kipviz.draw import state_diagram, sequence_diagram, tables, to_svg
+from kipviz.draw import sequence_diagram, state_diagram, tables, to_svg
 from kipviz.exercises import exercise
 
 cluster = Cluster(brokers=3, seed=42)

@@ -22,11 +22,13 @@
 # %%
 import pandas as pd
 from IPython.display import HTML, SVG, display
+
 from kipviz import scenarios
 from kipviz.draw import state_diagram, tables, to_svg
 from kipviz.exercises import exercise
-from kipviz.widgets import player
 from kipviz.scenarios.report import report
+from kipviz.widgets import player
+
 
 def show(trace):
     """What the run teaches (its findings), the checks it asserted, and its requests (errors named)."""
@@ -63,6 +65,7 @@ HTML(runs["stale_member_epoch", 6].sequence_svg())
 
 # %%
 from kipviz import spark as ks
+
 spark = ks.session()
 errs = [ks.request_errors(ks.scenario_logs(t), "TxnOffsetCommit").toPandas().assign(case=c) for (c, v), t in runs.items()]
 pd.concat(errs).pivot_table(index=["case", "version"], columns="error", values="responses", fill_value=0)
@@ -108,9 +111,10 @@ pd.DataFrame({"v6": pd.Series(order.result["v6"]), "v5 (by name)": pd.Series(ord
 
 # %%
 import uuid
+
+from kipviz.broker.error_codes import CODE
 from kipviz.draw import wire_diagram
 from kipviz.draw.diff import diff_table
-from kipviz.broker.error_codes import CODE
 
 offsets = [{"PartitionIndex": 3, "CommittedOffset": 150382, "CommittedLeaderEpoch": 12, "CommittedMetadata": None}]
 common = {"TransactionalId": "tx-orders-001", "GroupId": "order-processors", "ProducerId": 0, "ProducerEpoch": 12,
@@ -139,6 +143,7 @@ pd.DataFrame([{"error": e, "code": CODE[e], "returned at v6 when": why} for e, w
 # %%
 from kipviz.broker import errors_by_version
 from kipviz.broker.api_errors import new_errors
+
 table = errors_by_version("TxnOffsetCommit")
 names = sorted({e for errs in table.values() for e in errs})
 by_version = pd.DataFrame({f"v{v}": ["✓" if e in table[v] else "" for e in names] for v in sorted(table)}, index=names)

@@ -19,16 +19,17 @@
 
 # %%
 import pandas as pd
-from IPython.display import HTML, SVG, display
+from IPython.display import SVG, display
+
 from kipviz import scenarios
 from kipviz import spark as ks
 from kipviz.broker.share_metrics import readings
 from kipviz.draw import record_strip, share_state_diagrams, to_svg
 from kipviz.exercises import exercise
+from kipviz.scenarios.report import report
 from kipviz.teach import check
 from kipviz.widgets import player, strip_player
 
-from kipviz.scenarios.report import report
 
 def show(trace):
     """The run's findings (what goes wrong, who sees it, what the KIP says), then its own checks."""
@@ -114,6 +115,7 @@ player(slow.animation("share-record"))
 
 # %%
 from kipviz.draw.flows import regular_vs_share_flow
+
 flow = regular_vs_share_flow()
 flow          # the two sequence diagrams, then the steps table (flow.save("flows.html") writes a page)
 

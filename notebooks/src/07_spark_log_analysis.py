@@ -26,8 +26,8 @@ import pandas as pd
 from IPython.display import display
 
 from kipviz import spark as ks
-from kipviz.spark import plots
 from kipviz.exercises import exercise
+from kipviz.spark import plots
 
 # one SparkSession for the whole notebook: local[2], ~768 MB driver, no web UI, errors-only logging
 spark = ks.session()
@@ -83,8 +83,11 @@ ks.table(logs.errors)
 # `timestamp` column is dropped.
 
 # %%
-import pyarrow as pa, pyarrow.parquet as pq
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from kipviz.spark import schemas
+
 good = [r for r in pq.read_table(SAMPLES / "kip1319/topics/internal/consumer_offsets.parquet").to_pylist() if r["value"]][:50]
 bad = [dict(good[0], offset=9001, value=good[0]["value"][:5]),
        dict(good[1], offset=9002, value=b"\x00\x63" + good[1]["value"][2:]),
@@ -214,6 +217,7 @@ print(clean.summary())
 # %%
 from kipviz.sampledata.generate import write_trace
 from kipviz.workloads import Fault, run_share_eos
+
 run = run_share_eos(records=200, consumers=2, partitions=1, seed=3, batch=20, faults=[Fault(3, "lock-expiry-tx-pending")])
 faulty_dir = Path(tempfile.mkdtemp()) / "share_eos_case6"
 write_trace(run, faulty_dir, name="share_eos + lock-expiry-tx-pending")
@@ -274,8 +278,8 @@ same = ks.transactions(live).select(*cols).exceptAll(ks.transactions(k1319).sele
 print("same transactions from a Kafka-source frame:", same)
 
 # %%
-for l in (logs, kip516, share, k1319, live, broken):   # free the cached frames
-    l.unpersist()
+for frame in (logs, kip516, share, k1319, live, broken):   # free the cached frames
+    frame.unpersist()
 
 # %% [markdown]
 # ## Summary
