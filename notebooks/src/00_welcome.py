@@ -24,7 +24,7 @@
 import pandas as pd
 
 from kipviz import codec
-from kipviz.exercises import exercise
+from kipviz.course.exercises import exercise
 from kipviz.schema.catalog import catalog, summary
 
 pd.set_option("display.max_colwidth", 120)

@@ -25,8 +25,8 @@ import pandas as pd
 from IPython.display import HTML
 
 from kipviz import capture, codec, records
+from kipviz.course.exercises import exercise
 from kipviz.draw.hexdump import hexdump_html
-from kipviz.exercises import exercise
 
 # %% [markdown]
 # ## 1. A record batch, byte by byte

@@ -22,7 +22,8 @@ from IPython.display import HTML, display
 
 from kipviz import scenarios, uuids
 from kipviz.broker import Cluster
-from kipviz.exercises import exercise
+from kipviz.course.exercises import exercise
+from kipviz.draw.sequence import sequence_svg
 from kipviz.scenarios.report import report
 
 
@@ -69,7 +70,7 @@ show(stale_read)
 stale_read.result
 
 # %%
-HTML(stale_read.sequence_svg())
+HTML(sequence_svg(stale_read))
 
 # %% [markdown]
 # ## 3. Stale state
@@ -147,12 +148,13 @@ pd.DataFrame([{"behaviour": t.result["behaviour"], "broker 1 answers": t.result[
 # the replica's moves — each frame is a row of the kit's `replica` table, the same rows the model ran.
 
 # %%
+from kipviz.draw.animate import animation
 from kipviz.widgets import player
 
-player(page.animation("replica"))
+player(animation(page, "replica"))
 
 # %%
-HTML(page.sequence_svg())
+HTML(sequence_svg(page))
 
 # %% [markdown]
 # ### Where what shipped differs from the page

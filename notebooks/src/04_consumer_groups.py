@@ -22,8 +22,8 @@ from IPython.display import HTML, SVG, display
 
 from kipviz.broker import Cluster
 from kipviz.broker.error_codes import name_of
+from kipviz.course.exercises import exercise
 from kipviz.draw import sequence_diagram, state_diagram, tables, to_svg
-from kipviz.exercises import exercise
 
 cluster = Cluster(brokers=3, seed=42)
 orders = cluster.create_topic("orders", 4)

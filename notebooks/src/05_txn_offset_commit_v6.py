@@ -24,8 +24,10 @@ import pandas as pd
 from IPython.display import HTML, SVG, display
 
 from kipviz import scenarios
+from kipviz.course.exercises import exercise
 from kipviz.draw import state_diagram, tables, to_svg
-from kipviz.exercises import exercise
+from kipviz.draw.animate import animation
+from kipviz.draw.sequence import sequence_svg
 from kipviz.scenarios.report import report
 from kipviz.widgets import player
 
@@ -56,7 +58,7 @@ pd.DataFrame([{"case": c, "version": v, "error": runs[c, v].result["error"] if "
                "all checks passed": runs[c, v].passed} for (c, v) in runs])
 
 # %%
-HTML(runs["stale_member_epoch", 6].sequence_svg())
+HTML(sequence_svg(runs["stale_member_epoch", 6]))
 
 # %% [markdown]
 # **In the logs.** Each run above, written as sample logs and read back in PySpark (one
@@ -221,10 +223,10 @@ pd.DataFrame({f"broker {b}": {f"producer {p}": min(newest[p], newest[b]) for p i
 rpw = scenarios.run("txn.read_process_write_commit")
 show(rpw)
 display(SVG(to_svg(state_diagram(tables()["transaction"]))))
-player(rpw.animation("transaction"))
+player(animation(rpw, "transaction"))
 
 # %%
-HTML(rpw.sequence_svg())
+HTML(sequence_svg(rpw))
 
 # %%
 aborted = scenarios.run("txn.read_process_write_abort")

@@ -24,10 +24,11 @@ from IPython.display import SVG, display
 from kipviz import scenarios
 from kipviz import spark as ks
 from kipviz.broker.share_metrics import readings
+from kipviz.course.exercises import exercise
+from kipviz.course.teach import check
 from kipviz.draw import record_strip, share_state_diagrams, to_svg
-from kipviz.exercises import exercise
+from kipviz.draw.animate import animation
 from kipviz.scenarios.report import report
-from kipviz.teach import check
 from kipviz.widgets import player, strip_player
 
 
@@ -97,7 +98,7 @@ exercise('06-1').check(answer)
 slow = scenarios.run("kip932.lock_expiry_delivery_limit")
 show(slow)
 print("delivery counts seen by the consumer:", slow.result["delivery_counts"])
-player(slow.animation("share-record"))
+player(animation(slow, "share-record"))
 
 # %% [markdown]
 # ## 2. The two flows side by side
@@ -156,7 +157,7 @@ strip_player(record_strip(commit.events))
 abort = scenarios.run("kip1289.happy_abort")
 show(abort)
 verdict(abort)
-player(abort.animation("share-record"))
+player(animation(abort, "share-record"))
 
 # %% [markdown]
 # ### Reading the KIP's seven metrics

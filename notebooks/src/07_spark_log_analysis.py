@@ -26,7 +26,7 @@ import pandas as pd
 from IPython.display import display
 
 from kipviz import spark as ks
-from kipviz.exercises import exercise
+from kipviz.course.exercises import exercise
 from kipviz.spark import plots
 
 # one SparkSession for the whole notebook: local[2], ~768 MB driver, no web UI, errors-only logging

@@ -29,8 +29,8 @@ import pandas as pd
 from IPython.display import HTML, SVG, display
 
 from kipviz import cli
+from kipviz.course.exercises import exercise
 from kipviz.draw import diff_diagram, to_svg
-from kipviz.exercises import exercise
 from kipviz.review import RULES, review
 from kipviz.schema import jsonc, registry
 from kipviz.schema.check import reference_root

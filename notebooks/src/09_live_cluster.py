@@ -39,7 +39,7 @@ from confluent_kafka import Consumer, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kipviz.broker import StateChanged
-from kipviz.exercises import exercise
+from kipviz.course.exercises import exercise
 from kipviz.serve import LiveView, Server
 
 RECORDING = Path(tempfile.mkdtemp()) / "live"

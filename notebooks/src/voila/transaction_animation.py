@@ -8,7 +8,8 @@
 
 # %%
 from kipviz import scenarios
+from kipviz.draw.animate import animation
 from kipviz.widgets import player
 
 trace = scenarios.run("txn.read_process_write_commit")
-player(trace.animation("transaction"))
+player(animation(trace, "transaction"))
