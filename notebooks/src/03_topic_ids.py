@@ -141,6 +141,10 @@ pd.DataFrame([{"behaviour": t.result["behaviour"], "broker 1 answers": t.result[
                "partition.metadata says": t.result["partition_metadata"].replace("\n", " · ")}
               for t in (page, shipped)])
 
+# %%
+show(page)
+show(shipped)
+
 # %% [markdown]
 # What you just saw: under the page the stale log leaves at once (it goes to a `deleting/` folder
 # and is removed later); the shipped broker refuses the request with INCONSISTENT_TOPIC_ID and keeps

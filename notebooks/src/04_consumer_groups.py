@@ -98,6 +98,17 @@ print("v4 ['Reconciling'] ->", cluster.call("ListGroups", 4, {"StatesFilter": ["
 print("state:", cluster.call("ConsumerGroupDescribe", 0, {"GroupIds": ["order-processors"],
                                                         "IncludeAuthorizedOperations": False})["Groups"][0]["GroupState"])
 
+# %% [markdown]
+# The same join and rebalance as a scenario, with what it finds: which epoch error each API answers
+# (FENCED_MEMBER_EPOCH on a heartbeat, STALE_MEMBER_EPOCH on OffsetCommit) and why the Stable filter
+# leaves the group out.
+
+# %%
+from kipviz import scenarios
+from kipviz.scenarios.report import report
+
+display(report(scenarios.run("kip848.consumer_group_join_and_rebalance")))
+
 
 # %% [markdown]
 # ## 3. Committing offsets across versions

@@ -55,7 +55,8 @@ exercise('05-1').check(answer)
 cases = ["group_id_not_found", "stale_member_epoch"]
 runs = {(c, v): scenarios.run(f"kip1319.{c}_v{v}") for c in cases for v in (5, 6)}
 pd.DataFrame([{"case": c, "version": v, "error": runs[c, v].result["error"] if "error" in runs[c, v].result else "",
-               "all checks passed": runs[c, v].passed} for (c, v) in runs])
+               "all checks passed": runs[c, v].passed,
+               "finding": runs[c, v].findings[0].what if runs[c, v].findings else ""} for (c, v) in runs])
 
 # %%
 HTML(sequence_svg(runs["stale_member_epoch", 6]))
@@ -182,6 +183,8 @@ exercise('05-3').check(answer)
 for name in ("kip1319.fallback_old_broker", "kip1319.fallback_unknown_topic_id", "kip1319.producer_error_classes"):
     t = scenarios.run(name)
     print(name, "->", "all checks passed" if t.passed else t.failures(), t.result.get("version_sent", ""))
+    for f in t.findings:
+        print("  !", f.what)
 
 # %%
 # in the logs: without topic IDs the whole request goes at v5

@@ -131,15 +131,26 @@ flow          # the two sequence diagrams, then the steps table (flow.save("flow
 # * `kip1289.marker_forwarded` — the same layout with `share_marker_routing="forward-to-leader"`,
 #   **the kit's suggestion, not the KIP's**: the receiving broker forwards the marker to the share
 #   partition's leader. Exactly once.
+# * `kip1289.marker_participants` — the same layout with `share_marker_routing="participants"`, also
+#   **the kit's suggestion, not the KIP's** (the page says the coordinator "does NOT need to track
+#   share-partitions as transaction participants"): the share partition's leader registers the share
+#   partition with the transaction coordinator (a broker-internal AddPartitionsToTxn, next to
+#   `__share_group_state-N`) and EndTxn sends that share partition's marker to its current leader.
+#   Exactly once; it also closes case 12 (`kip1289.marker_participants_state_leader_change`) but not a
+#   change of the share partition's own leader, which stays case 1's window
+#   (`kip1289.marker_participants_leader_change`: the new leader loads the share partition from
+#   `__share_group_state`, where TX_PENDING is not stored).
 
 # %%
 stuck = scenarios.run("kip1289.marker_not_colocated")
 show(stuck)
-print(stuck.scenario.findings)
 print(stuck.result["eos"].summary(limit=2))
 
 # %%
 regular_vs_share_flow(share="kip1289.marker_forwarded")   # the kit's suggestion: forward, then resolve on broker 0
+
+# %%
+regular_vs_share_flow(share="kip1289.marker_participants")   # the kit's other suggestion: the coordinator marks the share partition on its leader
 
 # %% [markdown]
 # ## 3. The happy paths, record by record
@@ -603,6 +614,6 @@ pd.DataFrame([{"scenario": n, "status": t.scenario.status, "checks": len(t.check
 #
 # * Share-group records move AVAILABLE → ACQUIRED → ACKNOWLEDGED/ARCHIVED; delivery counts grow on acquisition; the 5th failed delivery archives.
 # * KIP-1289 (proposed) stages acknowledgements as TX_PENDING inside the producer's transaction; COMMIT resolves ACCEPT → ACKNOWLEDGED and REJECT → ARCHIVED, ABORT returns records to ACQUIRED.
-# * As written, the COMMIT marker resolves a staging only on the broker that receives it: when a share partition and its `__share_group_state-N` have different leaders, exactly-once breaks (`kip1289.marker_not_colocated`); forwarding the marker to the share partition's leader is the kit's suggestion, not the KIP's.
+# * As written, the COMMIT marker resolves a staging only on the broker that receives it: when a share partition and its `__share_group_state-N` have different leaders, exactly-once breaks (`kip1289.marker_not_colocated`); forwarding the marker to the share partition's leader, or the transaction coordinator tracking share partitions as participants, are the kit's suggestions, not the KIP's.
 # * Every corner case either stages nothing (fencing, epochs, ack types, all-or-nothing, old brokers) or converges by lock timeout; cases 1 and 12 keep at-least-once because TX_PENDING is in memory only.
 # * The exactly-once checker reads only the events and names the events that prove any violation.
