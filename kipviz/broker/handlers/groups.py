@@ -7,6 +7,7 @@ order follow released Kafka's KafkaApis (FACTS.md (c) 'Broker front door') and K
 TxnOffsetCommit v6."""
 from __future__ import annotations
 
+from ..api_errors import kafka_only, rows
 from ..error_codes import CODE
 from ..groups import ASSIGNORS, PARKED, GroupError, shape
 from . import Request, handles
@@ -14,6 +15,10 @@ from . import Request, handles
 GROUP_OPS = (3, 8, 6, 10, 11)   # READ, DESCRIBE, DELETE, DESCRIBE_CONFIGS, ALTER_CONFIGS (AclOperation codes)
 OP_NAMES = {3: "READ", 8: "DESCRIBE", 6: "DELETE", 10: "DESCRIBE_CONFIGS", 11: "ALTER_CONFIGS"}
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+# The errors each group RPC can return, by version, declared above its handler
+# (kipviz.broker.api_errors reads ERRORS; tests/test_api_errors.py judges them against the code).
+ERRORS = {}
 
 
 def finish(api: str, version: int, body: dict) -> dict:
@@ -327,6 +332,24 @@ def offset_commit(cluster, req: Request) -> dict:
             results = cluster.groups.commit_offsets(req, b, valid)
         _merge(builder, valid, results)
     return finish("OffsetCommit", req.version, {"Topics": builder.body()})
+
+
+ERRORS["TxnOffsetCommit"] = (
+    rows(0, ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",
+             "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED",
+             "INVALID_PRODUCER_EPOCH", "UNKNOWN_TOPIC_OR_PARTITION", "OFFSET_METADATA_TOO_LARGE"),
+         "TxnOffsetCommitResponse.json")
+    + kafka_only(0, ("INVALID_COMMIT_OFFSET_SIZE",), "TxnOffsetCommitResponse.json",
+                 "the model appends an offset record of any size (Kafka 4's coordinator answers a too large "
+                 "one UNKNOWN_SERVER_ERROR: CoordinatorOperationExceptionHelper, FACTS (c))")
+    + rows(0, ("INVALID_GROUP_ID",), "GroupCoordinatorService.commitTransactionalOffsets: a null or empty group "
+                                     "id (FACTS (c))")
+    + rows(0, ("CONCURRENT_TRANSACTIONS", "INVALID_PRODUCER_ID_MAPPING", "INVALID_TXN_STATE", "INVALID_REQUEST"),
+           "KIP-890 verification (AddPartitionsToTxnManager), passed through CoordinatorOperationExceptionHelper "
+           "(FACTS (c))")
+    + rows(3, ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_INSTANCE_ID"), "KIP-447 (TxnOffsetCommit v3)")
+    + rows(4, ("TRANSACTION_ABORTABLE",), "KIP-890 (TxnOffsetCommit v4)")
+    + rows(6, ("GROUP_ID_NOT_FOUND", "STALE_MEMBER_EPOCH", "UNKNOWN_TOPIC_ID"), "KIP-1319 (TxnOffsetCommit v6)"))
 
 
 @handles("TxnOffsetCommit")
