@@ -315,6 +315,31 @@ def _everywhere(topics: list[dict], code: int, by_id: bool) -> list[dict]:
             for t in topics]
 
 
+ERRORS["OffsetCommit"] = (
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE"), "OffsetCommitResponse.json")
+    + kafka_only(0, ("COORDINATOR_LOAD_IN_PROGRESS",), "OffsetCommitResponse.json",
+                 "the model's group coordinator is always loaded")
+    + kafka_only(0, ("INVALID_COMMIT_OFFSET_SIZE",), "OffsetCommitResponse.json",
+                 "the model appends an offset record of any size (Kafka 4's coordinator answers a too large "
+                 "one UNKNOWN_SERVER_ERROR: CoordinatorOperationExceptionHelper, FACTS (c))")
+    + rows(0, ("TOPIC_AUTHORIZATION_FAILED", "UNKNOWN_TOPIC_OR_PARTITION"),
+           "KafkaApis.handleOffsetCommitRequest: per topic, by name (FACTS (c))")
+    + rows(0, ("OFFSET_METADATA_TOO_LARGE",), "OffsetMetadataManager: metadata over offset.metadata.max.bytes "
+                                              "(FACTS (c))")
+    + rows(0, ("REBALANCE_IN_PROGRESS",), "ClassicGroup.validateOffsetCommit: a commit while the group completes "
+                                          "its rebalance (FACTS (c))")
+    # a consumer-protocol member must commit with v9+ (ConsumerGroup.validateOffsetCommit)
+    + rows(0, ("UNSUPPORTED_VERSION",), "ConsumerGroup.validateOffsetCommit: 'OffsetCommit version 9 or above "
+                                        "must be used by members using the consumer group protocol'", until=8)
+    + rows(1, ("ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"), "OffsetCommitResponse.json")
+    + rows(7, ("FENCED_INSTANCE_ID",), "KIP-345 (OffsetCommit v7 adds GroupInstanceId)")
+    + kafka_only(7, ("FENCED_MEMBER_EPOCH",), "OffsetCommitResponse.json",
+                 "the schema lists it, but Kafka's coordinator answers a stale epoch STALE_MEMBER_EPOCH, never "
+                 "FENCED_MEMBER_EPOCH, for an offset commit (FACTS (c))")
+    + rows(9, ("GROUP_ID_NOT_FOUND", "STALE_MEMBER_EPOCH"), "OffsetCommitResponse.json (KIP-848, v9)")
+    + rows(10, ("UNKNOWN_TOPIC_ID",), "OffsetCommitResponse.json (KIP-848, v10)"))
+
+
 @handles("OffsetCommit")
 def offset_commit(cluster, req: Request) -> dict:
     b = req.body
@@ -380,6 +405,17 @@ def txn_offset_commit(cluster, req: Request) -> dict:
             results = cluster.groups.commit_transactional_offsets(req, b, valid)
         _merge(builder, valid, results)
     return done(builder.body())
+
+
+ERRORS["OffsetFetch"] = (
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "NOT_COORDINATOR", "GROUP_ID_NOT_FOUND"), "OffsetFetchResponse.json")
+    + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"), "OffsetFetchResponse.json",
+                 "the model's group coordinator is always loaded")
+    + rows(0, ("TOPIC_AUTHORIZATION_FAILED",), "KafkaApis.handleOffsetFetchRequest: a topic the principal may not "
+                                               "DESCRIBE")
+    + rows(7, ("UNSTABLE_OFFSET_COMMIT",), "OffsetFetchResponse.json (KIP-447, v7 RequireStable)")
+    + rows(9, ("STALE_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"), "OffsetFetchResponse.json (KIP-848, v9)")
+    + rows(10, ("UNKNOWN_TOPIC_ID",), "OffsetFetchResponse.json (KIP-848, v10)"))
 
 
 @handles("OffsetFetch")

@@ -73,6 +73,15 @@ def share_group_heartbeat(cluster, req: Request) -> dict:
     return {**base, **out}
 
 
+ERRORS["ShareGroupDescribe"] = (
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "GROUP_ID_NOT_FOUND"), "KIP-932 ShareGroupDescribeResponse.json")
+    + kafka_only(0, ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
+                 "KIP-932 ShareGroupDescribeResponse.json", "the model's group coordinator is always loaded, on "
+                                                           "every broker")
+    + kafka_only(0, ("INVALID_REQUEST", "INVALID_GROUP_ID"), "KIP-932 ShareGroupDescribeResponse.json",
+                 "the model's ShareGroupDescribe checks only the ACL and whether the share group exists"))
+
+
 @handles("ShareGroupDescribe")
 def share_group_describe(cluster, req: Request) -> dict:
     shares = cluster.shares

@@ -179,6 +179,18 @@ def add_partitions_to_txn(cluster, req: Request) -> dict:
 
 
 # ---- AddOffsetsToTxn ----------------------------------------------------------------------------
+ERRORS["AddOffsetsToTxn"] = (
+    rows(0, ("NOT_COORDINATOR", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"),
+         "KafkaApis.handleAddOffsetsToTxnRequest")
+    + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
+                 "TransactionCoordinator.handleAddPartitionsToTransaction", _NO_LOADING)
+    + rows(0, ("CONCURRENT_TRANSACTIONS", "INVALID_PRODUCER_EPOCH", "INVALID_PRODUCER_ID_MAPPING", "INVALID_REQUEST"),
+           "TransactionCoordinator.handleAddPartitionsToTransaction (the group's __consumer_offsets partition)")
+    + rows(2, ("PRODUCER_FENCED",), "AddOffsetsToTxnResponse.json (KIP-588, v2)")
+    + kafka_only(4, ("TRANSACTION_ABORTABLE",), "AddOffsetsToTxnResponse.json (KIP-890, v4)",
+                 "no AddOffsetsToTxn path of the model's coordinator answers it"))
+
+
 @handles("AddOffsetsToTxn")
 def add_offsets_to_txn(cluster, req: Request) -> dict:
     b, v = req.body, req.version
@@ -228,6 +240,12 @@ def end_txn(cluster, req: Request) -> dict:
 
 
 # ---- WriteTxnMarkers (coordinator -> partition leader) --------------------------------------------
+ERRORS["WriteTxnMarkers"] = (
+    rows(0, ("CLUSTER_AUTHORIZATION_FAILED", "UNKNOWN_TOPIC_OR_PARTITION", "NOT_LEADER_OR_FOLLOWER"),
+         "KafkaApis.handleWriteTxnMarkersRequest (CLUSTER_ACTION; ReplicaManager.appendRecords)")
+    + rows(0, ("INVALID_PRODUCER_EPOCH",), "ProducerStateManager: a marker with an older producer epoch"))
+
+
 @handles("WriteTxnMarkers")
 def write_txn_markers(cluster, req: Request) -> dict:
     b, v = req.body, req.version
