@@ -575,6 +575,16 @@ def _list_offset(cluster, req: Request, topic, name, lp: dict, isolation: int, r
     return out
 
 
+ERRORS["ListOffsets"] = (
+    rows(0, ("UNKNOWN_TOPIC_OR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "TOPIC_AUTHORIZATION_FAILED"),
+         "KafkaApis.handleListOffsetRequest")
+    + rows(1, ("INVALID_REQUEST",), "KafkaApis.handleListOffsetRequestV1AndAbove: a partition listed twice; v2+ "
+                                    "an IsolationLevel other than 0 or 1")
+    + rows(4, ("FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH"), "KIP-320 (ListOffsets v4 CurrentLeaderEpoch)"))
+# (Kafka adds OFFSET_NOT_AVAILABLE at v5, KIP-207: a code schema/error_codes does not define yet; a new
+# leader in the model knows its high watermark at once, so the model would not answer it)
+
+
 @handles("ListOffsets")
 def list_offsets(cluster, req: Request) -> dict:
     v, body = req.version, req.body

@@ -208,6 +208,15 @@ def list_groups(cluster, req: Request) -> dict:
     return finish("ListGroups", req.version, {"ErrorCode": 0, "Groups": groups})
 
 
+ERRORS["DescribeGroups"] = (
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "NOT_COORDINATOR"), "KafkaApis.handleDescribeGroupsRequest, "
+                                                              "GroupCoordinatorService.describeGroups")
+    + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
+                 "GroupCoordinatorService.describeGroups", "the model's group coordinator is always loaded")
+    + rows(6, ("GROUP_ID_NOT_FOUND",), "DescribeGroupsResponse.json: 'Version 6 returns error code GROUP_ID_NOT_FOUND' "
+                                       "(KIP-1043)"))
+
+
 @handles("DescribeGroups")
 def describe_groups(cluster, req: Request) -> dict:
     b = req.body
@@ -225,6 +234,13 @@ def describe_groups(cluster, req: Request) -> dict:
             if d["ErrorCode"] == 0:
                 d["AuthorizedOperations"] = _authorized_ops(cluster, req, d["GroupId"])
     return finish("DescribeGroups", req.version, {"Groups": errors + results})
+
+
+ERRORS["DeleteGroups"] = (
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "NOT_COORDINATOR", "INVALID_GROUP_ID", "GROUP_ID_NOT_FOUND",
+             "NON_EMPTY_GROUP"), "KIP-229: KafkaApis.handleDeleteGroupsRequest, GroupCoordinatorService.deleteGroups")
+    + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
+                 "GroupCoordinatorService.deleteGroups", "the model's group coordinator is always loaded"))
 
 
 @handles("DeleteGroups")

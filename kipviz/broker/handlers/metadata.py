@@ -28,6 +28,7 @@ import weakref
 from ...codec.fit import fit_body
 from ...records import share_coordinator_partition
 from ...uuids import ZERO_UUID, from_kafka_str, to_kafka_str
+from ..api_errors import kafka_only, rows
 from ..error_codes import CODE
 from ..topics import INTERNAL
 from . import Request, handles
@@ -547,6 +548,19 @@ def coordinator(cluster, req: Request, key_type: int, key: str) -> tuple[int, di
     if log is None or not leader_alive(cluster, log):
         return CODE["COORDINATOR_NOT_AVAILABLE"], NO_NODE
     return 0, node(cluster, log.leader)
+
+
+# The errors FindCoordinator can return (kipviz.broker.api_errors reads ERRORS; the module's other
+# APIs declare none yet)
+ERRORS = {"FindCoordinator": (
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "COORDINATOR_NOT_AVAILABLE"), "KafkaApis.handleFindCoordinatorRequest")
+    + rows(1, ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED",), "KIP-98 (FindCoordinator v1 KeyType)")
+    + rows(1, ("INVALID_REQUEST",), "CoordinatorType.forId: an unknown KeyType; a share key before v6 or "
+                                    "not 'group:topicId:partition'")
+    + kafka_only(5, ("TRANSACTION_ABORTABLE",), "FindCoordinatorResponse.json (KIP-890, v5)",
+                 "no FindCoordinator path of the model answers it")
+    + rows(6, ("CLUSTER_AUTHORIZATION_FAILED",), "KIP-932 (FindCoordinator v6: the share key type needs "
+                                                 "CLUSTER_ACTION)"))}
 
 
 @handles("FindCoordinator")
