@@ -19,6 +19,10 @@ AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 # The errors each group RPC can return, by version, declared above its handler
 # (kipviz.broker.api_errors reads ERRORS; tests/test_api_errors.py judges them against the code).
 ERRORS = {}
+_LOADED = "the model's group coordinator is always loaded"
+_CLASSIC = ("GROUP_AUTHORIZATION_FAILED", "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "INVALID_GROUP_ID",
+            "UNKNOWN_MEMBER_ID")
+_CLASSIC_SRC = "KafkaApis, GroupCoordinatorService and the classic group protocol (GroupMetadataManager)"
 
 
 def finish(api: str, version: int, body: dict) -> dict:
@@ -44,6 +48,13 @@ def _authorized_ops(cluster, req: Request, group_id: str) -> int:
 
 
 # ---- classic group protocol -------------------------------------------------------------------------
+ERRORS["JoinGroup"] = (
+    rows(0, _CLASSIC + ("INVALID_SESSION_TIMEOUT", "INCONSISTENT_GROUP_PROTOCOL"), _CLASSIC_SRC)
+    + kafka_only(0, ("COORDINATOR_LOAD_IN_PROGRESS",), _CLASSIC_SRC, _LOADED)
+    + rows(4, ("MEMBER_ID_REQUIRED",), "KIP-394 (JoinGroup v4: JoinGroupRequest.requiresKnownMemberId)")
+    + rows(5, ("FENCED_INSTANCE_ID",), "KIP-345 (JoinGroup v5 GroupInstanceId)"))
+
+
 @handles("JoinGroup")
 def join_group(cluster, req: Request) -> dict:
     b = req.body
@@ -64,6 +75,13 @@ def join_group(cluster, req: Request) -> dict:
     return finish("JoinGroup", req.version, {**fail, **body})
 
 
+ERRORS["SyncGroup"] = (
+    rows(0, _CLASSIC + ("ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS"), _CLASSIC_SRC)
+    + kafka_only(0, ("COORDINATOR_LOAD_IN_PROGRESS",), _CLASSIC_SRC, _LOADED)
+    + rows(3, ("FENCED_INSTANCE_ID",), "KIP-345 (SyncGroup v3 GroupInstanceId)")
+    + rows(5, ("INCONSISTENT_GROUP_PROTOCOL",), "KIP-559 (SyncGroup v5 ProtocolType/ProtocolName)"))
+
+
 @handles("SyncGroup")
 def sync_group(cluster, req: Request) -> dict:
     b = req.body
@@ -81,6 +99,12 @@ def sync_group(cluster, req: Request) -> dict:
     return finish("SyncGroup", req.version, body)
 
 
+ERRORS["Heartbeat"] = (
+    rows(0, _CLASSIC + ("ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS"), _CLASSIC_SRC)
+    + kafka_only(0, ("COORDINATOR_LOAD_IN_PROGRESS",), _CLASSIC_SRC, _LOADED)
+    + rows(3, ("FENCED_INSTANCE_ID",), "KIP-345 (Heartbeat v3 GroupInstanceId)"))
+
+
 @handles("Heartbeat")
 def heartbeat(cluster, req: Request) -> dict:
     b = req.body
@@ -91,6 +115,12 @@ def heartbeat(cluster, req: Request) -> dict:
     if _wrong_coordinator(cluster, req, b["GroupId"]):
         return finish("Heartbeat", req.version, {"ErrorCode": CODE["NOT_COORDINATOR"]})
     return finish("Heartbeat", req.version, cluster.groups.heartbeat(req, b))
+
+
+ERRORS["LeaveGroup"] = (
+    rows(0, _CLASSIC, _CLASSIC_SRC)
+    + kafka_only(0, ("COORDINATOR_LOAD_IN_PROGRESS",), _CLASSIC_SRC, _LOADED)
+    + rows(3, ("FENCED_INSTANCE_ID",), "KIP-345 (LeaveGroup v3 batch of members with GroupInstanceId)"))
 
 
 @handles("LeaveGroup")
@@ -146,6 +176,21 @@ def _validate_consumer_heartbeat(b: dict, version: int) -> GroupError | None:
     return None
 
 
+ERRORS["ConsumerGroupHeartbeat"] = (
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "NOT_COORDINATOR", "INVALID_REQUEST", "UNKNOWN_MEMBER_ID",
+             "FENCED_MEMBER_EPOCH", "UNSUPPORTED_ASSIGNOR", "UNRELEASED_INSTANCE_ID"),
+         "KIP-848 ConsumerGroupHeartbeatResponse.json")
+    + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
+                 "KIP-848 ConsumerGroupHeartbeatResponse.json", _LOADED)
+    + rows(0, ("FENCED_INSTANCE_ID",), "GroupMetadataManager.throwIfInstanceIdIsFenced (not in the schema's list)")
+    + rows(0, ("GROUP_ID_NOT_FOUND",), "GroupMetadataManager: 'Group ... is not a consumer group.' (not in the "
+                                       "schema's list)")
+    + rows(0, ("TOPIC_AUTHORIZATION_FAILED",), "KafkaApis.handleConsumerGroupHeartbeat: a subscribed topic the "
+                                               "principal may not DESCRIBE (not in the schema's list)")
+    # the schema's list calls it INVALID_SUBSCRIPTION_REGEX; the error code is INVALID_REGULAR_EXPRESSION
+    + rows(1, ("INVALID_REGULAR_EXPRESSION",), "KIP-848 (ConsumerGroupHeartbeat v1 SubscribedTopicRegex)"))
+
+
 @handles("ConsumerGroupHeartbeat")
 def consumer_group_heartbeat(cluster, req: Request) -> dict:
     b = req.body
@@ -167,6 +212,18 @@ def consumer_group_heartbeat(cluster, req: Request) -> dict:
     except GroupError as e:
         return error(e.code, e.message)
     return finish("ConsumerGroupHeartbeat", req.version, body)
+
+
+ERRORS["ConsumerGroupDescribe"] = (
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "NOT_COORDINATOR", "INVALID_GROUP_ID", "GROUP_ID_NOT_FOUND"),
+         "KIP-848 ConsumerGroupDescribeResponse.json")
+    + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
+                 "KIP-848 ConsumerGroupDescribeResponse.json", _LOADED)
+    + kafka_only(0, ("INVALID_REQUEST",), "KIP-848 ConsumerGroupDescribeResponse.json",
+                 "the model's ConsumerGroupDescribe rejects only an empty group id (INVALID_GROUP_ID)")
+    + rows(0, ("TOPIC_AUTHORIZATION_FAILED",), "KafkaApis.handleConsumerGroupDescribe: 'The group has described "
+                                               "topic(s) that the client is not authorized to describe.' (not in "
+                                               "the schema's list)"))
 
 
 @handles("ConsumerGroupDescribe")
@@ -197,6 +254,10 @@ def consumer_group_describe(cluster, req: Request) -> dict:
 
 
 # ---- listing and describing ---------------------------------------------------------------------------
+ERRORS["ListGroups"] = kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
+                                  "GroupCoordinatorService.listGroups", _LOADED)
+
+
 @handles("ListGroups")
 def list_groups(cluster, req: Request) -> dict:
     b = req.body
