@@ -6,9 +6,9 @@ kit defines; the review, the wire explorer, `kipviz diff` and notebooks read it 
 
 A row marked `kafka_only(..., why)` is an error Kafka answers that the model does not (no disks,
 no coordinator loading, ...): it is in the table (Kafka can return it) with the reason.
-tests/test_api_errors.py judges the rows three ways: the handlers' code (every code it can answer
-is declared, every declared row is answered or marked), the scenarios' answers, and Kafka's schema
-comments."""
+tests/test_api_errors.py judges the rows: against the handlers' code (every code it can answer is
+declared, every declared row is answered or marked), the scenarios' answers, and Kafka's schema
+comments and "Supported errors" lists."""
 from __future__ import annotations
 
 import sys
