@@ -27,7 +27,8 @@ from . import DEFERRED, Request, handles
 # The errors each share RPC can return, by version, declared above its handler (kipviz.broker.api_errors
 # reads ERRORS; tests/test_api_errors.py judges them against the code and Kafka's lists). Kafka's
 # lists are the "Supported errors" comments of clients/src/main/resources/common/message/
-# Share{Fetch,Acknowledge,GroupHeartbeat}Response.json (apache/kafka); UNKNOWN_SERVER_ERROR, which
+# Share{Fetch,Acknowledge,GroupHeartbeat,GroupDescribe}Response.json (apache/kafka; golden copies
+# with commits in tests/test_api_errors.py); UNKNOWN_SERVER_ERROR, which
 # they also list, is any handler's answer to a failure (cluster.handle), not declared per API.
 ERRORS = {}
 _KIP932_FETCH = "KIP-932 ShareFetchResponse.json"
