@@ -138,10 +138,13 @@ pd.DataFrame([{"error": e, "code": CODE[e], "returned at v6 when": why} for e, w
 # %% [markdown]
 # ### Errors by version
 #
-# Which errors can a broker answer at each version? The kit keeps one table per RPC (each row names
-# the version that added the error and its source: Kafka's response schema or the KIP). The review
-# command and the wire explorer read the same table; a test checks it against every answer the
-# model gives in every scenario, and against the "Version N adds ..." notes of Kafka's own schemas.
+# Which errors can a broker answer at each version? Each of the kit's handlers declares, next to its
+# code, the errors its RPC can return (each row names the version that added the error and its
+# source: Kafka's response schema or the KIP; an error Kafka answers that the model does not carries
+# the reason). The review command and the wire explorer read those rows. Tests read the handlers'
+# code to check that every error they can answer is declared, check every answer the model gives in
+# every scenario, and compare with the "Version N adds ..." notes and "Supported errors" lists of
+# Kafka's own schemas.
 
 # %%
 from kipviz.broker import errors_by_version
