@@ -10,7 +10,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON ?= $(abspath $(PY))
 
-.PHONY: setup lab git-filter test bench lint fresh-check dot java tools browser voila clean sample-data audit
+.PHONY: setup lab git-filter test bench lint fresh-check dot java tools browser voila clean sample-data audit notebooks
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kipviz needs Python 3.11 or newer")'
@@ -84,6 +84,10 @@ git-filter:
 lab: setup git-filter
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(LAB_FLAGS)
 
+# notebooks/*.ipynb and notebooks/voila/ rebuilt from their sources in notebooks/src/ (jupytext percent files)
+notebooks: $(STAMP)
+	$(PY) tools/build_notebooks.py
+
 # the dashboards (explorer, transaction animation) with their code hidden
 voila: setup
 	$(VENV)/bin/voila notebooks/voila
@@ -99,7 +103,7 @@ audit: $(STAMP)
 	$(PY) tools/audit.py $(AUDIT_FLAGS)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check kipviz tests benchmarks
+	$(VENV)/bin/ruff check kipviz tests benchmarks tools notebooks/src
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[bench]'

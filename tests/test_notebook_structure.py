@@ -156,23 +156,29 @@ def test_workshop_guide_says_what_to_do_when_binder_is_slow():
     assert "kipviz export -o site" in GUIDE
 
 
-# ---- the notebooks are what their scripts write -----------------------------------------------------
-BUILDERS = sorted((ROOT / "tools").glob("make_*.py"))
-
-
-def test_stored_notebooks_are_what_the_builders_write(tmp_path):
-    """Every notebook (and dashboard) comes from a tools/make_*.py script, unchanged: an edit made in
-    JupyterLab and saved, or a script changed without regenerating, shows up here."""
+# ---- the notebooks are what their sources write -----------------------------------------------------
+def test_stored_notebooks_are_what_their_sources_build(tmp_path):
+    """Every notebook (and dashboard) is built from its source in notebooks/src/ by
+    tools/build_notebooks.py, unchanged: an edit made in JupyterLab and saved, or a source changed
+    without rebuilding, shows up here."""
     import os
     import subprocess
     import sys
-    for script in BUILDERS:
-        r = subprocess.run([sys.executable, script.name], cwd=script.parent, capture_output=True, text=True,
-                           env=dict(os.environ, KIPVIZ_NOTEBOOKS_OUT=str(tmp_path)), timeout=300)
-        assert r.returncode == 0, f"{script.name}: {r.stderr[-2000:]}"
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "build_notebooks.py")], capture_output=True, text=True,
+                       env=dict(os.environ, KIPVIZ_NOTEBOOKS_OUT=str(tmp_path)), timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
     written = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*.ipynb"))
     stored = sorted(p.relative_to(ROOT / "notebooks") for p in (ROOT / "notebooks").rglob("*.ipynb")
                     if ".ipynb_checkpoints" not in p.parts)
-    assert written == stored, "a notebook without a builder script, or a script whose notebook is missing"
+    assert written == stored, "a notebook without a source in notebooks/src/, or a source whose notebook is missing"
     stale = [str(p) for p in written if (tmp_path / p).read_bytes() != (ROOT / "notebooks" / p).read_bytes()]
-    assert stale == [], f"regenerate (cd tools && ../.venv/bin/python make_X.py): {stale}"
+    assert stale == [], f"rebuild (python tools/build_notebooks.py, or make notebooks): {stale}"
+
+
+def test_notebook_sources_pass_ruff():
+    """The notebooks' code is linted like the library's (pyproject.toml's notebook ignores only)."""
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "notebooks/src"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-1000:]

@@ -1,9 +1,10 @@
 """Predictions hold: no expected answer is visible before the learner predicts.
 
-A learner-editable cell is a code cell tagged {"kipviz": {"exercise": ID}} by tools/nbbuild.predict
-(the cell after it, tagged {"kipviz": {"check": ID}}, is not editable and computes the answer in
-kipviz.exercises). For every exercise, the text of its expected answer must occur neither in its
-learner cell's source nor in its hint (as a whole token, so "5" does not match "15" or "v5")."""
+A learner-editable cell is a code cell tagged {"kipviz": {"exercise": ID}} (in its source in
+notebooks/src/, the cell header `# %% kipviz={"exercise": ID}`); the cell after it, tagged
+{"kipviz": {"check": ID}}, is not editable and computes the answer in kipviz.exercises. For every
+exercise, the text of its expected answer must occur neither in its learner cell's source nor in its
+hint (as a whole token, so "5" does not match "15" or "v5")."""
 from __future__ import annotations
 
 import re
@@ -153,7 +154,7 @@ def test_the_check_reveals_the_answer_only_in_a_closed_solution():
 
 def test_the_live_notebooks_spark_exercise_is_hidden():
     """09-2's answer comes from the recording of real clients; the notebook aborts one transaction
-    of shop-1 (tools/make_live_notebook.py), so the answer is 1 and must not be given away."""
+    of shop-1 (notebooks/src/09_live_cluster.py), so the answer is 1 and must not be given away."""
     src = next(c.source for c in nbformat.read(ROOT / "notebooks" / "09_live_cluster.ipynb", as_version=4).cells
                if "abort_transaction" in c.source)
     assert src.count("abort_transaction(") == 1

@@ -174,7 +174,9 @@ def test_explorer_shows_errors_per_version():
     assert "new in v6: GROUP_ID_NOT_FOUND, STALE_MEMBER_EPOCH, UNKNOWN_TOPIC_ID" in ex.errors_text
     ex.select("TxnOffsetCommitRequest", 3)
     assert "TRANSACTION_ABORTABLE" not in ex.errors_text and "new in v3: FENCED_INSTANCE_ID" in ex.errors_text
-    ex.select("ApiVersionsRequest", 3)
+    ex.select("ApiVersionsRequest", 5)     # every handler declares its errors (broker/handlers/*.ERRORS)
+    assert "new in v5: REBOOTSTRAP_REQUIRED" in ex.errors_text
+    ex.select("UpdateMetadataRequest", 3)  # a message the broker model has no handler for
     assert "no error table" in ex.errors_text
 
 

@@ -1,6 +1,6 @@
 """KIP-1289 (PROPOSED) as written: the WriteTxnMarkers hook on __share_group_state-N resolves only
 the share partitions led by the broker that receives the marker (kipviz/broker/share_txn.py,
-share_marker_routing "page"); "forward-to-leader" is the kit's suggestion. One scenario per outcome
+share_marker_routing "page"); "forward-to-leader" and "participants" are the kit's suggestions. One scenario per outcome
 (kipviz/scenarios/kip1289_marker.py), the EOS checker's verdict on each, and the option's label."""
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ from kipviz.broker.config import SHARE_MARKER_ROUTINGS
 from kipviz.eos import AT_LEAST_ONCE, VIOLATION, check_share_eos
 from kipviz.scenarios.kip1289_errors import share_commit_run, share_state_partition
 
-NAMES = ["kip1289.marker_colocated", "kip1289.marker_not_colocated", "kip1289.marker_forwarded"]
+NAMES = ["kip1289.marker_colocated", "kip1289.marker_not_colocated", "kip1289.marker_forwarded",
+         "kip1289.marker_participants", "kip1289.marker_participants_state_leader_change",
+         "kip1289.marker_participants_leader_change"]
+KIT = ("forward-to-leader", "participants")
 
 
 def run(name, seed=0, **settings):
@@ -42,12 +45,13 @@ def eos(events, allowed=True):
 def test_the_page_is_the_default_and_the_suggestion_is_labelled_the_kits():
     assert Cluster().config.share_marker_routing == "page"
     assert SHARE_MARKER_ROUTINGS["page"]["source"] == "KIP-1289"
-    assert SHARE_MARKER_ROUTINGS["forward-to-leader"]["source"] == "kit"
-    assert "not KIP-1289" in SHARE_MARKER_ROUTINGS["forward-to-leader"]["label"]
+    for key in KIT:
+        assert SHARE_MARKER_ROUTINGS[key]["source"] == "kit"
+        assert "not KIP-1289" in SHARE_MARKER_ROUTINGS[key]["label"]
 
 
 def test_an_unknown_routing_is_one_clear_error():
-    with pytest.raises(ValueError, match=r"share_marker_routing 'bogus' is not one of page, forward-to-leader"):
+    with pytest.raises(ValueError, match=r"share_marker_routing 'bogus' is not one of page, forward-to-leader, participants"):
         Cluster(share_marker_routing="bogus")
 
 
@@ -55,8 +59,15 @@ def test_registered_with_summary_and_findings():
     for name in NAMES:
         sc = scenarios.get(name)
         assert sc.status == "proposed" and sc.kip == "KIP-1289" and len(sc.summary) > 150
-        assert sc.findings and all("on that broker" in f.kip for f in sc.findings)   # what the KIP says, quoted
+        assert sc.findings
+    for name in NAMES[:4]:
+        assert all("on that broker" in f.kip for f in scenarios.get(name).findings)  # what the KIP says, quoted
     assert scenarios.get("kip1289.marker_forwarded").cluster_settings["share_marker_routing"] == "forward-to-leader"
+    for name in NAMES[3:]:
+        sc = scenarios.get(name)
+        assert sc.cluster_settings["share_marker_routing"] == "participants"
+        assert "kit's" in sc.title and any("kit's suggestion" in f.what or "the kit's suggestion" in f.what
+                                           for f in sc.findings)
     for name in ("kip1289.marker_colocated", "kip1289.marker_not_colocated"):
         assert "share_marker_routing" not in scenarios.get(name).cluster_settings      # the page, by default
     (f,) = scenarios.get("kip1289.marker_not_colocated").findings
@@ -119,6 +130,88 @@ def test_the_same_layout_without_the_option_is_the_not_colocated_outcome():
     assert not t.result["eos"].ok
 
 
+def _participant_notes(t):
+    return ([e for e in t.events if e.kind == "Note" and e.detail.get("step") == "share-participant-added"],
+            [e for e in t.events if e.kind == "Note" and e.detail.get("api") == "WriteTxnMarkers"
+             and e.detail.get("share_participant")])
+
+
+def participants_trace():
+    sc = scenarios.get("kip1289.marker_participants")
+    return scenarios.Trace(sc, 0, Cluster(seed=0, **{**scenarios.EXPLICIT, **sc.cluster_settings}))
+
+
+def test_participants_registers_the_share_partition_and_marks_it_on_its_leader():
+    t = run("kip1289.marker_participants")
+    (added,), (sent,) = _participant_notes(t)
+    (staged,) = step_notes(t, "share-ack-staged")
+    (done,) = [n for n in step_notes(t, "marker-resolve") if n.detail["records"]]
+    tid = str(t.cluster.topics.get("in").topic_id)
+    # registered by the share-partition leader, before the staging, in the staging's request
+    assert added.detail["share_participants"] == [("sg", tid, 0)] and added.detail["broker"] == 0
+    assert added.detail["api"] == "AddPartitionsToTxn" and added.seq < staged.seq
+    assert sent.detail["broker"] == 0 == t.result["share_leader"] != t.result["state_leader"]
+    assert done.detail["broker"] == 0 and done.detail["routing"] == "participants" and sent.seq < done.seq
+    for e in (added, sent, done):
+        assert e.detail["suggestion"] == "kit" and "kit's suggestion, not KIP-1289" in e.text
+    # the page's own marker on __share_group_state-N is still written, and resolves nothing itself
+    state = [e for e in t.events if e.kind == "Note" and e.detail.get("api") == "WriteTxnMarkers"
+             and e.detail.get("topic") == "__share_group_state"]
+    assert [e.detail["broker"] for e in state] == [1]
+    assert not step_notes(t, "marker-forward") and not step_notes(t, "marker-unreached")
+    assert len(moves(t, "txn-commit-accept")) == 4 and t.result["eos"].ok and not t.result["eos"].violations
+    # the coordinator forgets the participants with the transaction
+    assert "share_participants" not in t.cluster.txns.describe("tx-worker")
+
+
+def test_participants_are_tracked_while_the_transaction_is_open():
+    from kipviz.scenarios.kip1289_errors import setup
+    from kipviz.scenarios.kip1289_faults import stage_all
+    t = participants_trace()
+    sc, pr, records = setup(t)
+    stage_all(t, sc, pr, records)
+    d = t.cluster.txns.describe("tx-worker")
+    assert d["state"] == "Ongoing"
+    assert d["share_participants"] == [("sg", str(t.cluster.topics.get("in").topic_id), 0)]
+    pr.abort_transaction()                   # ABORT reaches the share partition too: back to ACQUIRED
+    assert [e.to_state for e in moves(t, "txn-abort")] == ["ACQUIRED"] * 4
+    assert "share_participants" not in t.cluster.txns.describe("tx-worker")
+
+
+def test_participants_close_case_12_but_not_a_share_leader_change():
+    t = run("kip1289.marker_participants_state_leader_change")
+    assert t.result["state_leader_now"] != t.result["share_leader"]
+    assert t.result["eos"].ok and not t.result["eos"].violations
+    # the same run with the page's hook is the KIP's case 12 (the scenario's checks fail)
+    page = scenarios.run("kip1289.marker_participants_state_leader_change", share_marker_routing="page")
+    assert not page.passed and not moves(page, "txn-commit-accept") and step_notes(page, "marker-unreached")
+    t = run("kip1289.marker_participants_leader_change")
+    (nothing,) = [n for n in step_notes(t, "marker-resolve") if n.detail.get("share_participant")
+                  and not n.detail["records"]]
+    assert nothing.detail["broker"] == 1 and "no-op by state" in nothing.text and "corner case 1" in nothing.text
+    r = eos(t.events, True)
+    assert r.ok and r.windows() == {1: 4}
+    assert not eos(t.events, False).ok
+
+
+def test_a_share_participant_whose_leader_is_down_is_retried_until_it_is_back():
+    from kipviz.scenarios.kip1289_errors import place_share_state, setup
+    from kipviz.scenarios.kip1289_faults import stage_all
+    t = participants_trace()
+    sc, pr, records = setup(t)
+    place_share_state(t, False)
+    stage_all(t, sc, pr, records)
+    c = t.cluster
+    c.crash_broker(0)                        # in-0's leader: its TX_PENDING is gone (case 1)
+    pr.commit_transaction()
+    assert c.txns.state_of("tx-worker") == "PrepareCommit"       # the share participant's marker waits
+    c.restart_broker(0)
+    c.advance(c.txns.marker_retry_backoff_ms)
+    assert c.txns.state_of("tx-worker") == "CompleteCommit"
+    (_, sent) = _participant_notes(t)
+    assert [e.detail["broker"] for e in sent] == [0] and not moves(t, "txn-commit-accept")
+
+
 # ---- the exactly-once checker --------------------------------------------------------------------------------
 def test_checker_reports_the_not_colocated_duplicates_as_violations_not_a_window():
     t = run("kip1289.marker_not_colocated")
@@ -164,16 +257,58 @@ def test_the_unreached_note_is_ignored_for_other_groups():
 # ---- any layout ------------------------------------------------------------------------------------------------
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), brokers=st.integers(1, 3), routing=st.sampled_from(sorted(SHARE_MARKER_ROUTINGS)))
-def test_a_commit_resolves_the_staging_iff_colocated_or_forwarded(seed, brokers, routing):
+def test_a_commit_resolves_the_staging_iff_colocated_forwarded_or_participants(seed, brokers, routing):
     """Wherever the hash puts __share_group_state-N: the plain committed loop resolves its staging
-    exactly when the state partition's leader leads in-0 too, or the kit's forwarding is on; the
-    resolution is always made on in-0's leader."""
+    exactly when the state partition's leader leads in-0 too, or one of the kit's suggestions is on
+    (forwarding, share partitions as participants); the resolution is always made on in-0's leader."""
     t = share_commit_run(seed, colocate=False, brokers=brokers, share_marker_routing=routing)
     c = t.cluster
     share_leader = c.topics.partition("in", 0).leader
     state_leader = c.topics.partition(*share_state_partition(t)).leader
-    works = share_leader == state_leader or routing == "forward-to-leader"
+    works = share_leader == state_leader or routing in KIT
     assert t.passed == works, [f.description for f in t.failures()]
     done = [n for n in step_notes(t, "marker-resolve") if n.detail["records"]]
     assert [n.detail["broker"] for n in done] == ([share_leader] if works else [])
+    assert all(bool(n.detail.get("share_participant")) == (routing == "participants") for n in done)
     assert bool(step_notes(t, "marker-unreached")) == (not works)
+
+
+# ---- the flow picture ------------------------------------------------------------------------------------------
+def test_participants_flow_draws_the_marker_to_the_share_partitions_leader():
+    from kipviz.draw.flows import regular_vs_share_flow
+    from tests.test_flows import NS, column, groups, lane_of, lanes, text_of
+    f = regular_vs_share_flow(share="kip1289.marker_participants")
+    col = column(f.svg, "share")
+    b0 = next(n for n in lanes(col) if n.startswith("broker 0"))
+    b1 = next(n for n in lanes(col) if n.startswith("broker 1"))
+    arrows = [g for g in groups(col, "kv-internal") if text_of(g).startswith("WriteTxnMarkers COMMIT")]
+    (share,) = [g for g in arrows if "kit's suggestion" in text_of(g)]
+    (state,) = [g for g in arrows if "__share_group_state-" in text_of(g)]
+    assert "in-0 (share group sg)" in text_of(share) and lane_of(col, share) == b0
+    assert lane_of(col, state) == b1 and float(share.find(NS + "line").get("x2")) != float(
+        state.find(NS + "line").get("x2"))
+    done = [g for g in groups(col, "kv-state") if "TX_PENDING → ACKNOWLEDGED" in text_of(g)]
+    assert len(done) == 4 and {lane_of(col, g) for g in done} == {b0}
+    df = f.steps.set_index("step")
+    assert "AddPartitionsToTxn (broker-internal) share partition sg/in-0 · kit's suggestion" in df.loc[3, "share"]
+    assert "WriteTxnMarkers COMMIT → broker 0: in-0 (share group sg) · kit's suggestion" in df.loc[6, "share"]
+    assert "broker 0, its leader, resolved 4 TX_PENDING record(s)" in df.loc[7, "share"]
+
+
+# ---- the random-fault workload ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind, page_case", [("share-state-leader-change", 12), ("marker-never-arrives", 12),
+                                              ("broker-crash", 1)])
+def test_workload_with_participants_keeps_only_case_1(kind, page_case):
+    """The same fault on the same seed: the page's hook loses stagings as case `page_case`; with the
+    kit's participants a share-state leader change or a held share-state marker loses nothing, a
+    crash of the share-partition leader is still case 1 (TX_PENDING lives in its memory)."""
+    from kipviz.workloads.share_eos import run_share_eos
+    got = {}
+    for routing in ("page", "participants"):
+        r = run_share_eos(records=120, consumers=2, partitions=2, seed=3, faults=[(3, kind)], batch=10,
+                          cluster_settings={"share_marker_routing": routing})
+        rep = r.check()
+        assert rep.ok and r.cluster.internal_errors == []
+        got[routing] = set(rep.windows())
+    assert got["page"] == {page_case}
+    assert got["participants"] == ({1} if page_case == 1 else set())

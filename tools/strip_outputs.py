@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import sys
 
-# cell metadata the notebook generators write (tools/nbbuild.py); the rest is the front end's
+# cell metadata the notebooks' sources carry (notebooks/src/, built by tools/build_notebooks.py); the rest is the
+# front end's
 KEEP_CELL = ("deletable", "editable", "kipviz", "tags")
 
 

@@ -237,6 +237,21 @@ class Cluster:
                   topic="__share_group_state", partition=partition, old_leader=old, leader=to_broker,
                   leader_epoch=log.leader_epoch)
 
+    def move_partition_leader(self, topic: str, partition: int, to_broker: int) -> None:
+        """Leadership of a data partition moves (leader epoch + 1). The share partitions of it move
+        too: the new leader builds each from __share_group_state (SharePartition.maybeInitialize
+        reads the persister, core/src/main/java/kafka/server/share/SharePartition.java), so what was
+        only in the old leader's memory -- acquisitions, KIP-1289's TX_PENDING -- is gone."""
+        log = self.topics.partition(topic, partition)
+        old = log.leader
+        log.leader, log.leader_epoch = to_broker, log.leader_epoch + 1
+        self.note(f"{topic}-{partition} leader {old} -> {to_broker} (epoch {log.leader_epoch})", topic=topic,
+                  partition=partition, old_leader=old, leader=to_broker, leader_epoch=log.leader_epoch)
+        shares = self.__dict__.get("shares")
+        for sp in list(shares.partitions.values()) if shares is not None else ():
+            if sp.topic == topic and sp.partition == partition:
+                sp.reload_from_state(f"leader change {old} -> {to_broker}")
+
     # ---- helpers for handlers ----------------------------------------------------------------
     def authorized(self, principal: str, resource_type: str, name: str, operation: str) -> bool:
         acls: list[Acl] | None = self.config.acls

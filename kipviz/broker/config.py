@@ -28,6 +28,12 @@ SHARE_MARKER_ROUTINGS: dict[str, dict] = {
                           "what": "the broker receiving the marker forwards it to the leader of every share "
                                   "partition whose state lives in __share_group_state-N; each leader resolves "
                                   "its own"},
+    "participants": {"source": "kit", "label": "the kit's suggestion, not KIP-1289",
+                     "what": "the transaction coordinator tracks every share partition a transaction staged "
+                             "acknowledgements on as a participant (registered by the share-partition leader "
+                             "at TxnShareAcknowledge, next to __share_group_state-N) and at EndTxn sends "
+                             "WriteTxnMarkers for it to the share partition's current leader, which resolves "
+                             "its own; the marker on __share_group_state-N resolves nothing"},
 }
 KIT_SUGGESTION = "kit's suggestion"
 

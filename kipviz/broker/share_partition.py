@@ -340,17 +340,21 @@ class SharePartition:
         log = self._state_log()
         return log.leader_epoch if log is not None else -1
 
-    def resolve_txn(self, producer_id: int, producer_epoch: int | None, commit: bool) -> list[int]:
+    def resolve_txn(self, producer_id: int, producer_epoch: int | None, commit: bool, *,
+                    any_state_epoch: bool = False) -> list[int]:
         """A COMMIT/ABORT marker for `producer_id`: resolves the TX_PENDING records it staged.
         Filtered per record by state (duplicates) and by (producer id, epoch): under transaction
         version 2 the marker carries an epoch above the staging epoch, so a marker whose epoch is
         not newer than the staging (a late marker of an earlier transaction) is ignored.
-        COMMIT persists the outcome as a ShareUpdate; ABORT hands the records back to their member."""
-        leader_epoch = self._state_leader_epoch()
+        COMMIT persists the outcome as a ShareUpdate; ABORT hands the records back to their member.
+        any_state_epoch: the marker was addressed to this share partition itself (share_marker_routing
+        "participants", the kit's suggestion), so a later __share_group_state-N leader does not hide
+        the staging (no case-12 filter)."""
+        leader_epoch = None if any_state_epoch else self._state_leader_epoch()
         hit = [o for o in range(self.spso, self.end)
                if (r := self.records.get(o)) is not None and r.state == sr.TX_PENDING and r.staged_pid == producer_id
                and (producer_epoch is None or producer_epoch > r.staged_epoch)
-               and r.staged_state_leader_epoch == leader_epoch]
+               and (leader_epoch is None or r.staged_state_leader_epoch == leader_epoch)]
         self._moves(hit, [self.records[o].staged_event for o in hit] if commit else "txn-abort")
         if hit and commit:
             batches = self.state_batches(hit)

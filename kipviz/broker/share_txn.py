@@ -32,7 +32,11 @@ config.share_marker_routing "page", the default) only the share partitions THAT 
 reached; a share partition led elsewhere keeps its records TX_PENDING until the lock expires
 (scenario kip1289.marker_not_colocated; a Note of step "marker-unreached" names it). With
 "forward-to-leader" -- the kit's suggestion, not the KIP's -- the broker forwards the marker to
-each share partition's leader. A reached share partition whose state lives in partition N resolves
+each share partition's leader. With "participants" -- also the kit's suggestion -- the
+transaction coordinator tracks the share partitions themselves (registered at staging,
+TransactionCoordinator.add_share_participants) and sends their markers to each one's current
+leader (`on_participant_marker`); the hook on __share_group_state-N then resolves nothing. A
+reached share partition whose state lives in partition N resolves
 the TX_PENDING records staged by that producer id with an epoch below the marker's (TV2 markers
 carry the bumped epoch): COMMIT ->
 ACKNOWLEDGED (ACCEPT) / ARCHIVED (REJECT), persisted as a ShareUpdate; ABORT -> ACQUIRED for the
@@ -144,6 +148,12 @@ def stage(cluster, *, broker: int, principal: str, transactional_id: str | None,
         err = txns.add_share_state_partitions(transactional_id, producer_id, producer_epoch, state_parts)
         if err:
             return StageResult(err, "Registering the share-state partition in the transaction failed.")
+    if cluster.config.share_marker_routing == "participants":      # the kit's suggestion, not KIP-1289
+        err = txns.add_share_participants(transactional_id, producer_id, producer_epoch,
+                                          [(group_id, sp.topic_id, sp.partition) for sp, planned in plans if planned],
+                                          broker=broker)
+        if err:
+            return StageResult(err, "Registering the share partition in the transaction failed.")
     # 6. stage
     for sp, planned in plans:
         sp.stage(planned, producer_id, producer_epoch)
@@ -175,13 +185,16 @@ def on_marker(cluster, partition: int, producer_id: int, commit: bool, producer_
     forwards the marker to each share partition's leader, which resolves its own.
     A share partition whose leader is down (offline) has lost its in-memory TX_PENDING state: the
     marker resolves nothing there (corner case 1). Every Note says which broker resolved what, and a
-    marker that resolves nothing says why."""
+    marker that resolves nothing says why. "participants" (the kit's suggestion): nothing here --
+    the coordinator's own markers for the share partitions do it (on_participant_marker)."""
     shares = cluster.__dict__.get("shares")
     if shares is None:
         return 0
     log = cluster.topics.partition(SHARE_STATE_TOPIC, partition)
     receiver = log.leader if log is not None else 0
     routing = cluster.config.share_marker_routing
+    if routing == "participants":
+        return 0
     by_leader: dict[int | None, list] = {}
     for (gid, tid, p), sp in list(shares.partitions.items()):
         if _state_partition(cluster, gid, tid, p) == partition:
@@ -221,6 +234,55 @@ def on_marker(cluster, partition: int, producer_id: int, commit: bool, producer_
                      f"(KIP-1289, proposed)", step="marker-unreached", **{**base, "broker": receiver},
                      records=0, unreached=unreached)
     return moved
+
+
+def on_participant_marker(cluster, group_id: str, topic_id, partition: int, producer_id: int, commit: bool,
+                          producer_epoch: int | None, *, broker: int) -> int:
+    """share_marker_routing "participants" (the kit's suggestion, not KIP-1289): the WriteTxnMarkers
+    the transaction coordinator sends for one share participant reaches `broker`, the share
+    partition's leader at EndTxn, which resolves the TX_PENDING records `producer_id` staged there.
+
+    Leader change between staging and commit: the marker follows the share partition's CURRENT
+    leader. __share_group_state-N's leader does not matter (it only stores the ShareUpdate), so
+    the KIP's case 12 is closed: the staging is resolved whatever N's leader epoch now is. If the
+    SHARE partition's leader changed, the new leader built its SharePartition from
+    __share_group_state, where TX_PENDING is not persisted (it is written as AVAILABLE, corner case
+    1): it knows nothing staged, the marker resolves nothing (no-op by state), the records were
+    already handed back and are redelivered -- the at-least-once window of corner case 1, which
+    this suggestion does not close (persisting TX_PENDING would). Returns how many records moved."""
+    shares = cluster.__dict__.get("shares")
+    sp = shares.partitions.get((group_id, topic_id, partition)) if shares is not None else None
+    marker = "COMMIT" if commit else "ABORT"
+    base = dict(group=group_id, topic=sp.topic if sp is not None else None, partition=partition,
+                producer_id=producer_id, producer_epoch=producer_epoch, commit=commit, broker=broker,
+                marker_broker=broker, routing="participants", share_participant=True, suggestion="kit",
+                status=STATUS, kip=KIP)
+    how = f"(share_marker_routing=participants: {KIT_SUGGESTION}, not KIP-1289)"
+    if sp is None:
+        cluster.note(f"{marker} marker for share partition {group_id}/{topic_id}-{partition} on broker {broker}: "
+                     f"no such share partition {how}", step="marker-resolve", records=0, **base)
+        return 0
+    moved = [] if sp.offline else sp.resolve_txn(producer_id, producer_epoch, commit, any_state_epoch=True)
+    name = f"{group_id}/{sp.topic}-{partition}"
+    if moved:
+        cluster.note(f"{marker} marker for share partition {name}: broker {broker}, its leader, resolved "
+                     f"{len(moved)} TX_PENDING record(s) {how} (KIP-1289, proposed)", step="marker-resolve",
+                     records=len(moved), offsets=moved, **base)
+        return len(moved)
+    mine = _staged_by(sp, producer_id)
+    if sp.offline:
+        why = f"{_offsets(mine)}: its leader is down, the in-memory TX_PENDING state is gone" if mine else ""
+    elif mine:
+        why = (f"{_offsets(mine)} staged at epoch {sp.records[mine[0]].staged_epoch}, the marker's epoch "
+               f"{producer_epoch} is not newer: a marker of an earlier transaction (no-op by epoch)")
+    else:
+        why = ""
+    reason = why or (f"no record is TX_PENDING for producer id {producer_id} (no-op by state; a leader that "
+                     "changed since the staging loaded the share partition from __share_group_state, where "
+                     "TX_PENDING is not persisted: corner case 1)")
+    cluster.note(f"{marker} marker for share partition {name} resolved nothing on broker {broker}: {reason} "
+                 f"{how} (KIP-1289, proposed)", step="marker-resolve", records=0, **base)
+    return 0
 
 
 def _unreached_text(u: dict, receiver: int, where: str) -> str:

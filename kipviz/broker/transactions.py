@@ -88,6 +88,10 @@ class TxnMetadata:
     pending_markers: dict = field(default_factory=dict)  # (topic, partition) -> None
     marker_epoch: int = NO_PRODUCER_EPOCH
     marker_producer_id: int = NO_PRODUCER_ID
+    # KIP-1289 with share_marker_routing "participants" (the kit's suggestion, not the KIP's):
+    # share partitions (group, topic id, partition) -> None, and those whose marker is not yet sent
+    share_participants: dict = field(default_factory=dict)
+    pending_share_markers: dict = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -105,7 +109,10 @@ class TxnMetadata:
                 "next_producer_id": self.next_producer_id, "timeout_ms": self.timeout_ms,
                 "partitions": sorted(self.partitions), "start_ms": self.start_ms,
                 "last_update_ms": self.last_update_ms, "client_transaction_version": self.client_tv,
-                "pending_markers": sorted(self.pending_markers)}
+                "pending_markers": sorted(self.pending_markers),
+                # only with share_marker_routing "participants" (the kit's suggestion)
+                **({"share_participants": [(g, str(t), p) for g, t, p in self.share_participants]}
+                   if self.share_participants else {})}
 
 
 class TransactionCoordinator:
@@ -377,6 +384,43 @@ class TransactionCoordinator:
                                   "coordinator": self.coordinator_broker(transactional_id)})
         return err
 
+    def add_share_participants(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                               participants, *, broker: int, via: str = "TxnShareAcknowledge") -> int:
+        """share_marker_routing "participants" -- THE KIT'S SUGGESTION, NOT KIP-1289 (its page says
+        the coordinator "does NOT need to track share-partitions as transaction participants"): the
+        share-partition leader registers each share partition it is about to stage on, keyed
+        (group, topic id, partition), with the same broker-internal AddPartitionsToTxn it sends for
+        __share_group_state-N (a share partition is one group's view of a topic partition, so the
+        group is part of the key; the suggestion would carry it in new AddPartitionsToTxn and
+        WriteTxnMarkers fields). Why the leader and not the client: it is the broker that stages,
+        so registration and staging are one step there (an error -> nothing staged, corner case 2),
+        the TV2 way Produce v12 adds its partition implicitly, and no client change or extra round
+        trip. Kept in TxnMetadata only (not in TransactionLogValue: the model does not fail the
+        transaction coordinator over; a real design would persist them as a tagged field).
+        Returns 0 or the error (fencing as check_share_ack_producer)."""
+        keys = [tuple(k) for k in participants]
+        err = self.check_share_ack_producer(transactional_id, producer_id, producer_epoch)
+        txn = self.transactions.get(transactional_id)
+        if not err:
+            for k in keys:
+                txn.share_participants.setdefault(k, None)
+        names = ", ".join(f"{g}/{self._share_name(t, p)}" for g, t, p in keys)
+        self.cluster.emit(ev.Note, text=f"AddPartitionsToTxn (broker-internal) registers share partition(s) {names} "
+                                       f"as participants from {via} on broker {broker} (share_marker_routing="
+                                       f"participants: kit's suggestion, not KIP-1289)",
+                          detail={"api": "AddPartitionsToTxn", "verify_only": False, "status": "proposed",
+                                  "kip": "KIP-1289", "suggestion": "kit", "step": "share-participant-added",
+                                  "transactional_id": transactional_id, "producer_id": producer_id,
+                                  "producer_epoch": producer_epoch, "broker": broker, "via": via,
+                                  "share_participants": [(g, str(t), p) for g, t, p in keys],
+                                  "share_partitions": [f"{g}/{self._share_name(t, p)}" for g, t, p in keys],
+                                  "error_code": err, "coordinator": self.coordinator_broker(transactional_id)})
+        return err
+
+    def _share_name(self, topic_id, partition: int) -> str:
+        topic = self.cluster.topics.live(topic_id)
+        return f"{topic.name if topic is not None else topic_id}-{partition}"
+
     # ---- hooks for the Produce and TxnOffsetCommit handlers ----------------------------------
     def _verify_or_add(self, transactional_id, producer_id, producer_epoch, tp, operation: str,
                        via: str) -> int:
@@ -559,6 +603,7 @@ class TransactionCoordinator:
         self._persist(txn)
         txn.marker = "COMMIT" if commit else "ABORT"
         txn.pending_markers = dict.fromkeys(txn.partitions)
+        txn.pending_share_markers = dict.fromkeys(txn.share_participants)
         txn.marker_epoch, txn.marker_producer_id = txn.producer_epoch, txn.producer_id
         if txn.next_producer_id != NO_PRODUCER_ID:
             answer = (NONE, txn.next_producer_id, 0)
@@ -569,7 +614,7 @@ class TransactionCoordinator:
 
     # ---- markers --------------------------------------------------------------------------------
     def _start_markers(self, txn: TxnMetadata) -> None:
-        if not txn.pending_markers:
+        if not txn.pending_markers and not txn.pending_share_markers:
             self._complete(txn)
             return
         if self.hold_markers:
@@ -628,16 +673,49 @@ class TransactionCoordinator:
             self.write_marker(tp[0], tp[1], txn.marker_producer_id, txn.marker_epoch, txn.marker == "COMMIT",
                               coordinator_epoch)
             txn.pending_markers.pop(tp)
-        if txn.pending_markers:
+        self._send_share_markers(txn)
+        if txn.pending_markers or txn.pending_share_markers:
             self._schedule_markers(txn, self.marker_retry_backoff_ms)
             return
         self._complete(txn)
+
+    def _send_share_markers(self, txn: TxnMetadata) -> None:
+        """share_marker_routing "participants" (the kit's suggestion, not KIP-1289): one
+        WriteTxnMarkers per share participant to the share partition's leader as it is NOW (the
+        metadata at EndTxn, as for any partition). No control batch: a share partition has no log
+        of its own; its leader resolves the TX_PENDING records (share_txn.on_participant_marker)
+        and persists the outcome as a ShareUpdate. A leader that is down (or a partition held back by
+        hold_markers_for) is retried, like a data partition's; a topic that is gone drops the
+        participant."""
+        from . import share_txn
+        cluster, tid = self.cluster, txn.transactional_id
+        for key in list(txn.pending_share_markers):
+            group, topic_id, p = key
+            topic = cluster.topics.live(topic_id)
+            if topic is None or not 0 <= p < len(topic.partitions):
+                self._note(f"{tid}: no marker for share partition {group}/{topic_id}-{p} (partition gone)",
+                           transactional_id=tid, group=group, partition=p, suggestion="kit")
+                txn.pending_share_markers.pop(key)
+                continue
+            leader = topic.partitions[p].leader
+            if leader in cluster.down or (topic.name, p) in self.held_partitions:
+                continue
+            self._note(f"WriteTxnMarkers {txn.marker} -> broker {leader}: share partition {group}/{topic.name}-{p} "
+                       f"(share_marker_routing=participants: kit's suggestion, not KIP-1289)",
+                       api="WriteTxnMarkers", broker=leader, coordinator=self.coordinator_broker(tid),
+                       transactional_id=tid, topic=topic.name, partition=p, group=group, marker=txn.marker,
+                       producer_id=txn.marker_producer_id, producer_epoch=txn.marker_epoch,
+                       share_participant=True, suggestion="kit", status="proposed", kip="KIP-1289")
+            share_txn.on_participant_marker(cluster, group, topic_id, p, txn.marker_producer_id,
+                                            txn.marker == "COMMIT", txn.marker_epoch, broker=leader)
+            txn.pending_share_markers.pop(key)
 
     def _complete(self, txn: TxnMetadata) -> None:
         """prepareComplete: CompleteCommit/CompleteAbort, no partitions; after an epoch overflow
         the producer id moves to the next one with epoch 0."""
         txn.marker = None
         txn.partitions.clear()
+        txn.share_participants.clear()
         if txn.tv2 and txn.next_producer_id != NO_PRODUCER_ID:
             txn.previous_producer_id = txn.producer_id
             txn.producer_id, txn.producer_epoch = txn.next_producer_id, 0

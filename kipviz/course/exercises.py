@@ -92,7 +92,7 @@ def _welcome_cost():
 
 
 # ---- 01 wire format --------------------------------------------------------------------------------
-# The seed's example body (TxnOffsetCommit v5), decoded in notebook 01 section 5 (tools/make_wire_notebook.py)
+# The seed's example body (TxnOffsetCommit v5), decoded in notebook 01 section 5 (notebooks/src/01_wire_format.py)
 SEED_HEX = ("0e74782d6f72646572732d303031116f726465722d70726f636573736f727300000000000000000"
             "00c0000000512636f6e73756d65722d312d6162633132330002076f7264657273020000000300000000"
             "00024b6e0000000c00000000")

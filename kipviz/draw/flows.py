@@ -157,7 +157,8 @@ def _item(e) -> str | None:
     if isinstance(e, E.Note):
         d = e.detail or {}
         if d.get("api") == "WriteTxnMarkers":
-            return f"WriteTxnMarkers {d.get('marker', '')} → broker {d.get('broker')}: {d.get('topic')}-{d.get('partition')}"
+            return (f"WriteTxnMarkers {d.get('marker', '')} → broker {d.get('broker')}: {d.get('topic')}-{d.get('partition')}"
+                    + (f" (share group {d.get('group')}) · kit's suggestion" if d.get("share_participant") else ""))
         if d.get("api") == "AddPartitionsToTxn":
             return add_partitions_label(d) + _tag(d.get("status"))
         return e.text

@@ -255,6 +255,7 @@ def add_partitions_label(d: dict) -> str:
     parts = [f"{t}-{p}" for t, p in (d.get("partitions") or [])]
     if "topic" in d:
         parts.append(f"{d['topic']}-{d.get('partition')}")
+    parts += [f"share partition {sp} · kit's suggestion" for sp in d.get("share_partitions") or ()]
     head = "AddPartitionsToTxn" + (f" v{d['version']}" if "version" in d else "")
     kind = "verifyOnly" if d.get("verify_only") else ("broker-internal" if d.get("kip") else "add")
     return f"{head} ({kind}) " + ", ".join(parts)
@@ -447,6 +448,8 @@ def _build(events, marks: dict | None = None, status_labels: bool = False,
                 label = " ".join(str(x) for x in ("WriteTxnMarkers", d.get("marker"),
                                                    f"{d.get('topic')}-{d.get('partition')}" if "topic" in d else None)
                                  if x)
+                if d.get("share_participant"):      # KIP-1289, share_marker_routing "participants"
+                    label += f" (share group {d.get('group')}) · kit's suggestion"
                 rows.append(_Row("msg", ev.t, src, dst, [(label, C_INTERNAL)], color=C_INTERNAL, dotted=True,
                                  tip=ev.text))
             elif d.get("step") == "marker-forward" and isinstance(d.get("broker"), int):

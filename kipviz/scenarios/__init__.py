@@ -44,6 +44,7 @@ class Scenario:
     run: Callable[["Trace"], None]
     cluster_settings: dict = field(default_factory=dict)
     findings: tuple[Finding, ...] = ()
+    no_findings: str = ""       # why a run has nothing to find (a happy path whose checks say it all)
 
 
 @dataclass
@@ -60,6 +61,7 @@ class Trace:
     cluster: Cluster
     checks: list[Check] = field(default_factory=list)
     result: dict = field(default_factory=dict)     # values a notebook may want (ids, offsets, errors)
+    found: list[Finding] = field(default_factory=list)   # findings worded from this run's own events
 
     @property
     def name(self) -> str:
@@ -71,7 +73,11 @@ class Trace:
 
     @property
     def findings(self) -> tuple[Finding, ...]:
-        return self.scenario.findings
+        return self.scenario.findings + tuple(self.found)
+
+    def find(self, what: str, who: str, kip: str) -> None:
+        """A finding whose facts (the error answered, the offset reached) come from this run."""
+        self.found.append(Finding(what, who, kip))
 
     @property
     def passed(self) -> bool:
@@ -103,13 +109,14 @@ EXPLICIT = {"share_auto_offset_reset": "earliest"}
 
 
 def scenario(name: str, *, title: str, kip: str | None = None, status: str = "released", summary: str = "",
-             findings: tuple[Finding, ...] = (), **cluster_settings):
-    """Register a scenario function under `name`; `findings` are what it teaches (Finding rows)."""
+             findings: tuple[Finding, ...] = (), no_findings: str = "", **cluster_settings):
+    """Register a scenario function under `name`; `findings` are what it teaches (Finding rows; a run
+    adds its own with trace.find); `no_findings` says why a scenario has none, on purpose."""
     def register(fn: Callable[[Trace], None]):
         if name in _REGISTRY:
             raise ValueError(f"scenario {name} registered twice")
         _REGISTRY[name] = Scenario(name, title, kip, status, summary or (fn.__doc__ or "").strip(), fn,
-                                   cluster_settings, tuple(findings))
+                                   cluster_settings, tuple(findings), no_findings)
         return fn
     return register
 

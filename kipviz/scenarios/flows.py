@@ -148,6 +148,8 @@ def _note_step(d: dict, cur: int | None) -> int | None:
     if d.get("api") == "WriteTxnMarkers":
         return 6
     if d.get("api") == "AddPartitionsToTxn" and not d.get("verify_only"):
+        if d.get("share_participants"):       # KIP-1289 with the kit's participants: the progress joins
+            return 3
         targets = [t for t, _ in d.get("partitions") or []] + ([d["topic"]] if "topic" in d else [])
         return 3 if any(t in INTERNAL_TOPICS for t in targets) else 2
     return NOTE_STEPS.get(d.get("step"), cur)

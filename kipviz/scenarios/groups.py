@@ -78,6 +78,13 @@ def consumer_group_join_and_rebalance(trace: Trace) -> None:
     trace.expect("member 2 waits in UnreleasedPartitions; the group is Reconciling",
                  group.members[m2.member_id].state == "UnreleasedPartitions" and group.state == "Reconciling",
                  f"member 2 {group.members[m2.member_id].state}, group {group.state}")
+    # an operator lists the stable groups now (kafka-consumer-groups.sh --list --state Stable)
+    listed = {state: [(g["GroupId"], g["GroupState"]) for g in send_raw(
+        trace, "ListGroups", 5, {"StatesFilter": [state] if state else [], "TypesFilter": []}, "admin",
+        GROUP_848)["Groups"]] for state in ("Stable", None)}
+    trace.expect("ListGroups with StatesFilter [Stable] leaves the Reconciling group out; unfiltered it is listed "
+                 "as Reconciling", listed["Stable"] == [] and listed[None] == [(GROUP_848, "Reconciling")],
+                 repr(listed))
     c.advance(c.config.group_consumer_heartbeat_interval_ms)
     mark = len(c.events)
     m1.poll()
@@ -144,7 +151,23 @@ def consumer_group_join_and_rebalance(trace: Trace) -> None:
     trace.expect("the group went through Assigning and Reconciling and ended Stable",
                  {"Assigning", "Reconciling", "Stable"} <= set(walk) and walk[-1] == "Stable", " -> ".join(walk))
     trace.result.update(member_1=m1.member_id, member_2=m2.member_id, group_epoch=group.group_epoch,
-                        group_walk=walk)
+                        group_walk=walk, listed_stable=listed["Stable"])
+    hb_error = name_of(stale_hb["ErrorCode"]) if stale_hb else "no answer"
+    trace.find(f"Two late requests from member 1's old epoch {epoch1} get different errors: the heartbeat "
+               f"{hb_error}, the OffsetCommit v10 {', '.join(_partition_errors(stale_commit))}.",
+               f"Member 1, through its delayed requests to the coordinator of '{GROUP_848}': a KIP-848 consumer "
+               f"treats {hb_error} on a heartbeat as fenced (it drops its partitions and rejoins), but retries a "
+               "STALE_MEMBER_EPOCH commit with its current epoch.",
+               "The KIP-848 page ('OffsetCommit API', Request Handling) says a bad epoch returns FENCED_MEMBER_EPOCH; "
+               "Kafka returns STALE_MEMBER_EPOCH there (ConsumerGroup.java, validateOffsetCommit) and "
+               "FENCED_MEMBER_EPOCH only from ConsumerGroupHeartbeat (GroupMetadataManager.java).")
+    trace.find(f"While member 2 waits for its partitions the group is Reconciling, and ListGroups filtered on "
+               f"Stable leaves '{GROUP_848}' out ({len(listed['Stable'])} groups listed).",
+               "An operator running kafka-consumer-groups.sh --list --state Stable: a busy, healthy group "
+               "disappears from the list during every rebalance.",
+               "Kafka's ConsumerGroup.java has the states Empty, Assigning, Reconciling, Stable and Dead, and "
+               "listGroups matches the StatesFilter against them (GroupMetadataManager.java); the KIP-848 page's "
+               "'ListGroups API' adds only the types filter and says nothing of this.")
 
 
 # ---- classic -------------------------------------------------------------------------------------------
@@ -222,3 +245,12 @@ def join_sync_generations(trace: Trace) -> None:
                     and e.record.get("record") == "GroupMetadata" and e.record.get("value"))
     trace.expect("a GroupMetadata record in __consumer_offsets for every generation", gens == [1, 2, 3], f"{gens}")
     trace.result.update(member_1=m1.member_id, member_2=m2.member_id, generations=gens, group_walk=walk)
+    trace.find(f"Every new member stops the group: member 1's Heartbeat is answered "
+               f"{error_names(beats[0])[0] if beats else 'nothing'}, it must rejoin, and a commit from the old "
+               f"generation 1 is refused with {', '.join(_partition_errors(stale))}; the group went through "
+               f"{len(gens)} generations for two members.",
+               f"Member 1 (client member-1) of '{GROUP_CLASSIC}': it stops consuming until the rebalance completes, "
+               "and any offsets it commits late for orders-0..3 are lost.",
+               "Kafka's classic protocol (ClassicGroup.java, validateOffsetCommit): a generation that is not "
+               "the group's is ILLEGAL_GENERATION; KIP-848 replaces this stop-the-world rebalance with "
+               "per-member epochs.")

@@ -48,6 +48,7 @@ def misrouted_connection(trace: Trace) -> None:
     err, _ = _api_versions(w, 5, 1, cid, 1)
     trace.expect("connection for node 1 reaches broker 1: NONE", err == "NONE", err)
     err, keys = _api_versions(w, 5, 1, cid, 2)
+    refused = err
     trace.expect("connection for node 2 reaches broker 1: REBOOTSTRAP_REQUIRED, no api keys",
                  err == "REBOOTSTRAP_REQUIRED" and keys == 0, f"{err}, {keys}")
     other = str(uuid.UUID(int=c.rng.getrandbits(128), version=4))
@@ -61,6 +62,13 @@ def misrouted_connection(trace: Trace) -> None:
     trace.expect("the same misrouted connection at v4 (a client before 4.4) is served: the broker cannot tell",
                  err == "NONE", err)
     trace.result.update(cluster_id=cid, refused=2)
+    trace.find(f"A connection meant for node 2 that lands on broker 1 is answered {refused} at ApiVersions v5, but "
+               f"the same misrouted connection at v4 is answered {err} and served.",
+               "A Kafka 4.4 client (client-1) gets REBOOTSTRAP_REQUIRED and starts again from its bootstrap "
+               "servers; a client before 4.4 talks to the wrong broker and only learns it from later errors "
+               "such as NOT_LEADER_OR_FOLLOWER.",
+               "KIP-1242: ApiVersions v5 carries ClusterId and NodeId and the broker checks both (Kafka 4.4, "
+               "apache/kafka PR #22187, KAFKA-20246).")
 
 
 @scenario("groups.delete_groups", kip="KIP-229", status="released", brokers=3,
@@ -112,4 +120,14 @@ def delete_groups(trace: Trace) -> None:
     notes = [e.text for e in c.events if e.kind == "Note" and e.text.startswith(f"group {gid} deleted")]
     trace.expect("the coordinator wrote a tombstone per committed offset", notes == [f"group {gid} deleted: 2 offset "
                                                                                    "tombstone(s)"], repr(notes))
-    delete("a second time", "GROUP_ID_NOT_FOUND")
+    again = delete("a second time", "GROUP_ID_NOT_FOUND")
+    trace.find(f"DeleteGroups refuses '{gid}' with {name_of(res['ErrorCode'])} while consumer-1 is a member, deletes "
+               f"it with its {notes[0].split(': ')[1].split()[0] if notes else 'no'} committed offsets (tombstones) once it is "
+               f"empty, "
+               f"and a second delete is answered {name_of(again['ErrorCode'])}.",
+               "The admin client (kafka-consumer-groups.sh --delete): it must wait until every member has left, "
+               "and after the delete a consumer that rejoins has no committed offsets on in-0 and in-1 "
+               "(auto.offset.reset decides where it starts).",
+               "KIP-229: only an empty group can be deleted, and its offsets go with it "
+               "(GroupMetadataManager.java, deleteGroups); Kafka 4.4's DeleteGroups v3 adds an ErrorMessage per "
+               "group (KIP-1331, PR #22397).")

@@ -41,7 +41,11 @@ DEPARTURES: tuple[Departure, ...] = (
         "TX_PENDING until the lock expires, are redelivered and the output is written twice.",
         "kip1289.marker_not_colocated",
         "exactly-once violation (duplicate output); co-located leaders work: kip1289.marker_colocated",
-        "share_marker_routing='forward-to-leader' (kit's suggestion): kip1289.marker_forwarded", "violation"),
+        "share_marker_routing='forward-to-leader' (kit's suggestion): kip1289.marker_forwarded; "
+        "share_marker_routing='participants' (kit's suggestion: the transaction coordinator tracks share "
+        "partitions as participants and marks each on its leader): kip1289.marker_participants, which also "
+        "closes case 12 (kip1289.marker_participants_state_leader_change) but not a share-partition leader "
+        "change (case 1's window, kip1289.marker_participants_leader_change)", "violation"),
     Departure(
         "api-key",
         'Public Interfaces: "TxnShareAcknowledgeRequest (apiKey 93)" but "TxnShareAcknowledgeResponse (apiKey 94, '
@@ -165,6 +169,13 @@ def api_key_history(trace: Trace) -> None:
     trace.expect("95 is free and the definition's default", rows[95]["free_in_newest"] and rows[95]["default"],
                  repr(rows[95]))
     trace.result.update(keys={k: r["free_in_newest"] for k, r in rows.items()})
+    taken = [k for k in (93, 94) if not rows[k]["free_in_newest"]]
+    trace.find(f"Both api keys KIP-1289 has named for TxnShareAcknowledge are taken in the newest release "
+               f"({', '.join(map(str, taken))}); the kit's definition uses 95, which is free.",
+               "A reviewer of the KIP and anyone building the draft: with 93 or 94 the new RPC would collide with "
+               "an RPC Kafka 4.4 already ships.",
+               "KIP-1289, 'Public Interfaces', says apiKey 93 (94 for the response) and its draft PR #22357 uses 94; "
+               "Kafka 4.4 ships 93 StreamsGroupTopologyDescriptionUpdate and 94 UnregisterController.")
 
 
 def _send_at(trace: Trace, sc, pr, records, *, broker: int | None = None, **override) -> dict:
@@ -232,6 +243,16 @@ def listed_errors(trace: Trace) -> None:
         trace.expect(f"{name}: listed by the page, never returned by the model's staging", name not in possible,
                      repr(sorted(possible)))
     trace.result.update(answers=got, possible=sorted(possible))
+    nl = got["NOT_LEADER_OR_FOLLOWER"]
+    trace.find(f"Of the errors the page lists, three are answered on the wire: {got['TRANSACTIONAL_ID_NOT_FOUND']['error']} "
+               f"for an unknown transactional id, {nl['partitions'].get(0)} (CurrentLeader "
+               f"{nl['current_leader'].get(0)}) from broker {other}, which does not lead in-0, and {got['INVALID_TXN_STATE']['error']} while the "
+               "transaction is ending; TRANSACTION_ABORTABLE and KAFKA_STORAGE_ERROR are never returned.",
+               "The producer (worker-producer) sending TxnShareAcknowledge: nothing is staged in any of the three "
+               "cases, and only INVALID_TXN_STATE has a trigger the page does not give (the model's choice).",
+               "KIP-1289, TxnShareAcknowledgeResponse: it lists TRANSACTIONAL_ID_NOT_FOUND, INVALID_TXN_STATE, "
+               "TRANSACTION_ABORTABLE (KIP-890), NOT_LEADER_OR_FOLLOWER and KAFKA_STORAGE_ERROR, with a condition "
+               "for only some of them.")
 
 
 def errors_staging_can_return() -> list[str]:
@@ -257,6 +278,13 @@ def plain_ack_tx_pending(trace: Trace) -> None:
                  codes and all(name_of(x) == "INVALID_RECORD_STATE" for x in codes), repr(codes))
     trace.expect("the plain acknowledgement does not move TX_PENDING records", st == ["TX_PENDING"], repr(st))
     trace.result.update(answer=repr(out), states=st)
+    trace.find(f"A plain ShareAcknowledge of records already staged in a transaction is answered "
+               f"{'/'.join(sorted({name_of(x) for x in codes})) or 'nothing'} and leaves them {', '.join(st)}: the "
+               "staging survives and the transaction decides.",
+               "The application (its share consumer worker): commitSync() reports INVALID_RECORD_STATE for in-0 "
+               "if it acknowledges a record it has already handed to the producer.",
+               "KIP-1289 does not say what a plain ShareAcknowledge of a TX_PENDING record does; KIP-932 refuses "
+               "an acknowledgement of a record that is not ACQUIRED (SharePartition.java).")
 
 
 @scenario("kip1289.aborts_reach_delivery_limit", title="KIP-1289: repeated aborts reach the delivery limit",
@@ -284,6 +312,13 @@ def aborts_reach_delivery_limit(trace: Trace) -> None:
     trace.expect("each abort spent one delivery attempt: deliveryCount 1, 2, ... limit",
                  counts == list(range(1, limit + 1)), repr(counts))
     trace.result.update(aborts=aborts, last_move=last, delivery_counts=counts)
+    trace.find(f"Each abort spends a delivery attempt and a lock period: after {aborts} aborted attempts "
+               f"(deliveryCount {', '.join(map(str, counts))}) the record is {', '.join(st) or 'not moved'}, never "
+               "processed.",
+               "The application: a record whose processing keeps failing is archived silently after "
+               "group.share.delivery.count.limit aborts, with no error and no output.",
+               "KIP-1289 does not say how aborts interact with group.share.delivery.count.limit (KIP-932); its "
+               "ABORT returns the records to ACQUIRED and only the lock expiry makes them AVAILABLE again.")
 
 
 @scenario("kip1289.rollout_gating", title="KIP-1289 rollout: share.version and transaction.version gating, "
@@ -317,3 +352,10 @@ def rollout_gating(trace: Trace) -> None:
     trace.expect("an old client's plain ShareAcknowledge works on the new broker",
                  codes == ["NONE"] and len(acked) == len(records), f"{codes} {len(acked)}")
     trace.result.update(tv1=tv1, plain=codes)
+    trace.find(f"TxnShareAcknowledge is advertised only at share.version 2 and answered {tv1['error']} at "
+               f"transaction.version 1, while an old client's plain ShareAcknowledge on the same broker is answered "
+               f"{'/'.join(codes) or 'nothing'}.",
+               "An operator rolling KIP-1289 out: both features must be finalized before producers stage "
+               "acknowledgements, and no rule says what a share.version downgrade does to staged records.",
+               "KIP-1289, 'Enablement': the broker MUST advertise the RPC only at share.version 2, and the KIP is "
+               "transaction.version 2 only; a downgrade and an old client on a new broker are not discussed.")

@@ -274,6 +274,13 @@ def coordinator_unavailable(trace: Trace) -> None:
                  pr.state in ("IN_TRANSACTION", "ABORTABLE_ERROR"), pr.state)
     trace.result.update(error=err, exception=type(exc).__name__ if exc else None, producer_state=pr.state,
                         attempts=got)
+    trace.find(f"The broker-internal registration of __share_group_state-N fails with {' / '.join(top)}: all "
+               f"{len(got)} TxnShareAcknowledge attempts are answered that way, nothing is staged, and "
+               f"send_share_acknowledgements_to_transaction raises {type(exc).__name__ if exc else 'nothing'}({err}).",
+               f"The application ({pr.client_id}): it must abort and run the loop again; the records stay ACQUIRED "
+               "by its share consumer, so nothing is lost.",
+               "KIP-1289, corner case 2: a retriable coordinator error at registration stages nothing and the user "
+               "aborts and retries; the page does not say how often the producer retries first.")
     pr.abort_transaction()
     trace.expect("after abortTransaction the output written so far is invisible to read_committed",
                  read_committed(trace, "reader-after-abort") == [], "")
@@ -340,6 +347,13 @@ def zombie_producer(trace: Trace) -> None:
     trace.expect("no model bug (cluster.internal_errors empty)", c.internal_errors == [], repr(c.internal_errors))
     trace.result.update(zombie=(a_pid, a_epoch), new=(b.producer_id, b.producer_epoch), error=err,
                         zombie_state=a.state)
+    trace.find(f"Zombie producer A (epoch {a_epoch}) stages after B initialised the same transactional id: its "
+               f"TxnShareAcknowledge is answered {', '.join(g['error'] for g in got)}, nothing is staged, A ends in "
+               f"{a.state}, and a late COMMIT marker of A's transaction resolves none of B's staging.",
+               "Producer A (client worker-producer) gets ProducerFencedError and must be closed; B's transaction "
+               "and the read_committed readers of the output are unaffected.",
+               "KIP-1289, corner case 3: TxnShareAcknowledge checks the producer epoch like any transactional "
+               "request (PRODUCER_FENCED for an old one, INVALID_PRODUCER_EPOCH for one never handed out).")
     check_eos(trace)
 
 
@@ -387,6 +401,13 @@ def stale_member_epoch(trace: Trace) -> None:
     trace.expect("the records are still ACQUIRED by the member (its lock still running)",
                  set(states(trace).values()) == {"ACQUIRED"}, repr(states(trace)))
     trace.result.update(stale_epoch=gm["member_epoch"], current_epoch=sc.member_epoch, errors=[err, err2])
+    trace.find(f"A rebalance between share_group_metadata() and the call moves the member from epoch "
+               f"{gm['member_epoch']} to {sc.member_epoch}: TxnShareAcknowledge is answered {err}; a snapshot of a "
+               f"member that has left is answered {err2}. Each time nothing is staged and the producer is abortable.",
+               f"The application ({pr.client_id}): CommitFailedError, abort, take share_group_metadata() again and "
+               "retry; the records stay ACQUIRED by the member meanwhile.",
+               "KIP-1289, corner case 8: the member epoch in TxnShareAcknowledge is checked as in ShareAcknowledge "
+               "(STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID), and the error is abortable.")
     pr.begin_transaction()
     clean_commit(trace, sc, pr, records, reader="reader")
     check_eos(trace)
@@ -426,6 +447,13 @@ def old_broker(trace: Trace) -> None:
                  set(states(trace).values()) == {"ACQUIRED"}, repr(states(trace)))
     trace.expect("no model bug (cluster.internal_errors empty)", c.internal_errors == [], repr(c.internal_errors))
     trace.result.update(error=err, exception=type(exc).__name__ if exc else None, producer_state=pr.state)
+    trace.find(f"At share.version 1 the broker does not advertise TxnShareAcknowledge: the producer raises "
+               f"{type(exc).__name__ if exc else 'nothing'}({err}) with {wire_requests(trace, mark) or 'no'} "
+               "TxnShareAcknowledge request(s) on the wire, and the transaction stays open until the user aborts it.",
+               "The application: it must catch UnsupportedVersionError and abort, or its output would commit "
+               "without the acknowledgements; an operator must finalize share.version 2 and restart the producer.",
+               "KIP-1289, corner case 9 and its rollout: TxnShareAcknowledge is served only at share.version 2, "
+               "finalized online (phase 3) before the clients restart (phase 4).")
     # recovery: the feature is finalized while the member keeps its records, the app restarts
     c.config.share_version = 2
     c.note("operator: share.version finalized at 2 (kafka-features.sh upgrade --feature share.version "
@@ -469,6 +497,13 @@ def invalid_ack_type(trace: Trace) -> None:
     trace.expect("the records are still ACQUIRED by the member", set(states(trace).values()) == {"ACQUIRED"},
                  repr(states(trace)))
     trace.result.update(errors=seen_errors)
+    trace.find(f"{', '.join(seen_errors)} inside a transaction are each answered "
+               f"{'/'.join(sorted({str(v[0]) if v else 'nothing' for v in seen_errors.values()}))}: nothing is "
+               "staged and the producer is abortable each time.",
+               "The application: an AbortableError(INVALID_RECORD_STATE) for in-0; it aborts, and the records stay "
+               "ACQUIRED by its share consumer.",
+               "KIP-1289, corner case 10: only ACCEPT (1) and REJECT (3) have a transactional meaning; the page "
+               "lists RENEW (4) and GAP (0), though RENEW came with KIP-1222 and GAP exists only on the wire.")
     clean_commit(trace, sc, pr, records, reader="reader")
     check_eos(trace)
 
@@ -507,6 +542,13 @@ def partial_multi_partition(trace: Trace) -> None:
     pr.abort_transaction()
     trace.expect("after the abort read_committed sees no output", read_committed(trace, "reader-1") == [], "")
     trace.result.update(answers=got, error=err)
+    parts = got[0]["partitions"] if got else {}
+    trace.find(f"One TxnShareAcknowledge for in-0 and in-1 fails on in-1 ({parts.get(1)}: in-1@2 was already "
+               f"rejected outside the transaction), so in-0 is answered {parts.get(0)} and neither is staged.",
+               f"The application: AbortableError({err}); it aborts and retries without in-1@2, which it no longer "
+               "holds.",
+               "KIP-1289, corner case 11: a TxnShareAcknowledge over several share partitions is all or nothing; "
+               "the partitions not tried answer OPERATION_NOT_ATTEMPTED.")
     pr.begin_transaction()
     held = [r for r in records if r is not lost]
     clean_commit(trace, sc, pr, held, reader="reader-2", partitions=(0, 1))
@@ -563,4 +605,11 @@ def concurrent_epochs(trace: Trace) -> None:
     clean_commit(trace, sc, pr, records[2:], reader="reader", expected=records)
     trace.result.update(producer_id=pid, stale_epoch=e, current_epoch=pr.producer_epoch,
                         stale_error=name_of(r["ErrorCode"]))
+    trace.find(f"An in-flight TxnShareAcknowledge built at epoch {e} arrives after the commit bumped the epoch to "
+               f"{e + 1}: it is answered {name_of(r['ErrorCode'])} and stages nothing, and neither it nor a late "
+               "copy of transaction 1's marker touches transaction 2's staging of in-0@1.",
+               "Only the broker's answer to the stale request shows it: the producer stays IN_TRANSACTION and the "
+               "reader sees each output once.",
+               "KIP-1289, corner case 14: staging is fenced by the producer epoch, which transaction version 2 "
+               "bumps at every commit, and a marker resolves only staging at its own epoch.")
     check_eos(trace)

@@ -215,6 +215,18 @@ def happy_commit(trace: Trace) -> None:
     no_model_bug(trace)
     trace.result.update(states_after=finals, output=out, dlq=dlq, share_state_partition=state_tp)
     check_eos(trace)
+    acked = sorted(o for o, (st, _) in finals.items() if st == "ACKNOWLEDGED")
+    archived = sorted(o for o, (st, _) in finals.items() if st == "ARCHIVED")
+    leaders = {c.topics.partition(INPUT, 0).leader, c.topics.partition(*state_tp).leader}
+    trace.find(f"Exactly once holds here: the COMMIT marker on {state_tp[0]}-{state_tp[1]} moves in-0@"
+               f"{', '.join(map(str, acked))} to ACKNOWLEDGED and in-0@{', '.join(map(str, archived))} to ARCHIVED in "
+               f"the same transaction that makes {len(out)} outputs and {len(dlq)} DLQ record(s) visible; broker(s) "
+               f"{', '.join(map(str, sorted(leaders)))} lead in-0 and {state_tp[0]}-{state_tp[1]}.",
+               "A read_committed reader of out and dlq: each input's output once; the application sees "
+               "commitTransaction() succeed and the share partition empties.",
+               "KIP-1289: acknowledgements staged in the transaction are resolved by its marker; that holds only "
+               "where the share partition and __share_group_state-N have one leader (see "
+               "kip1289.marker_not_colocated).")
 
 
 @scenario("kip1289.happy_abort", title="KIP-1289: share-group read-process-write, aborted then retried",
@@ -223,9 +235,9 @@ def happy_commit(trace: Trace) -> None:
                       "member, the next poll returns nothing, and the loop gets them again only when the lock "
                       "expires (30 s) -- with deliveryCount 2, so every abort spends one of the five delivery "
                       "attempts (group.share.delivery.count.limit).",
-                      "the application: a 30 s stall after each abort; a record aborted five times is archived "
-                      "unprocessed",
-                      "The KIP's pseudo-code says the records \"will be re-delivered on next poll()\"; its own "
+                      "The application: a 30 s stall after each abort, and a record aborted five times is "
+                      "archived unprocessed.",
+                      "KIP-1289's pseudo-code says the records \"will be re-delivered on next poll()\"; its own "
                       "state machine (ABORT: TX_PENDING -> ACQUIRED) keeps them with the member."),), **PROPOSED)
 def happy_abort(trace: Trace) -> None:
     """The same transaction, aborted (the KIP's catch-KafkaException branch): the ABORT marker on
@@ -276,9 +288,9 @@ def happy_abort(trace: Trace) -> None:
           title="KIP-1289 case 1: the share-partition leader crashes while TX_PENDING", brokers=2, findings=(
               Finding("The output commits but the acknowledgements are lost: TX_PENDING lived only in the crashed "
                       "broker's memory, so the records reload as AVAILABLE, are redelivered and processed again.",
-                      "a read_committed reader of the output: each record's output twice",
-                      "Documented: at-least-once on this window (__share_group_state is not written at staging), "
-                      "no data loss."),), **PROPOSED)
+                      "A read_committed reader of the output: each record's output twice.",
+                      "KIP-1289, corner case 1: documented as an at-least-once window (__share_group_state is not "
+                      "written at staging), with no data loss."),), **PROPOSED)
 def broker_crash(trace: Trace) -> None:
     """Two brokers: broker 0 leads in-0 (the share partition), out-0 and -- placed on purpose, as in
     the KIP's worked example -- __share_group_state-N; broker 1 is the transaction coordinator.
@@ -379,7 +391,7 @@ def duplicate_marker(trace: Trace) -> None:
                  repr(m))
     before = sp_states(trace)
     mark = len(c.events)
-    code = _resend(trace, m, state_tp)
+    code = first = _resend(trace, m, state_tp)
     trace.expect("the duplicate WriteTxnMarkers is answered NONE", code == 0, name_of(code))
     trace.expect("the duplicate changes nothing: no record moved, the states are the same",
                  not moves(trace, mark) and sp_states(trace) == before, f"{before} -> {sp_states(trace)}")
@@ -406,6 +418,13 @@ def duplicate_marker(trace: Trace) -> None:
     no_model_bug(trace)
     trace.result.update(marker=m, duplicate_error=name_of(code), states_after=sp_states(trace), output=out)
     check_eos(trace)
+    trace.find(f"A duplicate WriteTxnMarkers for transaction 1 is answered {name_of(first)} and resolves nothing "
+               f"(no-op by state); a late copy after transaction 2 staged at the bumped epoch is answered "
+               f"{name_of(code)} and filtered (no-op by epoch), so transaction 2 commits by its own marker.",
+               "Nobody downstream: no record state changes and read_committed sees each output once; only the "
+               "broker's log line says why the duplicate did nothing.",
+               "KIP-1289, corner case 5: a marker applied twice changes nothing, because resolution filters by "
+               "record state and by producer epoch.")
 
 
 # ---- corner case 6 ---------------------------------------------------------------------------------------
@@ -414,14 +433,14 @@ def duplicate_marker(trace: Trace) -> None:
               Finding("If the stalled producer wakes after the lock expired but before its transaction timed out "
                       "and COMMITs, its output commits while its acknowledgements are filtered: another member "
                       "processes the same records again.",
-                      "a read_committed reader of the output: duplicates (the checker reports a violation of the "
-                      "case-6 pattern)",
-                      "Silent: the KIP only lists cases 1 and 12 as at-least-once windows and says the late marker "
+                      "A read_committed reader of the output: duplicates (the checker reports a violation of the "
+                      "case-6 pattern).",
+                      "Silent: KIP-1289 only lists cases 1 and 12 as at-least-once windows and says the late marker "
                       "is filtered by epoch."),
               Finding("With the defaults the lock (30 s) expires long before the transaction times out (60 s), so "
                       "a stalled worker loses its records to another member.",
-                      "an operator: TxnPendingLockExpiredCount grows",
-                      "The KIP says TX_PENDING reverts to ACQUIRED (re-acquirable) on lock expiry."),), **PROPOSED)
+                      "An operator: TxnPendingLockExpiredCount grows.",
+                      "KIP-1289, corner case 6: TX_PENDING reverts to ACQUIRED (re-acquirable) on lock expiry."),), **PROPOSED)
 def lock_expiry(trace: Trace) -> None:
     """Worker A stages in-0@0..3 and stalls (its consumer keeps heartbeating). At 30 s
     (group.share.record.lock.duration.ms) the lock timer finds TX_PENDING: the KIP reverts it to
@@ -528,8 +547,9 @@ def _late_commit(trace: Trace, records) -> None:
               Finding("The KIP's order (timeout abort, then TX_PENDING -> ACQUIRED -> AVAILABLE) happens only when "
                       "transaction.timeout.ms is below the lock duration; the scenario's producer uses 10 s. With "
                       "the defaults (60 s > 30 s) the lock expires first and this becomes case 6.",
-                      "an operator choosing transaction.timeout.ms",
-                      "Silent: the KIP describes the order without the setting it needs."),), **PROPOSED)
+                      "An operator choosing transaction.timeout.ms.",
+                      "Silent: KIP-1289 (corner case 7) describes the order without the setting it needs."),),
+          **PROPOSED)
 def txn_timeout(trace: Trace) -> None:
     """The worker (share consumer and producer) dies after staging in-0@0..3. The transaction
     coordinator's timeout scan aborts the abandoned transaction (fence, epoch + 1) and writes ABORT
@@ -594,12 +614,13 @@ def txn_timeout(trace: Trace) -> None:
               Finding("The COMMIT marker goes to the new leader of __share_group_state-N, which never saw the "
                       "staging: the output commits, the records stay TX_PENDING until the lock expires, then are "
                       "redelivered and processed again.",
-                      "a read_committed reader of the output: each record's output twice",
-                      "Documented: at-least-once on this window."),
+                      "A read_committed reader of the output: each record's output twice.",
+                      "KIP-1289, corner case 12: documented as an at-least-once window."),
               Finding("The KIP's flow puts the share partition and __share_group_state-N on one broker "
                       "(\"broker 5\"); with two brokers the staging and the marker can meet different brokers.",
-                      "an operator running more than one broker (every production cluster)",
-                      "The KIP's marker hook assumes a single broker holds both."),), **PROPOSED)
+                      "An operator running more than one broker (every production cluster).",
+                      "KIP-1289's marker hook (\"Existing RPCs NOT changed\") assumes a single broker holds both."),),
+          **PROPOSED)
 def leader_change(trace: Trace) -> None:
     """The worker stages in-0@0..3, then leadership of __share_group_state-N moves to the other
     broker (leader epoch + 1). The coordinator resolves the leader at commit time and sends the
@@ -663,8 +684,8 @@ def leader_change(trace: Trace) -> None:
           title="KIP-1289 case 13: the ABORT marker does not reach the broker holding TX_PENDING", findings=(
               Finding("A lost ABORT marker costs a lock cycle (30 s) and a delivery attempt, but converges: the "
                       "late marker is a no-op. A lost COMMIT marker is case 12 (duplicates).",
-                      "the application: records come back after 30 s",
-                      "The KIP: the lock timeout guarantees convergence."),), **PROPOSED)
+                      "The application: the records come back after 30 s.",
+                      "KIP-1289, corner case 13: the lock timeout guarantees convergence."),), **PROPOSED)
 def markers_never_arrive(trace: Trace) -> None:
     """The worker aborts its transaction, but the share-state leader is cut off from the
     transaction coordinator: the ABORT reaches out-0 (the output is invisible) but not

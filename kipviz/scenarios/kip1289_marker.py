@@ -9,6 +9,16 @@ resolved, one scenario per outcome. Nothing here is released Kafka.
                                    attempt's output commits: duplicate output, never acknowledged
     kip1289.marker_forwarded       the same layout with share_marker_routing="forward-to-leader" (the
                                    kit's suggestion, NOT the KIP's): exactly once
+    kip1289.marker_participants    the same layout with share_marker_routing="participants" (also the
+                                   kit's suggestion): the transaction coordinator tracks in-0's share
+                                   partition as a participant and sends its marker to in-0's leader:
+                                   exactly once
+    kip1289.marker_participants_state_leader_change
+                                   "participants" and the KIP's case 12 (__share_group_state-N's
+                                   leader moves between staging and commit): still exactly once
+    kip1289.marker_participants_leader_change
+                                   "participants" and in-0's leader moving between staging and commit:
+                                   the new leader knows no TX_PENDING, at-least-once (case 1's window)
 
 The KIP (seed 004, "Existing RPCs NOT changed"): "The broker hooks the existing marker arrival in
 KafkaApis.handleWriteTxnMarkersRequest and broadcasts to all SharePartition instances on that
@@ -26,6 +36,7 @@ from . import Finding, Trace, scenario
 from .kip1289_errors import GROUP, INPUT, OUTPUT, PROPOSED, place_share_state, setup
 from .kip1289_faults import (
     check_eos,
+    check_window,
     deliveries,
     loop,
     moves,
@@ -70,7 +81,7 @@ def _commits_once(trace: Trace, colocated: bool) -> None:
           brokers=2, **PROPOSED,
           findings=(Finding("Works as the KIP describes only because in-0 and __share_group_state-N have the same "
                             "leader: the marker reaches the broker that holds the TX_PENDING records.",
-                            "nobody: the output is read once and the records end ACKNOWLEDGED",
+                            "Nobody: the output is read once and the records end ACKNOWLEDGED.",
                             PAGE + "."),))
 def marker_colocated(trace: Trace) -> None:
     """in-0 and __share_group_state-N are led by broker 0 (the KIP's worked example). The worker
@@ -86,8 +97,8 @@ def marker_colocated(trace: Trace) -> None:
                             "broker receiving the marker for __share_group_state-N forwards it to the leader of every "
                             "share partition whose state lives there, and that leader resolves its TX_PENDING records. "
                             "With it the not-co-located layout commits exactly once.",
-                            "a reviewer: the KIP would need this (or the transaction coordinator tracking share "
-                            "partitions as participants) written down",
+                            "A reviewer: the KIP would need this (or the transaction coordinator tracking share "
+                            "partitions as participants) written down.",
                             PAGE + "."),))
 def marker_forwarded(trace: Trace) -> None:
     """The layout of kip1289.marker_not_colocated (in-0 on broker 0, __share_group_state-N on broker
@@ -110,9 +121,9 @@ def marker_forwarded(trace: Trace) -> None:
                             "TX_PENDING while the output commits. The lock expires, the records are redelivered "
                             "(deliveryCount 2, 3, ...) and processed again, and every attempt's output commits; at "
                             "the delivery limit the records are ARCHIVED, never ACKNOWLEDGED.",
-                            "read_committed readers of the output (each output delivery-limit times); the "
+                            "Consumers reading the output with read_committed (each output delivery-limit times); the "
                             "application sees every commitTransaction() succeed; nothing in the protocol reports "
-                            "an error",
+                            "an error.",
                             "Not one of the at-least-once windows the KIP lists (cases 1 and 12). " + PAGE +
                             "; see kip1289.marker_forwarded for what would fix it."),))
 def marker_not_colocated(trace: Trace) -> None:
@@ -185,3 +196,147 @@ def marker_not_colocated(trace: Trace) -> None:
                  "VIOLATIONS of the not-co-located pattern, not as an at-least-once window",
                  not report.ok and len(dups) == 4 and all(v["classification"] == VIOLATION and "not co-located"
                                                           in v["detail"] for v in dups), report.summary(limit=3))
+
+
+PARTICIPANTS = ("share_marker_routing='participants': the share-partition "
+                "leader registers the share partition with the transaction coordinator (broker-internal "
+                "AddPartitionsToTxn, next to __share_group_state-N) and EndTxn sends its WriteTxnMarkers to the share "
+                "partition's current leader")
+
+
+def _participant_notes(trace: Trace, since: int = 0) -> tuple[list, list]:
+    """(the registrations, the coordinator's markers) of share participants, from `since`."""
+    ev = [e for e in trace.cluster.events[since:] if e.kind == "Note"]
+    return ([e for e in ev if e.detail.get("step") == "share-participant-added"],
+            [e for e in ev if e.detail.get("api") == "WriteTxnMarkers" and e.detail.get("share_participant")])
+
+
+@scenario("kip1289.marker_participants",
+          title="KIP-1289 with the kit's suggestion: share partitions as transaction participants",
+          brokers=2, share_marker_routing="participants", **PROPOSED,
+          findings=(Finding("The kit's suggestion, not the KIP's (" + PARTICIPANTS + "). The share partition's "
+                            "leader resolves its TX_PENDING records from the coordinator's own marker, wherever "
+                            "__share_group_state-N is led: the not-co-located layout commits exactly once. The "
+                            "marker on __share_group_state-N still writes its control batch and resolves nothing.",
+                            "A reviewer: the KIP says the coordinator 'does NOT need to track share-partitions as "
+                            "transaction participants'; this is the other repair (see kip1289.marker_forwarded).",
+                            PAGE + "."),))
+def marker_participants(trace: Trace) -> None:
+    """The layout of kip1289.marker_not_colocated (in-0 on broker 0, __share_group_state-N on broker
+    1) with share_marker_routing="participants", the kit's suggestion: staging on broker 0 registers
+    the share partition sg/in-0 with the transaction coordinator (AddPartitionsToTxn, broker-internal,
+    with __share_group_state-N); EndTxn sends WriteTxnMarkers for out-0, __share_group_state-N and the
+    share partition, the last to broker 0, which resolves TX_PENDING -> ACKNOWLEDGED. Exactly once."""
+    _commits_once(trace, False)
+    c = trace.cluster
+    added, sent = _participant_notes(trace)
+    leader = trace.result["share_leader"]
+    trace.expect("the share-partition leader registered sg/in-0 as a participant, labelled the kit's suggestion",
+                 len(added) == 1 and added[0].detail["share_participants"][0][0] == "sg"
+                 and added[0].detail["broker"] == leader and added[0].detail["error_code"] == 0
+                 and added[0].detail["suggestion"] == "kit" and "not KIP-1289" in added[0].text,
+                 added[-1].text if added else "no registration")
+    trace.expect(f"EndTxn's marker for the share partition went to broker {leader}, in-0's leader, not to "
+                 f"__share_group_state-N's leader (broker {trace.result['state_leader']})",
+                 [e.detail["broker"] for e in sent] == [leader] and all(e.detail["suggestion"] == "kit" for e in sent),
+                 repr([e.text for e in sent]))
+    trace.expect("no forwarding and no unreached staging",
+                 not [e for e in c.events if e.kind == "Note" and e.detail.get("step") in ("marker-forward",
+                                                                                          "marker-unreached")], "")
+
+
+@scenario("kip1289.marker_participants_state_leader_change",
+          title="KIP-1289 with the kit's participants: __share_group_state-N's leader moves before the commit "
+                "(case 12)", brokers=2, share_marker_routing="participants", **PROPOSED,
+          findings=(Finding("With share partitions as participants (the kit's suggestion) the KIP's case 12 is no "
+                            "window: the marker goes to the share partition's leader, which still holds the "
+                            "staging; __share_group_state-N's new leader only stores the ShareUpdate. Exactly once.",
+                            "Nobody: the output is read once and the records end ACKNOWLEDGED.",
+                            "KIP-1289's case 12: 'TX_PENDING lost on share-coordinator leadership change' -- true of "
+                            "the page's hook, not of this suggestion."),))
+def marker_participants_state_leader_change(trace: Trace) -> None:
+    """kip1289.case12_leader_change_share_state with share_marker_routing="participants": in-0 and
+    __share_group_state-N start on broker 0, the worker stages, N's leadership moves to broker 1,
+    the worker commits. The share participant's marker goes to broker 0, in-0's leader, which
+    resolves TX_PENDING -> ACKNOWLEDGED (persisted through N's new leader). Exactly once."""
+    c = trace.cluster
+    sc, pr, records = setup(trace)
+    state_tp, leader = place_share_state(trace, True)
+    stage_all(trace, sc, pr, records)
+    c.move_share_state_leader(state_tp[1], (leader + 1) % c.config.brokers)
+    mark = len(c.events)
+    pr.commit_transaction()
+    done = moves(trace, mark, "txn-commit-accept")
+    _, sent = _participant_notes(trace, mark)
+    trace.expect(f"the share participant's COMMIT marker goes to broker {leader}, in-0's leader, and resolves every "
+                 "record TX_PENDING -> ACKNOWLEDGED although N's leader moved",
+                 [e.detail["broker"] for e in sent] == [leader] and sorted(offset_of(e) for e in done) == [0, 1, 2, 3]
+                 and sp_states(trace) == {}, repr(sp_states(trace)))
+    out = read(trace, OUTPUT, "reader")
+    trace.expect("read_committed sees each output once", sorted(out) == srcs(records), repr(out))
+    sc.close()
+    no_model_bug(trace)
+    trace.result.update(output=out, state_leader_now=c.topics.partition(*state_tp).leader)
+    check_eos(trace)
+
+
+@scenario("kip1289.marker_participants_leader_change",
+          title="KIP-1289 with the kit's participants: the share partition's leader moves before the commit",
+          brokers=2, share_marker_routing="participants", **PROPOSED,
+          findings=(Finding("Share partitions as participants (the kit's suggestion) do not close the window of a "
+                            "SHARE-partition leader change: the new leader builds the share partition from "
+                            "__share_group_state, where TX_PENDING is not persisted (written as AVAILABLE), so the "
+                            "staging is gone before the marker arrives. The marker follows the new leader and "
+                            "resolves nothing; the output commits and the records are redelivered: each output "
+                            "visible twice, the checker's case-1 window.",
+                            "Consumers reading the output with read_committed (each output twice); nothing reports an error.",
+                            "KIP-1289's case 1 (TX_PENDING is in memory only; persisting it is deferred to a follow-up "
+                            "KIP) -- the root cause this suggestion leaves open."),))
+def marker_participants_leader_change(trace: Trace) -> None:
+    """share_marker_routing="participants", in-0 on broker 0, __share_group_state-N on broker 1. The
+    worker stages in-0@0..3 on broker 0; then in-0's leadership moves to broker 1 (leader epoch + 1):
+    the new leader loads sg/in-0 from __share_group_state, TX_PENDING -> AVAILABLE (state-reloaded).
+    The worker commits: the coordinator resolves in-0's leader at EndTxn and sends the share
+    participant's marker to broker 1, which resolves nothing (no-op by state). Leadership returns to
+    broker 0 (a preferred-leader election; the kit's ShareConsumer fetches from broker 0), the
+    records are redelivered, processed again and committed: ACKNOWLEDGED, each output twice."""
+    c = trace.cluster
+    sc, pr, records = setup(trace)
+    state_tp, leader = place_share_state(trace, False)
+    stage_all(trace, sc, pr, records)
+    other = (leader + 1) % c.config.brokers
+    mark = len(c.events)
+    c.move_partition_leader(INPUT, 0, other)
+    lost = moves(trace, mark, "state-reloaded")
+    trace.expect(f"in-0's new leader (broker {other}) loads the share partition from __share_group_state: the staging "
+                 "is gone, TX_PENDING -> AVAILABLE",
+                 len(lost) == 4 and all((e.from_state, e.to_state) == ("TX_PENDING", "AVAILABLE") for e in lost),
+                 repr([(e.from_state, e.to_state) for e in lost]))
+    mark = len(c.events)
+    pr.commit_transaction()
+    _, sent = _participant_notes(trace, mark)
+    said = [e for e in c.events[mark:] if e.kind == "Note" and e.detail.get("step") == "marker-resolve"]
+    trace.expect(f"the share participant's COMMIT marker follows the new leader (broker {other}) and resolves nothing",
+                 [e.detail["broker"] for e in sent] == [other] and not moves(trace, mark)
+                 and [(e.detail["broker"], e.detail["records"]) for e in said] == [(other, 0)],
+                 said[-1].text if said else "no note")
+    trace.expect("the transaction's output is committed and visible",
+                 sorted(read(trace, OUTPUT, "reader-1")) == srcs(records), "")
+    c.move_partition_leader(INPUT, 0, leader)
+    again = sc.poll()
+    trace.expect("redelivered and processed again", [r.offset for r in again] == [0, 1, 2, 3],
+                 repr([(r.offset, r.delivery_count) for r in again]))
+    mark = len(c.events)
+    err = loop(sc, pr, again)
+    pr.commit_transaction()
+    trace.expect("the second attempt commits: every record ACKNOWLEDGED",
+                 err == "NONE" and len(moves(trace, mark, "txn-commit-accept")) == 4 and sp_states(trace) == {},
+                 f"{err} {sp_states(trace)}")
+    out = read(trace, OUTPUT, "reader")
+    trace.expect("at-least-once: each record's output is visible twice", sorted(out) == sorted(srcs(records) * 2),
+                 repr(out))
+    sc.close()
+    no_model_bug(trace)
+    trace.result.update(output=out, deliveries=deliveries(trace))
+    check_eos(trace, True)
+    check_window(trace, 1, srcs(records))

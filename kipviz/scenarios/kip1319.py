@@ -122,9 +122,18 @@ def _group_id_not_found(trace: Trace, version: int) -> None:
     trace.expect(f"the producer raised CommitFailedError({expected}), an abortable error",
                  raised == expected and isinstance(p.last_error, CommitFailedError) and p.state == "ABORTABLE_ERROR",
                  f"{raised} {type(p.last_error).__name__} {p.state}")
+    raised_as = type(p.last_error).__name__
     p.abort_transaction()
     trace.expect("abort_transaction: the producer is READY again", p.state == "READY", p.state)
     trace.expect("no group was created", trace.cluster.groups.group_state("no-such-group") is None)
+    if version >= 6:
+        trace.find(f"At v6 the broker answers {raised} for offsets sent to a group that does not exist (v5 said "
+                   f"ILLEGAL_GENERATION); the producer raises {raised_as} and, once the "
+                   f"transaction is aborted, is {p.state} again.",
+                   f"The application (transactional id {p.transactional_id}): an abortable error that names the real mistake; "
+                   "no group 'no-such-group' is created.",
+                   "KIP-1319: TxnOffsetCommit v6 returns GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH as they are, "
+                   "and the producer maps both to an abortable CommitFailedException (apache/kafka PR #22239).")
     trace.result.update(version=version, error=expected, producer_state_after=p.state,
                         request_topics=[to_kafka_str(t) if isinstance(t, uuid.UUID) else t
                                         for t in answer.get("topics", [])])
@@ -133,7 +142,7 @@ def _group_id_not_found(trace: Trace, version: int) -> None:
 @scenario("kip1319.group_id_not_found_v5", kip=KIP, status="released",
           findings=(Finding("At v5 the broker answers ILLEGAL_GENERATION for both a missing group and a stale member "
                              "epoch: the producer cannot tell which mistake it made.",
-                             "the application (CommitFailedError) and whoever reads its logs",
+                             "The application (a CommitFailedError) and whoever reads its logs.",
                              "KIP-1319: v6 returns GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH as they are; v0-5 keep "
                              "the old mapping for old clients."),),
           title="TxnOffsetCommit v5: a missing group is reported as ILLEGAL_GENERATION",
@@ -173,6 +182,15 @@ def _stale_member_epoch(trace: Trace, version: int) -> None:
     p.commit_transaction()
     committed = trace.cluster.groups.committed(g["group_id"], "in", 0)
     trace.expect("after the commit the group's offset for in-0 is 10", committed is not None and committed.offset == 10)
+    if version >= 6:
+        trace.find(f"Consumer m1 moved from member epoch {g['old_epoch']} to {g['new_epoch']}; its producer's "
+                   f"TxnOffsetCommit v6 with the old epoch is answered {raised}, the producer aborts, and with epoch "
+                   f"{g['new_epoch']} the offsets commit ({ok}).",
+                   f"The application (transactional id {p.transactional_id}, group {g['group_id']}): "
+                   f"CommitFailedError({raised}) tells it to take consumer.groupMetadata() again and process the "
+                   "records again.",
+                   "KIP-1319 (v6 returns STALE_MEMBER_EPOCH as it is); the group coordinator requires the exact "
+                   "member epoch (ConsumerGroup.java, validateOffsetCommit).")
     trace.result.update(version=version, error=expected, member_id=g["member_id"], stale_epoch=g["old_epoch"],
                         current_epoch=g["new_epoch"], retry_versions=[a["version"] for a in
                                                                       txn_offset_commits(trace, mark)])
@@ -181,7 +199,7 @@ def _stale_member_epoch(trace: Trace, version: int) -> None:
 @scenario("kip1319.stale_member_epoch_v5", kip=KIP, status="released",
           findings=(Finding("At v5 the broker answers ILLEGAL_GENERATION for both a missing group and a stale member "
                              "epoch: the producer cannot tell which mistake it made.",
-                             "the application (CommitFailedError) and whoever reads its logs",
+                             "The application (a CommitFailedError) and whoever reads its logs.",
                              "KIP-1319: v6 returns GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH as they are; v0-5 keep "
                              "the old mapping for old clients."),),
           title="TxnOffsetCommit v5: a stale KIP-848 member epoch is reported as ILLEGAL_GENERATION",
@@ -246,6 +264,16 @@ def unknown_topic_id_v6(trace: Trace) -> None:
                  c.groups.committed("g", "in", 0) is None)
     trace.result.update(old_topic_id=to_kafka_str(old), new_topic_id=to_kafka_str(new),
                         v6_old_id="UNKNOWN_TOPIC_ID", v5_by_name="NONE", v6_new_id="NONE")
+    trace.find(f"After 'in' is deleted and recreated, TxnOffsetCommit v6 by the old topic id is answered "
+               f"{'/'.join(sorted(set(part_errors(r6).values())))} on in-0 and in-1, while the same offsets by name at "
+               f"v5 are answered {'/'.join(sorted(set(part_errors(r5).values())))} and written for the new topic with "
+               "the zero topic id.",
+               f"A producer (transactional id {p.transactional_id}) holding the old id: a retriable UNKNOWN_TOPIC_ID, then a metadata "
+               "refresh; a producer that commits by name gets no error and hands the old topic's offsets to the "
+               "new one.",
+               "KIP-1319: v6 resolves the topic id and returns UNKNOWN_TOPIC_ID when it cannot; v0-5 resolve the "
+               "name, which cannot tell a recreated topic from the old one (KafkaApis.scala, "
+               "handleTxnOffsetCommitRequest).")
 
 
 APP = "User:app"
@@ -297,6 +325,14 @@ def error_order_v6(trace: Trace) -> None:
                  got5.get(("orders", 7)) == "UNKNOWN_TOPIC_OR_PARTITION" and got5.get(("orders", 0)) == "NONE",
                  repr(got5))
     p.abort_transaction()
+    trace.find(f"One v6 request gets four different answers: the deleted id of 'secret' {got[(gone, 0)]} (before any "
+               f"ACL check), the unreadable live 'secret' {got[(secret, 0)]} even for its non-existent partition 9, "
+               f"orders-7 {got[(orders, 7)]} and orders-0 {got[(orders, 0)]}; at v5, by name, a missing topic "
+               f"User:app may not read is {got5.get(('hidden', 0))}.",
+               "User:app's producer: the order of the checks decides which problem it is told about, and by name it "
+               "never learns whether a topic it may not read exists.",
+               "KIP-1319: v6 resolves the ids first (UNKNOWN_TOPIC_ID), then authorizes by name, then checks the "
+               "partitions; v0-5 authorize before existence (KafkaApis.scala, handleTxnOffsetCommitRequest).")
     trace.result.update(v6={f"{k[0] if isinstance(k[0], str) else to_kafka_str(k[0])}-{k[1]}": v
                             for k, v in got.items()},
                         v5={f"{k[0]}-{k[1]}": v for k, v in got5.items()},
@@ -346,6 +382,13 @@ def fallback_old_broker(trace: Trace) -> None:
     trace.expect("the producer knew the topic ids (Metadata v10+), yet did not use them",
                  all(p.topic_info(t)["id"] is not None for t in ("in", "clicks")))
     trace.result.update(broker_max=top, version_sent=5, reason=chosen[-1]["reason"] if chosen else None)
+    trace.find(f"Against a Kafka 4.3 broker (TxnOffsetCommit up to v{top}) the 4.4 producer sends the whole request at "
+               f"v{answers[0]['version'] if answers else '?'} by name although it knows every topic id, so the "
+               "by-name hazard of a recreated topic stays open there.",
+               "Applications during a rolling upgrade: nothing fails and nothing says so; the offsets are stored "
+               "with the zero topic id until every broker serves v6.",
+               "KIP-1319, compatibility: the producer uses v6 only when the broker advertises it and otherwise "
+               "sends v5 (TransactionManager.java); brokers 4.0-4.3 stop at v5.")
 
 
 @scenario("kip1319.fallback_unknown_topic_id", kip=KIP, status="released", api_versions={"Metadata": (0, 9)},
@@ -365,6 +408,12 @@ def fallback_unknown_topic_id(trace: Trace) -> None:
                  fallback == [{"version": 5, "reason": "topic id unknown", "topics": ["clicks", "in"]}],
                  repr(fallback))
     trace.result.update(broker_max=top, version_sent=5, fallback=fallback[0] if fallback else None)
+    trace.find(f"The broker serves TxnOffsetCommit v{top}, but the producer learned no topic ids (Metadata only up to "
+               f"v9), so it sends {', '.join(fallback[0]['topics']) if fallback else 'every topic'} at "
+               f"v{answers[0]['version'] if answers else '?'} by name: one unknown id costs the whole request its ids.",
+               "The application sees nothing; the offsets are written with the zero topic id, as before KIP-1319.",
+               "KIP-1319: the request is all-or-nothing, v5 whenever a topic's id is unknown; the page expects this "
+               "never to happen with KRaft, which always assigns topic ids.")
 
 
 @scenario("kip1319.topic_id_persisted", kip=KIP, status="released",
@@ -401,6 +450,14 @@ def topic_id_persisted(trace: Trace) -> None:
     trace.result.update(topic_id=to_kafka_str(tid), v6_record_topic_id=to_kafka_str(v6["value"]["topicId"]),
                         v5_record_topic_id=to_kafka_str(v5["value"]["topicId"]),
                         committed={"in-0": 106, "in-1": 105})
+    trace.find(f"Both offsets records are OffsetCommitValue v{v6['value_version']}, but only the v6 commit's carries the "
+               f"topic id ({to_kafka_str(v6['value']['topicId'])}); the v5 commit's carries "
+               f"{to_kafka_str(v5['value']['topicId'])} (ZERO_UUID), so nothing tells which incarnation of 'in' its "
+               "offset belongs to.",
+               "Anyone reading __consumer_offsets (the group coordinator after a delete and recreate, "
+               "kafka-dump-log.sh): a v5 commit's record names the topic, never its incarnation.",
+               "KIP-1319: before v6 the transactional path wrote Uuid.ZERO_UUID (OffsetMetadataManager.java, "
+               "commitTransactionalOffset); v6 persists the real id (KAFKA-20444, apache/kafka PR #22249).")
 
 
 @scenario("kip1319.producer_error_classes", kip=KIP, status="released",
@@ -461,5 +518,14 @@ def producer_error_classes(trace: Trace) -> None:
     p.commit_transaction()
     trace.expect("the transaction commits; the group's offset for in-1 is 77",
                  getattr(c.groups.committed("g", "in", 1), "offset", None) == 77)
+    trace.find(f"The producer treats {' and '.join(seen)} as abortable (CommitFailedError: abort and carry on) and "
+               f"UNKNOWN_TOPIC_ID as {classes['UNKNOWN_TOPIC_ID']}: the cached id of the recreated 'in' was answered "
+               f"{'/'.join(sorted(set(answers[0]['errors'].values()))) if answers else '?'} and the retry with the new "
+               f"id {'/'.join(sorted(set(answers[-1]['errors'].values()))) if answers else '?'}.",
+               "The application: GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH no longer kill the producer (before "
+               "KIP-1319 a client found them unexpected and fatal), and UNKNOWN_TOPIC_ID never reaches it.",
+               "KIP-1319 and its client change (apache/kafka PR #22239): the four group errors map to "
+               "CommitFailedException, UNKNOWN_TOPIC_ID re-enqueues the partition after a metadata refresh "
+               "(TransactionManager.java).")
     trace.result.update(classes=classes, raised=seen, stale_topic_id=to_kafka_str(old),
                         new_topic_id=to_kafka_str(new), retries=[r["error"] for r in retries])

@@ -180,6 +180,14 @@ def stale_read(trace: Trace) -> None:
     trace.result.update(old_topic_id=to_kafka_str(old_id), new_topic_id=to_kafka_str(new_id), position=position,
                         fetch_by_old_id=stale["error"], fetch_by_name_values=[v.decode() for v in by_name["values"]],
                         fetch_version_by_id=stale["version"], fetch_version_by_name=by_name["version"])
+    trace.find(f"After 'orders' is deleted and recreated, the consumer's Fetch v{stale['version']} by the old topic "
+               f"id is answered {stale['error']}, but the same fetch by name (v{by_name['version']}) at offset "
+               f"{position} is answered {by_name['error']} with the new topic's records "
+               f"{', '.join(v.decode() for v in by_name['values'])}, as if nothing had changed.",
+               f"The consumer of orders-0: by id it gets {stale['error']} and must look the topic up again (Metadata "
+               "shows the new id); by name it reads another topic's records with no error at all.",
+               "KIP-516, 'Immediate delete scenarios / Stale reads': with the topic id in Fetch, ListOffsets and "
+               "OffsetsForLeaderEpoch any request to a stale partition fails; Fetch carries topic ids from v13.")
 
 
 @scenario("kip516.stale_state", kip=KIP, status="released",
@@ -230,6 +238,15 @@ def stale_state(trace: Trace) -> None:
     trace.result.update(old_topic_id=to_kafka_str(old_id), new_topic_id=to_kafka_str(new_id), position=position,
                         leader_epoch=epoch, first_error=oor["error"], then_read=[v.decode() for v in wrong["values"]],
                         skipped=["n0", "n1", "n2", "n3"])
+    trace.find(f"A client that knows 'payments' only by name sits at offset {position} when the topic is "
+               f"recreated: its next fetch is answered {oor['error']} (the new log ends at {oor['high_watermark']}), "
+               f"and once the new topic passes offset {position} the same fetch returns "
+               f"{', '.join(v.decode() for v in wrong['values'])} with {wrong['error']}, silently skipping n0..n3.",
+               f"The by-name client (Metadata v9, Fetch v12) on payments-0: leader epoch {epoch} and the Metadata v9 "
+               "answer look exactly as before, so only a Metadata v10+ caller can see that the topic id changed.",
+               "KIP-516, motivation: only a topic id ensures that 'a newly created topic with a previously used "
+               "name cannot be confused with a previous topic with that name'; Metadata v10 returns it "
+               "('Public Interfaces': TopicDescription.topicId()).")
 
 
 @scenario("kip516.delete_recreate_committed_offsets", kip=KIP, status="released",
@@ -307,6 +324,15 @@ def delete_recreate_committed_offsets(trace: Trace) -> None:
                         record_topic_ids=ids(rec_a["value"]["topicId"], rec_b["value"]["topicId"]),
                         late_commit_by_id="UNKNOWN_TOPIC_ID", late_commit_by_name="NONE",
                         offset_fetch_by_name=stale9[0], new_topic_log_end=log_end)
+    trace.find(f"A late commit of offset 43 for the deleted 'clicks' is refused by id (OffsetCommit v10: "
+               f"{late_by_id[(a, 0)]}) but accepted by name (v9: {late_by_name[('clicks', 0)]}) and stamped with the "
+               f"new topic's id, so OffsetFetch returns {stale9[0]} for a topic whose log ends at {log_end}.",
+               "Group 'analytics' on clicks-0: its next consumer asks for offset 43 of a topic with no records, "
+               "whether it fetches the offset by name or by the new id.",
+               "KIP-516, 'Compatibility': calls by (topicName, partition) stay supported until clients move to ids, "
+               "and by name the broker cannot tell the old topic from the new one; OffsetCommit carries ids only "
+               "from v10 (2025), and a deletion removes the offsets (OffsetMetadataManager.java, "
+               "onPartitionsDeleted).")
 
 
 @scenario("kip516.ids_never_reused", kip=KIP, status="released",
@@ -343,3 +369,9 @@ def ids_never_reused(trace: Trace) -> None:
     trace.expect("Produce v13 by the previous id: UNKNOWN_TOPIC_ID, nothing written",
                  code == "UNKNOWN_TOPIC_ID" and trace.cluster.topics.partition("events", 0).log_end_offset == 0, code)
     trace.result.update(topic_ids=texts, current=to_kafka_str(current), old_id_errors=md)
+    trace.find(f"Five creations of 'events' got five distinct topic ids ({texts[0]} ... {texts[-1]}), none reserved, "
+               f"and every old id stays dead: Metadata, DeleteTopics and Produce by an old id all answer {'/'.join(sorted(set(md) | {code}))}.",
+               "Any client or tool that kept an old id: it gets UNKNOWN_TOPIC_ID and cannot read, write or delete "
+               "the live topic that now has the name.",
+               "KIP-516, 'Proposed Changes': a random UUID is generated on topic creation and the all-zero UUID is "
+               "reserved as null; Kafka's Uuid.java also reserves ONE_UUID and never hands either out.")

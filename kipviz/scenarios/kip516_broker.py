@@ -141,6 +141,23 @@ def _stale_state(trace: Trace, behaviour: str) -> None:
     trace.result.update(behaviour=behaviour, old_topic_id=to_kafka_str(old), new_topic_id=to_kafka_str(new),
                         broker1_answer=r1[("orders", 0)], stale_dir=stale.dir if stale else None,
                         partition_metadata=_log(trace, 1, "orders").partition_metadata)
+    if behaviour == "page":
+        trace.find(f"Broker 1 missed the StopReplica of 'orders' while it was down; when LeaderAndIsr brings it "
+                   f"the new topic id B for orders-0 it answers {r1[('orders', 0)]}, closes the log of id A and moves "
+                   f"it to {stale.dir if stale else '(nowhere)'}, removed 4 hours later.",
+                   "An operator of broker 1: one WARN line names orders-0 and the deletion time; producers and "
+                   "consumers of the new 'orders' see nothing.",
+                   "KIP-516, 'Immediate delete scenarios / Stale state' (as written, never shipped): 'we will close "
+                   "the Log for A_p0_id0, and move A_p0_id0 to the deleting directory'.")
+    else:
+        trace.find(f"A shipped ZooKeeper-mode broker answers LeaderAndIsr with the new id B for a log of id A with "
+                   f"{r1[('orders', 0)]}: broker 1 does not become a replica of the new orders-0 and the stale log "
+                   "stays on its disk, partition.metadata still naming A.",
+                   "The controller (the answer is keyed by topic id) and an operator of broker 1, who must remove "
+                   "the stale log by hand; the page's automatic clean-up does not happen.",
+                   "KIP-516 as shipped (2.8-3.9): ReplicaManager.becomeLeaderOrFollower (ReplicaManager.scala) "
+                   "refuses a mismatched id with INCONSISTENT_TOPIC_ID; shipped ZooKeeper controllers never reused "
+                   "a name before every replica acknowledged the deletion.")
 
 
 @scenario("kip516.broker_stale_state", kip=KIP, status="proposed", **ZK_BROKER,
@@ -206,6 +223,13 @@ def full_leader_and_isr(trace: Trace) -> None:
     trace.expect("one deletion for each of the page's two kinds of stale partition",
                  sorted(causes) == ["absent-from-full", "stale-topic-id"], repr(causes))
     trace.result.update(deleted_dirs=sorted(lg.dir for lg in (audit, billing) if lg), causes=sorted(causes))
+    trace.find("An INCREMENTAL LeaderAndIsr left the stale logs of the deleted 'audit' and the old 'billing' on "
+               f"broker 2; only the FULL one staged them for deletion ({', '.join(sorted(causes))}).",
+               "An operator of broker 2: disk space held by deleted topics until a controller sends a FULL "
+               "request, which shipped ZooKeeper controllers never did.",
+               "KIP-516, 'Protocol Changes' (LeaderAndIsr Type) and its 4-hour delay setting: a FULL request "
+               "stages every partition it does not list for deletion; shipped controllers sent Type 0 "
+               "(LeaderAndIsrRequest.json), so this never ran.")
 
 
 # ---- deletion without waiting -----------------------------------------------------------------------------------
@@ -250,10 +274,21 @@ def delete_without_waiting(trace: Trace) -> None:
     deleting = [lg.dir for lg in trace.cluster.replicas.deleting]
     trace.result.update(old_topic_id=to_kafka_str(old), new_topic_id=to_kafka_str(new), deleting=deleting,
                         stop_replica_answered=[b for b, a in answers.items() if a is not None])
+    trace.find(f"DeleteTopics succeeded while broker 2 was down (StopReplica answered by brokers "
+               f"{', '.join(str(b) for b, a in answers.items() if a is not None)} only); 'events' was recreated and "
+               f"used at once, and broker 2's first FULL LeaderAndIsr moved its own stale log to {stale.dir}.",
+               "Producers and consumers of 'events': no outage while broker 2 is down, where a ZooKeeper controller "
+               "would have kept the name 'being deleted'; an operator of broker 2 finds the stale log staged for "
+               "deletion.",
+               "KIP-516, 'Protocol Changes' on immediate deletion: 'the topic is considered deleted, and a topic "
+               "with the same name can be created'; shipped ZooKeeper controllers still waited "
+               "(TopicDeletionManager.scala) and deletion without waiting came with KRaft.")
 
 
 # ---- migration -------------------------------------------------------------------------------------------------
 @scenario("kip516.migration", kip=KIP, status="released", **ZK_BROKER,
+          no_findings="Migration works as the page and Kafka 2.8 describe; nothing goes wrong, the checks show each "
+                      "step.",
           title="KIP-516 migration: logs written before topic ids get an id and a partition.metadata file",
           summary="Brokers 0 and 1 hold 'legacy' from before topic ids (no partition.metadata). A LeaderAndIsr "
                   "v4 (an inter-broker protocol before 2.8) changes nothing. The controller assigns the topic an "
@@ -317,3 +352,11 @@ def stop_replica_by_name(trace: Trace) -> None:
                  victim is not None and victim.state == "Deleting" and _log(trace, 1, "orders") is None)
     trace.result.update(old_topic_id=to_kafka_str(old), new_topic_id=to_kafka_str(new),
                         deleted_live_replica=victim.dir if victim else None)
+    trace.find(f"The controller's retried StopReplica for the deleted 'orders' (v4, by name, LeaderEpoch -2) is "
+               f"answered {r[('orders', 0)]} by broker 1, which moves its replica of the LIVE topic B to "
+               f"{victim.dir if victim else '(nowhere)'}.",
+               "Every client of the new orders-0: broker 1's replica of the live topic is gone and nobody gets an "
+               "error; an operator finds the log of B renamed for deletion.",
+               "KIP-516, 'Protocol Changes' step 4 retries unanswered StopReplica requests, and the page wants "
+               "StopReplica to carry the topic id; shipped StopReplica (StopReplicaRequest.json, v0-4) never got "
+               "one, and epoch -2 skips the leader epoch check (ReplicaManager.stopReplicas).")

@@ -28,6 +28,7 @@ def _states(trace: Trace) -> dict[int, tuple[str, int]]:
 
 
 @scenario("kip932.acquire_and_acknowledge", title="KIP-932: two consumers share a partition; accept, release, reject",
+          no_findings="The KIP-932 basics as Kafka ships them: nothing goes wrong, and the checks say each step.",
           **RELEASED)
 def acquire_and_acknowledge(trace: Trace) -> None:
     """Consumer A acquires 4 records (MaxRecords 4), consumer B the next 4 of the same partition.
@@ -105,4 +106,11 @@ def lock_expiry_delivery_limit(trace: Trace) -> None:
     trace.expect("after the last lock expiry the record is ARCHIVED (not redelivered again)",
                  st.get(0, ("ARCHIVED",))[0] == "ARCHIVED" and sp.spso == 1, f"{st}, SPSO {sp.spso}")
     trace.result.update(delivery_counts=counts, lock_ms=lock_ms, limit=limit)
+    trace.find(f"A record that is never acknowledged comes back every {lock_ms // 1000} s with delivery counts "
+               f"{', '.join(map(str, counts))}, and after lock expiry number {limit} it is {st.get(0, ('ARCHIVED',))[0]}: "
+               f"never processed, and the share-partition start offset moves past it (SPSO {sp.spso}).",
+               f"The application (client slow-consumer, group '{GROUP}'): the record on {INPUT}-0 silently stops "
+               "coming back, with no error; only the record's delivery count hinted at it.",
+               "KIP-932, 'Delivery count': group.share.delivery.count.limit (default 5) archives a record after "
+               "that many deliveries; since Kafka 4.2 the limit is checked at lock expiry (SharePartition.java).")
     sc.close()

@@ -18,9 +18,11 @@ _STYLE = ("<style>.kv-report table{border-collapse:collapse;margin:.3em 0 .8em}"
 
 
 def findings_html(trace: Trace) -> str:
-    """The findings as a table (what / who sees it / what the KIP says); "" when there are none."""
+    """The findings as a table (what / who sees it / what the KIP says); when there are none on
+    purpose, the scenario's reason in one line."""
     if not trace.findings:
-        return ""
+        reason = trace.scenario.no_findings
+        return f'<p class="detail">Nothing goes wrong here: {html.escape(reason)}</p>' if reason else ""
     rows = "".join(f"<tr><td>{html.escape(f.what)}</td><td>{html.escape(f.who)}</td>"
                    f"<td>{html.escape(f.kip)}</td></tr>" for f in trace.findings)
     return ("<h4>Findings</h4><table><tr><th>what goes wrong</th><th>who sees it</th>"
@@ -51,7 +53,9 @@ class Report:
         return f'{_STYLE}<div class="kv-report">{findings_html(self.trace)}{checks_html(self.trace)}</div>'
 
     def __repr__(self) -> str:
-        lines = ["Findings:", *findings_text(self.trace)] if self.trace.findings else []
+        lines = (["Findings:", *findings_text(self.trace)] if self.trace.findings else
+                 [f"Nothing goes wrong here: {self.trace.scenario.no_findings}"] if self.trace.scenario.no_findings
+                 else [])
         lines += [f"  {'✓' if c.passed else '✗'} {c.description}" for c in self.trace.checks]
         return "\n".join(lines)
 

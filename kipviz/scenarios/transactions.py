@@ -196,10 +196,19 @@ def _rpw(trace: Trace, commit: bool) -> None:
     trace.expect("the committed offsets now advance", consumer.committed() == offsets2 == offsets,
                  f"{offsets2}")
     trace.result.update(retry_records=records2, retry_offsets=offsets2)
+    trace.find(f"The abort drops the staged offsets with the output: the consumer rewinds to the committed "
+               f"positions ({', '.join(f'{t}-{q}: {o}' for (t, q), o in sorted(restart.items()))}) and reads all "
+               f"{len(records2)} records again, while the {len(everything)} aborted output records stay in the log.",
+               f"A read_uncommitted consumer of {OUTPUT}: it sees the {len(everything)} aborted records as well as "
+               "the retried ones; read_committed readers see each record once.",
+               "KIP-98 ('Transactional Guarantees') and KIP-447: offsets sent to a transaction abort with it, and "
+               "only isolation.level=read_committed hides aborted records (the ABORT markers).")
 
 
 @scenario("txn.read_process_write_commit", title="Read-process-write: consume, produce and commit offsets "
           "in one transaction", kip="KIP-447", status="released",
+          no_findings="The baseline loop the other txn.* scenarios depart from: nothing goes wrong, and the checks "
+                      "say what holds.",
           summary="A KIP-848 consumer reads orders, a transactional producer writes enriched copies and sends "
                   "the consumer's offsets to the transaction (TxnOffsetCommit with the member epoch), then "
                   "commits: the output becomes visible to read_committed readers and the group's offsets "
@@ -290,6 +299,16 @@ def timeout_abort(trace: Trace) -> None:
                  error == "PRODUCER_FENCED" and producer.state == "FATAL_ERROR"
                  and bool(end) and error_names(end[-1]) == ["PRODUCER_FENCED"],
                  f"{error}; EndTxn v{end[-1].version if end else '?'} -> {error_names(end[-1]) if end else '-'}")
+    trace.find(f"The stalled transaction is aborted by the coordinator {txn.last_update_ms - started} ms after it "
+               f"began (transaction.timeout.ms {timeout} plus the abort scan's "
+               f"{c.config.transaction_abort_timed_out_interval_ms} ms interval); until then OffsetFetch "
+               f"with RequireStable answers {unstable}, and the producer's late commit is answered {error}.",
+               f"The read_committed readers of {OUTPUT} (nothing visible while it is open) and group '{GROUP}' "
+               f"(UNSTABLE_OFFSET_COMMIT); the producer slow-producer ends in {producer.state} and must be "
+               "replaced.",
+               "KIP-98: transaction.timeout.ms bounds how long an open transaction holds up readers; the "
+               "coordinator's abort scan fences the epoch and aborts (TransactionCoordinator.scala, "
+               "abortTimedOutTransactions).")
 
 
 # ---- zombie fencing --------------------------------------------------------------------------------------
@@ -360,6 +379,14 @@ def zombie_fencing(trace: Trace) -> None:
                  and set(written) >= {offsets_partition(trace)},
                  ", ".join(f"{t}-{p}: {[x for x, _ in m]}" for (t, p), m in sorted(written.items())))
     trace.result.update(producer_id=pid, epoch_a=epoch_a, epoch_b=pb.producer_epoch)
+    trace.find(f"Instance B's InitProducerId is answered {' then '.join(error_names(e)[0] for e in inits)}: it fences "
+               f"A's epoch {epoch_a} (B holds {pb.producer_epoch}) and aborts A's open transaction, so A's late "
+               f"commit is answered {error} and nothing A wrote becomes visible.",
+               f"Instance A (client instance-a) gets PRODUCER_FENCED and is fatal; instance B is answered "
+               f"CONCURRENT_TRANSACTIONS {sum(error_names(e)[0] == 'CONCURRENT_TRANSACTIONS' for e in inits)} "
+               "time(s) and retries; read_committed readers see each output record once, B's.",
+               "KIP-98, zombie fencing: InitProducerId bumps the epoch of the transactional.id and aborts its open "
+               "transaction, so an older instance is fenced (TransactionCoordinator.scala, handleInitProducerId).")
 
 
 # ---- transaction version 1 vs 2 ----------------------------------------------------------------------
@@ -440,3 +467,10 @@ def tv1_vs_tv2(trace: Trace) -> None:
                  visible == sorted(transform(r.value) for rs in (runs1, runs2) for _, recs in rs for r in recs)
                  and len(visible) == 8, f"{len(visible)} records")
     trace.result["tv2_marker_epochs"] = sorted(marker_epochs)
+    trace.find(f"Under transaction.version 1 the producer epoch never moves ({epochs1}); under version 2 every "
+               f"EndTxn bumps it ({epochs2}), so each marker carries the data's epoch plus one (data "
+               f"{sorted(data_epochs)}, markers {sorted(marker_epochs)}).",
+               "Anyone reading the log (kafka-dump-log.sh) or a tool matching markers to data by epoch; the "
+               "application sees no difference, and the client sends no AddPartitionsToTxn at version 2.",
+               "KIP-890 part 2: with transaction.version 2 the coordinator bumps the epoch at every end of "
+               "transaction (EndTxn v5) and adds partitions on the broker (AddPartitionsToTxn v5).")

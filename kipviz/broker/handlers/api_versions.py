@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ...schema import registry
+from ..api_errors import rows
 from ..config import served_versions
 from ..error_codes import CODE
 from . import Request, handles
@@ -36,6 +37,15 @@ def misrouted(cluster, req: Request) -> tuple[str, str] | None:
     if node is not None and node >= 0 and node != req.broker:
         return "REBOOTSTRAP_REQUIRED", f"NodeId {node} reached broker {req.broker}"
     return None
+
+
+# The errors ApiVersions can return (kipviz.broker.api_errors reads ERRORS). UNSUPPORTED_VERSION is
+# cluster.handle's answer to a version the broker does not serve, with the broker's ApiKeys (KIP-511).
+ERRORS = {"ApiVersions": (
+    rows(0, ("UNSUPPORTED_VERSION",), "ApiVersionsResponse.json (KIP-511: answered with the broker's ApiKeys)")
+    + rows(3, ("INVALID_REQUEST",), "ApiVersionsRequest.isValid (KIP-511, v3 ClientSoftwareName/Version); "
+                                    "KIP-1242 (v5) a NodeId without a ClusterId: the model checks the v5 case only")
+    + rows(5, ("REBOOTSTRAP_REQUIRED",), "KIP-1242 (ApiVersions v5, Kafka 4.4)"))}
 
 
 @handles("ApiVersions")

@@ -16,6 +16,7 @@ Only the settings the model has are listed (a real broker lists a few hundred); 
 documentation are not sent."""
 from __future__ import annotations
 
+from ..api_errors import rows
 from ..error_codes import CODE
 from . import Request, handles
 from .metadata import CLUSTER_RESOURCE
@@ -115,6 +116,13 @@ def _describe(cluster, req: Request, res: dict) -> dict:
                 entry.update(ConfigType=ctype, Documentation=None)
             out["Configs"].append(entry)
     return out
+
+
+# The errors DescribeConfigs can return (kipviz.broker.api_errors reads ERRORS)
+ERRORS = {"DescribeConfigs": rows(0, (
+    "CLUSTER_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED",
+    "UNKNOWN_TOPIC_OR_PARTITION", "INVALID_REQUEST"), "KafkaApis.handleDescribeConfigsRequest, "
+                                                     "ConfigHelper.describeConfigs")}
 
 
 @handles("DescribeConfigs")

@@ -32,6 +32,7 @@ from ...records.header import MAGIC_OFFSET, batch_bounds, batch_size, is_transac
 from ...records.header import TRANSACTIONAL_MASK as TRANSACTIONAL_BIT
 from ...uuids import ZERO_UUID
 from .. import events as ev
+from ..api_errors import kafka_only, rows
 from ..error_codes import CODE
 from . import CLOSE, DEFERRED, Request, handles
 from .metadata import CLUSTER_RESOURCE, epoch_error, err, is_zero, leader_alive, log_of, model_state, node, shape
@@ -281,6 +282,29 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
     return out
 
 
+# The errors Produce can return, by version (kipviz.broker.api_errors reads ERRORS; the judge in
+# tests/test_api_errors.py checks every code the handler below can answer is declared here).
+ERRORS = {}
+ERRORS["Produce"] = (
+    rows(0, ("UNKNOWN_TOPIC_OR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "MESSAGE_TOO_LARGE", "CORRUPT_MESSAGE",
+             "INVALID_REQUIRED_ACKS", "NOT_ENOUGH_REPLICAS", "TOPIC_AUTHORIZATION_FAILED"), "ProduceResponse.json")
+    + kafka_only(0, ("REQUEST_TIMED_OUT",), "ProduceResponse.json",
+                 "the model answers acks=-1 once the batch is appended: no followers to wait for")
+    + rows(0, ("INVALID_TOPIC_EXCEPTION",), "ReplicaManager.appendToLocalLog: no client appends to an internal topic")
+    # also the kit's answer when a codec library is missing (cramjam), at any version
+    + rows(0, ("UNSUPPORTED_COMPRESSION_TYPE",), "ProduceRequest.validateRecords: zstd needs v7+ (KIP-110)", until=6)
+    + rows(3, ("OUT_OF_ORDER_SEQUENCE_NUMBER", "INVALID_PRODUCER_EPOCH", "INVALID_TXN_STATE",
+               "INVALID_PRODUCER_ID_MAPPING", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"), "KIP-98 (Produce v3)")
+    + kafka_only(3, ("DUPLICATE_SEQUENCE_NUMBER",), "KIP-98 (Produce v3)",
+                 "a retried batch among the producer's last five is answered NONE with its first offset "
+                 "(ProducerStateManager), so the model never names it")
+    + kafka_only(4, ("KAFKA_STORAGE_ERROR",), "ProduceResponse.json: 'Version 4 added KAFKA_STORAGE_ERROR'",
+                 "the model has no log directories to fail")
+    + rows(8, ("INVALID_RECORD",), "KIP-467 (Produce v8)")
+    + rows(11, ("TRANSACTION_ABORTABLE",), "KIP-890 (Produce v11)")
+    + rows(13, ("UNKNOWN_TOPIC_ID",), "KIP-516 (Produce v13, ProduceResponse.json: 'May return UNKNOWN_TOPIC_ID')"))
+
+
 @handles("Produce")
 def produce(cluster, req: Request) -> dict:
     v, body = req.version, req.body
@@ -396,6 +420,24 @@ def _fetch_partition(cluster, req: Request, topic, name, unknown_code, fp: dict,
     if isolation == 1 and not follower:
         out["AbortedTransactions"] = aborted_transactions(log, offset, end)
     return out
+
+
+ERRORS["Fetch"] = (
+    rows(0, ("UNKNOWN_TOPIC_OR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "OFFSET_OUT_OF_RANGE",
+             "TOPIC_AUTHORIZATION_FAILED"), "FetchResponse.json")
+    + rows(4, ("INVALID_REQUEST",), "the kit's answer to an IsolationLevel other than 0 or 1 (v4 adds the field; "
+                                   "Kafka's IsolationLevel.forId rejects it)")
+    + kafka_only(6, ("KAFKA_STORAGE_ERROR",), "FetchResponse.json: 'Starting in version 6, we may return "
+                                             "KAFKA_STORAGE_ERROR'", "the model has no log directories to fail")
+    + rows(7, ("FETCH_SESSION_ID_NOT_FOUND",), "KIP-227 (Fetch v7)")
+    + kafka_only(7, ("INVALID_FETCH_SESSION_EPOCH",), "KIP-227 (Fetch v7)",
+                 "the model never creates an incremental fetch session (a broker without free session slots), "
+                 "so any session id is FETCH_SESSION_ID_NOT_FOUND")
+    + rows(9, ("FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH"), "KIP-320 (Fetch v9)")
+    + rows(13, ("UNKNOWN_TOPIC_ID",), "KIP-516 (Fetch v13)")
+    + kafka_only(13, ("INCONSISTENT_TOPIC_ID",), "KIP-516 (Fetch v13)",
+                 "the model finds a v13+ topic by its id alone, so the id never disagrees with the log's "
+                 "(Kafka: Partition.checkTopicId)"))
 
 
 @handles("Fetch")
@@ -516,6 +558,16 @@ def _list_offset(cluster, req: Request, topic, name, lp: dict, isolation: int, r
         if found is not None and found.offset < last_fetchable:
             out.update(Timestamp=found.timestamp, Offset=found.offset, LeaderEpoch=epoch)
     return out
+
+
+ERRORS["ListOffsets"] = (
+    rows(0, ("UNKNOWN_TOPIC_OR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "TOPIC_AUTHORIZATION_FAILED"),
+         "KafkaApis.handleListOffsetRequest")
+    + rows(1, ("INVALID_REQUEST",), "KafkaApis.handleListOffsetRequestV1AndAbove: a partition listed twice; v2+ "
+                                    "an IsolationLevel other than 0 or 1")
+    + rows(4, ("FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH"), "KIP-320 (ListOffsets v4 CurrentLeaderEpoch)"))
+# (Kafka adds OFFSET_NOT_AVAILABLE at v5, KIP-207: a code schema/error_codes does not define yet; a new
+# leader in the model knows its high watermark at once, so the model would not answer it)
 
 
 @handles("ListOffsets")

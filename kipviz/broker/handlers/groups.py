@@ -7,6 +7,7 @@ order follow released Kafka's KafkaApis (FACTS.md (c) 'Broker front door') and K
 TxnOffsetCommit v6."""
 from __future__ import annotations
 
+from ..api_errors import kafka_only, rows
 from ..error_codes import CODE
 from ..groups import ASSIGNORS, PARKED, GroupError, shape
 from . import Request, handles
@@ -14,6 +15,14 @@ from . import Request, handles
 GROUP_OPS = (3, 8, 6, 10, 11)   # READ, DESCRIBE, DELETE, DESCRIBE_CONFIGS, ALTER_CONFIGS (AclOperation codes)
 OP_NAMES = {3: "READ", 8: "DESCRIBE", 6: "DELETE", 10: "DESCRIBE_CONFIGS", 11: "ALTER_CONFIGS"}
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+# The errors each group RPC can return, by version, declared above its handler
+# (kipviz.broker.api_errors reads ERRORS; tests/test_api_errors.py judges them against the code).
+ERRORS = {}
+_LOADED = "the model's group coordinator is always loaded"
+_CLASSIC = ("GROUP_AUTHORIZATION_FAILED", "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "INVALID_GROUP_ID",
+            "UNKNOWN_MEMBER_ID")
+_CLASSIC_SRC = "KafkaApis, GroupCoordinatorService and the classic group protocol (GroupMetadataManager)"
 
 
 def finish(api: str, version: int, body: dict) -> dict:
@@ -39,6 +48,13 @@ def _authorized_ops(cluster, req: Request, group_id: str) -> int:
 
 
 # ---- classic group protocol -------------------------------------------------------------------------
+ERRORS["JoinGroup"] = (
+    rows(0, _CLASSIC + ("INVALID_SESSION_TIMEOUT", "INCONSISTENT_GROUP_PROTOCOL"), _CLASSIC_SRC)
+    + kafka_only(0, ("COORDINATOR_LOAD_IN_PROGRESS",), _CLASSIC_SRC, _LOADED)
+    + rows(4, ("MEMBER_ID_REQUIRED",), "KIP-394 (JoinGroup v4: JoinGroupRequest.requiresKnownMemberId)")
+    + rows(5, ("FENCED_INSTANCE_ID",), "KIP-345 (JoinGroup v5 GroupInstanceId)"))
+
+
 @handles("JoinGroup")
 def join_group(cluster, req: Request) -> dict:
     b = req.body
@@ -59,6 +75,13 @@ def join_group(cluster, req: Request) -> dict:
     return finish("JoinGroup", req.version, {**fail, **body})
 
 
+ERRORS["SyncGroup"] = (
+    rows(0, _CLASSIC + ("ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS"), _CLASSIC_SRC)
+    + kafka_only(0, ("COORDINATOR_LOAD_IN_PROGRESS",), _CLASSIC_SRC, _LOADED)
+    + rows(3, ("FENCED_INSTANCE_ID",), "KIP-345 (SyncGroup v3 GroupInstanceId)")
+    + rows(5, ("INCONSISTENT_GROUP_PROTOCOL",), "KIP-559 (SyncGroup v5 ProtocolType/ProtocolName)"))
+
+
 @handles("SyncGroup")
 def sync_group(cluster, req: Request) -> dict:
     b = req.body
@@ -76,6 +99,12 @@ def sync_group(cluster, req: Request) -> dict:
     return finish("SyncGroup", req.version, body)
 
 
+ERRORS["Heartbeat"] = (
+    rows(0, _CLASSIC + ("ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS"), _CLASSIC_SRC)
+    + kafka_only(0, ("COORDINATOR_LOAD_IN_PROGRESS",), _CLASSIC_SRC, _LOADED)
+    + rows(3, ("FENCED_INSTANCE_ID",), "KIP-345 (Heartbeat v3 GroupInstanceId)"))
+
+
 @handles("Heartbeat")
 def heartbeat(cluster, req: Request) -> dict:
     b = req.body
@@ -86,6 +115,12 @@ def heartbeat(cluster, req: Request) -> dict:
     if _wrong_coordinator(cluster, req, b["GroupId"]):
         return finish("Heartbeat", req.version, {"ErrorCode": CODE["NOT_COORDINATOR"]})
     return finish("Heartbeat", req.version, cluster.groups.heartbeat(req, b))
+
+
+ERRORS["LeaveGroup"] = (
+    rows(0, _CLASSIC, _CLASSIC_SRC)
+    + kafka_only(0, ("COORDINATOR_LOAD_IN_PROGRESS",), _CLASSIC_SRC, _LOADED)
+    + rows(3, ("FENCED_INSTANCE_ID",), "KIP-345 (LeaveGroup v3 batch of members with GroupInstanceId)"))
 
 
 @handles("LeaveGroup")
@@ -141,6 +176,21 @@ def _validate_consumer_heartbeat(b: dict, version: int) -> GroupError | None:
     return None
 
 
+ERRORS["ConsumerGroupHeartbeat"] = (
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "NOT_COORDINATOR", "INVALID_REQUEST", "UNKNOWN_MEMBER_ID",
+             "FENCED_MEMBER_EPOCH", "UNSUPPORTED_ASSIGNOR", "UNRELEASED_INSTANCE_ID"),
+         "KIP-848 ConsumerGroupHeartbeatResponse.json")
+    + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
+                 "KIP-848 ConsumerGroupHeartbeatResponse.json", _LOADED)
+    + rows(0, ("FENCED_INSTANCE_ID",), "GroupMetadataManager.throwIfInstanceIdIsFenced (not in the schema's list)")
+    + rows(0, ("GROUP_ID_NOT_FOUND",), "GroupMetadataManager: 'Group ... is not a consumer group.' (not in the "
+                                       "schema's list)")
+    + rows(0, ("TOPIC_AUTHORIZATION_FAILED",), "KafkaApis.handleConsumerGroupHeartbeat: a subscribed topic the "
+                                               "principal may not DESCRIBE (not in the schema's list)")
+    # the schema's list calls it INVALID_SUBSCRIPTION_REGEX; the error code is INVALID_REGULAR_EXPRESSION
+    + rows(1, ("INVALID_REGULAR_EXPRESSION",), "KIP-848 (ConsumerGroupHeartbeat v1 SubscribedTopicRegex)"))
+
+
 @handles("ConsumerGroupHeartbeat")
 def consumer_group_heartbeat(cluster, req: Request) -> dict:
     b = req.body
@@ -162,6 +212,18 @@ def consumer_group_heartbeat(cluster, req: Request) -> dict:
     except GroupError as e:
         return error(e.code, e.message)
     return finish("ConsumerGroupHeartbeat", req.version, body)
+
+
+ERRORS["ConsumerGroupDescribe"] = (
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "NOT_COORDINATOR", "INVALID_GROUP_ID", "GROUP_ID_NOT_FOUND"),
+         "KIP-848 ConsumerGroupDescribeResponse.json")
+    + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
+                 "KIP-848 ConsumerGroupDescribeResponse.json", _LOADED)
+    + kafka_only(0, ("INVALID_REQUEST",), "KIP-848 ConsumerGroupDescribeResponse.json",
+                 "the model's ConsumerGroupDescribe rejects only an empty group id (INVALID_GROUP_ID)")
+    + rows(0, ("TOPIC_AUTHORIZATION_FAILED",), "KafkaApis.handleConsumerGroupDescribe: 'The group has described "
+                                               "topic(s) that the client is not authorized to describe.' (not in "
+                                               "the schema's list)"))
 
 
 @handles("ConsumerGroupDescribe")
@@ -192,6 +254,10 @@ def consumer_group_describe(cluster, req: Request) -> dict:
 
 
 # ---- listing and describing ---------------------------------------------------------------------------
+ERRORS["ListGroups"] = kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
+                                  "GroupCoordinatorService.listGroups", _LOADED)
+
+
 @handles("ListGroups")
 def list_groups(cluster, req: Request) -> dict:
     b = req.body
@@ -201,6 +267,15 @@ def list_groups(cluster, req: Request) -> dict:
     if not cluster.authorized(req.principal, "CLUSTER", "kafka-cluster", "DESCRIBE"):
         groups = [g for g in groups if cluster.authorized(req.principal, "GROUP", g["GroupId"], "DESCRIBE")]
     return finish("ListGroups", req.version, {"ErrorCode": 0, "Groups": groups})
+
+
+ERRORS["DescribeGroups"] = (
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "NOT_COORDINATOR"), "KafkaApis.handleDescribeGroupsRequest, "
+                                                              "GroupCoordinatorService.describeGroups")
+    + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
+                 "GroupCoordinatorService.describeGroups", "the model's group coordinator is always loaded")
+    + rows(6, ("GROUP_ID_NOT_FOUND",), "DescribeGroupsResponse.json: 'Version 6 returns error code GROUP_ID_NOT_FOUND' "
+                                       "(KIP-1043)"))
 
 
 @handles("DescribeGroups")
@@ -220,6 +295,13 @@ def describe_groups(cluster, req: Request) -> dict:
             if d["ErrorCode"] == 0:
                 d["AuthorizedOperations"] = _authorized_ops(cluster, req, d["GroupId"])
     return finish("DescribeGroups", req.version, {"Groups": errors + results})
+
+
+ERRORS["DeleteGroups"] = (
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "NOT_COORDINATOR", "INVALID_GROUP_ID", "GROUP_ID_NOT_FOUND",
+             "NON_EMPTY_GROUP"), "KIP-229: KafkaApis.handleDeleteGroupsRequest, GroupCoordinatorService.deleteGroups")
+    + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
+                 "GroupCoordinatorService.deleteGroups", "the model's group coordinator is always loaded"))
 
 
 @handles("DeleteGroups")
@@ -310,6 +392,31 @@ def _everywhere(topics: list[dict], code: int, by_id: bool) -> list[dict]:
             for t in topics]
 
 
+ERRORS["OffsetCommit"] = (
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE"), "OffsetCommitResponse.json")
+    + kafka_only(0, ("COORDINATOR_LOAD_IN_PROGRESS",), "OffsetCommitResponse.json",
+                 "the model's group coordinator is always loaded")
+    + kafka_only(0, ("INVALID_COMMIT_OFFSET_SIZE",), "OffsetCommitResponse.json",
+                 "the model appends an offset record of any size (Kafka 4's coordinator answers a too large "
+                 "one UNKNOWN_SERVER_ERROR: CoordinatorOperationExceptionHelper, FACTS (c))")
+    + rows(0, ("TOPIC_AUTHORIZATION_FAILED", "UNKNOWN_TOPIC_OR_PARTITION"),
+           "KafkaApis.handleOffsetCommitRequest: per topic, by name (FACTS (c))")
+    + rows(0, ("OFFSET_METADATA_TOO_LARGE",), "OffsetMetadataManager: metadata over offset.metadata.max.bytes "
+                                              "(FACTS (c))")
+    + rows(0, ("REBALANCE_IN_PROGRESS",), "ClassicGroup.validateOffsetCommit: a commit while the group completes "
+                                          "its rebalance (FACTS (c))")
+    # a consumer-protocol member must commit with v9+ (ConsumerGroup.validateOffsetCommit)
+    + rows(0, ("UNSUPPORTED_VERSION",), "ConsumerGroup.validateOffsetCommit: 'OffsetCommit version 9 or above "
+                                        "must be used by members using the consumer group protocol'", until=8)
+    + rows(1, ("ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"), "OffsetCommitResponse.json")
+    + rows(7, ("FENCED_INSTANCE_ID",), "KIP-345 (OffsetCommit v7 adds GroupInstanceId)")
+    + kafka_only(7, ("FENCED_MEMBER_EPOCH",), "OffsetCommitResponse.json",
+                 "the schema lists it, but Kafka's coordinator answers a stale epoch STALE_MEMBER_EPOCH, never "
+                 "FENCED_MEMBER_EPOCH, for an offset commit (FACTS (c))")
+    + rows(9, ("GROUP_ID_NOT_FOUND", "STALE_MEMBER_EPOCH"), "OffsetCommitResponse.json (KIP-848, v9)")
+    + rows(10, ("UNKNOWN_TOPIC_ID",), "OffsetCommitResponse.json (KIP-848, v10)"))
+
+
 @handles("OffsetCommit")
 def offset_commit(cluster, req: Request) -> dict:
     b = req.body
@@ -327,6 +434,24 @@ def offset_commit(cluster, req: Request) -> dict:
             results = cluster.groups.commit_offsets(req, b, valid)
         _merge(builder, valid, results)
     return finish("OffsetCommit", req.version, {"Topics": builder.body()})
+
+
+ERRORS["TxnOffsetCommit"] = (
+    rows(0, ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",
+             "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED",
+             "INVALID_PRODUCER_EPOCH", "UNKNOWN_TOPIC_OR_PARTITION", "OFFSET_METADATA_TOO_LARGE"),
+         "TxnOffsetCommitResponse.json")
+    + kafka_only(0, ("INVALID_COMMIT_OFFSET_SIZE",), "TxnOffsetCommitResponse.json",
+                 "the model appends an offset record of any size (Kafka 4's coordinator answers a too large "
+                 "one UNKNOWN_SERVER_ERROR: CoordinatorOperationExceptionHelper, FACTS (c))")
+    + rows(0, ("INVALID_GROUP_ID",), "GroupCoordinatorService.commitTransactionalOffsets: a null or empty group "
+                                     "id (FACTS (c))")
+    + rows(0, ("CONCURRENT_TRANSACTIONS", "INVALID_PRODUCER_ID_MAPPING", "INVALID_TXN_STATE", "INVALID_REQUEST"),
+           "KIP-890 verification (AddPartitionsToTxnManager), passed through CoordinatorOperationExceptionHelper "
+           "(FACTS (c))")
+    + rows(3, ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_INSTANCE_ID"), "KIP-447 (TxnOffsetCommit v3)")
+    + rows(4, ("TRANSACTION_ABORTABLE",), "KIP-890 (TxnOffsetCommit v4)")
+    + rows(6, ("GROUP_ID_NOT_FOUND", "STALE_MEMBER_EPOCH", "UNKNOWN_TOPIC_ID"), "KIP-1319 (TxnOffsetCommit v6)"))
 
 
 @handles("TxnOffsetCommit")
@@ -357,6 +482,17 @@ def txn_offset_commit(cluster, req: Request) -> dict:
             results = cluster.groups.commit_transactional_offsets(req, b, valid)
         _merge(builder, valid, results)
     return done(builder.body())
+
+
+ERRORS["OffsetFetch"] = (
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "NOT_COORDINATOR", "GROUP_ID_NOT_FOUND"), "OffsetFetchResponse.json")
+    + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"), "OffsetFetchResponse.json",
+                 "the model's group coordinator is always loaded")
+    + rows(0, ("TOPIC_AUTHORIZATION_FAILED",), "KafkaApis.handleOffsetFetchRequest: a topic the principal may not "
+                                               "DESCRIBE")
+    + rows(7, ("UNSTABLE_OFFSET_COMMIT",), "OffsetFetchResponse.json (KIP-447, v7 RequireStable)")
+    + rows(9, ("STALE_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"), "OffsetFetchResponse.json (KIP-848, v9)")
+    + rows(10, ("UNKNOWN_TOPIC_ID",), "OffsetFetchResponse.json (KIP-848, v10)"))
 
 
 @handles("OffsetFetch")

@@ -10,6 +10,7 @@ The model keeps no epoch history (no replication): every stored record belongs t
 leader epoch, so an older epoch on a non-empty log ends where the current one started (0)."""
 from __future__ import annotations
 
+from ..api_errors import rows
 from ..error_codes import CODE
 from . import Request, handles
 from .metadata import epoch_error, leader_alive, log_of
@@ -39,6 +40,13 @@ def _partition(cluster, req: Request, topic, op: dict) -> dict:
     elif wanted >= 0 and log.log_end_offset > 0:
         out.update(LeaderEpoch=wanted, EndOffset=0)
     return out
+
+
+# The errors OffsetForLeaderEpoch can return (kipviz.broker.api_errors reads ERRORS)
+ERRORS = {"OffsetForLeaderEpoch": (
+    rows(0, ("UNKNOWN_TOPIC_OR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "TOPIC_AUTHORIZATION_FAILED"),
+         "KafkaApis.handleOffsetForLeaderEpochRequest")
+    + rows(2, ("FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH"), "KIP-320 (OffsetForLeaderEpoch v2 CurrentLeaderEpoch)"))}
 
 
 @handles("OffsetForLeaderEpoch")

@@ -28,6 +28,7 @@ import weakref
 from ...codec.fit import fit_body
 from ...records import share_coordinator_partition
 from ...uuids import ZERO_UUID, from_kafka_str, to_kafka_str
+from ..api_errors import kafka_only, rows
 from ..error_codes import CODE
 from ..topics import INTERNAL
 from . import Request, handles
@@ -225,6 +226,18 @@ def _auto_create(cluster, req: Request, name: str) -> dict:
     return _topic_error(CODE["LEADER_NOT_AVAILABLE"], name)
 
 
+# The errors each metadata RPC can return, declared above its handler (kipviz.broker.api_errors
+# reads ERRORS). POLICY_VIOLATION (CreateTopics, the kit's partition cap) is a code
+# schema/error_codes does not define yet, so no row can name it.
+ERRORS = {}
+ERRORS["Metadata"] = (
+    rows(0, ("UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE", "INVALID_TOPIC_EXCEPTION",
+             "TOPIC_AUTHORIZATION_FAILED"), "KafkaApis.handleTopicMetadataRequest (with auto-creation)")
+    + rows(10, ("INVALID_REQUEST",), "KafkaApis: 'Topic IDs are not supported in requests for version 10/11' "
+                                     "(v10 adds TopicId)")
+    + rows(12, ("UNKNOWN_TOPIC_ID",), "KIP-516 (Metadata v12: topics by id)"))
+
+
 @handles("Metadata")
 def metadata(cluster, req: Request) -> dict:
     v, body = req.version, req.body
@@ -376,6 +389,12 @@ def _model_capacity(cluster, partitions: int) -> tuple[int, str | None]:
     return 0, None
 
 
+ERRORS["CreateTopics"] = rows(0, (
+    "TOPIC_ALREADY_EXISTS", "INVALID_TOPIC_EXCEPTION", "INVALID_PARTITIONS", "INVALID_REPLICATION_FACTOR",
+    "INVALID_REPLICA_ASSIGNMENT", "INVALID_REQUEST", "TOPIC_AUTHORIZATION_FAILED"),
+    "KIP-4 CreateTopics: ControllerApis.createTopics, ReplicationControlManager.createTopics")
+
+
 @handles("CreateTopics")
 def create_topics(cluster, req: Request) -> dict:
     v, body = req.version, req.body
@@ -450,6 +469,12 @@ def _is_long(v) -> bool:
 
 
 # ---- DeleteTopics -----------------------------------------------------------------------------------
+ERRORS["DeleteTopics"] = (
+    rows(0, ("TOPIC_AUTHORIZATION_FAILED", "UNKNOWN_TOPIC_OR_PARTITION", "INVALID_REQUEST"),
+         "ControllerApis.deleteTopics: unauthorized, unknown or duplicate topics; v6 neither or both of name and id")
+    + rows(6, ("UNKNOWN_TOPIC_ID",), "KIP-516 (DeleteTopics v6 topic ids)"))
+
+
 @handles("DeleteTopics")
 def delete_topics(cluster, req: Request) -> dict:
     """ControllerApis.deleteTopics: names (v0-5 TopicNames, v6 Topics[].Name) and ids (v6)."""
@@ -563,6 +588,17 @@ def coordinator(cluster, req: Request, key_type: int, key: str) -> tuple[int, di
     if log is None or not leader_alive(cluster, log):
         return CODE["COORDINATOR_NOT_AVAILABLE"], NO_NODE
     return 0, node(cluster, log.leader)
+
+
+ERRORS["FindCoordinator"] = (
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "COORDINATOR_NOT_AVAILABLE"), "KafkaApis.handleFindCoordinatorRequest")
+    + rows(1, ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED",), "KIP-98 (FindCoordinator v1 KeyType)")
+    + rows(1, ("INVALID_REQUEST",), "CoordinatorType.forId: an unknown KeyType; a share key before v6 or "
+                                    "not 'group:topicId:partition'")
+    + kafka_only(5, ("TRANSACTION_ABORTABLE",), "FindCoordinatorResponse.json (KIP-890, v5)",
+                 "no FindCoordinator path of the model answers it")
+    + rows(6, ("CLUSTER_AUTHORIZATION_FAILED",), "KIP-932 (FindCoordinator v6: the share key type needs "
+                                                 "CLUSTER_ACTION)"))
 
 
 @handles("FindCoordinator")

@@ -5,9 +5,22 @@ side lives in kipviz.broker.replicas (KafkaApis.handleLeaderAndIsrRequest / hand
 -> ReplicaManager). Only the controller may send them (CLUSTER_ACTION on the cluster)."""
 from __future__ import annotations
 
+from ..api_errors import rows
 from ..error_codes import CODE
 from ..respond import error_response
 from . import Request, handles
+
+# The errors each controller request can return (kipviz.broker.api_errors reads ERRORS)
+ERRORS = {
+    "LeaderAndIsr": (
+        rows(0, ("CLUSTER_AUTHORIZATION_FAILED", "STALE_CONTROLLER_EPOCH", "UNKNOWN_TOPIC_OR_PARTITION"),
+             "KafkaApis.handleLeaderAndIsrRequest, ReplicaManager.becomeLeaderOrFollower")
+        + rows(5, ("INCONSISTENT_TOPIC_ID",), "KIP-516 (LeaderAndIsr v5 topic ids; Partition.checkTopicId)")),
+    "StopReplica": (
+        rows(0, ("CLUSTER_AUTHORIZATION_FAILED", "STALE_CONTROLLER_EPOCH"),
+             "KafkaApis.handleStopReplicaRequest, ReplicaManager.stopReplicas")
+        + rows(3, ("FENCED_LEADER_EPOCH",), "KIP-570 (StopReplica v3 leader epochs)")),
+}
 
 
 @handles("LeaderAndIsr", "StopReplica")

@@ -5,9 +5,25 @@ kipviz/broker/share_txn.py; this module only shapes the answer: a top-level erro
 Responses; otherwise one entry per requested partition, in request order."""
 from __future__ import annotations
 
+from ..api_errors import kafka_only, rows
 from ..share_txn import stage
 from ..transactions import complete_body
 from . import Request, handles
+
+# KIP-1289 (PROPOSED): the codes broker/share_txn.stage can answer (the page lists them), plus
+# UNSUPPORTED_VERSION below share.version 2 (cluster.handle); rows marked kafka_only are on the
+# page but never answered by the model. Read by kipviz.broker.api_errors.
+ERRORS = {"TxnShareAcknowledge": rows(0, (
+    "INVALID_REQUEST", "UNSUPPORTED_VERSION", "GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED",
+    "TRANSACTIONAL_ID_NOT_FOUND", "INVALID_PRODUCER_ID_MAPPING", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH",
+    "INVALID_TXN_STATE", "UNKNOWN_MEMBER_ID", "STALE_MEMBER_EPOCH", "UNKNOWN_TOPIC_ID", "UNKNOWN_TOPIC_OR_PARTITION",
+    "NOT_LEADER_OR_FOLLOWER", "INVALID_RECORD_STATE", "OPERATION_NOT_ATTEMPTED",
+    "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"), "broker/share_txn.stage (KIP-1289 page)")
+    + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS"),
+                 "KIP-1289 page", "the page lists them; the model's transaction coordinator is always loaded "
+                                  "and stage's broker-internal add never misses it")}
+#: errors KIP-1289's page lists that the model never answers (a departure)
+PAGE_ONLY = {"TxnShareAcknowledge": ("TRANSACTION_ABORTABLE", "KAFKA_STORAGE_ERROR")}
 
 
 @handles("TxnShareAcknowledge")

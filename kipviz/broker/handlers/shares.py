@@ -18,14 +18,42 @@ from __future__ import annotations
 
 from ... import records as rec
 from ...uuids import ZERO_UUID
+from ..api_errors import kafka_only, rows
 from ..error_codes import CODE
 from ..share_partition import AckError
 from ..shares import ShareGroupError
 from . import DEFERRED, Request, handles
 
+# The errors each share RPC can return, by version, declared above its handler (kipviz.broker.api_errors
+# reads ERRORS; tests/test_api_errors.py judges them against the code and Kafka's lists). Kafka's
+# lists are the "Supported errors" comments of clients/src/main/resources/common/message/
+# Share{Fetch,Acknowledge,GroupHeartbeat,GroupDescribe}Response.json (apache/kafka; golden copies
+# with commits in tests/test_api_errors.py); UNKNOWN_SERVER_ERROR, which
+# they also list, is any handler's answer to a failure (cluster.handle), not declared per API.
+ERRORS = {}
+_KIP932_FETCH = "KIP-932 ShareFetchResponse.json"
+_KIP932_ACK = "KIP-932 ShareAcknowledgeResponse.json"
+_NO_DISKS = "the model has no log directories to fail"
+# the model's own answer, not in Kafka's list: a session opened (epoch 0) for a member its share
+# group does not know (kipviz/broker/shares.ShareCoordinator.session_step)
+_KIT_MEMBER = "the kit: shares.session_step opens no session for an unknown member (not in Kafka's list)"
+
 
 def _err(name: str, message: str | None = None) -> dict:
     return {"ErrorCode": CODE[name], "ErrorMessage": message}
+
+
+# (Kafka's list also has GROUP_MAX_SIZE_REACHED, a code schema/error_codes does not define yet)
+ERRORS["ShareGroupHeartbeat"] = (
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "INVALID_REQUEST", "UNKNOWN_MEMBER_ID"),
+         "KIP-932 ShareGroupHeartbeatResponse.json")
+    + kafka_only(0, ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
+                 "KIP-932 ShareGroupHeartbeatResponse.json", "the model's group coordinator is always loaded, on "
+                                                            "every broker")
+    + rows(0, ("FENCED_MEMBER_EPOCH",), "GroupMetadataManager.throwIfShareGroupMemberEpochIsInvalid (KIP-932; "
+                                        "not in the schema's list)")
+    + rows(0, ("GROUP_ID_NOT_FOUND",), "GroupMetadataManager.getOrMaybeCreatePersistedShareGroup: 'Group ... is "
+                                       "not a share group.' (not in the schema's list)"))
 
 
 @handles("ShareGroupHeartbeat")
@@ -44,6 +72,15 @@ def share_group_heartbeat(cluster, req: Request) -> dict:
     except ShareGroupError as e:
         return {**base, **_err(e.code_name, str(e))}
     return {**base, **out}
+
+
+ERRORS["ShareGroupDescribe"] = (
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "GROUP_ID_NOT_FOUND"), "KIP-932 ShareGroupDescribeResponse.json")
+    + kafka_only(0, ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
+                 "KIP-932 ShareGroupDescribeResponse.json", "the model's group coordinator is always loaded, on "
+                                                           "every broker")
+    + kafka_only(0, ("INVALID_REQUEST", "INVALID_GROUP_ID"), "KIP-932 ShareGroupDescribeResponse.json",
+                 "the model's ShareGroupDescribe checks only the ACL and whether the share group exists"))
 
 
 @handles("ShareGroupDescribe")
@@ -149,6 +186,16 @@ def _top_error(api: str, version: int, err: dict) -> dict:
     return body
 
 
+ERRORS["ShareFetch"] = (
+    rows(0, ("UNKNOWN_TOPIC_ID", "UNKNOWN_TOPIC_OR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "TOPIC_AUTHORIZATION_FAILED",
+             "GROUP_AUTHORIZATION_FAILED", "SHARE_SESSION_NOT_FOUND", "INVALID_SHARE_SESSION_EPOCH",
+             "INVALID_RECORD_STATE", "INVALID_REQUEST"), _KIP932_FETCH)
+    + rows(0, ("UNKNOWN_MEMBER_ID",), _KIT_MEMBER)
+    + kafka_only(0, ("KAFKA_STORAGE_ERROR",), _KIP932_FETCH, _NO_DISKS)
+    + kafka_only(0, ("CORRUPT_MESSAGE",), _KIP932_FETCH, "the model hands out batches as the log holds them; "
+                                                         "it reads no corrupt batch"))
+
+
 @handles("ShareFetch")
 def share_fetch(cluster, req: Request) -> dict:
     b, v = req.body, req.version
@@ -245,6 +292,13 @@ def _share_body(cluster, rows) -> dict:
             "AcquisitionLockTimeoutMs": cluster.config.group_share_record_lock_duration_ms,
             "Responses": [{"TopicId": tid, "Partitions": ps} for tid, ps in responses.items()],
             "NodeEndpoints": []}
+
+
+ERRORS["ShareAcknowledge"] = (
+    rows(0, ("UNKNOWN_TOPIC_ID", "UNKNOWN_TOPIC_OR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "TOPIC_AUTHORIZATION_FAILED",
+             "GROUP_AUTHORIZATION_FAILED", "SHARE_SESSION_NOT_FOUND", "INVALID_SHARE_SESSION_EPOCH",
+             "INVALID_RECORD_STATE", "INVALID_REQUEST"), _KIP932_ACK)
+    + kafka_only(0, ("KAFKA_STORAGE_ERROR",), _KIP932_ACK, _NO_DISKS))
 
 
 @handles("ShareAcknowledge")

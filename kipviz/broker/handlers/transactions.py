@@ -4,12 +4,18 @@ The front-door checks follow KafkaApis (authorization, topic existence, version-
 rewrites); the state changes are the transaction coordinator's (kipviz.broker.transactions)."""
 from __future__ import annotations
 
+from ..api_errors import kafka_only, rows
 from ..error_codes import CODE
 from ..transactions import OPERATION_NOT_ATTEMPTED, complete_body
 from . import Request, handles
 
 E = CODE
 NONE_ = 0
+
+# The errors each transaction RPC can return, by version, declared above its handler
+# (kipviz.broker.api_errors reads ERRORS; tests/test_api_errors.py judges them against the code).
+ERRORS = {}
+_NO_LOADING = "the model's transaction coordinator is always loaded and available"
 
 
 def _fenced_for(version: int, first_with_fenced: int, code: int) -> int:
@@ -33,6 +39,21 @@ def _not_coordinator(cluster, req: Request, transactional_id) -> bool:
 
 
 # ---- InitProducerId ---------------------------------------------------------------------------
+ERRORS["InitProducerId"] = (
+    rows(0, ("NOT_COORDINATOR", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "CONCURRENT_TRANSACTIONS",
+             "INVALID_TRANSACTION_TIMEOUT"), "InitProducerIdResponse.json")
+    + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"), "InitProducerIdResponse.json",
+                 _NO_LOADING)
+    + rows(0, ("CLUSTER_AUTHORIZATION_FAILED",), "KafkaApis.handleInitProducerIdRequest: an idempotent producer "
+                                                 "with neither IDEMPOTENT_WRITE nor WRITE on some topic")
+    + rows(0, ("INVALID_REQUEST",), "TransactionCoordinator.handleInitProducerId: an empty transactional id; "
+                                    "v3+ one of ProducerId/ProducerEpoch -1 and not the other")
+    + rows(3, ("INVALID_PRODUCER_EPOCH",), "KIP-360 (InitProducerId v3)")
+    + rows(4, ("PRODUCER_FENCED",), "InitProducerIdResponse.json (KIP-588, v4)")
+    + kafka_only(5, ("TRANSACTION_ABORTABLE",), "KIP-890 (InitProducerId v5)",
+                 "no InitProducerId path of the model's coordinator answers it"))
+
+
 @handles("InitProducerId")
 def init_producer_id(cluster, req: Request) -> dict:
     b, v = req.body, req.version
@@ -122,6 +143,20 @@ def _add_one(cluster, req: Request, tid, pid, epoch, topics, verify_only: bool) 
 
 
 
+ERRORS["AddPartitionsToTxn"] = (
+    rows(0, ("NOT_COORDINATOR", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "CONCURRENT_TRANSACTIONS",
+             "INVALID_PRODUCER_EPOCH", "INVALID_PRODUCER_ID_MAPPING", "INVALID_TXN_STATE", "TOPIC_AUTHORIZATION_FAILED",
+             "OPERATION_NOT_ATTEMPTED", "UNKNOWN_TOPIC_OR_PARTITION"), "AddPartitionsToTxnResponse.json")
+    + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"), "AddPartitionsToTxnResponse.json",
+                 _NO_LOADING)
+    + rows(0, ("INVALID_REQUEST",), "TransactionCoordinator.handleAddPartitionsToTransaction: an empty "
+                                    "transactional id")
+    + rows(2, ("PRODUCER_FENCED",), "KIP-588 (AddPartitionsToTxn v2)")
+    + rows(4, ("CLUSTER_AUTHORIZATION_FAILED",), "KafkaApis.handleAddPartitionsToTxnRequest: the v4+ batched "
+                                                 "form needs CLUSTER_ACTION (KIP-890)")
+    + rows(5, ("TRANSACTION_ABORTABLE",), "KIP-890 (AddPartitionsToTxn v5)"))
+
+
 @handles("AddPartitionsToTxn")
 def add_partitions_to_txn(cluster, req: Request) -> dict:
     b, v = req.body, req.version
@@ -144,6 +179,18 @@ def add_partitions_to_txn(cluster, req: Request) -> dict:
 
 
 # ---- AddOffsetsToTxn ----------------------------------------------------------------------------
+ERRORS["AddOffsetsToTxn"] = (
+    rows(0, ("NOT_COORDINATOR", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"),
+         "KafkaApis.handleAddOffsetsToTxnRequest")
+    + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
+                 "TransactionCoordinator.handleAddPartitionsToTransaction", _NO_LOADING)
+    + rows(0, ("CONCURRENT_TRANSACTIONS", "INVALID_PRODUCER_EPOCH", "INVALID_PRODUCER_ID_MAPPING", "INVALID_REQUEST"),
+           "TransactionCoordinator.handleAddPartitionsToTransaction (the group's __consumer_offsets partition)")
+    + rows(2, ("PRODUCER_FENCED",), "AddOffsetsToTxnResponse.json (KIP-588, v2)")
+    + kafka_only(4, ("TRANSACTION_ABORTABLE",), "AddOffsetsToTxnResponse.json (KIP-890, v4)",
+                 "no AddOffsetsToTxn path of the model's coordinator answers it"))
+
+
 @handles("AddOffsetsToTxn")
 def add_offsets_to_txn(cluster, req: Request) -> dict:
     b, v = req.body, req.version
@@ -164,6 +211,16 @@ def add_offsets_to_txn(cluster, req: Request) -> dict:
 
 
 # ---- EndTxn ---------------------------------------------------------------------------------------
+ERRORS["EndTxn"] = (
+    rows(0, ("NOT_COORDINATOR", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "CONCURRENT_TRANSACTIONS",
+             "INVALID_PRODUCER_EPOCH", "INVALID_PRODUCER_ID_MAPPING", "INVALID_TXN_STATE"), "EndTxnResponse.json")
+    + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"), "EndTxnResponse.json", _NO_LOADING)
+    + rows(0, ("INVALID_REQUEST",), "TransactionCoordinator.endTransaction: an empty transactional id")
+    + rows(2, ("PRODUCER_FENCED",), "KIP-588 (EndTxn v2)")
+    + kafka_only(4, ("TRANSACTION_ABORTABLE",), "KIP-890 (EndTxn v4)",
+                 "no EndTxn path of the model's coordinator answers it"))
+
+
 @handles("EndTxn")
 def end_txn(cluster, req: Request) -> dict:
     b, v = req.body, req.version
@@ -183,6 +240,12 @@ def end_txn(cluster, req: Request) -> dict:
 
 
 # ---- WriteTxnMarkers (coordinator -> partition leader) --------------------------------------------
+ERRORS["WriteTxnMarkers"] = (
+    rows(0, ("CLUSTER_AUTHORIZATION_FAILED", "UNKNOWN_TOPIC_OR_PARTITION", "NOT_LEADER_OR_FOLLOWER"),
+         "KafkaApis.handleWriteTxnMarkersRequest (CLUSTER_ACTION; ReplicaManager.appendRecords)")
+    + rows(0, ("INVALID_PRODUCER_EPOCH",), "ProducerStateManager: a marker with an older producer epoch"))
+
+
 @handles("WriteTxnMarkers")
 def write_txn_markers(cluster, req: Request) -> dict:
     b, v = req.body, req.version

@@ -1,0 +1,253 @@
+# %% [markdown]
+# # 09 · A live cluster: real Kafka clients against the model
+#
+# Until now every request came from the kit's own client models. Here the cluster model listens on
+# real TCP sockets (`kipviz.serve.Server`, the same thing `kipviz serve` runs), and **real clients**
+# talk to it: confluent-kafka (librdkafka, the C client behind most non-Java clients). You watch every
+# request, state change and record appear while the clients run, then analyse the recording with Spark.
+#
+# **Learning objectives** — after this notebook you can
+# 1. start a modelled cluster from a notebook (or `kipviz serve` from a shell) and point any client's `bootstrap.servers` at it;
+# 2. follow a transactional producer and a read_committed consumer request by request, and find the transaction coordinator's state changes;
+# 3. explain why a new share group sees nothing produced before it existed, and change that with `share.auto.offset.reset`;
+# 4. record a session and analyse it with the same Spark functions as the sample logs.
+#
+# **Prerequisites:** `05_txn_offset_commit_v6`, `06_share_group_eos` (and `07_spark_log_analysis` for section 5).
+# **Time to complete:** about 25 minutes.
+# **Sources:** [KIP-848](https://cwiki.apache.org/confluence/display/KAFKA/KIP-848%3A+The+Next+Generation+of+the+Consumer+Rebalance+Protocol) (the consumer's `group.protocol=consumer`), [KIP-1319](https://cwiki.apache.org/confluence/display/KAFKA/KIP-1319:+Align+TxnOffsetCommit+API+with+OffsetCommit+API) (the TxnOffsetCommit a
+# transactional producer sends).
+
+# %% [markdown]
+# ## 1. Start the cluster
+#
+# `Server(brokers=3, record=DIR)` starts three modelled brokers on free ports of 127.0.0.1 in this
+# kernel's background (one asyncio loop, one lock around the model) and records the session to `DIR`.
+# Its virtual clock follows the wall clock (`speed=10` would make timeouts fire ten times sooner).
+# `srv.bootstrap` is what a client needs. From a shell the same is:
+#
+# ```bash
+# kipviz serve --brokers 3 --port 9092 -v --record out/live     # prints bootstrap.servers=127.0.0.1:9092,...
+# ```
+
+# %%
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+from confluent_kafka import Consumer, Producer, ShareConsumer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kipviz.broker import StateChanged
+from kipviz.course.exercises import exercise
+from kipviz.serve import LiveView, Server
+
+RECORDING = Path(tempfile.mkdtemp()) / "live"
+srv = Server(brokers=3, record=RECORDING).start()
+WAIT_S = 10                     # every client call below is bounded by this
+BASE = {"bootstrap.servers": srv.bootstrap, "socket.timeout.ms": 10000, "log_level": 3}
+print(srv)
+print("bootstrap.servers =", srv.bootstrap)
+
+# %% [markdown]
+# The live view redraws at most twice a second, and only when something happened: the newest
+# requests as a sequence diagram and the newest events (the tabs), and below them two players — the
+# state machine that changed last (a transaction, a group, a member) and the record strip of the
+# share group whose records changed last (the players are redrawn at most every 2 seconds). Keep it in sight (right-click → *New View
+# for Output* in JupyterLab) while you run the cells below.
+
+# %%
+view = LiveView(srv, max_events=30)
+view
+
+# %% [markdown]
+# ## 2. A transactional producer and a read_committed consumer
+#
+# An admin client creates two topics. Then one transactional producer (`transactional.id=shop-1`)
+# commits a transaction of three orders and aborts one of two. librdkafka aborts a transaction
+# locally when none of its records has been sent yet, so the cell flushes before the abort: the
+# coordinator sees both outcomes.
+
+# %%
+admin = AdminClient(BASE)
+for f in admin.create_topics([NewTopic("orders", 2, 1), NewTopic("payments", 2, 1)], operation_timeout=10).values():
+    f.result(WAIT_S)
+
+tx = Producer({**BASE, "transactional.id": "shop-1", "transaction.timeout.ms": 30000})
+tx.init_transactions(WAIT_S)
+tx.begin_transaction()
+for i in range(3):
+    tx.produce("orders", key=b"k%d" % i, value=b"order-%d" % i)
+tx.commit_transaction(WAIT_S)
+
+tx.begin_transaction()
+for i in range(3, 5):
+    tx.produce("orders", key=b"k%d" % i, value=b"order-%d" % i)
+tx.flush(WAIT_S)                # the records reach the leaders (and the partitions join the transaction)
+tx.abort_transaction(WAIT_S)
+print("committed 3 orders, aborted 2")
+
+# %% [markdown]
+# The transaction coordinator's state machine, as the model changed it (the same table the
+# state-machine drawings of notebooks 05 and 06 show):
+
+# %%
+with srv.lock:                  # the model is shared with the server thread: read it under its lock
+    changes = [(e.seq, e.key, e.from_state, e.to_state, e.cause) for e in srv.cluster.events
+               if isinstance(e, StateChanged) and e.machine == "transaction"]
+pd.DataFrame(changes, columns=["seq", "transactional id", "from", "to", "cause"])
+
+
+# %% [markdown]
+# A consumer with `isolation.level=read_committed` reads only up to the last stable offset
+# and drops the aborted records (the abort marker tells it which). It joins its group with
+# `group.protocol=consumer` ([KIP-848](https://cwiki.apache.org/confluence/display/KAFKA/KIP-848%3A+The+Next+Generation+of+the+Consumer+Rebalance+Protocol)'s ConsumerGroupHeartbeat instead of JoinGroup/SyncGroup).
+
+# %%
+def consume(consumer, n, seconds=WAIT_S):
+    got, end = [], time.monotonic() + seconds
+    while len(got) < n and time.monotonic() < end:
+        m = consumer.poll(0.2)
+        if m is not None and m.error() is None:
+            got.append(m.value().decode())
+    return got
+
+reader = Consumer({**BASE, "group.id": "readers", "group.protocol": "consumer",
+                   "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+reader.subscribe(["orders"])
+seen = consume(reader, 5, seconds=6)          # asks for 5: only what was committed comes
+reader.close()
+print("read_committed saw:", seen)
+
+# %% [markdown]
+# Every request the clients sent, counted by API (the live view's event table shows them one by one):
+
+# %%
+with srv.lock:
+    apis = pd.Series([e.api for e in srv.cluster.events if type(e).__name__ == "RequestReceived"])
+apis.value_counts().to_frame("requests").T
+
+# %% [markdown]
+# ## 3. A share consumer (KIP-932)
+#
+# A share group lets several consumers take records from the same partitions, each record
+# acknowledged one by one. First produce four payments, **then** start a share consumer in a new
+# group `auditors`.
+
+# %% [markdown]
+# ### Exercise 1
+# Where does a share group that has no state yet start reading, unless someone configures it —
+# the value of `share.auto.offset.reset` that Kafka gives a new group? (a string)
+
+# %% kipviz={"exercise": "09-1"}
+answer = ...
+
+# %% deletable=false editable=false kipviz={"check": "09-1"}
+exercise('09-1').check(answer)
+
+# %%
+plain = Producer(BASE)
+for i in range(4):
+    plain.produce("payments", value=b"pay-%d" % i, partition=i % 2)
+assert plain.flush(WAIT_S) == 0
+
+def share_read(group, n, seconds):
+    sc = ShareConsumer({**BASE, "group.id": group})
+    sc.subscribe(["payments"])
+    got, end = [], time.monotonic() + seconds
+    while len(got) < n and time.monotonic() < end:
+        got += [m.value().decode() for m in sc.poll(0.5) if m.error() is None]
+    sc.commit_sync(WAIT_S)      # acknowledge what was delivered
+    sc.close()
+    return got
+
+print("auditors got:", share_read("auditors", 4, seconds=3))
+
+# %% [markdown]
+# Nothing: as in Kafka, a new share group starts at the **latest** offset, so records produced
+# before the group existed are not delivered. A group's own `share.auto.offset.reset` changes that
+# (in Kafka: `kafka-configs --alter --entity-type groups --entity-name G --add-config
+# share.auto.offset.reset=earliest`; here the server's model holds the same setting). A new group
+# `auditors-2` with `earliest` gets all four:
+
+# %%
+with srv.lock:
+    srv.cluster.config.share_group_offset_reset["auditors-2"] = "earliest"
+print("auditors-2 got:", sorted(share_read("auditors-2", 4, seconds=WAIT_S)))
+with srv.lock:
+    rows = [(e.key, e.from_state, e.to_state, e.cause) for e in srv.cluster.events
+            if isinstance(e, StateChanged) and e.key.startswith("auditors-2")][:12]
+pd.DataFrame(rows, columns=["share partition / record", "from", "to", "cause"])
+
+# %% [markdown]
+# ## 4. Stop and keep the recording
+#
+# Close the clients, then `srv.stop()`: it closes the listeners and writes the recording: the sample-data layout (every topic,
+# internal ones included, with the Kafka source's columns; the request log; the event log; a
+# manifest) plus `traffic.pcap`, the real TCP bytes, which Wireshark opens. From a shell:
+# `kipviz analyze DIR`.
+
+# %%
+tx.close(WAIT_S)
+plain.close(WAIT_S)
+del admin                       # clients first: a client left running would keep reconnecting
+view.stop()
+srv.stop()
+print(srv)
+sorted(p.name for p in RECORDING.iterdir())
+
+# %% [markdown]
+# The live view's two players stayed on their newest frame while the clients ran. Rewind them
+# and press **Play** to replay the machine instance that changed last and the share group's records
+# from their first frame:
+
+# %%
+view.refresh_players()          # the last events, drawn
+for player in (view.machine_player, view.strip_player):
+    if player is not None:
+        player.index = 0
+view
+
+# %% [markdown]
+# ## 5. The session in Spark
+#
+# The same functions as notebook 07, on what the real clients did: `__transaction_state` decoded
+# inside Spark, one row per transaction, and the read_committed group's committed offsets (a
+# committed offset counts the transaction markers too: they take an offset in the log).
+
+# %%
+from kipviz import spark as ks
+
+spark = ks.session()
+logs = ks.decode_all(ks.read_samples(spark, RECORDING))
+txns = ks.transactions(logs)
+txns.select("transactional_id", "txn", "producer_id", "outcome", "partitions").show(truncate=False)
+ks.transaction_summary(logs, txns).select("transactional_id", "transactions", "commits", "aborts").show()
+ks.committed_offsets(logs).select("group", "topic", "partition", "committed_offset", "log_end_offset", "status").show()
+print("records that did not decode:", logs.errors.count())
+
+# %% [markdown]
+# ### Exercise 2
+# How many transactions of `shop-1` ended aborted, according to `__transaction_state`?
+
+# %% kipviz={"exercise": "09-2"}
+answer = ...
+
+# %% deletable=false editable=false kipviz={"check": "09-2"}
+exercise('09-2').check(answer, txns=txns)
+
+# %%
+logs.unpersist()
+
+# %% [markdown]
+# ## Summary
+#
+# * `Server(brokers=N, record=DIR)` (or `kipviz serve --brokers N -v --record DIR`) puts the model
+#   behind real sockets; any client pointed at `bootstrap.servers` talks to it, and `LiveView`
+#   follows it without slowing the notebook down.
+# * A transactional producer's commits and aborts, and the read_committed consumer that skips the
+#   aborted records, are the same state machines and markers as in the kit's own scenarios.
+# * A new share group starts at the latest offset, as in Kafka; the group's
+#   `share.auto.offset.reset=earliest` makes it read from the start.
+# * A recording has the sample-data layout, so `kipviz analyze DIR` and the Spark analyses read
+#   what real clients did.
