@@ -8,35 +8,18 @@ A row marked `kafka_only(..., why)` is an error Kafka answers that the model doe
 no coordinator loading, ...): it is in the table (Kafka can return it) with the reason.
 tests/test_api_errors.py judges the rows: against the handlers' code (every code it can answer is
 declared, every declared row is answered or marked), the scenarios' answers, and Kafka's schema
-comments and "Supported errors" lists."""
+comments and "Supported errors" lists. The row vocabulary the handlers write with (Row, rows,
+kafka_only) is kipviz.broker.error_rows, below the handlers; this module reads them."""
 from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from typing import NamedTuple
 
 from .error_codes import ERRORS
+from .error_rows import Row, kafka_only, rows
 
 __all__ = ["Row", "rows", "kafka_only", "declared", "ERROR_ROWS", "PAGE_ONLY", "errors_by_version",
            "new_errors", "error_diff", "source_of", "apis"]
-
-
-class Row(NamedTuple):
-    error: str
-    first: int
-    last: int | None
-    source: str
-    unmodelled: str | None = None      # why the model never answers it (Kafka does), or None
-
-
-def rows(since: int, names, source: str, until: int | None = None) -> list[Row]:
-    """Rows for errors the model's handler answers from version `since` (to `until`)."""
-    return [Row(n, since, until, source) for n in names]
-
-
-def kafka_only(since: int, names, source: str, why: str, until: int | None = None) -> list[Row]:
-    """Rows for errors Kafka answers but the model does not, with the reason."""
-    return [Row(n, since, until, source, why) for n in names]
 
 
 def declared() -> dict[str, list[Row]]:

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from ...schema import registry
-from ..api_errors import rows
 from ..config import served_versions
 from ..error_codes import CODE
+from ..error_rows import rows
 from . import Request, handles
 
 

@@ -16,8 +16,8 @@ Only the settings the model has are listed (a real broker lists a few hundred); 
 documentation are not sent."""
 from __future__ import annotations
 
-from ..api_errors import rows
 from ..error_codes import CODE
+from ..error_rows import rows
 from . import Request, handles
 from .metadata import CLUSTER_RESOURCE
 

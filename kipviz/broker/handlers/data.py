@@ -32,8 +32,8 @@ from ...records.header import MAGIC_OFFSET, batch_bounds, batch_size, is_transac
 from ...records.header import TRANSACTIONAL_MASK as TRANSACTIONAL_BIT
 from ...uuids import ZERO_UUID
 from .. import events as ev
-from ..api_errors import kafka_only, rows
 from ..error_codes import CODE
+from ..error_rows import kafka_only, rows
 from . import CLOSE, DEFERRED, Request, handles
 from .metadata import CLUSTER_RESOURCE, epoch_error, err, is_zero, leader_alive, log_of, model_state, node, shape
 

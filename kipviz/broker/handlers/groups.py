@@ -7,8 +7,8 @@ order follow released Kafka's KafkaApis (FACTS.md (c) 'Broker front door') and K
 TxnOffsetCommit v6."""
 from __future__ import annotations
 
-from ..api_errors import kafka_only, rows
 from ..error_codes import CODE
+from ..error_rows import kafka_only, rows
 from ..groups import ASSIGNORS, PARKED, GroupError, shape
 from . import Request, handles
 

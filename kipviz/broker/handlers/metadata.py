@@ -28,8 +28,8 @@ import weakref
 from ...codec.fit import fit_body
 from ...records import share_coordinator_partition
 from ...uuids import ZERO_UUID, from_kafka_str, to_kafka_str
-from ..api_errors import kafka_only, rows
 from ..error_codes import CODE
+from ..error_rows import kafka_only, rows
 from ..topics import INTERNAL
 from . import Request, handles
 

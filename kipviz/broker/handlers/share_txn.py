@@ -5,7 +5,7 @@ kipviz/broker/share_txn.py; this module only shapes the answer: a top-level erro
 Responses; otherwise one entry per requested partition, in request order."""
 from __future__ import annotations
 
-from ..api_errors import kafka_only, rows
+from ..error_rows import kafka_only, rows
 from ..share_txn import stage
 from ..transactions import complete_body
 from . import Request, handles

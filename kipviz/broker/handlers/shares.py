@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from ... import records as rec
 from ...uuids import ZERO_UUID
-from ..api_errors import kafka_only, rows
 from ..error_codes import CODE
+from ..error_rows import kafka_only, rows
 from ..share_partition import AckError
 from ..shares import ShareGroupError
 from . import DEFERRED, Request, handles
