@@ -112,7 +112,7 @@ def _visible(table: Table, show_proposed: bool, extra_rows: Iterable[int], extra
 def _node_label(table: Table, state: str) -> str:
     parts = [f'<FONT COLOR="{C_TEXT}">{_e(state)}</FONT>']
     if table.state_ids and state in table.state_ids:
-        parts.append(f'<FONT POINT-SIZE="9" COLOR="{C_ID}">id {_e(table.state_ids[state])}</FONT>')
+        parts.append(f'<FONT POINT-SIZE="10" COLOR="{C_ID}">id {_e(table.state_ids[state])}</FONT>')
     return "<" + "<BR/>".join(parts) + ">"
 
 
@@ -131,7 +131,7 @@ def _edge_label(row: Row, color: str, wrap: bool = False) -> str:
     lines = [f'<FONT COLOR="{color}">{_e(p)}</FONT>' for p in parts]
     if not _released(row):
         what = " · ".join(p for p in (row.kip, row.status) if p)
-        lines.append(f'<FONT POINT-SIZE="9" COLOR="{color}">{_e(what)}</FONT>')
+        lines.append(f'<FONT POINT-SIZE="10" COLOR="{color}">{_e(what)}</FONT>')
     return "<" + "<BR/>".join(lines) + ">"
 
 
@@ -197,7 +197,7 @@ def state_diagram(table: Table, *, current: str | Iterable[str] | None = None, t
 # rankdir "auto" tries these in order and keeps the first that fits a notebook, else the narrowest:
 # "TB-compact" is top to bottom with states packed closer, ranks further apart and long event names
 # on two lines (the transaction machine's 29 rows: 2000 px left to right, 1780 top to bottom, 1115
-# compact -- its 9 pt text stays over 8 px in a notebook's ~840 px output area; issue 25)
+# compact -- its 10 pt text stays over 9 px in a notebook's ~840 px output area; issue 25)
 LAYOUTS = ("LR", "TB", "TB-compact")
 
 
