@@ -1,6 +1,6 @@
-"""kipviz.draw.flows: the regular and the share-group read-process-write flows side by side, drawn
-from two real runs. The SVG is read as XML: which arrows, notes and step badges are in which
-column, in which order, with which labels; the steps table is read cell by cell."""
+"""kipviz.draw.flows: the regular and the share-group read-process-write flows, one above the other,
+drawn from two real runs. The SVG is read as XML: which arrows, notes and step badges are in which
+flow (its "column" group), in which order, with which labels; the steps table is read cell by cell."""
 from __future__ import annotations
 
 import dataclasses
@@ -77,15 +77,62 @@ def badges(col: ET.Element) -> list[tuple[str, float]]:
     return [(text_of(g), float(g.find(NS + "circle").get("cy"))) for g in groups(col, "kv-step")]
 
 
+def offset(col: ET.Element) -> tuple[float, float]:
+    """Where a flow's sequence diagram is drawn in the combined picture (its group's translate)."""
+    (g,) = groups(col, "kipviz-sequence")
+    x, y = re.fullmatch(r"translate\(([-\d.]+),([-\d.]+)\)", g.get("transform")).groups()
+    return float(x), float(y)
+
+
+def text_boxes(svg: str):
+    """(text, left, right, y) of every text in the picture, in its coordinates: the width estimated
+    as kipviz.draw.sequence does (Helvetica: about 0.55 em a character) and its anchor applied."""
+    from kipviz.draw.sequence import _tw
+
+    def walk(el, dx, dy, size):
+        t = el.get("transform")
+        if t:
+            x, y = re.fullmatch(r"translate\(([-\d.]+),([-\d.]+)\)", t).groups()
+            dx, dy = dx + float(x), dy + float(y)
+        size = float(el.get("font-size", size))
+        if el.tag == NS + "text":
+            text = "".join(el.itertext())
+            w = _tw(text, size) * (1.12 if el.get("font-weight") == "bold" else 1)
+            x = float(el.get("x")) + dx
+            left = {"middle": x - w / 2, "end": x - w}.get(el.get("text-anchor"), x)
+            yield text, left, left + w, float(el.get("y")) + dy, size
+        for child in el:
+            yield from walk(child, dx, dy, size)
+    yield from walk(ET.fromstring(svg), 0.0, 0.0, 16.0)
+
+
 # ---- the two columns ------------------------------------------------------------------------------------------
-def test_two_titled_columns_labelled_released_and_proposed(flow):
+def test_two_titled_flows_labelled_released_and_proposed_one_above_the_other(flow):
     regular, share = column(flow.svg, "regular"), column(flow.svg, "share")
     assert regular.get("data-status") == "released" and share.get("data-status") == "proposed"
     (rhead,), (shead,) = groups(regular, "kv-flow-head"), groups(share, "kv-flow-head")
     assert text_of(rhead).startswith("Regular consumer group released sendOffsetsToTransaction")
     assert text_of(shead).startswith("Share group (KIP-1289) proposed sendShareAcknowledgementsToTransaction")
-    # the share column is to the right of the regular one
-    assert float(re.search(r"translate\(([\d.]+)", ET.tostring(share, encoding="unicode")).group(1)) > 900
+    # the share flow is under the regular one (below its last text), both from the left edge
+    (rx, ry), (sx, sy) = offset(regular), offset(share)
+    assert rx == sx == 0 and sy > ry
+    regular_bottom = max(float(t.get("y")) for t in regular.iter(NS + "text") if t.get("y")) + ry
+    assert float(next(t for t in shead.iter(NS + "text")).get("y")) > regular_bottom
+
+
+def test_the_picture_fits_a_notebook_with_nothing_clipped_and_no_text_under_10_px(flow):
+    """Issue 25: side by side the flows were 1824 px wide, scaled into a notebook's ~840 px output
+    area (JupyterLab at 1280 px with the file browser open): text at 4.6-7 px. Stacked, the picture
+    is drawn at that width: no scaling, every text inside the picture, none smaller than 10 px."""
+    svg = flow.svg
+    root = ET.fromstring(svg)
+    w, h = float(root.get("width")), float(root.get("height"))
+    assert w <= 840 and root.get("viewBox") == f"0 0 {root.get('width')} {root.get('height')}"
+    boxes = list(text_boxes(svg))
+    assert len(boxes) > 100
+    for text, left, right, y, size in boxes:
+        assert size >= 10, (text, size)
+        assert 0 <= left and right <= w and 0 < y <= h, (text, left, right, y)
 
 
 def test_regular_column_is_add_offsets_txn_offset_commit_end_txn_and_markers_to_consumer_offsets(flow, parts):
@@ -133,20 +180,13 @@ def test_share_column_is_share_fetch_txn_share_acknowledge_registration_end_txn_
     assert "AddOffsetsToTxn" not in text and "TxnOffsetCommit" not in text and "__consumer_offsets" not in text
 
 
-def test_matching_steps_are_numbered_and_start_at_the_same_height(flow):
-    left, right = badges(column(flow.svg, "regular")), badges(column(flow.svg, "share"))
-    for bs in (left, right):
+def test_matching_steps_are_numbered_in_order_in_both_flows(flow):
+    for side in ("regular", "share"):
+        bs = badges(column(flow.svg, side))
         nums = [int(n) for n, _ in bs]
-        assert nums == sorted(nums) and set(nums) == set(STEPS)
+        assert nums == sorted(nums) and set(nums) == set(STEPS), side
         ys = [y for _, y in bs]
-        assert ys == sorted(ys)
-    first = {side: {} for side in ("l", "r")}
-    for side, bs in (("l", left), ("r", right)):
-        for n, y in bs:
-            first[side].setdefault(n, y)
-    assert first["l"] == first["r"]
-    # aligning pushed something: the steps do not start at the same height by accident
-    assert len({y for y in first["l"].values()}) == len(STEPS)
+        assert ys == sorted(ys) and len(set(ys)) == len(ys), side       # each badge on its own row
 
 
 def test_compact_draws_only_step_events_and_folds_repeated_produce(flow):

@@ -211,7 +211,7 @@ class Animation:
         rings = re.findall(r'<ellipse[^>]* ry="([-\d.]+)"', seg)
         ry = max(float(r) for r in rings) if rings else ry
         badge = (f'<text text-anchor="middle" x="{cx:.2f}" y="{cy + ry + 10:.2f}" font-family="Helvetica,sans-Serif" '
-                 f'font-size="9.00" fill="{C_BADGE}" stroke="white" stroke-width="3" paint-order="stroke">'
+                 f'font-size="10.00" fill="{C_BADGE}" stroke="white" stroke-width="3" paint-order="stroke">'
                  f"{_xml(text)}</text>\n")
         cut = seg.rfind("</g>")
         return seg[:cut] + badge + seg[cut:]
@@ -405,7 +405,7 @@ class Animation:
         tx, ty = float(tr.group(1)), float(tr.group(2))
         segs = dict((i, s) for i, s in self._split() if i is not None)
         d = ImageDraw.Draw(img)
-        font = caption_font(max(10, int(9 * scale)))
+        font = caption_font(max(10, int(10 * scale)))
         for state, keys in pic.occupied:
             seg = segs.get(M.node_id(self.table, state), "")
             ell = re.findall(r'<ellipse[^>]* cx="([-\d.]+)" cy="([-\d.]+)" rx="([-\d.]+)" ry="([-\d.]+)"', seg)

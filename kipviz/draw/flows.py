@@ -1,17 +1,19 @@
-"""The KIP-1289 page's two read-process-write flows side by side (seed 004: "Flow — Regular Consumer
-Group" and "Flow — Share Group (THIS KIP)"), each drawn from a real run's events.
+"""The KIP-1289 page's two read-process-write flows (seed 004: "Flow — Regular Consumer Group" and
+"Flow — Share Group (THIS KIP)"), one above the other, each drawn from a real run's events.
 
     flow = regular_vs_share_flow()                  # runs both flows (defaults below)
     flow = regular_vs_share_flow(a, b)              # any two Traces, Clusters, event lists or scenario names
-    flow.svg                                        # one self-contained SVG, two titled columns
+    flow.svg                                        # one self-contained SVG, two titled flows stacked
     flow.html                                       # a standalone page: the SVG, then the steps table
     flow.steps                                      # pandas DataFrame: one row per step, both flows
     flow.save("flows.html")                         # or .svg
 
-Each column is a kipviz.draw.sequence diagram with its status (released / accepted / proposed,
-from the kit's labels of what the run did) in its heading; arrows of non-released versions say so
-("TxnShareAcknowledge v0 · proposed"). The eight steps both flows share are numbered in the left
-gutter and start at the same height in both columns:
+Each flow (a "column" in the SVG's classes) is a kipviz.draw.sequence diagram with its status
+(released / accepted / proposed, from the kit's labels of what the run did) in its heading; arrows
+of non-released versions say so ("TxnShareAcknowledge v0 · proposed"). The flows are stacked, each
+drawn at `width` (820 px: a notebook's output area at 1280 px with the file browser open), not side
+by side: two 900 px columns were scaled into that area with 5-7 px text (issue 25). The eight steps
+both flows share are numbered in the left gutter of each:
 
     1 read the input                  Fetch                      | ShareFetch (AVAILABLE -> ACQUIRED)
     2 write the output                AddPartitionsToTxn (TV1) or Produce's implicit add; Produce
@@ -72,6 +74,7 @@ from .sequence import (
     FONT,
     FS,
     INTERNAL_TOPICS,
+    _wrap,
     add_partitions_label,
     lifeline_of,
     sequence_diagram,
@@ -85,8 +88,9 @@ __all__ = ["regular_vs_share_flow", "Flow", "FlowError", "STEPS", "classify", "f
 
 STATUS_ORDER = ("released", "accepted", "proposed")
 C_STATUS = {"released": "#2f855a", "accepted": "#b7791f", "proposed": C_PROPOSED}
-COLUMN_GAP = 24
+FLOW_GAP = 18             # between the two stacked flows
 HEADER_H = 74
+WIDTH = 820
 
 
 def _compact(events: list, steps: dict) -> tuple[list, int]:
@@ -209,10 +213,10 @@ class _Side:
 
 @dataclass
 class Flow:
-    """Two flows, laid out side by side; .svg / .html / .steps / .save()."""
+    """Two flows, the regular one above the share one; .svg / .html / .steps / .save()."""
     regular: _Side
     share: _Side
-    width: int = 900
+    width: int = WIDTH
     _svg: str | None = field(default=None, repr=False)
 
     @property
@@ -231,9 +235,9 @@ class Flow:
         return pd.DataFrame(rows)
 
     # ---- SVG ----
-    def _column(self, side: _Side, align: dict, layout: dict) -> str:
+    def _column(self, side: _Side, layout: dict) -> str:
         marks = {seq: str(n) for seq, n in side.steps.items()}
-        return sequence_diagram(side.events, marks=marks, align=align, layout=layout, status_labels=True,
+        return sequence_diagram(side.events, marks=marks, layout=layout, status_labels=True,
                                 internal_arrows=True, width=self.width, lanes="broker", on_broker=side.where)
 
     @property
@@ -243,47 +247,41 @@ class Flow:
         return self._svg
 
     def _draw(self) -> str:
-        align: dict = {}
-        for _ in range(len(STEPS) + 2):          # push steps down until both columns agree
-            la, lb = {}, {}
-            sa, sb = self._column(self.regular, align, la), self._column(self.share, align, lb)
-            ya, yb = la.get("steps", {}), lb.get("steps", {})
-            moved = False
-            for k in ya.keys() & yb.keys():
-                target = max(ya[k], yb[k])
-                if abs(ya[k] - yb[k]) > 0.5 and align.get(k, 0) < target:
-                    align[k] = target
-                    moved = True
-            if not moved:
-                break
-        xa, xb = 0, la["width"] + COLUMN_GAP
-        total_w = xb + lb["width"]
-        total_h = HEADER_H + max(la["height"], lb["height"]) + 26
-        parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{total_h}" '
-                 f'viewBox="0 0 {total_w} {total_h}" font-family="{FONT}" class="kipviz-flows">',
-                 f'<rect x="0" y="0" width="{total_w}" height="{total_h}" fill="white"/>']
-        for side, x, inner in ((self.regular, xa, sa), (self.share, xb, sb)):
+        drawn = []
+        for side in self.sides:
+            layout: dict = {}
+            drawn.append((side, self._column(side, layout), layout))
+        total_w = max(self.width, *(layout["width"] for _, _, layout in drawn))
+        note = _wrap("Numbered circles mark the same step in both flows (Flow.steps). Arrows of versions that are "
+                     "not released are labelled accepted / proposed; dotted arrows are broker-to-broker calls.",
+                     total_w - 20, 10, break_words=False)
+        parts, y = [], 0
+        for k, (side, inner, layout) in enumerate(drawn):
             status = side.status
             color = C_STATUS.get(status, C_MUTED)
             pill_w = 8 + len(status) * 7
+            if k:
+                parts.append(f'<line x1="8" x2="{total_w - 8}" y1="{y - FLOW_GAP / 2}" y2="{y - FLOW_GAP / 2}" '
+                             f'stroke="#cbd5e0"/>')
             parts.append(f'<g class="kv-flow-column" data-side="{side.key}" data-status="{status}">')
-            parts.append(f'<g class="kv-flow-head"><text x="{x + 10}" y="24" font-size="16" font-weight="bold" '
+            parts.append(f'<g class="kv-flow-head"><text x="10" y="{y + 24}" font-size="16" font-weight="bold" '
                          f'fill="{C_TEXT}">{_x(side.title)}</text>'
-                         f'<rect class="kv-status" x="{x + 10}" y="32" width="{pill_w}" height="17" rx="8" '
-                         f'fill="{color}"/><text x="{x + 10 + pill_w / 2}" y="44.5" font-size="11" fill="white" '
+                         f'<rect class="kv-status" x="10" y="{y + 32}" width="{pill_w}" height="17" rx="8" '
+                         f'fill="{color}"/><text x="{10 + pill_w / 2}" y="{y + 44.5}" font-size="11" fill="white" '
                          f'font-weight="bold" text-anchor="middle">{_x(status)}</text>'
-                         f'<text x="{x + 18 + pill_w}" y="45" font-size="11" fill="{C_MUTED}">{_x(side.subtitle)}'
-                         f'</text><text x="{x + 10}" y="64" font-size="10" fill="{C_MUTED}">{_x(side.source)}'
+                         f'<text x="{18 + pill_w}" y="{y + 45}" font-size="11" fill="{C_MUTED}">{_x(side.subtitle)}'
+                         f'</text><text x="10" y="{y + 64}" font-size="10" fill="{C_MUTED}">{_x(side.source)}'
                          f'</text></g>')
-            parts.append(_embed(inner, x, HEADER_H))
+            parts.append(_embed(inner, 0, y + HEADER_H))
             parts.append("</g>")
-        parts.append(f'<line x1="{xb - COLUMN_GAP / 2}" x2="{xb - COLUMN_GAP / 2}" y1="8" y2="{total_h - 8}" '
-                     f'stroke="#cbd5e0"/>')
-        parts.append(f'<text x="10" y="{total_h - 9}" font-size="10" fill="{C_MUTED}">Numbered circles mark the same '
-                     f'step in both flows (Flow.steps). Arrows of versions that are not released are labelled '
-                     f'accepted / proposed; dotted arrows are broker-to-broker calls.</text>')
-        parts.append("</svg>")
-        return "".join(parts)
+            y += HEADER_H + layout["height"] + FLOW_GAP
+        total_h = y - FLOW_GAP + 14 * len(note) + 12
+        for j, line in enumerate(note):
+            parts.append(f'<text x="10" y="{total_h - 9 - 14 * (len(note) - 1 - j)}" font-size="10" '
+                         f'fill="{C_MUTED}">{_x(line)}</text>')
+        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{total_h}" '
+                f'viewBox="0 0 {total_w} {total_h}" font-family="{FONT}" class="kipviz-flows">'
+                f'<rect x="0" y="0" width="{total_w}" height="{total_h}" fill="white"/>' + "".join(parts) + "</svg>")
 
     # ---- HTML ----
     def _table_html(self) -> str:
@@ -292,7 +290,7 @@ class Flow:
         body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
                        for row in df.itertuples(index=False))
         a, b = self.sides
-        table = (f'<h2 style="font:bold 15px {FONT}">The steps, side by side: {html.escape(a.title)} '
+        table = (f'<h2 style="font:bold 15px {FONT}">The steps of both flows: {html.escape(a.title)} '
                  f'({a.status}) and {html.escape(b.title)} ({b.status})</h2>'
                  f'<table class="kv-flow-steps" style="border-collapse:collapse;font:12px {FONT}">'
                  f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
@@ -341,9 +339,9 @@ def _side(key: str, x, *, title: str, subtitle: str, compact: bool) -> _Side:
 
 
 def regular_vs_share_flow(regular=None, share=None, *, seed: int = 0, brokers: int = 3,
-                          regular_transaction_version: int = 1, compact: bool = True, width: int = 900,
+                          regular_transaction_version: int = 1, compact: bool = True, width: int = WIDTH,
                           titles: tuple[str, str] = ("Regular consumer group", "Share group (KIP-1289)")) -> Flow:
-    """The regular and the share-group read-process-write flows side by side.
+    """The regular and the share-group read-process-write flows, one above the other.
 
     regular, share: a Trace, a Cluster, a list of events, or a scenario name (run with `seed`);
     None runs the defaults (kipviz.scenarios.flows.flow_runs). A name or default is run on

@@ -112,15 +112,26 @@ def _visible(table: Table, show_proposed: bool, extra_rows: Iterable[int], extra
 def _node_label(table: Table, state: str) -> str:
     parts = [f'<FONT COLOR="{C_TEXT}">{_e(state)}</FONT>']
     if table.state_ids and state in table.state_ids:
-        parts.append(f'<FONT POINT-SIZE="9" COLOR="{C_ID}">id {_e(table.state_ids[state])}</FONT>')
+        parts.append(f'<FONT POINT-SIZE="10" COLOR="{C_ID}">id {_e(table.state_ids[state])}</FONT>')
     return "<" + "<BR/>".join(parts) + ">"
 
 
-def _edge_label(row: Row, color: str) -> str:
-    lines = [f'<FONT COLOR="{color}">{_e(row.event)}</FONT>']
+def _split_event(event: str, longer_than: int = 12) -> list[str]:
+    """A long event name on two lines, cut after the "-" or " " nearest its middle
+    ("transactional-id-expired" -> "transactional-", "id-expired"); short ones whole."""
+    cuts = [i for i, c in enumerate(event) if c in "- "]
+    if len(event) <= longer_than or not cuts:
+        return [event]
+    i = min(cuts, key=lambda i: abs(i + 0.5 - len(event) / 2))
+    return [event[:i + 1], event[i + 1:]]
+
+
+def _edge_label(row: Row, color: str, wrap: bool = False) -> str:
+    parts = _split_event(row.event) if wrap else [row.event]
+    lines = [f'<FONT COLOR="{color}">{_e(p)}</FONT>' for p in parts]
     if not _released(row):
         what = " · ".join(p for p in (row.kip, row.status) if p)
-        lines.append(f'<FONT POINT-SIZE="9" COLOR="{color}">{_e(what)}</FONT>')
+        lines.append(f'<FONT POINT-SIZE="10" COLOR="{color}">{_e(what)}</FONT>')
     return "<" + "<BR/>".join(lines) + ">"
 
 
@@ -184,8 +195,9 @@ def state_diagram(table: Table, *, current: str | Iterable[str] | None = None, t
 
 
 # rankdir "auto" tries these in order and keeps the first that fits a notebook, else the narrowest:
-# "TB-compact" is top to bottom with states packed closer and ranks further apart (the transaction
-# machine's 29 rows: 2000 px left to right, 1780 top to bottom, 1420 compact)
+# "TB-compact" is top to bottom with states packed closer, ranks further apart and long event names
+# on two lines (the transaction machine's 29 rows: 2000 px left to right, 1780 top to bottom, 1115
+# compact -- its 10 pt text stays over 9 px in a notebook's ~840 px output area; issue 25)
 LAYOUTS = ("LR", "TB", "TB-compact")
 
 
@@ -219,7 +231,7 @@ def state_graph(table: Table, cur: list[str], taken_i: int | None, show_proposed
     g = graphviz.Digraph(
         name=f"machine_{_slug(table.name)}",
         graph_attr={"rankdir": rankdir.removesuffix("-compact"), "fontname": FONT, "labelloc": "t", "labeljust": "l",
-                    "label": _title(table, show_proposed) if title else "", "nodesep": "0.1" if compact else "0.35",
+                    "label": _title(table, show_proposed) if title else "", "nodesep": "0.05" if compact else "0.35",
                     "ranksep": "0.6" if compact else "0.45", "pad": "0.3", "bgcolor": "white"},
         node_attr={"fontname": FONT, "fontsize": "11", "shape": "ellipse", "style": "filled",
                    "fillcolor": C_NODE_FILL, "color": C_NODE_LINE, "margin": "0.04", "penwidth": "1.2"},
@@ -250,7 +262,7 @@ def state_graph(table: Table, cur: list[str], taken_i: int | None, show_proposed
         if r.note:
             tip += f": {r.note}"
         attrs["tooltip"] = _attr(tip)
-        g.edge(node_id(table, r.from_state), node_id(table, r.to_state), label=_edge_label(r, color), **attrs)
+        g.edge(node_id(table, r.from_state), node_id(table, r.to_state), label=_edge_label(r, color, compact), **attrs)
     return g
 
 

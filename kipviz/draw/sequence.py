@@ -93,6 +93,7 @@ GUTTER = 70            # time column on the left
 HEAD_H = 40
 ROW_H = 28
 LINE_H = 14
+MIN_COL = 100.0        # the narrowest lane (a picture with more lanes than fit its width grows past it)
 FS = 11                # font size of labels
 FS_NOTE = 10
 NOTE_EM = 1.12         # a note's text is estimated this much wider than _tw's average (no spill from its box)
@@ -659,7 +660,7 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
     # lanes narrow (their titles wrap) rather than the picture widening past `width`: a wider picture is
     # scaled down in a notebook's output area (about 830 px) and its smallest text (10 px) would drop
     # under 8 px (tests/browser/test_pictures_fit.py)
-    colw = max(100.0, min(240.0, (width - GUTTER - 10) / n))
+    colw = max(MIN_COL, min(240.0, (width - GUTTER - 10) / n))
     total_w = int(GUTTER + colw * n + 10)
     xs = {name: GUTTER + colw * (i + 0.5) for i, name in enumerate(lines)}
 

@@ -20,7 +20,7 @@ import time
 import ipywidgets as W
 
 from ..draw.record_strip import parse_key
-from ..draw.sequence import sequence_diagram
+from ..draw.sequence import GUTTER, MIN_COL, sequence_diagram
 from ..schema import events as ev
 
 # share-record state changes are drawn by the record strip, not the state-machine player
@@ -46,6 +46,37 @@ def _row(e) -> str:
 
 
 LIVE_WIDTH = 740       # the sequence tab's width in JupyterLab at 1280 px with the file browser open
+
+
+def lanes_that_fit(width: float = LIVE_WIDTH) -> int:
+    """How many lanes a sequence diagram `width` px wide holds at its narrowest lane (MIN_COL)."""
+    return max(2, int((width - GUTTER - 10) // MIN_COL))
+
+
+def newest_that_fit(wire: list, max_lanes: int) -> tuple[list, int]:
+    """The newest requests and responses whose clients and brokers fit `max_lanes` lanes (one per
+    client, one per broker): walking back from the newest, an exchange that would open a lane past
+    the limit is left out. Returns (the events kept, in order; how many were left out)."""
+    lanes: set = set()
+    kept: list = []
+    for e in reversed(wire):
+        need = {("client", e.client), ("broker", e.broker)} - lanes
+        if len(lanes) + len(need) > max_lanes:
+            continue
+        lanes |= need
+        kept.append(e)
+    return kept[::-1], len(wire) - len(kept)
+
+
+def live_diagram(wire: list, *, t0: int | None = None, width: int = LIVE_WIDTH) -> str:
+    """The newest requests as a sequence diagram no wider than `width` (one lane per broker, its
+    roles under its name): with more clients and brokers than lanes fit, the older ones' requests
+    are left out and the title says how many. Its text (10 px and up, FS_NOTE the smallest) is never
+    scaled: the live view's content varies per run, and a picture drawn wider than its tab was
+    scaled to text under 8 px (issue 25)."""
+    shown, hidden = newest_that_fit(wire, lanes_that_fit(width))
+    title = "newest requests" + (f" ({hidden} older of other clients or brokers not shown)" if hidden else "")
+    return sequence_diagram(shown, title=title, t0=t0, width=width, lanes="broker")
 
 
 class LiveView(W.VBox):
@@ -96,11 +127,10 @@ class LiveView(W.VBox):
                              f"{getattr(self.server, 'open_connections', '?')} open connections · "
                              f"virtual t = {self.cluster.now} ms")
         try:
-            # times in seconds from the run's start; drawn for the tab's ~740 px, not scaled under 8 px text
+            # times in seconds from the run's start; drawn for the tab's ~740 px, not scaled (live_diagram)
             with self.lock:
                 t0 = self.cluster.events[0].t if self.cluster.events else None
-            self.diagram.value = (sequence_diagram(wire, title="newest requests", t0=t0, width=LIVE_WIDTH)
-                                  if wire else "<i>no requests yet</i>")
+            self.diagram.value = live_diagram(wire, t0=t0) if wire else "<i>no requests yet</i>"
         except Exception as e:  # noqa: BLE001 - a drawing problem is a readable line, never a dead view
             self.diagram.value = f"<i>cannot draw: {html.escape(str(e))}</i>"
         body = "".join(_row(e) for e in reversed(recent[-self.rows:]))

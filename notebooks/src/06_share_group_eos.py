@@ -101,10 +101,10 @@ print("delivery counts seen by the consumer:", slow.result["delivery_counts"])
 player(animation(slow, "share-record"))
 
 # %% [markdown]
-# ## 2. The two flows side by side
+# ## 2. The two flows
 #
-# Left: a regular consumer group commits its offsets inside the transaction (AddOffsetsToTxn /
-# TxnOffsetCommit, markers to `__consumer_offsets`) — released Kafka. Right: a share group stages
+# Above: a regular consumer group commits its offsets inside the transaction (AddOffsetsToTxn /
+# TxnOffsetCommit, markers to `__consumer_offsets`) — released Kafka. Below: a share group stages
 # its acknowledgements (TxnShareAcknowledge, broker-internal registration, markers to
 # `__share_group_state`) — KIP-1289, **proposed**. Both are drawn from real runs of the model, one
 # lane per broker, each step on the broker where it happens.

@@ -35,11 +35,7 @@ def _shot(page, name: str) -> None:
 
 # Pictures this check still finds wrong (issue 25), each owned by a drawing outside this change.
 # strict: once one is repaired the test XPASSes and fails, so its line here must go.
-KNOWN = {
-    "05_txn_offset_commit_v6": "the animated transaction machine's player (animate.py): its narrowest layout is "
-                               "1423 px, shown in a ~750 px player: text at 7.5 px",
-    "06_share_group_eos": "flows.py: the regular-vs-share flow is scaled to 5-7 px text",
-}
+KNOWN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN[p.stem]))
