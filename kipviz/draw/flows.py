@@ -74,11 +74,11 @@ from .sequence import (
     FONT,
     FS,
     INTERNAL_TOPICS,
-    _wrap,
     add_partitions_label,
     lifeline_of,
     sequence_diagram,
     version_status,
+    wrap_text,
 )
 
 # STEPS, FlowError, Window, classify and flow_window live in kipviz.scenarios.flows (what the
@@ -252,7 +252,7 @@ class Flow:
             layout: dict = {}
             drawn.append((side, self._column(side, layout), layout))
         total_w = max(self.width, *(layout["width"] for _, _, layout in drawn))
-        note = _wrap("Numbered circles mark the same step in both flows (Flow.steps). Arrows of versions that are "
+        note = wrap_text("Numbered circles mark the same step in both flows (Flow.steps). Arrows of versions that are "
                      "not released are labelled accepted / proposed; dotted arrows are broker-to-broker calls.",
                      total_w - 20, 10, break_words=False)
         parts, y = [], 0

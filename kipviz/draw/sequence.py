@@ -588,7 +588,7 @@ def _tw(text: str, size: float = FS) -> float:
     return len(text) * size * 0.55
 
 
-def _wrap(text: str, max_px: float, size: float, *, break_words: bool = True) -> list[str]:
+def wrap_text(text: str, max_px: float, size: float, *, break_words: bool = True) -> list[str]:
     chars = max(12, int(max_px / (size * 0.55)))
     return textwrap.wrap(text, chars, break_long_words=break_words, break_on_hyphens=False) or [""]
 
@@ -603,9 +603,9 @@ def _head_parts(name: str, w: float) -> list[tuple[str, int, str | None, str]]:
     """A lane title's lines, wrapped to its box (a long title wraps rather than spilling out)."""
     a, b = (name.split(" (", 1) if " (" in name else (name, None))
     size = 12 if b is None else 11
-    parts = [(t, size, "bold", C_TEXT) for t in _wrap(a, w - 8, size * 1.12)]
+    parts = [(t, size, "bold", C_TEXT) for t in wrap_text(a, w - 8, size * 1.12)]
     if b is not None:
-        parts += [(t, 10, None, C_MUTED) for t in _wrap("(" + b, w - 8, 10)]
+        parts += [(t, 10, None, C_MUTED) for t in wrap_text("(" + b, w - 8, 10)]
     return parts
 
 
@@ -711,7 +711,7 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
             span = abs(x2 - x1) - 10
             # arrow labels wrap between words only (a topic name stays whole, even past a short arrow)
             label_lines = [(part, c) for text, c in r.lines
-                           for part in ([text] if _tw(text) <= max(span, 60) else _wrap(text, max(span, 120), FS,
+                           for part in ([text] if _tw(text) <= max(span, 60) else wrap_text(text, max(span, 120), FS,
                                                                                          break_words=False))]
             extra = LINE_H * (len(label_lines) - 1)
             ly = yy + 19 + extra
@@ -737,7 +737,7 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
             x = xs[r.src]
             # measured a little wide (NOTE_EM): capitals and "_" run past Helvetica's average width
             wrapped = [(part, color) for text, color in r.lines
-                       for part in _wrap(text, note_max - 12, FS_NOTE * NOTE_EM)]
+                       for part in wrap_text(text, note_max - 12, FS_NOTE * NOTE_EM)]
             if r.more:
                 wrapped.append((f"… {r.more} more", C_MUTED))
             w = min(note_max, max(_tw(t, FS_NOTE * NOTE_EM) for t, _ in wrapped) + 14)
@@ -754,7 +754,7 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
             body.append("</g>")
             yy += h + 8
         else:   # band
-            wrapped = [(part, color) for text, color in r.lines for part in _wrap(text, total_w - GUTTER - 40, FS)]
+            wrapped = [(part, color) for text, color in r.lines for part in wrap_text(text, total_w - GUTTER - 40, FS)]
             h = LINE_H * len(wrapped) + 8
             body.append(f'<g class="kv-band"><rect x="{GUTTER:.1f}" y="{yy + 3:.1f}" '
                         f'width="{total_w - GUTTER - 6:.1f}" height="{h:.1f}" fill="{C_BAND}"/>')
