@@ -37,6 +37,8 @@ def test_the_live_players_follow_a_transaction_and_a_share_group():
     with Server(brokers=1, share_group_offset_reset={"sg": "earliest"}) as srv:
         view = LiveView(srv, auto=False, players_every_s=0)
         assert view.machine_player is None and "no state changes yet" in view.machine_box.children[0].value
+        # stacked at the notebook's width, not two half-width boxes that shrink a machine to ~3 px text
+        assert tuple(view.children[-2:]) == (view.machine_box, view.strip_box)
         with srv.lock:
             srv.cluster.create_topic("t")
         conf = {"bootstrap.servers": srv.bootstrap, "socket.timeout.ms": 10000}

@@ -95,10 +95,9 @@ class LiveView(W.VBox):
         self.machine_player = self.strip_player = None
         self.followed: dict[str, tuple] = {}           # "machine": (machine, key), "strip": (group,)
         self.players = players
-        # the players side by side under the tabs (a player in a hidden tab could not be watched live)
-        for box in (self.machine_box, self.strip_box):
-            box.layout = W.Layout(width="50%")
-        below = [W.HBox([self.machine_box, self.strip_box])] if players else []
+        # the players under the tabs (a player in a hidden tab could not be watched live), one above the
+        # other at the notebook's width: side by side, a transaction machine (~1100 px) shrank to ~3 px text
+        below = [self.machine_box, self.strip_box] if players else []
         super().__init__([self.status, W.Tab([self.diagram, self.table], titles=("sequence", "events")), *below])
         self._seen = -1
         self._players_seen, self._players_at = -1, 0.0
