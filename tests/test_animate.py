@@ -15,7 +15,6 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from kipviz.broker import events as E
 from kipviz.broker.machine import Row, Table
 from kipviz.draw import dot_available, to_svg
 from kipviz.draw.animate import Animation, changes, player_html, random_walk, render_many
@@ -28,6 +27,7 @@ from kipviz.draw.machines import (
     state_diagram,
     tables,
 )
+from kipviz.schema import events as E
 
 needs_dot = pytest.mark.skipif(not dot_available(), reason="graphviz `dot` not installed")
 

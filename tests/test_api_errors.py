@@ -17,10 +17,10 @@ import pytest
 from kipviz import scenarios
 from kipviz.broker import cluster as cluster_module
 from kipviz.broker.api_errors import ERROR_ROWS, declared, errors_by_version
-from kipviz.broker.error_codes import ERRORS, name_of
-from kipviz.broker.events import ResponseSent
 from kipviz.broker.handlers import HANDLERS, load_all
 from kipviz.schema.check import reference_root
+from kipviz.schema.error_codes import ERRORS, name_of
+from kipviz.schema.events import ResponseSent
 
 load_all()
 

@@ -19,12 +19,12 @@ from crc32c import crc32c
 
 from kipviz import codec
 from kipviz.broker import Cluster, ClusterConfig
-from kipviz.broker.error_codes import CODE
 from kipviz.broker.handlers.metadata import EXTRA_CODES, shape
 from kipviz.errors import DecodeError, SchemaError
 from kipviz.records import MAX_RECORDS, RecordLimitError, read_batches, write_batch
 from kipviz.review import source as review_source
 from kipviz.schema import jsonc
+from kipviz.schema.error_codes import CODE
 from kipviz.schema.loader import load_text
 from kipviz.schema.versions import Versions
 

@@ -5,7 +5,7 @@ import struct
 
 from kipviz import codec
 from kipviz.broker import Cluster, served_versions
-from kipviz.broker.error_codes import CODE
+from kipviz.schema.error_codes import CODE
 
 
 def _ask(c: Cluster, version: int, broker: int = 0, **body) -> dict:

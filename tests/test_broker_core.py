@@ -7,9 +7,9 @@ import pytest
 
 from kipviz import codec
 from kipviz.broker import Acl, Cluster, InvalidTransition, Machine, Row, Table, served_versions
-from kipviz.broker import events as ev
 from kipviz.broker.clock import VirtualClock
-from kipviz.broker.error_codes import CODE
+from kipviz.schema import events as ev
+from kipviz.schema.error_codes import CODE
 
 
 def test_api_versions_follow_the_release_played():

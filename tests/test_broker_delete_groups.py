@@ -8,8 +8,8 @@ import pytest
 
 from kipviz import codec
 from kipviz.broker import Acl, Cluster, served_versions
-from kipviz.broker.error_codes import CODE
 from kipviz.broker.groups import shape
+from kipviz.schema.error_codes import CODE
 
 
 def call(c, api, version, body, broker=None, principal="User:ANONYMOUS"):

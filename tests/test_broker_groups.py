@@ -13,10 +13,10 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from kipviz import codec
 from kipviz.broker import Acl, Cluster
-from kipviz.broker.error_codes import CODE
 from kipviz.broker.groups import shape
 from kipviz.broker.tables import classic_group, consumer_group, consumer_member
 from kipviz.records import decode_internal, group_coordinator_partition
+from kipviz.schema.error_codes import CODE
 from kipviz.uuids import ZERO_UUID
 
 E = CODE

@@ -6,12 +6,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kipviz.broker import Cluster
-from kipviz.broker.error_codes import CODE
-from kipviz.broker.events import StateChanged
 from kipviz.broker.machine import Machine
 from kipviz.broker.tables import share_record as sr
 from kipviz.clients.share_consumer import ShareConsumer
 from kipviz.records import decode_internal, share_coordinator_partition
+from kipviz.schema.error_codes import CODE
+from kipviz.schema.events import StateChanged
 
 G = "sg"
 

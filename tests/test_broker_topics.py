@@ -17,10 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kipviz import codec
-from kipviz.broker import Acl, Cluster, RecordAppended
-from kipviz.broker.error_codes import CODE
+from kipviz.broker import Acl, Cluster
 from kipviz.broker.handlers.metadata import EXTRA_CODES, shape
-from kipviz.draw.examples import example_value
 from kipviz.records import (
     group_coordinator_partition,
     read_batches,
@@ -29,7 +27,10 @@ from kipviz.records import (
     transaction_coordinator_partition,
     write_batch,
 )
+from kipviz.records.examples import example_value
 from kipviz.schema import registry
+from kipviz.schema.error_codes import CODE
+from kipviz.schema.events import RecordAppended
 from kipviz.schema.resolve import resolve
 from kipviz.uuids import RESERVED, ZERO_UUID, random_uuid, to_kafka_str
 

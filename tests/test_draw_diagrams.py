@@ -27,8 +27,8 @@ from kipviz.draw import (
     wire_diagram,
     wire_svg,
 )
-from kipviz.draw.examples import TOPIC_IDS
 from kipviz.errors import UnknownMessageError
+from kipviz.records.examples import TOPIC_IDS
 from kipviz.schema import registry
 from kipviz.schema.check import reference_root
 from kipviz.schema.loader import load_dir, load_text

@@ -14,8 +14,6 @@ from hypothesis import strategies as st
 
 from kipviz import codec
 from kipviz.broker import Cluster
-from kipviz.broker import events as E
-from kipviz.draw.examples import example_value
 from kipviz.draw.sequence import (
     C_ERROR,
     lifeline_of,
@@ -24,6 +22,8 @@ from kipviz.draw.sequence import (
     sequence_html,
 )
 from kipviz.records import encode_internal
+from kipviz.records.examples import example_value
+from kipviz.schema import events as E
 
 NS = "{http://www.w3.org/2000/svg}"
 

@@ -3,8 +3,8 @@ repeated exchanges folded (unfolded on request), members named as their lanes.""
 import re
 
 from kipviz import scenarios
-from kipviz.broker.events import ResponseSent
 from kipviz.draw.sequence import error_places, member_names, sequence_diagram, sequence_svg
+from kipviz.schema.events import ResponseSent
 
 
 def _text(svg: str) -> str:

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kipviz.broker.events import Note, RecordAppended, StateChanged
 from kipviz.eos import AT_LEAST_ONCE, VIOLATION, ShareEosChecker, check_share_eos, parse_source, source_header
+from kipviz.schema.events import Note, RecordAppended, StateChanged
 from kipviz.workloads import Fault, run_share_eos
 
 G, IN, OUT = "sg", "in", "out"

@@ -25,9 +25,9 @@ from hypothesis import event as _event
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from kipviz.broker.events import RecordAppended, StateChanged
 from kipviz.broker.share_partition import SharePartition
 from kipviz.eos import SOURCE_HEADER, VIOLATION, ShareEosChecker, check_share_eos
+from kipviz.schema.events import RecordAppended, StateChanged
 from kipviz.workloads import DEFAULT_KINDS, FAULT_KINDS, Fault, random_faults, run_share_eos
 
 SETTINGS = dict(derandomize=True, database=None, deadline=None,

@@ -1,4 +1,4 @@
-"""The typed events' constructors (kipviz.broker.events._slot_init): the same parameters, defaults
+"""The typed events' constructors (kipviz.schema.events._slot_init): the same parameters, defaults
 and frozen instances as the dataclasses declare."""
 import dataclasses
 import inspect
@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from kipviz.broker import events as ev
+from kipviz.schema import events as ev
 
 CLASSES = (ev.Event, ev.RequestReceived, ev.ResponseSent, ev.StateChanged, ev.RecordAppended, ev.ClientAction,
            ev.Note)

@@ -17,11 +17,11 @@ import psutil
 import pytest
 
 from kipviz import cli, scenarios
+from kipviz.course.export import external_refs, find_notebooks, notebook_html
+from kipviz.course.export_widgets import WIDGET_VIEW, static_widgets
+from kipviz.course.runner import MemoryWatch, run_notebook
 from kipviz.draw.animate import animation
 from kipviz.draw.record_strip import record_strip
-from kipviz.export import external_refs, find_notebooks, notebook_html
-from kipviz.export_widgets import WIDGET_VIEW, static_widgets
-from kipviz.nbrun import MemoryWatch, run_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz `dot` not installed")
@@ -268,7 +268,7 @@ def test_memory_watch_counts_the_children_of_the_process():
 
 
 def test_widget_snapshot_draws_boxes_outputs_and_a_player_inside_an_output():
-    from kipviz.export_widgets import widget_html
+    from kipviz.course.export_widgets import widget_html
 
     def model(name, **state):
         return {"model_name": name, "model_module": "@jupyter-widgets/controls", "state": state}
@@ -375,7 +375,7 @@ def test_a_prediction_exports_with_its_solution_folded(tmp_path):
     src = tmp_path / "nb"
     src.mkdir()
     _write(src, "predict.ipynb", [code("answer = ..."),
-                                  code("from kipviz.exercises import exercise\nexercise('03-1').check(answer)")])
+                                  code("from kipviz.course.exercises import exercise\nexercise('03-1').check(answer)")])
     assert cli.main(["export", str(src), "-q", "-o", str(tmp_path / "o")]) == 0
     page = (tmp_path / "o" / "predict.html").read_text(encoding="utf-8")
     folded = re.search(r'<details class="kipviz-solution"><summary>Show solution</summary>(.*?)</details>', page, re.S)

@@ -288,7 +288,7 @@ def test_events_without_a_committed_transaction_or_not_events_are_refused():
         regular_vs_share_flow(42, k.share_commit_run())
     with pytest.raises(FlowError, match="no scenario 'kip1289.nope'"):
         regular_vs_share_flow(aborted, "kip1289.nope")
-    with pytest.raises(FlowError, match="not a kipviz.broker.events event"):
+    with pytest.raises(FlowError, match="not a kipviz.schema.events event"):
         regular_vs_share_flow(aborted, ["not an event"])
     with pytest.raises(FlowError, match="not a read-process-write loop"):
         c = Cluster(seed=0)
@@ -317,7 +317,7 @@ def test_html_is_standalone_with_the_picture_and_the_table(flow, tmp_path):
 
 # ---- the sequence_diagram options the flows use -------------------------------------------------------------------
 def _events():
-    from kipviz.broker import events as E
+    from kipviz.schema import events as E
     evs = []
 
     def add(cls, **kw):
@@ -433,7 +433,7 @@ def test_forwarded_flow_resolves_on_the_broker_that_resolved_it():
 
 
 def test_classification_reads_typed_fields_not_note_text(runs):
-    from kipviz.broker import events as E
+    from kipviz.schema import events as E
     for trace in (*runs, scenarios.run("kip1289.marker_forwarded")):
         w = flow_window(trace.events)
         window = trace.events[w.lo:w.hi]
@@ -454,8 +454,8 @@ def test_flow_facts_live_in_scenarios_and_the_drawing_re_exports_them():
 
 
 def test_sequence_lanes_per_broker_merge_every_role_of_a_broker():
-    from kipviz.broker import events as E
     from kipviz.draw.sequence import sequence_diagram
+    from kipviz.schema import events as E
     evs = []
     for i, (b, api) in enumerate([(2, "Metadata"), (2, "Produce"), (1, "EndTxn"), (2, "InitProducerId")]):
         evs.append(E.RequestReceived(seq=2 * i, t=0, broker=b, client="p", api=api, version=0, correlation_id=i, body={}))

@@ -1,6 +1,6 @@
 """Cluster.handle under mutated frames of every served API and version (issue 21).
 
-A valid request is built for each API and version the model serves (kipviz.draw.examples), then
+A valid request is built for each API and version the model serves (kipviz.records.examples), then
 mutated: bits flipped, bytes set, cut short, bytes inserted or removed, and lengths or counts
 overwritten with huge values (int16/int32 maxima, -1, long varints); the size prefix is mostly
 kept consistent so that the body parser and the handlers see the damage. For every frame:
@@ -27,10 +27,10 @@ from hypothesis import strategies as st
 from kipviz import codec
 from kipviz.broker import Cluster
 from kipviz.broker.config import served_versions
-from kipviz.broker.events import ResponseSent
 from kipviz.broker.handlers import HANDLERS, load_all
 from kipviz.clients import Consumer, Producer
-from kipviz.draw.examples import TOPIC_IDS, example_value
+from kipviz.records.examples import TOPIC_IDS, example_value
+from kipviz.schema.events import ResponseSent
 
 # KIPVIZ_FUZZ_EXAMPLES=20000 for a long campaign
 settings.register_profile("handle-fuzz", max_examples=int(os.environ.get("KIPVIZ_FUZZ_EXAMPLES", 400)), deadline=None,

@@ -4,9 +4,9 @@ import pytest
 from kipviz import codec, scenarios
 from kipviz.broker import Cluster
 from kipviz.broker.config import ClusterConfig, served_versions
-from kipviz.broker.error_codes import CODE
 from kipviz.broker.groups import shape
 from kipviz.schema import releases
+from kipviz.schema.error_codes import CODE
 
 
 def _call(cluster, api, version, body, broker=0):

@@ -9,7 +9,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kipviz.broker import Cluster
-from kipviz.broker.error_codes import CODE
 from kipviz.broker.share_metrics import metrics, time_series
 from kipviz.broker.share_txn import OPERATION_NOT_ATTEMPTED, pending
 from kipviz.clients.producer import (
@@ -21,6 +20,7 @@ from kipviz.clients.producer import (
 )
 from kipviz.clients.share_consumer import ShareConsumer
 from kipviz.records import decode_internal, share_coordinator_partition
+from kipviz.schema.error_codes import CODE
 
 G = "sg"
 

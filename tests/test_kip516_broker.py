@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 from kipviz import codec, scenarios
 from kipviz.broker import Cluster
 from kipviz.broker.config import Acl
-from kipviz.broker.error_codes import CODE, name_of
 from kipviz.broker.groups import shape
 from kipviz.broker.replicas import partition_metadata
 from kipviz.broker.tables import replica as R
 from kipviz.draw.animate import Animation
 from kipviz.scenarios.kip516_broker import ZK_BROKER, Controller
 from kipviz.scenarios.kip516_departures import DEPARTURES, schema_facts
+from kipviz.schema.error_codes import CODE, name_of
 from kipviz.uuids import ZERO_UUID, to_kafka_str
 
 BROKER = ["kip516.broker_stale_state", "kip516.broker_stale_state_released", "kip516.full_leader_and_isr",

@@ -191,3 +191,46 @@ def test_the_private_name_check_finds_each_form(tmp_path):
     assert found == ["pkg/high.py:4: from pkg.low import _hidden", "pkg/high.py:7: from pkg.low import _f",
                      "pkg/high.py:8: pkg.low._f", "pkg/high.py:8: pkg.low._hidden",
                      "pkg/sub/__init__.py:1: from pkg.sub._own import _fine"], found
+
+
+# ---- one home per module --------------------------------------------------------------------------------
+# issue 23: a module lives at one path. A module that puts another in its place
+# (sys.modules[__name__] = other) gives that one two import paths, and the layers contract then
+# judges the name, not the code behind it.
+def _self_replacing(root: Path, package: str) -> list[str]:
+    """Where the package's modules assign to `sys.modules[__name__]` (path:line)."""
+    found = []
+    for path in sorted((root / package).rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else (
+                [node.target] if isinstance(node, ast.AnnAssign | ast.AugAssign) else [])
+            for t in targets:
+                if (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Attribute) and t.value.attr == "modules"
+                        and isinstance(t.slice, ast.Name) and t.slice.id == "__name__"):
+                    found.append(f"{path.relative_to(root)}:{node.lineno}")
+    return found
+
+
+def test_no_module_replaces_itself_in_sys_modules():
+    found = _self_replacing(ROOT, "kipviz")
+    assert found == [], "modules standing in for another under their own name:\n" + "\n".join(found)
+
+
+def test_the_self_replacing_check_finds_an_alias(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "home.py").write_text("import sys\nx = sys.modules['pkg.home']\n")   # reading is fine
+    (pkg / "old.py").write_text('"""Moved."""\nimport sys\n\nfrom . import home as _moved\n\nsys.modules[__name__] = _moved\n')
+    assert _self_replacing(tmp_path, "pkg") == ["pkg/old.py:6"]
+
+
+def test_the_old_module_paths_are_gone():
+    # the names issue 23 moved; each is imported from its home (kipviz.course.*, kipviz.schema.*, ...).
+    # Files, not find_spec: an editable install of another checkout would still answer for the name.
+    old = ["kipviz.nbrun", "kipviz.export", "kipviz.export_widgets", "kipviz.teach", "kipviz.exercises",
+           "kipviz.broker.events", "kipviz.broker.error_codes", "kipviz.draw.examples", "kipviz.sampledata.workloads"]
+    left = [m for m in old if (ROOT.joinpath(*m.split(".")).with_suffix(".py")).exists()
+            or (ROOT.joinpath(*m.split(".")) / "__init__.py").exists()]
+    assert left == [], left

@@ -9,7 +9,7 @@ import pytest
 from kipviz import scenarios
 from kipviz.broker.tables import share_record
 from kipviz.course import contents
-from kipviz.exercises import EXERCISES
+from kipviz.course.exercises import EXERCISES
 
 ROOT = Path(__file__).resolve().parent.parent
 PRIVATE = re.compile(r"\bFACTS\b|\bseeds?\s*\(?0\d\d\b|\bseed documents?\b", re.I)

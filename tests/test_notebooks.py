@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from kipviz.export import external_refs, notebook_html
-from kipviz.export_widgets import WIDGET_VIEW
-from kipviz.nbrun import BINDER_LIMIT, MB, run_notebook
+from kipviz.course.export import external_refs, notebook_html
+from kipviz.course.export_widgets import WIDGET_VIEW
+from kipviz.course.runner import BINDER_LIMIT, MB, run_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

@@ -2,7 +2,7 @@
 
 A learner-editable cell is a code cell tagged {"kipviz": {"exercise": ID}} (in its source in
 notebooks/src/, the cell header `# %% kipviz={"exercise": ID}`); the cell after it, tagged
-{"kipviz": {"check": ID}}, is not editable and computes the answer in kipviz.exercises. For every
+{"kipviz": {"check": ID}}, is not editable and computes the answer in kipviz.course.exercises. For every
 exercise, the text of its expected answer must occur neither in its learner cell's source nor in its
 hint (as a whole token, so "5" does not match "15" or "v5")."""
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from kipviz.exercises import EXERCISES, exercise
-from kipviz.teach import check
+from kipviz.course.exercises import EXERCISES, exercise
+from kipviz.course.teach import check
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -57,7 +57,7 @@ def test_occurs_is_a_whole_token_match():
 def test_every_exercise_cell_is_tagged_and_registered():
     """Each registered exercise has one learner cell followed by its (not editable) check cell, and no
     code cell outside the registry still calls check(answer, ...) with a written-out answer."""
-    assert set(LEARNER) == set(EXERCISES), "learner cells and kipviz.exercises disagree"
+    assert set(LEARNER) == set(EXERCISES), "learner cells and kipviz.course.exercises disagree"
     assert set(CHECKS) == set(EXERCISES)
     for ex_id, (nb, i, cell) in LEARNER.items():
         check_nb, j, check_cell = CHECKS[ex_id]
@@ -100,7 +100,7 @@ def test_notebook_inputs_exercises_are_hidden_too():
 def _run_until(path: Path, last: str) -> dict:
     """Execute a notebook's code cells in one namespace up to the check cell of exercise `last`,
     recording each exercise's expected answer (the learner's blank stays ...)."""
-    from kipviz.exercises import Exercise
+    from kipviz.course.exercises import Exercise
     expected: dict = {}
     real = Exercise.check
 

@@ -11,7 +11,6 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from kipviz.broker import Cluster
-from kipviz.broker import events as E
 from kipviz.broker.share_partition import EMPTY_MEMBER
 from kipviz.broker.tables import share_record as sr
 from kipviz.clients.share_consumer import ShareConsumer
@@ -22,6 +21,7 @@ from kipviz.draw.record_strip import (
     record_strip,
     share_state_diagrams,
 )
+from kipviz.schema import events as E
 
 G = "sg"
 

@@ -13,9 +13,9 @@ import pytest
 
 from kipviz import cli, scenarios
 from kipviz.broker import api_errors, errors_by_version, share_txn
-from kipviz.broker.error_codes import ERRORS, name_of
 from kipviz.review.behaviour import MODELLED, behaviour
 from kipviz.scenarios.kip1289_departures import DEPARTURES, runnable
+from kipviz.schema.error_codes import ERRORS, name_of
 
 ROOT = Path(__file__).resolve().parent.parent
 DRAFT = ROOT / "kipviz/defs/messages/TxnShareAcknowledgeRequest.json"

@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kipviz import scenarios
-from kipviz.broker.error_codes import CODE, name_of
 from kipviz.eos import Report
 from kipviz.records import share_coordinator_partition
 from kipviz.scenarios import kip1289_errors as k
 from kipviz.schema import registry
+from kipviz.schema.error_codes import CODE, name_of
 
 NAMES = ["kip1289.case02_coordinator_unavailable", "kip1289.case03_zombie_producer",
          "kip1289.case08_stale_member_epoch", "kip1289.case09_old_broker", "kip1289.case10_invalid_ack_type",

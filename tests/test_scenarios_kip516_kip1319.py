@@ -12,9 +12,9 @@ import pytest
 
 from kipviz import codec, scenarios
 from kipviz.broker import Cluster
-from kipviz.broker.error_codes import CODE, name_of
 from kipviz.broker.groups import shape
 from kipviz.records import decode_internal
+from kipviz.schema.error_codes import CODE, name_of
 from kipviz.uuids import RESERVED, ZERO_UUID, from_kafka_str
 
 SEEDS = (0, 7)

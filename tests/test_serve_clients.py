@@ -352,7 +352,7 @@ def test_librdkafka_share_consumer_close_acknowledges_without_a_session_error(se
     sc.close()
     time.sleep(0.5)
     with server.lock:
-        from kipviz.broker import events as ev
+        from kipviz.schema import events as ev
         answers = [e for e in server.cluster.events if e.seq >= seq and isinstance(e, ev.ResponseSent)
                    and e.api in ("ShareAcknowledge", "ShareFetch", "ShareGroupHeartbeat")]
     assert any(e.api == "ShareGroupHeartbeat" for e in answers)

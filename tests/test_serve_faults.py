@@ -11,7 +11,7 @@ import time
 import pytest
 
 from kipviz import codec
-from kipviz.broker.events import Note
+from kipviz.schema.events import Note
 from kipviz.serve import Server
 
 

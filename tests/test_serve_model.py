@@ -6,8 +6,8 @@ import struct
 
 from kipviz import codec
 from kipviz.broker import Cluster
-from kipviz.broker.error_codes import CODE
 from kipviz.records import read_batches, write_batch
+from kipviz.schema.error_codes import CODE
 
 ZERO = "AAAAAAAAAAAAAAAAAAAAAA"
 

@@ -183,8 +183,8 @@ def test_corruptions_that_apply_to_events_agree_with_kipviz_eos(spark, tmp_path)
     violations (kind, record, transaction)."""
     import dataclasses
 
-    from kipviz.broker.events import RecordAppended
     from kipviz.records.batch import read_batches
+    from kipviz.schema.events import RecordAppended
     from tests.test_eos_corruptions import Copy, committed, data_batch, insert, mid_commit
     run = run_share_eos(records=120, consumers=2, partitions=2, seed=5, batch=10)
     write_trace(run, tmp_path / "s", name="share_eos")

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from kipviz import codec
-from kipviz.draw.examples import example_value
+from kipviz.records.examples import example_value
 from kipviz.schema import registry
 from kipviz.widgets import Explorer, HexView, show_hex
 from kipviz.widgets.explorer import MAX_PASTE_CHARS, from_json_value, to_json_text

@@ -8,9 +8,7 @@
 from .api_errors import errors_by_version
 from .cluster import Cluster
 from .config import Acl, ClusterConfig, served_versions
-from .events import ClientAction, Event, Note, RecordAppended, RequestReceived, ResponseSent, StateChanged
 from .machine import InvalidTransition, Machine, Row, Table
 
-__all__ = ["errors_by_version", "Cluster", "ClusterConfig", "Acl", "served_versions", "Event", "RequestReceived", "ResponseSent",
-           "StateChanged", "RecordAppended", "ClientAction", "Note", "Machine", "Table", "Row",
+__all__ = ["errors_by_version", "Cluster", "ClusterConfig", "Acl", "served_versions", "Machine", "Table", "Row",
            "InvalidTransition"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 
-from .error_codes import ERRORS
+from ..schema.error_codes import ERRORS
 from .error_rows import Row, kafka_only, rows
 
 __all__ = ["Row", "rows", "kafka_only", "declared", "ERROR_ROWS", "PAGE_ONLY", "errors_by_version",

@@ -3,7 +3,7 @@
     cluster = Cluster(brokers=3, seed=7)
     response = cluster.handle(frame)          # a size-prefixed request in, the framed response out
     cluster.advance(1000)                     # virtual time: timeouts fire here, never on their own
-    cluster.events                            # ordered, typed events (kipviz.broker.events)
+    cluster.events                            # ordered, typed events (kipviz.schema.events)
 
 No sockets, threads or wall clock: a Cluster is a pure object driven by requests and a clock."""
 from __future__ import annotations
@@ -16,12 +16,12 @@ import uuid
 from .. import codec
 from ..errors import DecodeError
 from ..records import group_coordinator_partition, transaction_coordinator_partition
+from ..schema import events as ev
 from ..schema import registry
+from ..schema.error_codes import CODE
 from ..uuids import random_uuid, to_kafka_str
-from . import events as ev
 from .clock import VirtualClock
 from .config import SHARE_MARKER_ROUTINGS, Acl, ClusterConfig, served_versions
-from .error_codes import CODE
 from .handlers import CLOSE, DEFERRED, HANDLERS, Request, load_all
 from .machine import Machine
 from .respond import error_codes, error_response

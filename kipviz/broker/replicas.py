@@ -27,8 +27,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+from ..schema.error_codes import CODE
 from ..uuids import ZERO_UUID, to_kafka_str
-from .error_codes import CODE
 from .machine import Machine
 from .tables import replica as R
 

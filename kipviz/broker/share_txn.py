@@ -47,8 +47,8 @@ expiry) -- SharePartition._expire, corner case 6."""
 from __future__ import annotations
 
 from ..records import share_coordinator_partition
+from ..schema.error_codes import CODE
 from .config import KIT_SUGGESTION
-from .error_codes import CODE
 from .share_partition import AckError
 
 SHARE_STATE_TOPIC = "__share_group_state"

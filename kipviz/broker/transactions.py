@@ -38,8 +38,8 @@ from typing import NamedTuple
 from ..codec.fit import complete_body  # noqa: F401 - moved to codec; callers import it from here
 from ..records import encode_internal
 from ..records.control import CONTROL_TYPE_IDS, control_key, end_txn_marker_value
-from . import events as ev
-from .error_codes import CODE
+from ..schema import events as ev
+from ..schema.error_codes import CODE
 from .machine import Machine
 from .tables import transaction as table
 
@@ -52,7 +52,7 @@ EXPIRATION_SCAN_MS = 3600 * 1000     # transaction.remove.expired.transaction.cl
 
 NONE = 0
 E = CODE
-OPERATION_NOT_ATTEMPTED = 55   # Errors.OPERATION_NOT_ATTEMPTED (not in kipviz.broker.error_codes yet)
+OPERATION_NOT_ATTEMPTED = 55   # Errors.OPERATION_NOT_ATTEMPTED (not in kipviz.schema.error_codes yet)
 NETWORK_EXCEPTION = 13         # Errors.NETWORK_EXCEPTION
 
 

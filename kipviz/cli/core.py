@@ -142,7 +142,7 @@ def _marks() -> tuple[str, str]:
 
 def _request_summary(events) -> str:
     """One line: each distinct (api, version, errors) in order of first appearance, with a count."""
-    from ..broker.error_codes import name_of
+    from ..schema.error_codes import name_of
     counts: dict[tuple, int] = {}
     for e in events:
         if e.kind == "ResponseSent":

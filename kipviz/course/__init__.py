@@ -3,8 +3,7 @@
 (export, export_widgets).
 
 `from kipviz import course; course.contents(...)` keeps working: the outline functions are
-re-exported here. The old module names (kipviz.exercises, kipviz.teach, kipviz.nbrun,
-kipviz.export, kipviz.export_widgets) stay as aliases, since stored notebooks import them."""
+re-exported here; everything else is imported from its own module (kipviz.course.exercises, ...)."""
 from .outlines import Contents, Outline, contents, course, kip_link, outline, problems
 
 __all__ = ["Contents", "Outline", "contents", "course", "kip_link", "outline", "problems"]

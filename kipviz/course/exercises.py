@@ -6,7 +6,7 @@ from the kit's own model and codec (or from objects the notebook built, passed a
 revealed by the check: right or wrong, a hint on a wrong answer, and a "Show solution" element that
 stays closed until clicked (an HTML <details>, so it works in JupyterLab and in `kipviz export`).
 
-    from kipviz.exercises import exercise, EXERCISES
+    from kipviz.course.exercises import exercise, EXERCISES
     exercise("03-1").expected()                  # 'UNKNOWN_TOPIC_ID', computed from the scenario
     exercise("03-1").check(...)                  # "Not answered yet", with the solution folded away
 """
@@ -131,10 +131,10 @@ def _txn_partition():
     return records.kafka_abs(records.java_string_hash("tx-orders-001")) % 50
 
 
-@_ex("02-2", hint="Look the code up in kipviz.broker.error_codes (name_of); the error is about generations.",
-     solution="name_of(22) from kipviz.broker.error_codes.")
+@_ex("02-2", hint="Look the code up in kipviz.schema.error_codes (name_of); the error is about generations.",
+     solution="name_of(22) from kipviz.schema.error_codes.")
 def _error_22():
-    from ..broker.error_codes import name_of
+    from ..schema.error_codes import name_of
     return name_of(22)
 
 
@@ -163,7 +163,7 @@ def _stale_state_released():
      solution="Send the heartbeat (the check cell does) and read its ErrorCode with name_of.",
      inputs=("response",))
 def _heartbeat_too_high(response):
-    from ..broker.error_codes import name_of
+    from ..schema.error_codes import name_of
     return name_of(response["ErrorCode"])
 
 

@@ -1,6 +1,6 @@
 """`kipviz export`: the notebooks, run, as a static HTML site that needs neither a kernel nor the
 internet to view: every script and style is inline, images are embedded, and widgets become HTML
-drawn from their saved state (animation players keep playing: kipviz.export_widgets).
+drawn from their saved state (animation players keep playing: kipviz.course.export_widgets).
 
     from kipviz.course.export import export_site
     site = export_site("notebooks", "site")              # runs each notebook, writes site/*.html

@@ -107,7 +107,7 @@ def _check_calls(code: str) -> list[tuple[str, bool]]:
         if not ((isinstance(f, ast.Name) and f.id == "check") or (isinstance(f, ast.Attribute) and f.attr == "check")):
             continue
         registered = _registered_exercise(f)
-        if registered is not None:          # exercise("03-1").check(answer): the hint is in kipviz.exercises
+        if registered is not None:          # exercise("03-1").check(answer): the hint is in kipviz.course.exercises
             out.append((ast.get_source_segment(code, node) or "check(...)", bool(registered)))
             continue
         hint = node.args[2] if len(node.args) > 2 else next((k.value for k in node.keywords if k.arg == "hint"), None)

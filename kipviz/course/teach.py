@@ -1,6 +1,6 @@
 """Exercise checks for the notebooks: say right or wrong, give a hint on a wrong answer, and keep the
 solution folded away (an HTML <details> closed by default: JupyterLab and `kipviz export` both show it
-as a "Show solution" line to click). Prediction exercises live in kipviz.exercises."""
+as a "Show solution" line to click). Prediction exercises live in kipviz.course.exercises."""
 from __future__ import annotations
 
 import html

@@ -36,9 +36,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..broker import events as E
 from ..broker.machine import Row, Table
 from ..errors import KipvizError
+from ..schema import events as E
 from . import machines as M
 from .render import DotNotFoundError, inline_svg, to_svg
 from .render import svg_text as _xml

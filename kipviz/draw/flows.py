@@ -52,8 +52,6 @@ import html
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..broker import events as E
-from ..broker.error_codes import name_of
 from ..scenarios.flows import (
     REGULAR_SCENARIO,
     SHARE_SCENARIO,
@@ -66,6 +64,8 @@ from ..scenarios.flows import (
     flow_window,
     resolved_on,
 )
+from ..schema import events as E
+from ..schema.error_codes import name_of
 from .render import to_html
 from .sequence import (
     C_MUTED,

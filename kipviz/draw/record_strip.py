@@ -38,8 +38,8 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..broker import events as E
 from ..broker.tables import share_record as sr
+from ..schema import events as E
 from .animate import caption_font, player_html, wrap_caption
 from .machines import state_diagram
 from .render import svg_text

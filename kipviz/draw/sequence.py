@@ -1,4 +1,4 @@
-"""Sequence diagrams of a broker-model scenario, drawn from its events (kipviz.broker.events).
+"""Sequence diagrams of a broker-model scenario, drawn from its events (kipviz.schema.events).
 
     sequence_diagram(cluster.events)                 -> SVG text
     sequence_diagram(events, title="…", max_events=80)
@@ -49,9 +49,9 @@ import struct
 import textwrap
 from dataclasses import dataclass, field
 
-from ..broker import events as E
-from ..broker.error_codes import name_of
 from ..broker.tables import transaction as _txn_table
+from ..schema import events as E
+from ..schema.error_codes import name_of
 from ..schema.status import version_status
 from ..schema.topics import INTERNAL_TOPICS
 from .render import svg_text, to_html

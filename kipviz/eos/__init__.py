@@ -1,4 +1,4 @@
-"""Exactly-once checks over a run's events (kipviz.broker.events). See kipviz/eos/checker.py for
+"""Exactly-once checks over a run's events (kipviz.schema.events). See kipviz/eos/checker.py for
 the read-process-write convention (the "kipviz-source" header) and the rules."""
 from .checker import (
     AT_LEAST_ONCE,

@@ -631,7 +631,7 @@ class ShareEosChecker:
 def check_share_eos(events, *, group: str, input_topic: str, output_topic: str,
                     allowed_at_least_once=False, expect: str = "appended",
                     require_output: bool = True) -> Report:
-    """Check a run's events (a list of kipviz.broker.events, anything with .events, or any
+    """Check a run's events (a list of kipviz.schema.events, anything with .events, or any
     iterable of events -- e.g. the chunks of one stream chained) for exactly-once
     read-process-write through share group `group`. See the module docstring."""
     if expect not in ("appended", "seen"):

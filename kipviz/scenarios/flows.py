@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from ..broker import events as E
 from ..broker.topics import INTERNAL as INTERNAL_TOPICS
 from ..errors import KipvizError
+from ..schema import events as E
 
 __all__ = ["STEPS", "FlowError", "Window", "flow_window", "classify", "resolved_on", "flow_runs", "events_of",
            "REGULAR_SCENARIO", "SHARE_SCENARIO"]
@@ -83,7 +83,7 @@ def events_of(x, what: str) -> tuple[list, str]:
     evs = list(evs)
     bad = next((e for e in evs if not isinstance(e, E.Event)), None)
     if bad is not None:
-        raise FlowError(f"{what}: {type(bad).__name__} is not a kipviz.broker.events event")
+        raise FlowError(f"{what}: {type(bad).__name__} is not a kipviz.schema.events event")
     return evs, name or f"{len(evs)} events"
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..broker import share_txn
-from ..broker.error_codes import name_of
+from ..schema.error_codes import name_of
 from . import Trace, scenario
 from .kip1289_errors import GROUP, PROPOSED, produce, setup
 from .kip1289_faults import moves, stage_all, wait

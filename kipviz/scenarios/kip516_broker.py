@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import uuid
 
-from ..broker.error_codes import name_of
+from ..schema.error_codes import name_of
 from ..uuids import ZERO_UUID, to_kafka_str
 from . import Trace, scenario
 from .kip516 import Wire, create_topic, delete_topic, fetch, produce

@@ -8,7 +8,7 @@
 share_eos: share-group read-process-write with KIP-1289 (proposed) transactional acknowledgements
 and the seed's corner-case faults (kipviz/workloads/share_eos.py).
 samples: the read-process-write workloads the sample data is written from (regular_eos ...,
-kipviz/workloads/samples.py; kipviz.sampledata.workloads is its old name, an alias)."""
+kipviz/workloads/samples.py)."""
 from .share_eos import (
     DEFAULT_KINDS,
     FAULT_KINDS,

@@ -21,9 +21,9 @@ import pandas as pd
 from IPython.display import HTML, SVG, display
 
 from kipviz.broker import Cluster
-from kipviz.broker.error_codes import name_of
 from kipviz.course.exercises import exercise
 from kipviz.draw import sequence_diagram, state_diagram, tables, to_svg
+from kipviz.schema.error_codes import name_of
 
 cluster = Cluster(brokers=3, seed=42)
 orders = cluster.create_topic("orders", 4)

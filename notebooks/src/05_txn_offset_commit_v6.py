@@ -115,9 +115,9 @@ pd.DataFrame({"v6": pd.Series(order.result["v6"]), "v5 (by name)": pd.Series(ord
 # %%
 import uuid
 
-from kipviz.broker.error_codes import CODE
 from kipviz.draw import wire_diagram
 from kipviz.draw.diff import diff_table
+from kipviz.schema.error_codes import CODE
 
 offsets = [{"PartitionIndex": 3, "CommittedOffset": 150382, "CommittedLeaderEpoch": 12, "CommittedMetadata": None}]
 common = {"TransactionalId": "tx-orders-001", "GroupId": "order-processors", "ProducerId": 0, "ProducerEpoch": 12,

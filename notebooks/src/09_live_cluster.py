@@ -38,8 +38,8 @@ import pandas as pd
 from confluent_kafka import Consumer, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kipviz.broker import StateChanged
 from kipviz.course.exercises import exercise
+from kipviz.schema.events import StateChanged
 from kipviz.serve import LiveView, Server
 
 RECORDING = Path(tempfile.mkdtemp()) / "live"

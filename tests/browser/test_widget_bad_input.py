@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 from kipviz import codec
-from kipviz.draw.examples import example_value
+from kipviz.records.examples import example_value
 from kipviz.widgets.explorer import MAX_ERROR_CHARS
 
 from . import pages

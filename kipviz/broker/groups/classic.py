@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid as _uuid
 
-from ..error_codes import CODE
+from ...schema.error_codes import CODE
 from ..tables import classic_group as CG
 from .model import (
     CLASSIC_NEW_MEMBER_JOIN_TIMEOUT_MS,

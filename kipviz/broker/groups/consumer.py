@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
+from ...schema.error_codes import CODE
 from ...uuids import random_uuid, to_kafka_str
-from ..error_codes import CODE
 from ..tables import classic_group as CG
 from ..tables import consumer_group as KG
 from ..tables import consumer_member as KM

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ...records import decode_internal, encode_internal
 from ...records.internal import definitions as record_definitions
-from ..error_codes import CODE
+from ...schema.error_codes import CODE
 from ..machine import Machine
 from ..tables import classic_group as CG
 from .model import (

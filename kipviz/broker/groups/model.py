@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 from ...codec.fit import fit_body
 from ...records.internal import definitions as record_definitions
+from ...schema.error_codes import CODE
 from ...uuids import ZERO_UUID
 from ..deferred import DEFERRED
-from ..error_codes import CODE
 from ..machine import Machine
 from ..tables import classic_group as CG
 from ..tables import consumer_member as KM

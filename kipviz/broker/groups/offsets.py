@@ -4,8 +4,8 @@ group-coordinator/src/main/java/org/apache/kafka/coordinator/group/OffsetMetadat
 deleteGroups is GroupCoordinatorShard.deleteGroups)."""
 from __future__ import annotations
 
+from ...schema.error_codes import CODE
 from ...uuids import ZERO_UUID
-from ..error_codes import CODE
 from ..tables import classic_group as CG
 from .model import (
     INVALID_OFFSET,

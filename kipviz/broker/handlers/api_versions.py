@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from ...schema import registry
+from ...schema.error_codes import CODE
 from ..config import served_versions
-from ..error_codes import CODE
 from ..error_rows import rows
 from . import Request, handles
 

@@ -16,7 +16,7 @@ Only the settings the model has are listed (a real broker lists a few hundred); 
 documentation are not sent."""
 from __future__ import annotations
 
-from ..error_codes import CODE
+from ...schema.error_codes import CODE
 from ..error_rows import rows
 from . import Request, handles
 from .metadata import CLUSTER_RESOURCE

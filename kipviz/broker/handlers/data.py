@@ -30,9 +30,9 @@ from ...errors import DecodeError
 from ...records import RecordLimitError, read_batches
 from ...records.header import MAGIC_OFFSET, batch_bounds, batch_size, is_transactional
 from ...records.header import TRANSACTIONAL_MASK as TRANSACTIONAL_BIT
+from ...schema import events as ev
+from ...schema.error_codes import CODE
 from ...uuids import ZERO_UUID
-from .. import events as ev
-from ..error_codes import CODE
 from ..error_rows import kafka_only, rows
 from . import CLOSE, DEFERRED, Request, handles
 from .metadata import CLUSTER_RESOURCE, epoch_error, err, is_zero, leader_alive, log_of, model_state, node, shape

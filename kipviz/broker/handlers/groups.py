@@ -7,7 +7,7 @@ order follow released Kafka's KafkaApis (FACTS.md (c) 'Broker front door') and K
 TxnOffsetCommit v6."""
 from __future__ import annotations
 
-from ..error_codes import CODE
+from ...schema.error_codes import CODE
 from ..error_rows import kafka_only, rows
 from ..groups import ASSIGNORS, PARKED, GroupError, shape
 from . import Request, handles

@@ -10,7 +10,7 @@ The model keeps no epoch history (no replication): every stored record belongs t
 leader epoch, so an older epoch on a non-empty log ends where the current one started (0)."""
 from __future__ import annotations
 
-from ..error_codes import CODE
+from ...schema.error_codes import CODE
 from ..error_rows import rows
 from . import Request, handles
 from .metadata import epoch_error, leader_alive, log_of

@@ -27,8 +27,8 @@ import weakref
 
 from ...codec.fit import fit_body
 from ...records import share_coordinator_partition
+from ...schema.error_codes import CODE
 from ...uuids import ZERO_UUID, from_kafka_str, to_kafka_str
-from ..error_codes import CODE
 from ..error_rows import kafka_only, rows
 from ..topics import INTERNAL
 from . import Request, handles
@@ -39,7 +39,7 @@ INT32_MIN = -2**31                          # "authorized operations not request
 DEFAULT_REPLICATION_FACTOR = 1              # default.replication.factor
 METADATA_TOPIC = "__cluster_metadata"
 
-# codes the model returns that kipviz.broker.error_codes does not list yet (Errors.java)
+# codes the model returns that kipviz.schema.error_codes does not list yet (Errors.java)
 EXTRA_CODES = {"INVALID_REQUIRED_ACKS": 21, "INVALID_REPLICA_ASSIGNMENT": 39,
                "OUT_OF_ORDER_SEQUENCE_NUMBER": 45, "FETCH_SESSION_ID_NOT_FOUND": 70,
                "INVALID_FETCH_SESSION_EPOCH": 71, "FENCED_LEADER_EPOCH": 74, "UNKNOWN_LEADER_EPOCH": 75,

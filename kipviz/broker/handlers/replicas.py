@@ -5,7 +5,7 @@ side lives in kipviz.broker.replicas (KafkaApis.handleLeaderAndIsrRequest / hand
 -> ReplicaManager). Only the controller may send them (CLUSTER_ACTION on the cluster)."""
 from __future__ import annotations
 
-from ..error_codes import CODE
+from ...schema.error_codes import CODE
 from ..error_rows import rows
 from ..respond import error_response
 from . import Request, handles

@@ -17,8 +17,8 @@ Share sessions and membership: kipviz/broker/shares.py. Record states: kipviz/br
 from __future__ import annotations
 
 from ... import records as rec
+from ...schema.error_codes import CODE
 from ...uuids import ZERO_UUID
-from ..error_codes import CODE
 from ..error_rows import kafka_only, rows
 from ..share_partition import AckError
 from ..shares import ShareGroupError

@@ -4,7 +4,7 @@ The front-door checks follow KafkaApis (authorization, topic existence, version-
 rewrites); the state changes are the transaction coordinator's (kipviz.broker.transactions)."""
 from __future__ import annotations
 
-from ..error_codes import CODE
+from ...schema.error_codes import CODE
 from ..error_rows import kafka_only, rows
 from ..transactions import OPERATION_NOT_ATTEMPTED, complete_body
 from . import Request, handles
