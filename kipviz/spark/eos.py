@@ -199,25 +199,12 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     unknown += sorted({r["source"] for r in stray if r["source"] is not None})
     rids = [_rid(input_topic, r) for r in odd_rows]
     outputs = _outputs_of(recs, rids + unknown, output_topic)
-    contents = _contents(src, output_topic, [o for r, rid in zip(odd_rows, rids, strict=True) if r["n_visible"] > 1
-                                             for o in outputs.get(rid, ()) if o["visibility"] == "visible"])
     hist = _history(events, group, input_topic, [(r["partition"], r["offset"]) for r in odd_rows])
-    collected = []
-    for r, rid in zip(odd_rows, rids, strict=True):
-        outs = outputs.get(rid, [])
-        vis = [o for o in outs if o["visibility"] == "visible"]
-        row = dict(r.asDict(), rid=rid, outputs=[o["name"] for o in vis], attempts=len({_attempt(o) for o in vis}),
-                   n_aborted=sum(o["visibility"] == "aborted" for o in outs),
-                   n_open=sum(o["visibility"] == "open" for o in outs))
-        collected.extend(_rules(row, require_output, hist.get(rid, [])))
-        collected.extend(_within(rid, vis, contents, output_topic))
+    collected = _odd_row_rules(src, odd_rows, rids, outputs, hist, output_topic, require_output)
     collected += _stray_rows(unknown, stray, outputs, input_topic, output_topic)
     markers, bad_batches = _batch_facts(src, _marker_topics(input_topic, output_topic))
     txn_records, bad_log = _txn_log(src)
-    for v in _txn_log_check(src, input_topic, output_topic, markers, txn_records):
-        collected.append({"kind": v["kind"], "rid": None, "transaction": f"{v['transaction']} {v['partition']}",
-                          "outputs": [f"{v['partition']}@{v['offset']}"] if v["offset"] is not None else [],
-                          "detail": v["detail"]})
+    collected += _marker_rows(_txn_log_check(src, input_topic, output_topic, markers, txn_records))
     for r in collected:
         _fill(r)
 
@@ -294,6 +281,30 @@ def _stray(recs, input_topic: str, out_stats: dict, named: int) -> list:
         return []
     return recs.filter((F.col("visibility") == "visible") & _source_offset(F.col("source"), input_topic).isNull()) \
         .select("source", "partition", "offset").collect()
+
+
+def _odd_row_rules(src, odd_rows: list, rids: list, outputs: dict, hist: dict, output_topic: str,
+                   require_output: bool) -> list[dict]:
+    """The per-record rules over the anomalous rows, with their outputs and moves looked up."""
+    contents = _contents(src, output_topic, [o for r, rid in zip(odd_rows, rids, strict=True) if r["n_visible"] > 1
+                                             for o in outputs.get(rid, ()) if o["visibility"] == "visible"])
+    collected = []
+    for r, rid in zip(odd_rows, rids, strict=True):
+        outs = outputs.get(rid, [])
+        vis = [o for o in outs if o["visibility"] == "visible"]
+        row = dict(r.asDict(), rid=rid, outputs=[o["name"] for o in vis], attempts=len({_attempt(o) for o in vis}),
+                   n_aborted=sum(o["visibility"] == "aborted" for o in outs),
+                   n_open=sum(o["visibility"] == "open" for o in outs))
+        collected.extend(_rules(row, require_output, hist.get(rid, [])))
+        collected.extend(_within(rid, vis, contents, output_topic))
+    return collected
+
+
+def _marker_rows(found) -> list[dict]:
+    """The transaction log's findings against the markers, as rows."""
+    return [{"kind": v["kind"], "rid": None, "transaction": f"{v['transaction']} {v['partition']}",
+             "outputs": [f"{v['partition']}@{v['offset']}"] if v["offset"] is not None else [],
+             "detail": v["detail"]} for v in found]
 
 
 def _stray_rows(unknown: list, stray: list, outputs: dict, input_topic: str, output_topic: str) -> list[dict]:
