@@ -17,6 +17,7 @@ _SOURCES = ("Topics", "TopicData", "Partitions", "PartitionData", "Groups", "Tra
 _RENAMES = {"PartitionIndex": ("Partition", "Index"), "Name": ("Topic",)}
 
 
+# size: one recursive walk copying a request's keys into an error response; each branch is one kind of field it can copy
 def _mirror(resp_fields, req_value, code: int) -> dict:
     out = struct_default(resp_fields)
     for f in resp_fields:

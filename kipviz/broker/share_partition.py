@@ -137,6 +137,7 @@ class SharePartition:
     def _log(self):
         return self.cluster.topics.partition(self.topic, self.partition)
 
+    # size: SharePartition.acquire's one walk over the window (log start, record-lock limit, batches, isolation) kept together as in Kafka
     def acquire(self, member: str, max_records: int, isolation: int = 0) -> list[int]:
         """Acquire up to max_records offsets for `member`; returns the acquired offsets (in order)."""
         log = self._log()
@@ -239,6 +240,7 @@ class SharePartition:
             self.cluster.shares.persist(self, batches)
 
     # ---- acknowledgement -------------------------------------------------------------------------
+    # size: validates every acknowledgement batch before any record changes; the branches are Kafka's rules for a batch, one after another
     def plan(self, member: str, batches: list[dict], *, allow_renew: bool = False) -> list[tuple[int, str]]:
         """Validate acknowledgement batches; returns [(offset, event-or-"renew")]. Raises AckError
         (INVALID_REQUEST / INVALID_RECORD_STATE) without touching any record."""

@@ -213,6 +213,7 @@ def _looks_like_tls(data) -> bool:
     return len(data) >= 3 and data[0] == 0x16 and data[1] == 0x03 and data[2] <= 0x04
 
 
+# size: framing a stream is one cursor over its chunks with resync; pos, carry and expect_next would have to travel through every piece
 def split_stream(stream: Stream, side: str, pending: dict, ended: str) -> tuple[list[Frame], list[str]]:
     """Frames of one direction; the second value holds problems that belong to no frame."""
     frames: list[Frame] = []

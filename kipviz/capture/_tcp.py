@@ -73,6 +73,7 @@ class Direction:
         self.rst |= seg.rst
         self.segments.append(seg)
 
+    # size: TCP reassembly is one state machine over the segments (placed bytes, gaps, retransmissions); split, its cursors become shared state
     def reassemble(self) -> Stream:
         stats = {"segments": 0, "bytes": 0, "retransmissions": 0, "out_of_order": 0, "overlaps": 0,
                  "gaps": 0, "missing_bytes": 0}

@@ -612,6 +612,7 @@ class Consumer(ClientBase):
             return self.member_id, self.member_epoch
         return None, -1
 
+    # size: one OffsetFetch round trip across its versions' two layouts (one group, many groups); the version branches read best together
     def _offset_fetch_once(self, tps: list[tuple[str, int]], require_stable: bool) -> dict:
         """{tp: offset | None | "UNSTABLE_OFFSET_COMMIT"}; raises Retry / ConsumerError."""
         api = "OffsetFetch"
@@ -881,6 +882,7 @@ class Consumer(ClientBase):
                   generation=self.group_metadata()["generation_id"])
         return {tp: o for tp, (o, _) in done.items()}
 
+    # size: one OffsetCommit round trip: the body per version and each partition's error handled where the response is read
     def _commit_once(self, pending: dict, stale: list) -> None:
         api = "OffsetCommit"
         member_protocol = self.protocol == "consumer" and not self._manual

@@ -593,6 +593,7 @@ class Producer(ClientBase):
         name = self._names.get(key)
         return (name, key) if name is not None and self.topic_info(name) is not None else None
 
+    # size: one TxnShareAcknowledge round: group by leader, send, act on each partition's error, as the client does it
     def _txn_share_ack_once(self, pending: dict, gm: dict) -> None:
         api = "TxnShareAcknowledge"
         v = self._choose_version(api)

@@ -16,6 +16,7 @@ def _name(v) -> str:
     return type(v).__name__
 
 
+# size: one dispatch on the primitive type; each branch is that type's range and shape check with its own message
 def _prim(f: VField, x, path: str, compact: bool, nullable: bool):
     et = f.elem
     if x is None:
@@ -99,6 +100,7 @@ def _check_unknown(x, path: str):
     return out
 
 
+# size: one pass over the keys given for a struct: names, aliases, tagged and absent fields checked as each key is met
 def normalize_struct(fields: tuple[VField, ...], value, path: str, flexible: bool,
                      absent: dict | None = None) -> dict:
     """`absent`: fields of the message that are not in this version (name -> spec), for messages."""

@@ -50,6 +50,7 @@ def txn_name(tid, pid, epoch) -> str:
     return f"{tid} (producer {pid}, epoch {epoch})" if tid is not None else f"producer {pid}, epoch {epoch}"
 
 
+# size: one pass pairing the transaction log with the markers; the prepared and current maps are shared by every rule
 def check_markers(log_records, markers, topics) -> list[dict]:
     """log_records: (transactional_id, producer_id, producer_epoch, state_id, [(topic, partition), ...])
     in log order per transactional id (records of one id are in one __transaction_state partition);

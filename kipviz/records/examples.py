@@ -116,6 +116,7 @@ class _Gen:
         return self.prim(f, path, i, parent)
 
     # ---- primitives ---------------------------------------------------------------------------
+    # size: one dispatch on primitive type and field name to a plausible example value; each branch is one row of that table
     def prim(self, f: VField, path: str, i: int, parent: str, in_array: bool = False):
         t, name, s = f.elem, f.name, f.spec
         nullable = f.nullable and not in_array

@@ -181,6 +181,7 @@ def _empty(title: str, why: str) -> Chart:
                  f'<text x="8" y="42" fill="#666">{_e(why)}</text></svg>')
 
 
+# size: one SVG chart drawn top to bottom (scale, ticks, bars, labels, legend); each step uses the previous one's numbers
 def bar_chart(labels: list, series: dict, *, title: str, ylabel: str, colors: dict | None = None,
               empty: str = "nothing to draw", xlabel: str = "", integer: bool = True) -> Chart:
     """Grouped bars: one group per label, one bar per series (name -> values). Counts (integer)

@@ -263,6 +263,7 @@ def _shown(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+# size: the manifest's checks in reading order, each raising on the first field that is not what kipviz reads
 def validate_manifest(manifest, where: str = "manifest.json") -> dict:
     """The manifest, or KipvizError naming the first field that is not what kipviz reads (its
     path, what it should be and what it is). Dataset paths must stay inside the run directory."""

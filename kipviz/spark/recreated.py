@@ -24,6 +24,7 @@ RECREATED_DDL = ("name string, generation int, topic_id_b64 string, deleted bool
                  "restarted boolean")
 
 
+# size: argument checks then one row set per incarnation; the branches are the missing or empty incarnations
 def recreated_offsets(logs, name: str):
     """Every incarnation of topic `name` in the run (Logs or Source from read_samples /
     scenario_logs): its generation (1 = first created), topic id, whether it was deleted, and per

@@ -99,6 +99,7 @@ def _ms(v) -> str:
     return "-" if v is None else f"{v:,.0f} ms"
 
 
+# size: one summary line per analysis name: a table of small formatters, one branch each
 def finding(name: str, df) -> str:
     """The key numbers of one analysis's (non-empty) frame, as one line: what `kipviz analyze`
     prints next to its row count."""

@@ -249,6 +249,7 @@ def _java_name(line: str) -> str:
     return re.sub(r"\b(?:[a-z_$][\w$]*\.)+([A-Z][\w$]*(?:Exception|Error|Throwable))\b", r"\1", line.strip())
 
 
+# size: one dispatch on the kind of Spark failure (Python worker, JVM error, gateway exit, lost py4j connection)
 def error_line(e: BaseException) -> str | None:
     """One line saying what failed in Spark -- the driver JVM, a query, a Python worker, the
     gateway between them -- from an exception PySpark or py4j raised; None for any other
@@ -291,6 +292,7 @@ def _is_local(master: str) -> bool:
     return master == "local" or master.startswith("local[") or master.startswith("local-cluster")
 
 
+# size: the precedence of Spark settings (arguments, environment, batch, large) resolved in one place before the JVM starts
 def session(master: str | None = None, *, app_name: str = "kipviz", driver_memory: str | None = None,
             conf: dict | None = None, java_options: str | None = None, batch: bool = False,
             large: bool = False, jvm_log: int | None = None):

@@ -187,6 +187,7 @@ def _default_version(spec: MessageSpec) -> int:
 class Explorer(W.VBox):
     """Message + version picker, wire diagram, example JSON, paste box and annotated hex dump."""
 
+    # size: builds and lays out the explorer's widgets; a widget layout reads best as one block
     def __init__(self, message: str = "TxnOffsetCommit", version: int | None = None, *, kind: str = "request"):
         self.error = ""
         self.last_exception: BaseException | None = None

@@ -599,6 +599,7 @@ class ShareEosWorkload:
                           fault=row["kind"], case=row["case"], worker=row["worker"], params=row["params"],
                           status=STATUS, kip=KIP)
 
+    # size: one dispatch over the fault kinds; each branch is one fault, a few lines long
     def _apply(self, f: Fault, row: dict, w: _Worker | None, point: str, ctx: dict):
         c, p = self.cluster, f.params
         kind = f.kind
