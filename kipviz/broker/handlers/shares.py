@@ -149,6 +149,7 @@ def _top_error(api: str, version: int, err: dict) -> dict:
     return body
 
 
+# size: ShareFetch's session, acknowledgement and acquire steps in SharePartitionManager's order; split pending (handlers reworked for issue 24)
 @handles("ShareFetch")
 def share_fetch(cluster, req: Request) -> dict:
     b, v = req.body, req.version
