@@ -249,7 +249,31 @@ def _java_name(line: str) -> str:
     return re.sub(r"\b(?:[a-z_$][\w$]*\.)+([A-Z][\w$]*(?:Exception|Error|Throwable))\b", r"\1", line.strip())
 
 
-# size: one dispatch on the kind of Spark failure (Python worker, JVM error, gateway exit, lost py4j connection)
+def _java_error(lines: list[str], name: str) -> str:
+    # "An error occurred while calling oN.m.\n: java.X: msg\n\tat ...": the exception and its last cause
+    head = next((ln[2:] for ln in lines if ln.startswith(": ")), lines[0] if lines else name)
+    causes = [ln.removeprefix("Caused by: ") for ln in lines if ln.startswith("Caused by: ")]
+    out = _java_name(head)
+    if causes and _java_name(causes[-1]) not in out:
+        out += f" (caused by {_java_name(causes[-1])})"
+    return out
+
+
+def _condition(e: BaseException) -> str | None:
+    """PySpark's error condition of `e`, if it has one (asking can fail when the JVM is gone)."""
+    try:
+        return e.getCondition() if hasattr(e, "getCondition") else None
+    except Exception:
+        return None
+
+
+def _jvm_exit_reason() -> str:
+    """What the driver JVM said before it exited (its stderr tail): the first error line (and the next)."""
+    said = [t for t in (ln.decode(errors="replace").strip() for ln in JVM_TAIL) if t]
+    at = next((i for i, ln in enumerate(said) if ln.startswith("Error") or "Exception" in ln), 0)
+    return " ".join(said[at:at + (1 if ":" in said[at] else 2)]) if said else ""
+
+
 def error_line(e: BaseException) -> str | None:
     """One line saying what failed in Spark -- the driver JVM, a query, a Python worker, the
     gateway between them -- from an exception PySpark or py4j raised; None for any other
@@ -266,22 +290,10 @@ def error_line(e: BaseException) -> str | None:
     if name == "PythonException":        # the worker's traceback: its last line says what
         last = next((ln for ln in reversed(lines) if not ln.lstrip().startswith("SQLSTATE")), text)
         return _one_line(f"in a Spark Python worker: {last.strip()}")
-    if name == "Py4JJavaError":          # "An error occurred while calling oN.m.\n: java.X: msg\n\tat ..."
-        head = next((ln[2:] for ln in lines if ln.startswith(": ")), lines[0] if lines else name)
-        causes = [ln.removeprefix("Caused by: ") for ln in lines if ln.startswith("Caused by: ")]
-        out = _java_name(head)
-        if causes and _java_name(causes[-1]) not in out:
-            out += f" (caused by {_java_name(causes[-1])})"
-        return _one_line(out)
-    cond = None
-    try:
-        cond = e.getCondition() if hasattr(e, "getCondition") else None
-    except Exception:
-        pass
-    if cond == "JAVA_GATEWAY_EXITED" or "JAVA_GATEWAY_EXITED" in text:
-        said = [t for t in (ln.decode(errors="replace").strip() for ln in JVM_TAIL) if t]
-        at = next((i for i, ln in enumerate(said) if ln.startswith("Error") or "Exception" in ln), 0)
-        reason = " ".join(said[at:at + (1 if ":" in said[at] else 2)]) if said else ""
+    if name == "Py4JJavaError":
+        return _one_line(_java_error(lines, name))
+    if _condition(e) == "JAVA_GATEWAY_EXITED" or "JAVA_GATEWAY_EXITED" in text:
+        reason = _jvm_exit_reason()
         return _one_line("the Spark driver JVM exited as it started" + (f": {reason}" if reason else ""))
     if mod.startswith("py4j"):           # the connection to the JVM broke: it died or was killed
         return _one_line(f"lost the Spark driver JVM ({lines[0] if lines else name})")
