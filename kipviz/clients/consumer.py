@@ -612,7 +612,6 @@ class Consumer(ClientBase):
             return self.member_id, self.member_epoch
         return None, -1
 
-    # size: one OffsetFetch round trip across its versions' two layouts (one group, many groups); the version branches read best together
     def _offset_fetch_once(self, tps: list[tuple[str, int]], require_stable: bool) -> dict:
         """{tp: offset | None | "UNSTABLE_OFFSET_COMMIT"}; raises Retry / ConsumerError."""
         api = "OffsetFetch"
@@ -632,20 +631,10 @@ class Consumer(ClientBase):
         resp = self._coordinator_call(api, v, body)
         g = resp["Groups"][0] if v >= 8 else resp
         code = g.get("ErrorCode", 0)
-        if code in COORDINATOR_ERRORS:
-            raise Retry(code, refresh="coordinator")
-        if code == E["STALE_MEMBER_EPOCH"]:
-            self._act("offset-fetch-stale-epoch", member_epoch=epoch)
-            self._retrying("ConsumerGroupHeartbeat", self._consumer_heartbeat)
-            raise Retry(code)
-        if code == E["UNKNOWN_MEMBER_ID"]:
-            self._fenced(code, "OffsetFetch")
-            raise self._raise(ConsumerError(code, "the member left the group; it rejoins at the next poll",
-                                            api=api))
         if code == E["GROUP_ID_NOT_FOUND"]:
             return dict.fromkeys(tps)
         if code:
-            raise self._raise(ConsumerError(code, api=api))
+            self._offset_fetch_group_error(code, epoch)
         names = {tid: t for t, tid in ids.items()}
         out = {}
         for t in g["Topics"]:
@@ -664,6 +653,20 @@ class Consumer(ClientBase):
                 else:
                     out[tp] = None if p["CommittedOffset"] < 0 else p["CommittedOffset"]
         return out
+
+    def _offset_fetch_group_error(self, code: int, epoch: int) -> None:
+        """OffsetFetch's group-level error (not GROUP_ID_NOT_FOUND): always raises, Retry or ConsumerError."""
+        if code in COORDINATOR_ERRORS:
+            raise Retry(code, refresh="coordinator")
+        if code == E["STALE_MEMBER_EPOCH"]:
+            self._act("offset-fetch-stale-epoch", member_epoch=epoch)
+            self._retrying("ConsumerGroupHeartbeat", self._consumer_heartbeat)
+            raise Retry(code)
+        if code == E["UNKNOWN_MEMBER_ID"]:
+            self._fenced(code, "OffsetFetch")
+            raise self._raise(ConsumerError(code, "the member left the group; it rejoins at the next poll",
+                                            api="OffsetFetch"))
+        raise self._raise(ConsumerError(code, api="OffsetFetch"))
 
     def committed(self, partitions=None, *, require_stable: bool | None = None) -> dict:
         """The group's committed offsets: {(topic, partition): offset or None}. With require_stable
@@ -882,7 +885,6 @@ class Consumer(ClientBase):
                   generation=self.group_metadata()["generation_id"])
         return {tp: o for tp, (o, _) in done.items()}
 
-    # size: one OffsetCommit round trip: the body per version and each partition's error handled where the response is read
     def _commit_once(self, pending: dict, stale: list) -> None:
         api = "OffsetCommit"
         member_protocol = self.protocol == "consumer" and not self._manual
@@ -908,25 +910,30 @@ class Consumer(ClientBase):
                     pending.pop(tp, None)
                     continue
                 self._act("commit-error", topic=tp[0], partition=tp[1], error=NAME.get(code, str(code)), version=v)
-                if code in COORDINATOR_ERRORS:
-                    retry = Retry(code, refresh="coordinator")
-                elif code in METADATA_ERRORS:
-                    retry = Retry(code, refresh="metadata")
-                elif code == E["STALE_MEMBER_EPOCH"] and stale[0] == 0:
-                    stale[0] += 1      # refresh the epoch with a heartbeat, then commit again
-                    self._retrying("ConsumerGroupHeartbeat", self._consumer_heartbeat)
-                    retry = Retry(code)
-                elif code in (E["UNKNOWN_MEMBER_ID"], E["ILLEGAL_GENERATION"], E["FENCED_MEMBER_EPOCH"],
-                              E["STALE_MEMBER_EPOCH"], E["FENCED_INSTANCE_ID"]):
-                    raise self._raise(CommitFailedError(code, "the group refused the commit", api=api,
-                                                        partitions=sorted(pending)))
-                elif code == E["REBALANCE_IN_PROGRESS"]:
-                    self._request_rejoin("REBALANCE_IN_PROGRESS")
-                    raise self._raise(RebalanceInProgressError(code, api=api, partitions=sorted(pending)))
-                else:
-                    raise self._raise(ConsumerError(code, api=api, partitions=[tp]))
+                retry = self._commit_error(tp, code, pending, stale)
         if pending:
             raise retry or Retry(E["UNKNOWN_SERVER_ERROR"])
+
+    def _commit_error(self, tp: tuple, code: int, pending: dict, stale: list) -> Retry:
+        """One partition's OffsetCommit error: the Retry to raise once every partition is read, or
+        (the group refused the commit, a rebalance, anything else) raised now."""
+        api = "OffsetCommit"
+        if code in COORDINATOR_ERRORS:
+            return Retry(code, refresh="coordinator")
+        if code in METADATA_ERRORS:
+            return Retry(code, refresh="metadata")
+        if code == E["STALE_MEMBER_EPOCH"] and stale[0] == 0:
+            stale[0] += 1      # refresh the epoch with a heartbeat, then commit again
+            self._retrying("ConsumerGroupHeartbeat", self._consumer_heartbeat)
+            return Retry(code)
+        if code in (E["UNKNOWN_MEMBER_ID"], E["ILLEGAL_GENERATION"], E["FENCED_MEMBER_EPOCH"],
+                    E["STALE_MEMBER_EPOCH"], E["FENCED_INSTANCE_ID"]):
+            raise self._raise(CommitFailedError(code, "the group refused the commit", api=api,
+                                                partitions=sorted(pending)))
+        if code == E["REBALANCE_IN_PROGRESS"]:
+            self._request_rejoin("REBALANCE_IN_PROGRESS")
+            raise self._raise(RebalanceInProgressError(code, api=api, partitions=sorted(pending)))
+        raise self._raise(ConsumerError(code, api=api, partitions=[tp]))
 
     # ---- close ---------------------------------------------------------------------------------------------
     def close(self) -> None:
