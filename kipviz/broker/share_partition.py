@@ -246,7 +246,6 @@ class SharePartition:
             self.cluster.shares.persist(self, batches)
 
     # ---- acknowledgement -------------------------------------------------------------------------
-    # size: validates every acknowledgement batch before any record changes; the branches are Kafka's rules for a batch, one after another
     def plan(self, member: str, batches: list[dict], *, allow_renew: bool = False) -> list[tuple[int, str]]:
         """Validate acknowledgement batches; returns [(offset, event-or-"renew")]. Raises AckError
         (INVALID_REQUEST / INVALID_RECORD_STATE) without touching any record."""
@@ -261,13 +260,7 @@ class SharePartition:
             if first >= self.end or last >= self.end:
                 raise AckError("INVALID_REQUEST", f"offsets {first}-{last} are past the last cached offset")
             for o in range(first, last + 1):
-                t = types[0] if len(types) == 1 else types[o - first]
-                if t == 4 and allow_renew:
-                    event = "renew"
-                elif t in sr.ACK_EVENTS:
-                    event = sr.ACK_EVENTS[t]
-                else:
-                    raise AckError("INVALID_REQUEST", f"unknown acknowledge type {t}")
+                event = _ack_event(types[0] if len(types) == 1 else types[o - first], allow_renew)
                 if o < self.spso:
                     continue
                 rec = self.records[o]
@@ -464,3 +457,12 @@ class SharePartition:
             else:
                 out.append({"FirstOffset": o, "LastOffset": o, "DeliveryCount": n})
         return out
+
+
+def _ack_event(t: int, allow_renew: bool) -> str:
+    """The share-record event of acknowledge type `t` (4, RENEW: "renew" where allowed)."""
+    if t == 4 and allow_renew:
+        return "renew"
+    if t in sr.ACK_EVENTS:
+        return sr.ACK_EVENTS[t]
+    raise AckError("INVALID_REQUEST", f"unknown acknowledge type {t}")
