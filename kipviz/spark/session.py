@@ -304,7 +304,6 @@ def _is_local(master: str) -> bool:
     return master == "local" or master.startswith("local[") or master.startswith("local-cluster")
 
 
-# size: the precedence of Spark settings (arguments, environment, batch, large) resolved in one place before the JVM starts
 def session(master: str | None = None, *, app_name: str = "kipviz", driver_memory: str | None = None,
             conf: dict | None = None, java_options: str | None = None, batch: bool = False,
             large: bool = False, jvm_log: int | None = None):
@@ -318,9 +317,21 @@ def session(master: str | None = None, *, app_name: str = "kipviz", driver_memor
     take, or a spark:// master that does not answer: KipvizError before any JVM starts."""
     if batch and java_options is None:
         java_options = BATCH_JAVA_OPTIONS
-    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
+    running = _running(master, conf)
+    if running is not None:
+        return running
+    _start_driver(master, driver_memory, java_options, jvm_log)
+    spark = SparkSession.builder.config(conf=_spark_conf(master, app_name, large, conf)).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _running(master: str | None, conf: dict | None):
+    """The SparkSession already running (given `conf` set on it), or None; another master: RuntimeError."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
     running = SparkSession.getActiveSession()
     if running is None and SparkContext._active_spark_context is not None:
         running = SparkSession.builder.getOrCreate()
@@ -330,8 +341,12 @@ def session(master: str | None = None, *, app_name: str = "kipviz", driver_memor
                                f"stop it (kipviz.spark.stop()) before asking for {master}")
         for k, v in (conf or {}).items():
             running.conf.set(k, str(v))
-        return running
+    return running
 
+
+def _start_driver(master: str | None, driver_memory, java_options, jvm_log) -> None:
+    """Start the driver JVM (unless PySpark already has a gateway), its master checked first."""
+    from pyspark import SparkContext
     if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
         wanted = _launch_master(master)
         if wanted is not None:
@@ -342,6 +357,11 @@ def session(master: str | None = None, *, app_name: str = "kipviz", driver_memor
         SparkContext._ensure_initialized(gateway=gateway)
     elif master:
         check_master(master)
+
+
+def _spark_conf(master: str | None, app_name: str, large: bool, conf: dict | None):
+    """The session's SparkConf: Spark's own, then kipviz's defaults where unset, then `conf`."""
+    from pyspark import SparkConf
     sconf = SparkConf()           # Spark's own configuration, as the JVM holds it
     chosen = master or os.environ.get("KIPVIZ_SPARK_MASTER") or sconf.get("spark.master", None) or DEFAULT_MASTER
     sconf.setMaster(chosen).setIfMissing("spark.app.name", app_name)
@@ -354,9 +374,7 @@ def session(master: str | None = None, *, app_name: str = "kipviz", driver_memor
             os.environ["PYSPARK_PYTHON"] = sys.executable      # workers run this interpreter (and its kipviz)
     for k, v in (conf or {}).items():
         sconf.set(k, str(v))
-    spark = SparkSession.builder.config(conf=sconf).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return sconf
 
 
 def stop() -> None:
