@@ -272,6 +272,13 @@ def _one(kind, params=None, **kw):
     return r, row
 
 
+def test_every_fault_kind_has_its_injector():
+    # ShareEosWorkload._apply dispatches on this table: a kind without a method would only fail when drawn
+    from kipviz.workloads.share_eos import _FAULT_METHODS, ShareEosWorkload
+    assert set(_FAULT_METHODS) == set(FAULT_KINDS)
+    assert all(callable(getattr(ShareEosWorkload, m, None)) for m in _FAULT_METHODS.values())
+
+
 def test_fault_broker_crash_loses_tx_pending_and_restarts():
     r, row = _one("broker-crash", {"broker": 0, "point": "after-stage", "down_ms": 300})
     assert "broker 0 crashed at after-stage, restarts in 300 ms" in row["outcome"]

@@ -27,19 +27,28 @@ def _mirror(resp_fields, req_value, code: int) -> dict:
         elif f.name in _RENAMES and isinstance(req_value, dict) and any(k in req_value for k in _RENAMES[f.name]):
             out[f.name] = next(req_value[k] for k in _RENAMES[f.name] if k in req_value)
         elif f.is_array and f.is_struct and isinstance(req_value, dict):
-            src = next((req_value[n] for n in (f.name, *_SOURCES)
-                        if isinstance(req_value.get(n), list) and req_value.get(n)
-                        and isinstance(req_value[n][0], dict)), None)
-            if f.name in req_value and isinstance(req_value[f.name], list):
-                src = req_value[f.name]
-            if src and isinstance(src[0], dict):
-                out[f.name] = [_mirror(f.fields, e, code) for e in src]
-            elif any(x.name == "PartitionIndex" for x in f.fields):
-                idx = next((req_value[n] for n in ("PartitionIndexes", "Partitions", f.name) if isinstance(req_value.get(n), list)
-                            and req_value[n] and not isinstance(req_value[n][0], dict)), None)
-                if idx:
-                    out[f.name] = [_mirror(f.fields, {"PartitionIndex": p}, code) for p in idx]
+            rows = _mirror_rows(f, req_value, code)
+            if rows is not None:
+                out[f.name] = rows
     return out
+
+
+def _mirror_rows(f, req_value: dict, code: int) -> list | None:
+    """An array of structs in the response, one element per element of the request's matching
+    array (or per partition index it lists); None when the request has none."""
+    src = next((req_value[n] for n in (f.name, *_SOURCES)
+                if isinstance(req_value.get(n), list) and req_value.get(n)
+                and isinstance(req_value[n][0], dict)), None)
+    if f.name in req_value and isinstance(req_value[f.name], list):
+        src = req_value[f.name]
+    if src and isinstance(src[0], dict):
+        return [_mirror(f.fields, e, code) for e in src]
+    if any(x.name == "PartitionIndex" for x in f.fields):
+        idx = next((req_value[n] for n in ("PartitionIndexes", "Partitions", f.name) if isinstance(req_value.get(n), list)
+                    and req_value[n] and not isinstance(req_value[n][0], dict)), None)
+        if idx:
+            return [_mirror(f.fields, {"PartitionIndex": p}, code) for p in idx]
+    return None
 
 
 def error_response(api: str, version: int, request_body: dict | None, code: int) -> dict:

@@ -63,8 +63,8 @@ def time_series(events, name: str = "TxnPendingRecordsCount") -> list[tuple[int,
     return out
 
 
-def metrics(events) -> dict:
-    events = list(events)
+def _pending_stats(events: list) -> tuple[int, int, list[int]]:
+    """Records pending in a transaction now, how many left it by lock expiry, and each stay's length."""
     pending = 0
     expired = 0
     since: dict[str, int] = {}
@@ -77,6 +77,13 @@ def metrics(events) -> dict:
             residency.append(e.t - since.pop(e.key, e.t))
             if e.cause == "lock-expired":
                 expired += 1
+    return pending, expired, residency
+
+
+# size: one pass over the events with one branch per event kind it counts; a pass per kind would re-read every event
+def _ack_stats(events: list) -> tuple[list[int], dict, int, int, int]:
+    """TxnShareAcknowledge latencies, each transaction's partitions, and the clients' send, error
+    and group-metadata fetch counts."""
     received: dict[tuple, int] = {}
     latency: list[int] = []
     txn_parts: dict[str, list] = {}
@@ -103,6 +110,13 @@ def metrics(events) -> dict:
                 failed += 1
             elif e.action == "share-group-metadata":
                 fetched += 1
+    return latency, txn_parts, sent, failed, fetched
+
+
+def metrics(events) -> dict:
+    events = list(events)
+    pending, expired, residency = _pending_stats(events)
+    latency, txn_parts, sent, failed, fetched = _ack_stats(events)
     span_s = max(1, (events[-1].t - events[0].t)) / 1000 if events else 1.0
     parts = [tp for tps in txn_parts.values() for tp in tps]
     return {

@@ -148,11 +148,18 @@ class SharePartition:
             # OFFSET_OUT_OF_RANGE, the start offset moves to the log start offset
             self.records.clear()
             self.spso = self.end = start
-        window = self.cluster.config.group_share_partition_max_record_locks
         self._tokens += 1
         token = self._tokens
+        got = self._acquire_cached(member, max_records, token)
+        self._acquire_new(log, member, max_records, isolation, token, got)
+        if got:
+            self.cluster.clock.schedule(self.cluster.now + self.lock_ms, lambda: self._expire(token))
+        self._advance_spso()
+        return got
+
+    def _acquire_cached(self, member: str, max_records: int, token: int) -> list[int]:
+        """1. cached AVAILABLE records, run by run (a run = consecutive offsets of equal count)."""
         got: list[int] = []
-        # 1. cached AVAILABLE records, run by run (a run = consecutive offsets of equal count)
         off = self.spso
         while off < self.end and len(got) < max_records:
             rec = self.records[off]
@@ -174,7 +181,11 @@ class SharePartition:
             if len(take) < len(run):      # throttled (or full): the rest waits for a later fetch
                 break
             off = run[-1] + 1
-        # 2. new records from the log
+        return got
+
+    def _acquire_new(self, log, member: str, max_records: int, isolation: int, token: int, got: list[int]) -> None:
+        """2. new records from the log, up to the record-lock window (appended to `got`)."""
+        window = self.cluster.config.group_share_partition_max_record_locks
         bound = log.last_stable_offset if isolation == 1 else log.log_end_offset
         if isolation != 1:           # read_uncommitted: the next run of offsets, moved together
             n = min(max_records - len(got), bound - self.end, window - (self.end - self.spso))
@@ -197,10 +208,6 @@ class SharePartition:
                 if entry.aborted and entry.control is None:
                     self._move(o, "aborted-txn")     # read_committed: never handed to the client
                     got.pop()
-        if got:
-            self.cluster.clock.schedule(self.cluster.now + self.lock_ms, lambda: self._expire(token))
-        self._advance_spso()
-        return got
 
     def _take(self, offsets, member: str, token: int) -> None:
         """Acquire a run of offsets for `member` under lock `token`: deliveryCount + 1 each."""
@@ -253,13 +260,7 @@ class SharePartition:
             if first >= self.end or last >= self.end:
                 raise AckError("INVALID_REQUEST", f"offsets {first}-{last} are past the last cached offset")
             for o in range(first, last + 1):
-                t = types[0] if len(types) == 1 else types[o - first]
-                if t == 4 and allow_renew:
-                    event = "renew"
-                elif t in sr.ACK_EVENTS:
-                    event = sr.ACK_EVENTS[t]
-                else:
-                    raise AckError("INVALID_REQUEST", f"unknown acknowledge type {t}")
+                event = _ack_event(types[0] if len(types) == 1 else types[o - first], allow_renew)
                 if o < self.spso:
                     continue
                 rec = self.records[o]
@@ -460,3 +461,12 @@ class SharePartition:
             else:
                 out.append({"FirstOffset": o, "LastOffset": o, "DeliveryCount": n})
         return out
+
+
+def _ack_event(t: int, allow_renew: bool) -> str:
+    """The share-record event of acknowledge type `t` (4, RENEW: "renew" where allowed)."""
+    if t == 4 and allow_renew:
+        return "renew"
+    if t in sr.ACK_EVENTS:
+        return sr.ACK_EVENTS[t]
+    raise AckError("INVALID_REQUEST", f"unknown acknowledge type {t}")

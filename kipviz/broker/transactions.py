@@ -220,6 +220,7 @@ class TransactionCoordinator:
         self.cluster.note(text, **detail)
 
     # ---- InitProducerId -----------------------------------------------------------------------
+    # size: InitProducerId's cases (new id, epoch bump, fencing, KIP-939 keep-prepared) in TransactionCoordinator's order; split pending (issue 24)
     def init_producer_id(self, transactional_id: str | None, timeout_ms: int,
                          expected: tuple[int, int] | None = None, *, broker: int = 0,
                          enable_2pc: bool = False, keep_prepared: bool = False) -> InitProducerIdResult:
@@ -504,6 +505,7 @@ class TransactionCoordinator:
         return err
 
     # ---- EndTxn ---------------------------------------------------------------------------------
+    # size: EndTxn's state checks and transitions as TransactionCoordinator.endTransaction; split pending (file being edited for issue 24)
     def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
                         *, tv2: bool = False, from_client: bool = True) -> tuple[int, int, int]:
         """(error, producer id, epoch) as endTransaction / endTransactionWithTV1."""

@@ -87,6 +87,39 @@ def _sort_key(ex: dict):
     return (t is None, t or 0.0, ex["connection"] if ex["connection"] is not None else -1)
 
 
+def _connection_row(conn, exs: list[dict], c2s_stream, s2c_stream) -> dict:
+    c2s, s2c = conn.c2s, conn.s2c
+    return {"connection": conn.index, "client": conn.client_text, "server": conn.server_text,
+            "handshake_seen": c2s.isn is not None or s2c.isn is not None,
+            "closed": "reset" if (c2s.rst or s2c.rst) else "fin" if (c2s.fin or s2c.fin) else None,
+            "requests": sum(1 for e in exs if e["request_frame"] is not None),
+            "responses": sum(1 for e in exs if e["response_frame"] is not None),
+            "request_stream": c2s_stream.stats, "response_stream": s2c_stream.stats}
+
+
+def _capture_error(file_errors: list[str]) -> dict:
+    """The one row saying what is wrong with the file itself."""
+    return {"time": None, "client": None, "server": None, "connection": None, "correlation_id": None,
+            "api": None, "api_key": None, "version": None, "request": None, "response": None,
+            "response_time": None, "latency_ms": None, "request_frame": None, "response_frame": None,
+            "request_packets": None, "response_packets": None, "raw_request": None,
+            "raw_response": None, "kind": "capture-error",
+            "errors": list(file_errors), "notes": []}
+
+
+def _exchange_errors(out: list[dict]) -> list[str]:
+    """Each exchange's errors as one readable line naming where it happened."""
+    errors = []
+    for ex in out:
+        if ex["kind"] == "capture-error":
+            continue
+        where = f"{ex['client']} -> {ex['server']}"
+        if ex["correlation_id"] is not None:
+            where += f" correlation id {ex['correlation_id']}"
+        errors.extend(f"{where}: {e}" for e in ex["errors"])
+    return errors
+
+
 def read_pcap(path, *, ports=DEFAULT_PORTS) -> Exchanges:
     """Every Kafka request/response exchange in a pcap or pcapng file, in request-time order.
 
@@ -120,29 +153,11 @@ def read_pcap(path, *, ports=DEFAULT_PORTS) -> Exchanges:
     for conn in tracker.all:
         exs, c2s_stream, s2c_stream = exchanges_of(conn)
         out.extend(exs)
-        c2s, s2c = conn.c2s, conn.s2c
-        conns.append({"connection": conn.index, "client": conn.client_text, "server": conn.server_text,
-                      "handshake_seen": c2s.isn is not None or s2c.isn is not None,
-                      "closed": "reset" if (c2s.rst or s2c.rst) else "fin" if (c2s.fin or s2c.fin) else None,
-                      "requests": sum(1 for e in exs if e["request_frame"] is not None),
-                      "responses": sum(1 for e in exs if e["response_frame"] is not None),
-                      "request_stream": c2s_stream.stats, "response_stream": s2c_stream.stats})
+        conns.append(_connection_row(conn, exs, c2s_stream, s2c_stream))
     out.sort(key=_sort_key)
     if file_errors:
-        out.append({"time": None, "client": None, "server": None, "connection": None, "correlation_id": None,
-                    "api": None, "api_key": None, "version": None, "request": None, "response": None,
-                    "response_time": None, "latency_ms": None, "request_frame": None, "response_frame": None,
-                    "request_packets": None, "response_packets": None, "raw_request": None,
-                    "raw_response": None, "kind": "capture-error",
-                    "errors": list(file_errors), "notes": []})
-    errors = list(file_errors)
-    for ex in out:
-        if ex["kind"] == "capture-error":
-            continue
-        where = f"{ex['client']} -> {ex['server']}"
-        if ex["correlation_id"] is not None:
-            where += f" correlation id {ex['correlation_id']}"
-        errors.extend(f"{where}: {e}" for e in ex["errors"])
+        out.append(_capture_error(file_errors))
+    errors = list(file_errors) + _exchange_errors(out)
     return Exchanges(out, errors=errors, file_errors=file_errors, connections=conns, packets=packets,
                      notes=notes)
 

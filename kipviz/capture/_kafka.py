@@ -213,6 +213,7 @@ def _looks_like_tls(data) -> bool:
     return len(data) >= 3 and data[0] == 0x16 and data[1] == 0x03 and data[2] <= 0x04
 
 
+# size: framing a stream is one cursor over its chunks with resync; pos, carry and expect_next would have to travel through every piece
 def split_stream(stream: Stream, side: str, pending: dict, ended: str) -> tuple[list[Frame], list[str]]:
     """Frames of one direction; the second value holds problems that belong to no frame."""
     frames: list[Frame] = []
@@ -341,6 +342,22 @@ def _produce_acks(ex) -> int | None:
 def exchanges_of(conn: Connection) -> tuple[list[dict], Stream, Stream]:
     c2s, s2c = conn.c2s.reassemble(), conn.s2c.reassemble()
     out: list[dict] = []
+    pending = _requests(conn, c2s, out)
+    _responses(conn, s2c, out, pending)
+    ended = _ended(conn.c2s, conn.s2c)
+    for exs in pending.values():
+        for ex in exs:
+            if _produce_acks(ex) == 0:
+                ex["notes"].append("Produce with acks=0: the broker sends no response")
+            elif ex["request_frame"] is not None:
+                ex["errors"].append(f"no response in the capture ({ended} before it arrived)")
+    for ex in out:
+        ex["raw_request"], ex["raw_response"] = ex["request_frame"], ex["response_frame"]
+    return out, c2s, s2c
+
+
+def _requests(conn: Connection, c2s: Stream, out: list[dict]) -> dict[int, list[dict]]:
+    """One exchange per request frame (appended to `out`); returns them by correlation id."""
     req_frames, req_left = split_stream(c2s, "request", {}, _ended(conn.c2s, conn.s2c))
     pending: dict[int, list[dict]] = {}
     for f in req_frames:
@@ -362,7 +379,12 @@ def exchanges_of(conn: Connection) -> tuple[list[dict], Stream, Stream]:
         out.append(ex)
     if req_left:
         (out[-1]["errors"] if out else _orphan(conn, out, "stream")["errors"]).extend(req_left)
+    return pending
 
+
+def _responses(conn: Connection, s2c: Stream, out: list[dict], pending: dict[int, list[dict]]) -> None:
+    """Each response frame joins the first waiting request of its correlation id (taken from
+    `pending`), or becomes an orphan exchange."""
     known = {corr: [(e["api_key"], e["version"]) for e in exs] for corr, exs in pending.items()}
     resp_frames, resp_left = split_stream(s2c, "response", known, _ended(conn.c2s, conn.s2c))
     answered: list[dict] = []
@@ -390,17 +412,6 @@ def exchanges_of(conn: Connection) -> tuple[list[dict], Stream, Stream]:
     if resp_left:
         target = answered[-1] if answered else None
         (target["errors"] if target else _orphan(conn, out, "stream")["errors"]).extend(resp_left)
-
-    ended = _ended(conn.c2s, conn.s2c)
-    for exs in pending.values():
-        for ex in exs:
-            if _produce_acks(ex) == 0:
-                ex["notes"].append("Produce with acks=0: the broker sends no response")
-            elif ex["request_frame"] is not None:
-                ex["errors"].append(f"no response in the capture ({ended} before it arrived)")
-    for ex in out:
-        ex["raw_request"], ex["raw_response"] = ex["request_frame"], ex["response_frame"]
-    return out, c2s, s2c
 
 
 def _orphan(conn: Connection, out: list, kind: str) -> dict:

@@ -136,6 +136,7 @@ def _pcap_packets(data: bytes, errors: list[str]):
 _SHB_LE, _SHB_BE = b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d"
 
 
+# size: a generator over pcapng blocks whose byte order and interfaces change as it reads; one dispatch on block type keeps that state local
 def _pcapng_packets(data: bytes, errors: list[str]):
     pos, n, le = 0, 0, True
     ifaces: list[tuple[int, float, int]] = []       # (linktype, ticks per second, ts offset)

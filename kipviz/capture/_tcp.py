@@ -76,76 +76,12 @@ class Direction:
     def reassemble(self) -> Stream:
         stats = {"segments": 0, "bytes": 0, "retransmissions": 0, "out_of_order": 0, "overlaps": 0,
                  "gaps": 0, "missing_bytes": 0}
-        items = []                      # (absolute data start, capture order, segment)
-        last_raw = last_abs = None
-        isn_abs = None
-        for i, s in enumerate(self.segments):
-            if last_raw is None:
-                a = s.seq
-            else:
-                d = (s.seq - last_raw) % _MOD
-                a = last_abs + (d - _MOD if d >= _HALF else d)
-            last_raw, last_abs = s.seq, a
-            if s.syn and isn_abs is None:
-                isn_abs = a
-            start = a + 1 if s.syn else a
-            if (not s.payload and not s.missing) or s.rst:    # an RST's payload is a diagnostic, not data
-                continue
-            stats["segments"] += 1
-            items.append((start, i, s))
+        items, isn_abs = self._numbered(stats)
         syn = isn_abs is not None
         if not items:
             return Stream([], syn, [], stats, 0)
         base = isn_abs + 1 if syn else min(x[0] for x in items)
-        # place segments in capture order: bytes already placed win (the copy captured first)
-        placed: list[tuple[int, int, bytes, float, int]] = []     # sorted, non-overlapping
-        starts: list[int] = []
-        events: list[tuple[int, str]] = []
-        high = None                     # highest stream offset seen so far (capture order)
-        promised = base                 # end of the bytes the IP headers promise (incl. snaplen loss)
-        snapped: set[int] = set()       # where segments cut by the snapshot length end
-        for start, _, s in items:
-            payload = s.payload
-            if start < base:            # bytes claiming to come before the stream start
-                cut = min(base - start, len(payload))
-                payload, start = payload[cut:], start + cut
-                if not payload:
-                    stats["retransmissions"] += 1
-                    continue
-            end = start + len(payload)
-            promised = max(promised, end + s.missing)
-            if s.missing:
-                snapped.add(end - base)
-            k = bisect_right(starts, start) - 1
-            if k < 0 or placed[k][1] <= start:
-                k += 1
-            j, pos, covered, fresh = k, start, 0, []
-            while j < len(placed) and placed[j][0] < end:
-                ps, pe, pdata = placed[j][:3]
-                if ps > pos:
-                    fresh.append((pos, ps))
-                lo, hi = max(pos, ps), min(end, pe)
-                covered += hi - lo
-                old, new = pdata[lo - ps:hi - ps], payload[lo - start:hi - start]
-                if old != new and hi - lo > 1:      # a lone byte is a keep-alive probe: anything goes
-                    events.append((lo, f"packet {s.packet} resends stream bytes {lo - base}-{hi - base} "
-                                       "with different content (kept the copy captured first)"))
-                pos = max(pos, pe)
-                j += 1
-            if pos < end:
-                fresh.append((pos, end))
-            if covered == len(payload):
-                stats["retransmissions"] += 1
-                continue
-            if covered:
-                stats["overlaps"] += 1
-            if high is not None and fresh[0][0] < high:
-                stats["out_of_order"] += 1      # fills a hole below bytes captured earlier
-            high = end if high is None else max(high, end)
-            pieces = [(a, b, payload[a - start:b - start], s.ts, s.packet) for a, b in fresh]
-            merged = sorted(placed[k:j] + pieces)
-            placed[k:j] = merged
-            starts[k:j] = [x[0] for x in merged]
+        placed, events, promised, snapped = _place(items, base, stats)
         chunks: list[Chunk] = []
         cursor = base
         cur: Chunk | None = None
@@ -164,6 +100,92 @@ class Direction:
         tail = max(promised - cursor, 0)
         stats["missing_bytes"] += tail
         return Stream(chunks, syn, [(o - base, m) for o, m in events], stats, tail)
+
+    def _numbered(self, stats: dict) -> tuple[list, int | None]:
+        """The data segments as (absolute data start, capture order, segment), sequence numbers
+        unwrapped past 2**32; and the SYN's absolute sequence number (None: no SYN seen)."""
+        items = []
+        last_raw = last_abs = None
+        isn_abs = None
+        for i, s in enumerate(self.segments):
+            if last_raw is None:
+                a = s.seq
+            else:
+                d = (s.seq - last_raw) % _MOD
+                a = last_abs + (d - _MOD if d >= _HALF else d)
+            last_raw, last_abs = s.seq, a
+            if s.syn and isn_abs is None:
+                isn_abs = a
+            start = a + 1 if s.syn else a
+            if (not s.payload and not s.missing) or s.rst:    # an RST's payload is a diagnostic, not data
+                continue
+            stats["segments"] += 1
+            items.append((start, i, s))
+        return items, isn_abs
+
+
+def _place(items: list, base: int, stats: dict):
+    """Place segments in capture order: bytes already placed win (the copy captured first).
+    Returns the placed pieces (sorted, non-overlapping), resend-with-other-content events, the end
+    the IP headers promise (snapshot-length loss included) and where snapped segments end."""
+    placed: list[tuple[int, int, bytes, float, int]] = []     # sorted, non-overlapping
+    starts: list[int] = []
+    events: list[tuple[int, str]] = []
+    high = None                     # highest stream offset seen so far (capture order)
+    promised = base                 # end of the bytes the IP headers promise (incl. snaplen loss)
+    snapped: set[int] = set()       # where segments cut by the snapshot length end
+    for start, _, s in items:
+        payload = s.payload
+        if start < base:            # bytes claiming to come before the stream start
+            cut = min(base - start, len(payload))
+            payload, start = payload[cut:], start + cut
+            if not payload:
+                stats["retransmissions"] += 1
+                continue
+        end = start + len(payload)
+        promised = max(promised, end + s.missing)
+        if s.missing:
+            snapped.add(end - base)
+        k = bisect_right(starts, start) - 1
+        if k < 0 or placed[k][1] <= start:
+            k += 1
+        j, covered, fresh = _overlap(placed, k, start, payload, s.packet, base, events)
+        if covered == len(payload):
+            stats["retransmissions"] += 1
+            continue
+        if covered:
+            stats["overlaps"] += 1
+        if high is not None and fresh[0][0] < high:
+            stats["out_of_order"] += 1      # fills a hole below bytes captured earlier
+        high = end if high is None else max(high, end)
+        pieces = [(a, b, payload[a - start:b - start], s.ts, s.packet) for a, b in fresh]
+        merged = sorted(placed[k:j] + pieces)
+        placed[k:j] = merged
+        starts[k:j] = [x[0] for x in merged]
+    return placed, events, promised, snapped
+
+
+def _overlap(placed: list, k: int, start: int, payload: bytes, packet: int, base: int, events: list):
+    """How a segment meets the pieces placed from index k on: the index past the last it overlaps,
+    how many of its bytes are already placed, and its fresh (start, end) ranges. A resend with
+    different content is noted in `events`."""
+    end = start + len(payload)
+    j, pos, covered, fresh = k, start, 0, []
+    while j < len(placed) and placed[j][0] < end:
+        ps, pe, pdata = placed[j][:3]
+        if ps > pos:
+            fresh.append((pos, ps))
+        lo, hi = max(pos, ps), min(end, pe)
+        covered += hi - lo
+        old, new = pdata[lo - ps:hi - ps], payload[lo - start:hi - start]
+        if old != new and hi - lo > 1:      # a lone byte is a keep-alive probe: anything goes
+            events.append((lo, f"packet {packet} resends stream bytes {lo - base}-{hi - base} "
+                               "with different content (kept the copy captured first)"))
+        pos = max(pos, pe)
+        j += 1
+    if pos < end:
+        fresh.append((pos, end))
+    return j, covered, fresh
 
 
 class Connection:

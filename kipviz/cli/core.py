@@ -199,6 +199,7 @@ def _scenario_page(trace, anim) -> str:
     return page.replace('<div class="kv-player"', block + '<div class="kv-player"', 1)
 
 
+# size: the scenario command's options each change one part of its output; split pending (cli/ being reworked this round)
 def cmd_scenario(args) -> int:
     from .. import scenarios
     sc = scenarios.get(args.name)              # bad input is refused before anything runs

@@ -385,18 +385,8 @@ class Consumer(ClientBase):
         joining = self.member_epoch == 0
         if joining and not self.member_id and v >= 1:
             self.member_id = to_kafka_str(random_uuid(self.cluster.rng))     # KIP-848: the client picks it
-        body = {"GroupId": self.group_id, "MemberId": self.member_id, "MemberEpoch": self.member_epoch,
-                "InstanceId": self.group_instance_id, "RackId": None, "RebalanceTimeoutMs": -1,
-                "SubscribedTopicNames": None, "SubscribedTopicRegex": None, "ServerAssignor": None,
-                "TopicPartitions": None}
-        if joining or self._subscription_changed:
-            body.update(RebalanceTimeoutMs=self.rebalance_timeout_ms, SubscribedTopicNames=list(self._subscription),
-                        ServerAssignor=self.server_assignor)
         owned = self._owned_key()
-        if joining:
-            body["TopicPartitions"] = []
-        elif owned != self._sent_owned:
-            body["TopicPartitions"] = self._owned_by_id()
+        body = self._heartbeat_body(joining, owned)
         resp = self._coordinator_call(api, v, body)
         self._last_heartbeat = self.cluster.now
         code = resp["ErrorCode"]
@@ -424,15 +414,35 @@ class Consumer(ClientBase):
             self._act("joined", group_id=self.group_id, member_id=self.member_id, member_epoch=self.member_epoch,
                       protocol="consumer")
         if resp["Assignment"] is not None:
-            new = set()
-            for tp in resp["Assignment"]["TopicPartitions"]:
-                name = self._name_of(tp["TopicId"])
-                if name is None:
-                    self._act("unknown-topic-id", topic_id=str(tp["TopicId"]))
-                    continue
-                new.update((name, p) for p in tp["Partitions"])
-            self._set_assignment(new, f"ConsumerGroupHeartbeat epoch {self.member_epoch}")
+            self._set_assignment(self._assigned_by_name(resp["Assignment"]),
+                                 f"ConsumerGroupHeartbeat epoch {self.member_epoch}")
         self._set_state("STABLE", "heartbeat")
+
+    def _heartbeat_body(self, joining: bool, owned) -> dict:
+        """The fields a heartbeat repeats only when they changed (KIP-848): subscription on join or
+        change, owned partitions on join (none) or when they moved since last sent."""
+        body = {"GroupId": self.group_id, "MemberId": self.member_id, "MemberEpoch": self.member_epoch,
+                "InstanceId": self.group_instance_id, "RackId": None, "RebalanceTimeoutMs": -1,
+                "SubscribedTopicNames": None, "SubscribedTopicRegex": None, "ServerAssignor": None,
+                "TopicPartitions": None}
+        if joining or self._subscription_changed:
+            body.update(RebalanceTimeoutMs=self.rebalance_timeout_ms, SubscribedTopicNames=list(self._subscription),
+                        ServerAssignor=self.server_assignor)
+        if joining:
+            body["TopicPartitions"] = []
+        elif owned != self._sent_owned:
+            body["TopicPartitions"] = self._owned_by_id()
+        return body
+
+    def _assigned_by_name(self, assignment: dict) -> set:
+        new = set()
+        for tp in assignment["TopicPartitions"]:
+            name = self._name_of(tp["TopicId"])
+            if name is None:
+                self._act("unknown-topic-id", topic_id=str(tp["TopicId"]))
+                continue
+            new.update((name, p) for p in tp["Partitions"])
+        return new
 
     def _fenced(self, code: int, api: str, message: str | None = None) -> None:
         """FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID: drop every partition (no commit) and rejoin at epoch 0."""
@@ -621,20 +631,10 @@ class Consumer(ClientBase):
         resp = self._coordinator_call(api, v, body)
         g = resp["Groups"][0] if v >= 8 else resp
         code = g.get("ErrorCode", 0)
-        if code in COORDINATOR_ERRORS:
-            raise Retry(code, refresh="coordinator")
-        if code == E["STALE_MEMBER_EPOCH"]:
-            self._act("offset-fetch-stale-epoch", member_epoch=epoch)
-            self._retrying("ConsumerGroupHeartbeat", self._consumer_heartbeat)
-            raise Retry(code)
-        if code == E["UNKNOWN_MEMBER_ID"]:
-            self._fenced(code, "OffsetFetch")
-            raise self._raise(ConsumerError(code, "the member left the group; it rejoins at the next poll",
-                                            api=api))
         if code == E["GROUP_ID_NOT_FOUND"]:
             return dict.fromkeys(tps)
         if code:
-            raise self._raise(ConsumerError(code, api=api))
+            self._offset_fetch_group_error(code, epoch)
         names = {tid: t for t, tid in ids.items()}
         out = {}
         for t in g["Topics"]:
@@ -653,6 +653,20 @@ class Consumer(ClientBase):
                 else:
                     out[tp] = None if p["CommittedOffset"] < 0 else p["CommittedOffset"]
         return out
+
+    def _offset_fetch_group_error(self, code: int, epoch: int) -> None:
+        """OffsetFetch's group-level error (not GROUP_ID_NOT_FOUND): always raises, Retry or ConsumerError."""
+        if code in COORDINATOR_ERRORS:
+            raise Retry(code, refresh="coordinator")
+        if code == E["STALE_MEMBER_EPOCH"]:
+            self._act("offset-fetch-stale-epoch", member_epoch=epoch)
+            self._retrying("ConsumerGroupHeartbeat", self._consumer_heartbeat)
+            raise Retry(code)
+        if code == E["UNKNOWN_MEMBER_ID"]:
+            self._fenced(code, "OffsetFetch")
+            raise self._raise(ConsumerError(code, "the member left the group; it rejoins at the next poll",
+                                            api="OffsetFetch"))
+        raise self._raise(ConsumerError(code, api="OffsetFetch"))
 
     def committed(self, partitions=None, *, require_stable: bool | None = None) -> dict:
         """The group's committed offsets: {(topic, partition): offset or None}. With require_stable
@@ -742,31 +756,10 @@ class Consumer(ClientBase):
     def _fetch(self, max_records: int) -> list[ConsumerRecord]:
         api = "Fetch"
         v = self.version(api)
-        by_leader: dict[int, dict[str, list[int]]] = {}
-        for t, p in sorted(self._positions):
-            if (t, p) not in self._assigned:
-                continue
-            info = self.topic_info(t)
-            if info is None or p not in info["partitions"] or (v >= 13 and info["id"] is None):
-                self._metadata.pop(t, None)
-                continue
-            by_leader.setdefault(info["partitions"][p], {}).setdefault(t, []).append(p)
         out: list[ConsumerRecord] = []
-        for leader, topics in sorted(by_leader.items()):
-            req_topics = []
-            for t, ps in topics.items():
-                if v >= 13 and t not in self._metadata:
-                    continue        # dropped above for one of its partitions: refetched next poll
-                entry = {"TopicId": self._metadata[t]["id"]} if v >= 13 else {"Topic": t}
-                entry["Partitions"] = [{"Partition": p, "CurrentLeaderEpoch": -1, "FetchOffset": self._positions[(t, p)],
-                                        "LastFetchedEpoch": -1, "LogStartOffset": -1, "PartitionMaxBytes": 1048576}
-                                       for p in ps]
-                req_topics.append(entry)
-            body = {"ReplicaId": -1, "ReplicaState": {"ReplicaId": -1, "ReplicaEpoch": -1}, "MaxWaitMs": 500,
-                    "MinBytes": 1, "MaxBytes": 52428800, "IsolationLevel": self.isolation, "SessionId": 0,
-                    "SessionEpoch": -1, "Topics": req_topics, "ForgottenTopicsData": [], "RackId": ""}
+        for leader, topics in sorted(self._fetch_plan(v).items()):
             try:
-                resp = self._call(api, v, body, leader)
+                resp = self._call(api, v, self._fetch_body(topics, v), leader)
             except Retry as r:
                 self._act("retry", api=api, error=NAME.get(r.code, str(r.code)), attempt=1, backoff_ms=0)
                 self._metadata.clear()
@@ -778,30 +771,59 @@ class Consumer(ClientBase):
             for t in resp["Responses"]:
                 name = names.get(t.get("TopicId")) if v >= 13 else t.get("Topic")
                 for p in t["Partitions"]:
-                    tp = (name, p["PartitionIndex"])
-                    if tp not in self._positions:
-                        continue
-                    code = p["ErrorCode"]
-                    if code in METADATA_ERRORS:
-                        self._act("fetch-error", topic=tp[0], partition=tp[1], error=NAME[code])
-                        self._metadata.pop(tp[0], None)
-                        continue
-                    if code == E["OFFSET_OUT_OF_RANGE"]:
-                        self._act("fetch-error", topic=tp[0], partition=tp[1], error=NAME[code])
-                        self._positions.pop(tp, None)
-                        self._reset_positions([tp])
-                        continue
-                    if code:
-                        raise self._raise(ConsumerError(code, api=api, partitions=[tp]))
-                    room = max_records - len(out)
-                    if room <= 0:
-                        continue
-                    recs = self._records(tp, bytes(p["Records"] or b""), p.get("AbortedTransactions"), room)
-                    out.extend(recs)
+                    out.extend(self._fetched_partition((name, p["PartitionIndex"]), p, max_records - len(out)))
         if out:
             self._act("fetched", records=len(out), partitions=sorted({(r.topic, r.partition) for r in out}),
                       isolation="read_committed" if self.isolation else "read_uncommitted")
         return out
+
+    def _fetch_plan(self, v: int) -> dict[int, dict[str, list[int]]]:
+        """The assigned partitions with a position, by leader; a partition whose metadata is missing
+        (or, from v13, its topic id) drops its topic's metadata to be refetched next poll."""
+        by_leader: dict[int, dict[str, list[int]]] = {}
+        for t, p in sorted(self._positions):
+            if (t, p) not in self._assigned:
+                continue
+            info = self.topic_info(t)
+            if info is None or p not in info["partitions"] or (v >= 13 and info["id"] is None):
+                self._metadata.pop(t, None)
+                continue
+            by_leader.setdefault(info["partitions"][p], {}).setdefault(t, []).append(p)
+        return by_leader
+
+    def _fetch_body(self, topics: dict[str, list[int]], v: int) -> dict:
+        req_topics = []
+        for t, ps in topics.items():
+            if v >= 13 and t not in self._metadata:
+                continue        # dropped above for one of its partitions: refetched next poll
+            entry = {"TopicId": self._metadata[t]["id"]} if v >= 13 else {"Topic": t}
+            entry["Partitions"] = [{"Partition": p, "CurrentLeaderEpoch": -1, "FetchOffset": self._positions[(t, p)],
+                                    "LastFetchedEpoch": -1, "LogStartOffset": -1, "PartitionMaxBytes": 1048576}
+                                   for p in ps]
+            req_topics.append(entry)
+        return {"ReplicaId": -1, "ReplicaState": {"ReplicaId": -1, "ReplicaEpoch": -1}, "MaxWaitMs": 500,
+                "MinBytes": 1, "MaxBytes": 52428800, "IsolationLevel": self.isolation, "SessionId": 0,
+                "SessionEpoch": -1, "Topics": req_topics, "ForgottenTopicsData": [], "RackId": ""}
+
+    def _fetched_partition(self, tp: tuple, p: dict, room: int) -> list[ConsumerRecord]:
+        """One partition of a Fetch response: its records (at most `room`), or its error acted on."""
+        if tp not in self._positions:
+            return []
+        code = p["ErrorCode"]
+        if code in METADATA_ERRORS:
+            self._act("fetch-error", topic=tp[0], partition=tp[1], error=NAME[code])
+            self._metadata.pop(tp[0], None)
+            return []
+        if code == E["OFFSET_OUT_OF_RANGE"]:
+            self._act("fetch-error", topic=tp[0], partition=tp[1], error=NAME[code])
+            self._positions.pop(tp, None)
+            self._reset_positions([tp])
+            return []
+        if code:
+            raise self._raise(ConsumerError(code, api="Fetch", partitions=[tp]))
+        if room <= 0:
+            return []
+        return self._records(tp, bytes(p["Records"] or b""), p.get("AbortedTransactions"), room)
 
     def _records(self, tp, data: bytes, aborted, room: int) -> list[ConsumerRecord]:
         """CompletedFetch: skip records before the position, control batches, and (read_committed)
@@ -888,25 +910,30 @@ class Consumer(ClientBase):
                     pending.pop(tp, None)
                     continue
                 self._act("commit-error", topic=tp[0], partition=tp[1], error=NAME.get(code, str(code)), version=v)
-                if code in COORDINATOR_ERRORS:
-                    retry = Retry(code, refresh="coordinator")
-                elif code in METADATA_ERRORS:
-                    retry = Retry(code, refresh="metadata")
-                elif code == E["STALE_MEMBER_EPOCH"] and stale[0] == 0:
-                    stale[0] += 1      # refresh the epoch with a heartbeat, then commit again
-                    self._retrying("ConsumerGroupHeartbeat", self._consumer_heartbeat)
-                    retry = Retry(code)
-                elif code in (E["UNKNOWN_MEMBER_ID"], E["ILLEGAL_GENERATION"], E["FENCED_MEMBER_EPOCH"],
-                              E["STALE_MEMBER_EPOCH"], E["FENCED_INSTANCE_ID"]):
-                    raise self._raise(CommitFailedError(code, "the group refused the commit", api=api,
-                                                        partitions=sorted(pending)))
-                elif code == E["REBALANCE_IN_PROGRESS"]:
-                    self._request_rejoin("REBALANCE_IN_PROGRESS")
-                    raise self._raise(RebalanceInProgressError(code, api=api, partitions=sorted(pending)))
-                else:
-                    raise self._raise(ConsumerError(code, api=api, partitions=[tp]))
+                retry = self._commit_error(tp, code, pending, stale)
         if pending:
             raise retry or Retry(E["UNKNOWN_SERVER_ERROR"])
+
+    def _commit_error(self, tp: tuple, code: int, pending: dict, stale: list) -> Retry:
+        """One partition's OffsetCommit error: the Retry to raise once every partition is read, or
+        (the group refused the commit, a rebalance, anything else) raised now."""
+        api = "OffsetCommit"
+        if code in COORDINATOR_ERRORS:
+            return Retry(code, refresh="coordinator")
+        if code in METADATA_ERRORS:
+            return Retry(code, refresh="metadata")
+        if code == E["STALE_MEMBER_EPOCH"] and stale[0] == 0:
+            stale[0] += 1      # refresh the epoch with a heartbeat, then commit again
+            self._retrying("ConsumerGroupHeartbeat", self._consumer_heartbeat)
+            return Retry(code)
+        if code in (E["UNKNOWN_MEMBER_ID"], E["ILLEGAL_GENERATION"], E["FENCED_MEMBER_EPOCH"],
+                    E["STALE_MEMBER_EPOCH"], E["FENCED_INSTANCE_ID"]):
+            raise self._raise(CommitFailedError(code, "the group refused the commit", api=api,
+                                                partitions=sorted(pending)))
+        if code == E["REBALANCE_IN_PROGRESS"]:
+            self._request_rejoin("REBALANCE_IN_PROGRESS")
+            raise self._raise(RebalanceInProgressError(code, api=api, partitions=sorted(pending)))
+        raise self._raise(ConsumerError(code, api=api, partitions=[tp]))
 
     # ---- close ---------------------------------------------------------------------------------------------
     def close(self) -> None:

@@ -593,9 +593,9 @@ class Producer(ClientBase):
         name = self._names.get(key)
         return (name, key) if name is not None and self.topic_info(name) is not None else None
 
-    def _txn_share_ack_once(self, pending: dict, gm: dict) -> None:
-        api = "TxnShareAcknowledge"
-        v = self._choose_version(api)
+    def _share_acks_by_leader(self, pending: dict) -> dict[int, dict]:
+        """The pending acknowledgements' partitions by leader ({leader: {key: topic id}}); a partition
+        the metadata does not know: Retry after a metadata refresh."""
         by_leader: dict[int, dict] = {}
         for key in list(pending):
             found = self._topic_by_key(key[0])
@@ -603,8 +603,13 @@ class Producer(ClientBase):
             if info is None or key[1] not in info["partitions"]:
                 raise Retry(E["UNKNOWN_TOPIC_OR_PARTITION"], refresh="metadata")
             by_leader.setdefault(info["partitions"][key[1]], {})[key] = found[1]
+        return by_leader
+
+    def _txn_share_ack_once(self, pending: dict, gm: dict) -> None:
+        api = "TxnShareAcknowledge"
+        v = self._choose_version(api)
         retry = None
-        for leader, keys in sorted(by_leader.items()):
+        for leader, keys in sorted(self._share_acks_by_leader(pending).items()):
             topics: dict = {}
             for key, tid in keys.items():
                 topics.setdefault(tid, []).append({"PartitionIndex": key[1],

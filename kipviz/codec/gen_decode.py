@@ -246,6 +246,7 @@ class _ShapeBuilder:
         self.pre.append(f"{x} = {expr}")
         return x
 
+    # size: code generator: one branch per field kind, each emitting the lines of the generated decoder it stands for
     def walk(self, fields: tuple[VField, ...], flexible: bool, sfx: str) -> str:
         items = []
         for f in fields:
@@ -327,6 +328,7 @@ class _ShapeBuilder:
             self.span(start, self.off, sfx + "_tags", "uvarint tag count", "0", "tag-count")
         return "{" + ", ".join(items) + "}"
 
+    # size: code generator: assembles one decoder's source; its branches mirror the generated code's shape
     def build(self, fields: tuple[VField, ...], flexible: bool, misses):
         d = self.walk(fields, flexible, "")
         size = self.off
@@ -633,6 +635,7 @@ class DecodeGen:
         return guarded
 
     # ---- a struct, inlined ------------------------------------------------------------------
+    # size: code generator: one struct's decoding lines, a branch per field form (plain, tagged, nullable, array)
     def struct_body(self, L, ind, fields: tuple[VField, ...], flexible: bool, q: str) -> str:
         """Emit code that reads a struct; returns the name of the variable holding its dict."""
         plain = [f for f in fields if not f.tagged]

@@ -16,6 +16,7 @@ def _name(v) -> str:
     return type(v).__name__
 
 
+# size: one dispatch on the primitive type; each branch is that type's range and shape check with its own message
 def _prim(f: VField, x, path: str, compact: bool, nullable: bool):
     et = f.elem
     if x is None:
@@ -99,6 +100,12 @@ def _check_unknown(x, path: str):
     return out
 
 
+def _check_absent(spec, x, where: str) -> None:
+    # like Kafka: an ignorable field may be dropped; others only when left at the default
+    if not spec.ignorable and x is not None and x != spec.default and x not in ([], "", 0, b"", uuids.ZERO_UUID):
+        raise EncodeError("this field is not part of this version; a non-default value cannot be written", where)
+
+
 def normalize_struct(fields: tuple[VField, ...], value, path: str, flexible: bool,
                      absent: dict | None = None) -> dict:
     """`absent`: fields of the message that are not in this version (name -> spec), for messages."""
@@ -121,10 +128,7 @@ def normalize_struct(fields: tuple[VField, ...], value, path: str, flexible: boo
                 raise EncodeError(f"given twice (as {name} and an alias)", pre + key)
             given[name] = x
         elif absent is not None and key in absent:
-            spec = absent[key]
-            # like Kafka: an ignorable field may be dropped; others only when left at the default
-            if not spec.ignorable and x is not None and x != spec.default and x not in ([], "", 0, b"", uuids.ZERO_UUID):
-                raise EncodeError("this field is not part of this version; a non-default value cannot be written", pre + key)
+            _check_absent(absent[key], x, pre + key)
         else:
             hint = ", ".join(by_name) or "none"
             raise EncodeError(f"unknown field (fields at this version: {hint})", pre + str(key))

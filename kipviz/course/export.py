@@ -71,13 +71,16 @@ def find_notebooks(sources, only=()) -> list[Path]:
     names = {p.stem for p in found}
     if len(names) != len(found):
         raise KipvizError("two notebooks have the same name; export them to different folders")
-    if only:
-        missing = [o for o in only if not any(o in p.stem for p in found)]
-        if missing:
-            raise KipvizError(f"no notebook matches {', '.join(map(repr, missing))}; notebooks: "
-                              + ", ".join(p.stem for p in found))
-        found = [p for p in found if any(o in p.stem for o in only)]
-    return found
+    return _narrow(found, only) if only else found
+
+
+def _narrow(found: list[Path], only) -> list[Path]:
+    """The notebooks whose name contains one of `only`; each pattern must match something."""
+    missing = [o for o in only if not any(o in p.stem for p in found)]
+    if missing:
+        raise KipvizError(f"no notebook matches {', '.join(map(repr, missing))}; notebooks: "
+                          + ", ".join(p.stem for p in found))
+    return [p for p in found if any(o in p.stem for o in only)]
 
 
 _EXTERNAL = [

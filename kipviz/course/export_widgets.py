@@ -75,6 +75,40 @@ def _output_html(out: dict) -> str:
     return ""
 
 
+def _text_leaf(name: str, st: dict) -> str | None:
+    """A widget showing text (HTML, Label, Text...) as HTML; None when `name` is none of them."""
+    if name in ("HTMLModel", "HTMLMathModel"):
+        return f"<div>{_label(st)}{st.get('value', '')}</div>"
+    if name == "LabelModel":
+        return f"<div>{html.escape(str(st.get('value', '')))}</div>"
+    if name in ("TextModel", "TextareaModel", "PasswordModel", "ComboboxModel"):
+        value = "" if name == "PasswordModel" else str(st.get("value", ""))
+        if not value:
+            return ""
+        return f'<div>{_label(st)}<pre class="kv-text">{html.escape(value)}</pre></div>'
+    return None
+
+
+def _control_leaf(name: str, st: dict, hide_controls: bool) -> str | None:
+    """A control (choice, slider, checkbox, button) as its value in HTML; None when `st` is none of them."""
+    if "_options_labels" in st:                 # Dropdown, Select, ToggleButtons, RadioButtons, ...
+        labels = st.get("_options_labels") or []
+        idx = st.get("index")
+        chosen = [labels[i] for i in (idx if isinstance(idx, list) else [idx])
+                  if isinstance(i, int) and 0 <= i < len(labels)]
+        return f'<div>{_label(st)}<span class="kv-val">{html.escape(", ".join(chosen) or "-")}</span></div>'
+    if name.endswith(("SliderModel", "TextModel", "ProgressModel")):      # IntSlider, FloatText, ...
+        if hide_controls:
+            return ""
+        return f'<div>{_label(st)}<span class="kv-val">{html.escape(str(st.get("value", "")))}</span></div>'
+    if name in ("CheckboxModel", "ToggleButtonModel", "ValidModel"):
+        mark = "✓" if st.get("value") else "✗"
+        return f"<div>{_label(st)}{mark}</div>"
+    if name == "ButtonModel":
+        return f"<button disabled>{html.escape(st.get('description', ''))}</button>"
+    return None
+
+
 class _Renderer:
     def __init__(self, models: dict):
         self.models = models
@@ -89,51 +123,36 @@ class _Renderer:
             return self.player(mid, st)
         if name in ("PlayModel",):
             return ""
-        if "children" in st:                         # a box holding a player: the player has its own controls
-            hide = hide_controls or any(_is_player(self.models[t].get("state", {}))
-                                        for t in _tree(self.models, mid, set()))
-            kids = [self.render(c, hide_controls=hide, depth=depth + 1)
-                    for c in (_model_id(r) for r in st.get("children") or []) if c]
-            kids = [k for k in kids if k]
-            if name in ("TabModel", "AccordionModel", "StackModel"):
-                titles = list(st.get("titles") or [])
-                kids = [f"<div><b>{html.escape(titles[i] if i < len(titles) and titles[i] else f'#{i + 1}')}"
-                        f"</b>{k}</div>" for i, k in enumerate(kids)]
-            cls = "kv-row" if name in ("HBoxModel", "GridBoxModel") else "kv-col"
-            return f'<div class="{cls}">{"".join(kids)}</div>' if kids else ""
-        if name in ("HTMLModel", "HTMLMathModel"):
-            return f"<div>{_label(st)}{st.get('value', '')}</div>"
-        if name == "LabelModel":
-            return f"<div>{html.escape(str(st.get('value', '')))}</div>"
-        if name in ("TextModel", "TextareaModel", "PasswordModel", "ComboboxModel"):
-            value = "" if name == "PasswordModel" else str(st.get("value", ""))
-            if not value:
-                return ""
-            return f'<div>{_label(st)}<pre class="kv-text">{html.escape(value)}</pre></div>'
-        if "_options_labels" in st:                 # Dropdown, Select, ToggleButtons, RadioButtons, ...
-            labels = st.get("_options_labels") or []
-            idx = st.get("index")
-            chosen = [labels[i] for i in (idx if isinstance(idx, list) else [idx])
-                      if isinstance(i, int) and 0 <= i < len(labels)]
-            return f'<div>{_label(st)}<span class="kv-val">{html.escape(", ".join(chosen) or "-")}</span></div>'
-        if name.endswith(("SliderModel", "TextModel", "ProgressModel")):      # IntSlider, FloatText, ...
-            if hide_controls:
-                return ""
-            return f'<div>{_label(st)}<span class="kv-val">{html.escape(str(st.get("value", "")))}</span></div>'
-        if name in ("CheckboxModel", "ToggleButtonModel", "ValidModel"):
-            mark = "✓" if st.get("value") else "✗"
-            return f"<div>{_label(st)}{mark}</div>"
-        if name == "ButtonModel":
-            return f"<button disabled>{html.escape(st.get('description', ''))}</button>"
+        if "children" in st:
+            return self._box(mid, name, st, hide_controls, depth)
         if name == "OutputModel":                    # its outputs; a widget shown inside it is drawn too
             return "".join(self.render(view["model_id"], hide_controls=hide_controls, depth=depth + 1)
                            if isinstance(view := o.get("data", {}).get(WIDGET_VIEW), dict) and "model_id" in view
                            else _output_html(o) for o in st.get("outputs", []))
+        leaf = _text_leaf(name, st)
+        if leaf is None:
+            leaf = _control_leaf(name, st, hide_controls)
+        if leaf is not None:
+            return leaf
         if isinstance(st.get("html"), str):          # e.g. kipviz.widgets.HexView: its HTML as last drawn
             return f"<div>{st['html']}</div>"
         if isinstance(st.get("value"), str) and st["value"]:    # e.g. kipviz.widgets.TextBox
             return f'<div>{_label(st)}<pre class="kv-text">{html.escape(st["value"])}</pre></div>'
         return ""
+
+    def _box(self, mid: str, name: str, st: dict, hide_controls: bool, depth: int) -> str:
+        # a box holding a player: the player has its own controls
+        hide = hide_controls or any(_is_player(self.models[t].get("state", {}))
+                                    for t in _tree(self.models, mid, set()))
+        kids = [self.render(c, hide_controls=hide, depth=depth + 1)
+                for c in (_model_id(r) for r in st.get("children") or []) if c]
+        kids = [k for k in kids if k]
+        if name in ("TabModel", "AccordionModel", "StackModel"):
+            titles = list(st.get("titles") or [])
+            kids = [f"<div><b>{html.escape(titles[i] if i < len(titles) and titles[i] else f'#{i + 1}')}"
+                    f"</b>{k}</div>" for i, k in enumerate(kids)]
+        cls = "kv-row" if name in ("HBoxModel", "GridBoxModel") else "kv-col"
+        return f'<div class="{cls}">{"".join(kids)}</div>' if kids else ""
 
     def player(self, mid: str, st: dict) -> str:
         fps = 2.0

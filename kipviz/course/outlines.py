@@ -127,26 +127,8 @@ def outline(path) -> Outline:
     for cell in nb.get("cells", []):
         text = _source(cell)
         if cell.get("cell_type") == "markdown":
-            if not o.title:
-                m = re.search(r"^#\s+(.*\S)", text, re.M)
-                o.title = m.group(1) if m else ""
-            if "Learning objectives" in text and not o.objectives:
-                after = text.split("Learning objectives", 1)[1]
-                o.objectives = [m.group(1) for line in after.splitlines() if (m := _OBJECTIVE.match(line))]
-            if not o.prerequisites and (m := _PREREQ.search(text)):
-                o.prerequisites = m.group(1).rstrip(". ")
-            if o.minutes is None and (m := _TIME.search(text)):
-                o.minutes = int(m.group(1))
-            for heading in _HEADING.findall(text):
-                solution = bool(re.search(r"\bsolution", heading, re.I))
-                if re.search(r"\bexercise", heading, re.I):
-                    section = heading
-                    o.exercises.append(heading)
-                    checked.setdefault(heading, False)
-                elif not re.search(r"\bhint", heading, re.I):
-                    section = None
-                if re.match(r"summary\b", heading, re.I):
-                    o.summary = True
+            _front_matter(o, text)
+            section, solution = _headings(o, text, checked, section, solution)
             o.kips_mentioned |= {int(k) for k in _KIP.findall(text)}
             o.kips_linked |= {int(k) for url in _MD_LINK.findall(text) for k in _KIP.findall(url)}
         elif cell.get("cell_type") == "code":
@@ -159,6 +141,36 @@ def outline(path) -> Outline:
                 checked[section] = True
     o.unchecked_exercises = [h for h, ok in checked.items() if not ok]
     return o
+
+
+def _front_matter(o: Outline, text: str) -> None:
+    """The title, objectives, prerequisites and time, each from the first markdown cell that has it."""
+    if not o.title:
+        m = re.search(r"^#\s+(.*\S)", text, re.M)
+        o.title = m.group(1) if m else ""
+    if "Learning objectives" in text and not o.objectives:
+        after = text.split("Learning objectives", 1)[1]
+        o.objectives = [m.group(1) for line in after.splitlines() if (m := _OBJECTIVE.match(line))]
+    if not o.prerequisites and (m := _PREREQ.search(text)):
+        o.prerequisites = m.group(1).rstrip(". ")
+    if o.minutes is None and (m := _TIME.search(text)):
+        o.minutes = int(m.group(1))
+
+
+def _headings(o: Outline, text: str, checked: dict, section: str | None, solution: bool) -> tuple[str | None, bool]:
+    """A markdown cell's headings: exercises, solutions, the summary. Returns the exercise heading
+    we are now under (if any) and whether under a solution heading."""
+    for heading in _HEADING.findall(text):
+        solution = bool(re.search(r"\bsolution", heading, re.I))
+        if re.search(r"\bexercise", heading, re.I):
+            section = heading
+            o.exercises.append(heading)
+            checked.setdefault(heading, False)
+        elif not re.search(r"\bhint", heading, re.I):
+            section = None
+        if re.match(r"summary\b", heading, re.I):
+            o.summary = True
+    return section, solution
 
 
 def course(directory="notebooks") -> list[Outline]:

@@ -139,6 +139,7 @@ def _events(spec: MessageSpec, path: str, versions: list[int], flat: dict) -> li
     return sorted(out, key=lambda e: e[0])
 
 
+# size: one HTML table drawn row by row; split pending (draw/ being reworked for issue 25)
 def history_html(name: str | MessageSpec) -> str:
     """A styled HTML table of version_history (timeline look, KIPs per change)."""
     spec = registry.get(name)

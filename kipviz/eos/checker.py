@@ -377,6 +377,7 @@ class ShareEosChecker:
                              v["TransactionStatus"], parts))
 
     # ---- one pass -----------------------------------------------------------------------------------------
+    # size: one loop over the event stream with its lookups bound to locals is the checker's hot path (events/s)
     def feed(self, events) -> "ShareEosChecker":
         """Take the next events of the stream (a list, a Trace/Cluster with .events, any iterable)."""
         events = getattr(events, "events", events)
@@ -500,14 +501,9 @@ class ShareEosChecker:
         return self
 
     # ---- the rules ----------------------------------------------------------------------------------------
-    def report(self, *, allowed_at_least_once=False, expect: str = "appended",
-               require_output: bool = True) -> Report:
-        if expect not in ("appended", "seen"):
-            raise ValueError("expect must be 'appended' or 'seen'")
-        t0 = time.perf_counter()
-        allowed = _allowed(allowed_at_least_once)
-        input_topic, output_topic = self.input_topic, self.output_topic
-        hist, settled, appended, visible = self.hist, self.settled, self.appended, self.visible
+    def _open_and_seen(self) -> tuple[set, dict, set]:
+        """Input records in a transaction never ended, output records likewise (by source), and the
+        input records the group was seen handing out (share-record states, not control records)."""
         in_open = set()
         for lst in self.in_pending.values():
             in_open.update(lst)
@@ -515,13 +511,97 @@ class ShareEosChecker:
         for lst in self.out_pending.values():
             for src, seq, *_ in lst:
                 open_out.setdefault(src, []).append(seq)
-        ipref = input_topic + "-"
+        ipref = self.input_topic + "-"
         seen_in = set()
-        for rid in hist:
+        for rid in self.hist:
             if rid.startswith(ipref) and rid not in self.in_control:
                 p = parse_source(rid)
-                if p is not None and p[0] == input_topic:
+                if p is not None and p[0] == self.input_topic:
                     seen_in.add(rid)
+        return in_open, open_out, seen_in
+
+    def _judge(self, rid: str, add, must: set, allowed: frozenset, open_out: dict, require_output: bool):
+        """The per-input rules for one record; returns its terminal state (None when it never was)."""
+        h = self.hist.get(rid, ())
+        terms = [x for x in h if x.to_state in TERMINAL]
+        acks = [x for x in terms if x.to_state == ACKNOWLEDGED]
+        if not terms and rid in must:
+            ra = self.appended.get(rid)
+            ra_seq = [ra] if ra is not None else []
+            if h:
+                last = h[-1]
+                add("lost", rid, f"never terminal: last state {last.to_state} ({last.cause})", ra_seq + [last.seq])
+            else:
+                add("lost", rid, "never delivered to the group (no share-record state change)", ra_seq)
+        if len(terms) > 1:
+            add("terminal-twice", rid,
+                "terminal " + str(len(terms)) + " times: "
+                + ", ".join(f"{x.from_state}->{x.to_state} ({x.cause})" for x in terms),
+                [x.seq for x in terms])
+        atts = self._copies(rid, add, h, allowed)
+        if acks and not atts and require_output:
+            self._ack_without_output(rid, add, acks, open_out)
+        if atts and not acks:
+            _output_without_ack(add, rid, h, terms, atts, allowed, self.unreached.get(rid, ()))
+        return ACKNOWLEDGED if acks else (terms[-1].to_state if terms else None)
+
+    def _copies(self, rid: str, add, h, allowed: frozenset) -> dict:
+        """The visible output of one input: duplicates across attempts and within one transaction.
+        Returns {attempt: (first seq, marker seq)}."""
+        atts: dict = {}
+        within: dict = {}
+        for att, seq, ms, p, o, ck in self.visible.get(rid, ()):
+            if att not in atts:
+                atts[att] = (seq, ms)
+            if ck is not None:
+                within.setdefault((att, ck), []).append((seq, ms, p, o))
+        if len(atts) > 1:
+            _duplicate(add, rid, h, atts, allowed, self.unreached.get(rid, ()))
+        for copies in within.values():
+            if len(copies) > 1:
+                copies.sort(key=lambda c: (c[2], c[3]))
+                names = ", ".join(f"{self.output_topic}-{p}@{o}" for _, _, p, o in copies)
+                add("duplicate-in-transaction", rid,
+                    f"the same output record visible {len(copies)} times in one transaction: {names}",
+                    [x for seq, ms, _, _ in copies for x in (seq, ms) if x is not None])
+        return atts
+
+    def _ack_without_output(self, rid: str, add, acks: list, open_out: dict) -> None:
+        why = []
+        evs = [x.seq for x in acks]
+        if rid in self.invisible:
+            why.append(f"{len(self.invisible[rid])} output record(s) aborted")
+            evs += [y for pair in self.invisible[rid] for y in pair]
+        if rid in open_out:
+            why.append(f"{len(open_out[rid])} output record(s) in a transaction never ended")
+            evs += open_out[rid]
+        add("ack-without-output", rid,
+            f"ACKNOWLEDGED ({acks[-1].cause}) but no output visible to read_committed"
+            + (": " + "; ".join(why) if why else ": no output record at all"), evs)
+
+    def _stray_output(self, add, known) -> None:
+        """Visible output that names no input (no header) or an input this run never had."""
+        for src, lst in self.visible.items():
+            if src is None:
+                for _, seq, ms, p, o, _ck in lst:
+                    add("unattributed-output", None,
+                        f"visible output {self.output_topic}-{p}@{o} has no {SOURCE_HEADER!r} header",
+                        [seq] + ([ms] if ms is not None else []))
+            elif not known(src):
+                evs = [y for _, seq, ms, *_ in lst for y in (seq, ms if ms is not None else seq)]
+                add("unknown-source", src if parse_source(src) else None,
+                    f"visible output names {src!r}, which is no record of {self.input_topic} known to this run",
+                    evs)
+
+    def report(self, *, allowed_at_least_once=False, expect: str = "appended",
+               require_output: bool = True) -> Report:
+        if expect not in ("appended", "seen"):
+            raise ValueError("expect must be 'appended' or 'seen'")
+        t0 = time.perf_counter()
+        allowed = _allowed(allowed_at_least_once)
+        input_topic, output_topic = self.input_topic, self.output_topic
+        settled, appended, visible = self.settled, self.appended, self.visible
+        in_open, open_out, seen_in = self._open_and_seen()
         if expect == "appended":
             must = (set(appended) - self.in_aborted - in_open) | seen_in
         else:
@@ -538,76 +618,15 @@ class ShareEosChecker:
                          "events": sorted(set(evs)), "classification": classification, "case": case,
                          "transaction": transaction})
 
-        n_ack = n_arch = 0
-        for causes, _, _ in settled.values():
-            if causes[-1] in ("txn-commit-accept", "accept"):
-                n_ack += 1
-            else:
-                n_arch += 1
+        n_ack = sum(causes[-1] in ("txn-commit-accept", "accept") for causes, _, _ in settled.values())
+        n_arch = len(settled) - n_ack
         for rid in considered:
-            h = hist.get(rid, ())
-            terms = [x for x in h if x.to_state in TERMINAL]
-            acks = [x for x in terms if x.to_state == ACKNOWLEDGED]
-            if acks:
+            state = self._judge(rid, add, must, allowed, open_out, require_output)
+            if state == ACKNOWLEDGED:
                 n_ack += 1
-            elif terms:
+            elif state is not None:
                 n_arch += 1
-            ra = appended.get(rid)
-            ra_seq = [ra] if ra is not None else []
-            if not terms and rid in must:
-                if h:
-                    last = h[-1]
-                    add("lost", rid, f"never terminal: last state {last.to_state} ({last.cause})",
-                        ra_seq + [last.seq])
-                else:
-                    add("lost", rid, "never delivered to the group (no share-record state change)", ra_seq)
-            if len(terms) > 1:
-                add("terminal-twice", rid,
-                    "terminal " + str(len(terms)) + " times: "
-                    + ", ".join(f"{x.from_state}->{x.to_state} ({x.cause})" for x in terms),
-                    [x.seq for x in terms])
-            atts: dict = {}
-            within: dict = {}
-            for att, seq, ms, p, o, ck in visible.get(rid, ()):
-                if att not in atts:
-                    atts[att] = (seq, ms)
-                if ck is not None:
-                    within.setdefault((att, ck), []).append((seq, ms, p, o))
-            if len(atts) > 1:
-                _duplicate(add, rid, h, atts, allowed, self.unreached.get(rid, ()))
-            for copies in within.values():
-                if len(copies) > 1:
-                    copies.sort(key=lambda c: (c[2], c[3]))
-                    names = ", ".join(f"{output_topic}-{p}@{o}" for _, _, p, o in copies)
-                    add("duplicate-in-transaction", rid,
-                        f"the same output record visible {len(copies)} times in one transaction: {names}",
-                        [x for seq, ms, _, _ in copies for x in (seq, ms) if x is not None])
-            if acks and not atts and require_output:
-                why = []
-                evs = [x.seq for x in acks]
-                if rid in self.invisible:
-                    why.append(f"{len(self.invisible[rid])} output record(s) aborted")
-                    evs += [y for pair in self.invisible[rid] for y in pair]
-                if rid in open_out:
-                    why.append(f"{len(open_out[rid])} output record(s) in a transaction never ended")
-                    evs += open_out[rid]
-                add("ack-without-output", rid,
-                    f"ACKNOWLEDGED ({acks[-1].cause}) but no output visible to read_committed"
-                    + (": " + "; ".join(why) if why else ": no output record at all"), evs)
-            if atts and not acks:
-                _output_without_ack(add, rid, h, terms, atts, allowed, self.unreached.get(rid, ()))
-
-        for src, lst in visible.items():
-            if src is None:
-                for _, seq, ms, p, o, _ck in lst:
-                    add("unattributed-output", None,
-                        f"visible output {output_topic}-{p}@{o} has no {SOURCE_HEADER!r} header",
-                        [seq] + ([ms] if ms is not None else []))
-            elif not known(src):
-                evs = [y for _, seq, ms, *_ in lst for y in (seq, ms if ms is not None else seq)]
-                add("unknown-source", src if parse_source(src) else None,
-                    f"visible output names {src!r}, which is no record of {input_topic} known to this run", evs)
-
+        self._stray_output(add, known)
         if self.txn_log:                 # the transaction log against the markers (kipviz.eos.txnlog)
             # the data partitions' markers (not __share_group_state's: KIP-1289 makes a stale marker
             # there a no-op by epoch, and the kit's scenarios send such late markers on purpose)

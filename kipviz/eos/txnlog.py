@@ -58,6 +58,28 @@ def check_markers(log_records, markers, topics) -> list[dict]:
     epoch and type and none of its data lies between (retried_markers() works it out). Returns the
     violations (module docstring), sorted."""
     topics = set(topics)
+    txns = _prepared(log_records, topics)
+    # the k-th prepared transaction of (pid, epoch) naming a partition <-> the k-th marker there
+    expected: dict = {}
+    for t in txns:
+        for tp, p in t["parts"]:
+            expected.setdefault((t["pid"], t["epoch"], tp, p), []).append(t)
+    seen: dict = {}
+    viols = _marker_violations(_kept_markers(markers, topics, expected), expected, txns, seen)
+    for k, owners in expected.items():
+        for t in owners[seen.get(k, 0):]:
+            if t["completed"]:
+                pid, epoch, tp, p = k
+                viols.append(_v("marker-missing", txn_name(t["tid"], pid, epoch), tp, p, None,
+                                f"Complete{t['decision'].title()} in __transaction_state, but no "
+                                f"{t['decision']} marker of producer {pid} epoch {epoch} on {tp}-{p}"))
+    viols.sort(key=lambda v: (v["partition"], v["offset"] if v["offset"] is not None else -1, v["kind"],
+                              v["transaction"]))
+    return viols
+
+
+def _prepared(log_records, topics: set) -> list[dict]:
+    """The prepared transactions in log order per id, each marked completed when its CompleteX follows."""
     txns: list[dict] = []                    # prepared transactions, in log order per id
     current: dict = {}                       # transactional id -> its transaction still prepared
     for tid, pid, epoch, state, parts in log_records:
@@ -75,11 +97,12 @@ def check_markers(log_records, markers, topics) -> list[dict]:
                 cur["completed"] = True
         elif state in (0, 1):                # Empty / Ongoing: a new transaction begins
             current.pop(tid, None)
-    # the k-th prepared transaction of (pid, epoch) naming a partition <-> the k-th marker there
-    expected: dict = {}
-    for t in txns:
-        for tp, p in t["parts"]:
-            expected.setdefault((t["pid"], t["epoch"], tp, p), []).append(t)
+    return txns
+
+
+def _kept_markers(markers, topics: set, expected: dict) -> list:
+    """The markers of `topics` in partition and offset order, less the retried ones beyond what the
+    log's transactions account for."""
     by_key: dict = {}
     for m in markers:
         if m[0] in topics:
@@ -93,7 +116,12 @@ def check_markers(log_records, markers, topics) -> list[dict]:
                 continue
             kept.append(m)
     kept.sort(key=lambda m: (m[0], m[1], m[2]))
-    seen: dict = {}
+    return kept
+
+
+def _marker_violations(kept: list, expected: dict, txns: list[dict], seen: dict) -> list[dict]:
+    """Each marker against the transaction it is the k-th marker of: none (unexpected) or of the other
+    decision (mismatch). `seen` counts the markers per (pid, epoch, topic, partition)."""
     viols: list[dict] = []
     for tp, p, off, pid, epoch, mtype, _retry in kept:
         k = (pid, epoch, tp, p)
@@ -115,15 +143,6 @@ def check_markers(log_records, markers, topics) -> list[dict]:
                             f"{mtype} marker {tp}-{p}@{off} for a transaction the coordinator "
                             f"{'committed' if t['decision'] == 'COMMIT' else 'aborted'} "
                             f"(Prepare{t['decision'].title()} in __transaction_state)"))
-    for k, owners in expected.items():
-        for t in owners[seen.get(k, 0):]:
-            if t["completed"]:
-                pid, epoch, tp, p = k
-                viols.append(_v("marker-missing", txn_name(t["tid"], pid, epoch), tp, p, None,
-                                f"Complete{t['decision'].title()} in __transaction_state, but no "
-                                f"{t['decision']} marker of producer {pid} epoch {epoch} on {tp}-{p}"))
-    viols.sort(key=lambda v: (v["partition"], v["offset"] if v["offset"] is not None else -1, v["kind"],
-                              v["transaction"]))
     return viols
 
 

@@ -196,6 +196,7 @@ class _Limits:
         self.items_left -= n
 
 
+# size: the batch reader's hot loop: per-batch checks are inline to keep decode speed (benchmarks/codec.py)
 def _walk(data: bytes, verify_crc: bool, strict: bool, limits: _Limits, spans) -> Batches:
     out = Batches()
     n = len(data)
@@ -309,6 +310,7 @@ def _zz64(buf, p):
     return (u >> 1) ^ -(u & 1), p
 
 
+# size: the records' fast decoder: one flat loop over the batch bytes with varints read inline is the codec's hot path (benchmarks/codec.py)
 def _fast(rb: bytes, count: int, base_offset: int, base_ts: int, lat, headers_left: int = 1 << 62,
           _zz32=_zz32, _zz64=_zz64, len=len):
     """Tight loop for well-formed records; raises on anything odd (the caller then runs _careful).
@@ -634,6 +636,7 @@ def _blob(v, path: str):
     raise EncodeError(f"expected bytes or None, got {type(v).__name__}", path)
 
 
+# size: the header arguments checked in their documented order and packed once; the write path the model's logs take (benchmarks/codec.py)
 def write_batch(records=(), **header) -> bytes:
     """One record batch v2. records: dicts with key, value (bytes or None), headers
     ([(str, bytes | None)]), timestamp (absolute ms) or timestamp_delta, offset_delta or offset
@@ -799,6 +802,7 @@ def _headers(headers) -> bytes | None:
     return b"".join(parts)
 
 
+# size: checks and encodes the model's record tuples in one pass: the write hot path measured by benchmarks/codec.py
 def _encode_tuples(records, base_ts: int) -> tuple[bytes, int | None, int | None] | None:
     """_encode_records for the form the model's clients and logs use: (key, value, headers,
     timestamp) tuples of bytes or None, (str, bytes | None) header pairs and an int or None

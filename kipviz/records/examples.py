@@ -139,8 +139,11 @@ class _Gen:
             if "Metadata" in name:
                 return _SUBSCRIPTION
             return bytes(range(1, 9))
-        # strings
-        et = s.entity_type
+        return self.string(f, path, i, parent, nullable)
+
+    def string(self, f: VField, path: str, i: int, parent: str, nullable: bool):
+        """A string field's example: by field name or entity type, else "<kebab-name>-<i+1>"."""
+        name, et = f.name, f.spec.entity_type
         if name in _STRS and not (name == "Key" and parent not in _CONFIG_PARENTS):
             v = _STRS[name]
             v = v(i) if callable(v) else v
@@ -154,15 +157,7 @@ class _Gen:
         if et == "transactionalId":
             return "tx-orders-001"
         if name == "Name":
-            if parent in _FEATURE_PARENTS:
-                return ("metadata.version", "transaction.version")[i % 2]
-            if parent == "Protocols":
-                return ("range", "cooperative-sticky")[i % 2]
-            if parent in _CONFIG_PARENTS:
-                return ("retention.ms", "cleanup.policy")[i % 2]
-            if "Topic" in parent or parent in ("Topics", "Responses", "Requests"):
-                return TOPICS[i % len(TOPICS)]
-            return f"name-{i + 1}"
+            return _name_example(parent, i)
         if name == "StatesFilter":
             return "Stable"
         if name == "TypesFilter":
@@ -254,3 +249,16 @@ def example_value(name_or_spec: str | MessageSpec, version: int, *, seed: int = 
     if curated is not None:
         return _fit(vm.fields, curated(), gen, "", 0, "")
     return gen.struct(vm.fields, "", 0, "")
+
+
+def _name_example(parent: str, i: int) -> str:
+    """A "Name" field's example, by what its parent holds (features, protocols, configs, topics)."""
+    if parent in _FEATURE_PARENTS:
+        return ("metadata.version", "transaction.version")[i % 2]
+    if parent == "Protocols":
+        return ("range", "cooperative-sticky")[i % 2]
+    if parent in _CONFIG_PARENTS:
+        return ("retention.ms", "cleanup.policy")[i % 2]
+    if "Topic" in parent or parent in ("Topics", "Responses", "Requests"):
+        return TOPICS[i % len(TOPICS)]
+    return f"name-{i + 1}"

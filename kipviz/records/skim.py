@@ -38,6 +38,7 @@ def skim_batch(data: bytes, key: bytes):
     return None if got is None else (h, *got)
 
 
+# size: one-byte varints read inline per record: the skimmer's hot loop, where a call per varint would cost most of its speed
 def _walk(d: bytes, count: int, key: bytes, uvarint=read_uvarint, uvarlong=read_uvarlong):
     """The records' deltas and header values, or None when a record is not what its lengths say.
     One-byte varints are read inline; longer ones (bounded to 5 / 10 bytes) by the codec's readers."""

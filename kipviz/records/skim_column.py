@@ -104,6 +104,7 @@ def _overflows(base: np.ndarray, delta: np.ndarray) -> np.ndarray:
     return np.where(up, base > _I64_MAX - np.where(up, delta, 0), base < _I64_MIN - np.where(up, 0, delta))
 
 
+# size: one vectorised (numpy) walk over every batch at once; its arrays are shared by each step of the loop
 def skim_column(arr: pa.Array, key: bytes, min_active: int | None = None) -> Skimmed:
     """See the module docstring. min_active: MIN_ACTIVE unless given."""
     min_active = MIN_ACTIVE if min_active is None else min_active

@@ -27,6 +27,7 @@ SHORT_BYTES = 64          # bytes up to this size are shown in full ("0x.."), lo
 _SCALARS = frozenset({str, int, bool, float, type(None)})    # plain() returns these as they are
 
 
+# size: called on every value of every sample row: exact-type fast paths first, then the general cases, in one function
 def plain(o):
     """A JSON-ready copy: bytes as "0x<hex>" (or "<N bytes>" when longer than SHORT_BYTES),
     UUIDs in Kafka's base64 form, tuples/sets as lists, every dict key a string. (Scalars and

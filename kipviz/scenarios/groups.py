@@ -39,6 +39,7 @@ def _actions(trace: Trace, client: str, action: str, since: int = 0) -> list[dic
 
 
 # ---- KIP-848 ----------------------------------------------------------------------------------------------
+# size: a scenario is one story told step by step; split, the order of its steps would be lost
 @scenario("kip848.consumer_group_join_and_rebalance", title="KIP-848: members join, partitions move, stale "
           "epochs are fenced", kip="KIP-848", status="released",
           summary="Member 1 joins a consumer group with ConsumerGroupHeartbeat and gets all four partitions at "
@@ -171,6 +172,7 @@ def consumer_group_join_and_rebalance(trace: Trace) -> None:
 
 
 # ---- classic -------------------------------------------------------------------------------------------
+# size: a scenario is one story told step by step; split, the order of its steps would be lost
 @scenario("classic.join_sync_generations", title="Classic protocol: JoinGroup, SyncGroup and generations",
           kip=None, status="released",
           summary="Member 1 joins (MEMBER_ID_REQUIRED, then JoinGroup again), leads generation 1 and sends the "

@@ -428,6 +428,7 @@ def duplicate_marker(trace: Trace) -> None:
 
 
 # ---- corner case 6 ---------------------------------------------------------------------------------------
+# size: a scenario is one story told step by step; split, the order of its steps would be lost
 @scenario("kip1289.case06_lock_expiry_tx_pending",
           title="KIP-1289 case 6: the acquisition lock expires while TX_PENDING", findings=(
               Finding("If the stalled producer wakes after the lock expired but before its transaction timed out "

@@ -112,6 +112,7 @@ def marker_forwarded(trace: Trace) -> None:
                  fwd[-1].text if fwd else "no forwarding note")
 
 
+# size: a scenario is one story told step by step; split, the order of its steps would be lost
 @scenario("kip1289.marker_not_colocated",
           title="KIP-1289 as written: the share partition and its state partition led by different brokers",
           brokers=2, **PROPOSED,

@@ -249,6 +249,7 @@ def stale_state(trace: Trace) -> None:
                "('Public Interfaces': TopicDescription.topicId()).")
 
 
+# size: a scenario is one story told step by step; split, the order of its steps would be lost
 @scenario("kip516.delete_recreate_committed_offsets", kip=KIP, status="released",
           title="KIP-516: committed offsets when a topic is deleted and recreated",
           summary="Group 'analytics' commits offset 42 for 'clicks' (id A); the OffsetCommitValue v4 record "

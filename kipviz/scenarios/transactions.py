@@ -125,6 +125,7 @@ def offsets_partition(trace: Trace, group: str = GROUP) -> tuple[str, int]:
 
 
 # ---- read-process-write ---------------------------------------------------------------------------------
+# size: one read-process-write loop the transaction scenarios share, its options changing single steps
 def _rpw(trace: Trace, commit: bool) -> None:
     c = trace.cluster
     setup(trace)
@@ -227,6 +228,7 @@ def read_process_write_abort(trace: Trace) -> None:
 
 
 # ---- timeout ---------------------------------------------------------------------------------------------
+# size: a scenario is one story told step by step; split, the order of its steps would be lost
 @scenario("txn.timeout_abort", title="transaction.timeout.ms: the coordinator fences and aborts",
           kip="KIP-98", status="released",
           summary="A producer opens a transaction (output and offsets) and stalls. While it is open the "
@@ -312,6 +314,7 @@ def timeout_abort(trace: Trace) -> None:
 
 
 # ---- zombie fencing --------------------------------------------------------------------------------------
+# size: a scenario is one story told step by step; split, the order of its steps would be lost
 @scenario("txn.zombie_fencing", title="Zombie fencing: a new instance with the same transactional.id",
           kip="KIP-98", status="released",
           summary="Instance A reads, writes and stages offsets, then stalls long enough to drop out of the "
@@ -390,6 +393,7 @@ def zombie_fencing(trace: Trace) -> None:
 
 
 # ---- transaction version 1 vs 2 ----------------------------------------------------------------------
+# size: a scenario is one story told step by step, once per transaction version; split, the order of its steps would be lost
 @scenario("txn.tv1_vs_tv2", title="Transaction version 1 vs 2: explicit adds, and an epoch bump per "
           "transaction", kip="KIP-890", status="released",
           summary="The loop runs twice under transaction.version=1 (AddPartitionsToTxn and AddOffsetsToTxn "

@@ -22,20 +22,26 @@ def _fields(a: tuple[VField, ...], b: tuple[VField, ...], path: str, names: bool
         else:
             out.append(f"{path or '<top>'}: tagged field {f.name} (tag {f.tag}) missing")
     for fa, fb in pairs:
-        p = f"{path}.{fa.name}" if path else fa.name
-        if names and fa.name != fb.name and fb.name not in fa.spec.aliases:
-            out.append(f"{p}: name {fa.name!r} vs {fb.name!r}")
-        if fa.is_array != fb.is_array or fa.is_struct != fb.is_struct or (
-                not fa.is_struct and fa.elem != fb.elem):
-            out.append(f"{p}: type {fa.type!r} vs {fb.type!r}")
-        for attr in ("nullable", "tag", "compact"):
-            if getattr(fa, attr) != getattr(fb, attr):
-                out.append(f"{p}: {attr} {getattr(fa, attr)!r} vs {getattr(fb, attr)!r}")
-        if fa.tagged and fa.spec.default != fb.spec.default:
-            # a tagged field is written only when it differs from its default
-            out.append(f"{p}: default {fa.spec.default!r} vs {fb.spec.default!r}")
-        if fa.is_struct and fb.is_struct:
-            out.extend(_fields(fa.fields, fb.fields, p, names))
+        out.extend(_pair(fa, fb, f"{path}.{fa.name}" if path else fa.name, names))
+    return out
+
+
+def _pair(fa: VField, fb: VField, p: str, names: bool) -> list[str]:
+    """The differences of one matched pair of fields, and of their fields when structs."""
+    out: list[str] = []
+    if names and fa.name != fb.name and fb.name not in fa.spec.aliases:
+        out.append(f"{p}: name {fa.name!r} vs {fb.name!r}")
+    if fa.is_array != fb.is_array or fa.is_struct != fb.is_struct or (
+            not fa.is_struct and fa.elem != fb.elem):
+        out.append(f"{p}: type {fa.type!r} vs {fb.type!r}")
+    for attr in ("nullable", "tag", "compact"):
+        if getattr(fa, attr) != getattr(fb, attr):
+            out.append(f"{p}: {attr} {getattr(fa, attr)!r} vs {getattr(fb, attr)!r}")
+    if fa.tagged and fa.spec.default != fb.spec.default:
+        # a tagged field is written only when it differs from its default
+        out.append(f"{p}: default {fa.spec.default!r} vs {fb.spec.default!r}")
+    if fa.is_struct and fb.is_struct:
+        out.extend(_fields(fa.fields, fb.fields, p, names))
     return out
 
 

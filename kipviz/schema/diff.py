@@ -125,8 +125,27 @@ def header_version(spec: MessageSpec, v: int) -> tuple[str, int] | None:
 def diff_rows(spec: MessageSpec, a: int, b: int) -> list[dict]:
     """version_diff's rows plus, for renames, "_also": the other path the diagram highlights."""
     va, vb = resolve(spec, a), resolve(spec, b)
-    rows: list[dict] = []
+    rows = _message_rows(spec, a, b, va, vb)
+    fa, fb = flatten(va.fields), flatten(vb.fields)
+    for path in spec_paths(spec.fields):
+        parent = _parent(path)
+        if path in fa and path in fb:
+            rows += _field_changes(spec, path, fa[path][0], fb[path][0], a, b, va.flexible, vb.flexible)
+        elif path in fb:
+            if not parent or parent in fa:          # inside a new struct: covered by the struct's row
+                rows.append({"path": path_at(spec, path, b), "change": "added",
+                             "detail": _describe(fb[path][0]), "_key": path})
+        elif path in fa:
+            if not parent or parent in fb:
+                rows.append({"path": path_at(spec, path, a), "change": "removed",
+                             "detail": _describe(fa[path][0]), "_key": path})
+    _pair_renames(rows, fa, fb)
+    return rows
 
+
+def _message_rows(spec: MessageSpec, a: int, b: int, va, vb) -> list[dict]:
+    """What changes for the whole message: its header's version and flexibility."""
+    rows = []
     ha, hb = header_version(spec, a), header_version(spec, b)
     if ha and hb and ha[1] != hb[1]:
         rows.append({"path": "(header)", "change": "header-version",
@@ -136,45 +155,42 @@ def diff_rows(spec: MessageSpec, a: int, b: int) -> list[dict]:
                   "at the end of every struct" if vb.flexible
                   else f"v{b} is not flexible: int16/int32 lengths and counts, no tagged fields")
         rows.append({"path": "(message)", "change": "flexible", "detail": detail})
+    return rows
 
-    fa, fb = flatten(va.fields), flatten(vb.fields)
-    lo, hi = min(a, b), max(a, b)
-    for path in spec_paths(spec.fields):
-        parent = _parent(path)
-        if path in fa and path in fb:
-            x, y = fa[path][0], fb[path][0]
-            rv = rename_version(spec, y.spec) if x.spec is y.spec else None
-            if rv is not None and lo < rv <= hi:
-                old, new = y.spec.aliases[0], y.name
-                rows.append({"path": path, "change": "renamed",
-                             "detail": f"{old} → {new} (source only, same wire)" if a < b
-                             else f"{new} → {old} (source only, same wire)"})
-            if (x.is_array, x.is_struct, None if x.is_struct else x.elem) != \
-                    (y.is_array, y.is_struct, None if y.is_struct else y.elem):
-                rows.append({"path": path, "change": "type-changed", "detail": f"{x.type} → {y.type}"})
-            if x.nullable != y.nullable:
-                rows.append({"path": path, "change": "nullability-changed",
-                             "detail": f"nullable in v{b}" if y.nullable else f"no longer nullable in v{b}"})
-            if x.tag is None and y.tag is not None:
-                rows.append({"path": path, "change": "moved-to-tagged", "detail": f"tagged field, tag {y.tag}"})
-            elif x.tag is not None and y.tag is None:
-                rows.append({"path": path, "change": "moved-from-tagged",
-                             "detail": f"was tagged (tag {x.tag}); now a regular field"})
-            elif x.tag != y.tag:
-                rows.append({"path": path, "change": "tag-changed", "detail": f"tag {x.tag} → {y.tag}"})
-            if (x.compact != y.compact and (x.is_array or x.is_struct or x.elem in _VARIABLE)
-                    and not (x.compact == va.flexible and y.compact == vb.flexible)):
-                rows.append({"path": path, "change": "compact-changed",
-                             "detail": f"{wire_type(x)} → {wire_type(y)}"})
-        elif path in fb:
-            if not parent or parent in fa:          # inside a new struct: covered by the struct's row
-                rows.append({"path": path_at(spec, path, b), "change": "added",
-                             "detail": _describe(fb[path][0]), "_key": path})
-        elif path in fa:
-            if not parent or parent in fb:
-                rows.append({"path": path_at(spec, path, a), "change": "removed",
-                             "detail": _describe(fa[path][0]), "_key": path})
 
+def _field_changes(spec: MessageSpec, path: str, x, y, a: int, b: int, flex_a: bool, flex_b: bool) -> list[dict]:
+    """The rows of one field present in both versions (x in a, y in b)."""
+    rows = []
+    rv = rename_version(spec, y.spec) if x.spec is y.spec else None
+    if rv is not None and min(a, b) < rv <= max(a, b):
+        old, new = y.spec.aliases[0], y.name
+        rows.append({"path": path, "change": "renamed",
+                     "detail": f"{old} → {new} (source only, same wire)" if a < b
+                     else f"{new} → {old} (source only, same wire)"})
+    if (x.is_array, x.is_struct, None if x.is_struct else x.elem) != \
+            (y.is_array, y.is_struct, None if y.is_struct else y.elem):
+        rows.append({"path": path, "change": "type-changed", "detail": f"{x.type} → {y.type}"})
+    if x.nullable != y.nullable:
+        rows.append({"path": path, "change": "nullability-changed",
+                     "detail": f"nullable in v{b}" if y.nullable else f"no longer nullable in v{b}"})
+    rows += _tag_change(path, x.tag, y.tag)
+    if (x.compact != y.compact and (x.is_array or x.is_struct or x.elem in _VARIABLE)
+            and not (x.compact == flex_a and y.compact == flex_b)):
+        rows.append({"path": path, "change": "compact-changed", "detail": f"{wire_type(x)} → {wire_type(y)}"})
+    return rows
+
+
+def _tag_change(path: str, tx: int | None, ty: int | None) -> list[dict]:
+    if tx is None and ty is not None:
+        return [{"path": path, "change": "moved-to-tagged", "detail": f"tagged field, tag {ty}"}]
+    if tx is not None and ty is None:
+        return [{"path": path, "change": "moved-from-tagged", "detail": f"was tagged (tag {tx}); now a regular field"}]
+    if tx != ty:
+        return [{"path": path, "change": "tag-changed", "detail": f"tag {tx} → {ty}"}]
+    return []
+
+
+def _pair_renames(rows: list[dict], fa: dict, fb: dict) -> None:
     # same position, same wire, different name: one "renamed" row instead of removed + added
     for r in [r for r in rows if r["change"] == "added"]:
         y, py, posy = fb[r["_key"]]
@@ -185,7 +201,6 @@ def diff_rows(spec: MessageSpec, a: int, b: int) -> list[dict]:
                 r.update(change="renamed", _also=xr["_key"],
                          detail=f"{x.name} → {y.name} (same position and wire type: same bytes)")
                 break
-    return rows
 
 
 def version_diff(name: str | MessageSpec, a: int, b: int) -> list[dict]:

@@ -88,6 +88,31 @@ def _parse_field(ctx: _Ctx, f: Any, parent: str, structs: dict[str, dict], flexi
     unknown = set(f) - FIELD_KEYS
     if unknown:
         raise ctx.fail(f"unknown key(s) {sorted(unknown)}", path)
+    ftype, elem = _field_type(ctx, f, path)
+    versions, nullable, tagged, tag = _field_versions(ctx, f, path, flexible)
+    if not nullable.empty:
+        if not (ftype.startswith("[]") or elem in NULLABLE_TYPES or elem not in PRIMITIVES):
+            raise ctx.fail(f"type {ftype} cannot be nullable", path)
+    about, aliases, renamed_in = _field_words(ctx, f, path)
+    body = _field_body(ctx, f, path, ftype, elem, structs, flexible)
+    default = _parse_default(ctx, f, ftype, path)
+    if f.get("default") == "null" and nullable.empty:
+        raise ctx.fail("default 'null' needs nullableVersions", path)
+    fflex = ctx.versions(f, "flexibleVersions", path, ALL) if "flexibleVersions" in f else None
+    if fflex is not None and elem not in ("string", "bytes"):
+        raise ctx.fail("field-level flexibleVersions only applies to string/bytes", path)
+    raw_default = f.get("default")
+    return FieldSpec(
+        name=name, type=ftype, versions=versions, nullable=nullable, tagged=tagged, tag=tag,
+        default=default, default_text=None if raw_default is None else str(raw_default).lower()
+        if isinstance(raw_default, bool) else str(raw_default), ignorable=bool(f.get("ignorable", False)),
+        map_key=bool(f.get("mapKey", False)), entity_type=f.get("entityType"), about=about,
+        fields=body, flexible=fflex, zero_copy=bool(f.get("zeroCopy", False)), aliases=tuple(aliases),
+        renamed_in=renamed_in)
+
+
+def _field_type(ctx: _Ctx, f: dict, path: str) -> tuple[str, str]:
+    """A field's type and its element type (the type itself unless an array)."""
     ftype = f.get("type")
     if not isinstance(ftype, str) or not ftype:
         raise ctx.fail("missing 'type'", path)
@@ -99,6 +124,11 @@ def _parse_field(ctx: _Ctx, f: Any, parent: str, structs: dict[str, dict], flexi
         raise ctx.fail(f"unknown type {ftype!r}", path)
     if ftype.startswith("[]") and elem == "records":
         raise ctx.fail("arrays of records are not allowed", path)
+    return ftype, elem
+
+
+def _field_versions(ctx: _Ctx, f: dict, path: str, flexible: Versions):
+    """A field's versions, nullableVersions, taggedVersions and tag, checked against each other."""
     if "versions" not in f and "taggedVersions" in f:
         versions = ctx.versions(f, "taggedVersions", path)   # Kafka's rule for tag-only fields
     else:
@@ -115,9 +145,27 @@ def _parse_field(ctx: _Ctx, f: Any, parent: str, structs: dict[str, dict], flexi
             raise ctx.fail(f"taggedVersions {tagged} outside flexibleVersions {flexible}", path)
         if not tagged.within(versions):
             raise ctx.fail(f"taggedVersions {tagged} outside versions {versions}", path)
-    if not nullable.empty:
-        if not (ftype.startswith("[]") or elem in NULLABLE_TYPES or elem not in PRIMITIVES):
-            raise ctx.fail(f"type {ftype} cannot be nullable", path)
+    return versions, nullable, tagged, tag
+
+
+def _field_body(ctx: _Ctx, f: dict, path: str, ftype: str, elem: str, structs: dict,
+                flexible: Versions) -> tuple[FieldSpec, ...]:
+    """A struct field's fields: its own, or its commonStruct's; a primitive has none."""
+    if elem not in PRIMITIVES:
+        sub = f.get("fields")
+        if sub is None:
+            common = structs.get(elem)
+            if common is None:
+                raise ctx.fail(f"struct type {elem!r} has no 'fields' and is not a commonStruct", path)
+            sub = common["fields"]
+        return _parse_fields(ctx, sub, path, structs, flexible)
+    if "fields" in f:
+        raise ctx.fail(f"primitive type {ftype} cannot have 'fields'", path)
+    return ()
+
+
+def _field_words(ctx: _Ctx, f: dict, path: str) -> tuple[str, list, int | None]:
+    """The flags, about, aliases and renamedIn of a field (checked for type)."""
     for key in ("ignorable", "mapKey", "zeroCopy"):
         if key in f and not isinstance(f[key], bool):
             raise ctx.fail(f"{key} must be true or false", path)
@@ -131,29 +179,7 @@ def _parse_field(ctx: _Ctx, f: Any, parent: str, structs: dict[str, dict], flexi
     if renamed_in is not None and (not aliases or isinstance(renamed_in, bool) or not isinstance(renamed_in, int)
                                    or renamed_in < 0):
         raise ctx.fail("renamedIn must be a version number, given together with aliases", path)
-    body: tuple[FieldSpec, ...] = ()
-    if elem not in PRIMITIVES:
-        sub = f.get("fields")
-        if sub is None:
-            common = structs.get(elem)
-            if common is None:
-                raise ctx.fail(f"struct type {elem!r} has no 'fields' and is not a commonStruct", path)
-            sub = common["fields"]
-        body = _parse_fields(ctx, sub, path, structs, flexible)
-    elif "fields" in f:
-        raise ctx.fail(f"primitive type {ftype} cannot have 'fields'", path)
-    default = _parse_default(ctx, f, ftype, path)
-    if f.get("default") == "null" and nullable.empty:
-        raise ctx.fail("default 'null' needs nullableVersions", path)
-    fflex = ctx.versions(f, "flexibleVersions", path, ALL) if "flexibleVersions" in f else None
-    if fflex is not None and elem not in ("string", "bytes"):
-        raise ctx.fail("field-level flexibleVersions only applies to string/bytes", path)
-    return FieldSpec(
-        name=name, type=ftype, versions=versions, nullable=nullable, tagged=tagged, tag=tag,
-        default=default, default_text=None if f.get("default") is None else str(f.get("default")).lower() if isinstance(f.get("default"), bool) else str(f.get("default")), ignorable=bool(f.get("ignorable", False)),
-        map_key=bool(f.get("mapKey", False)), entity_type=f.get("entityType"), about=about,
-        fields=body, flexible=fflex, zero_copy=bool(f.get("zeroCopy", False)), aliases=tuple(aliases),
-        renamed_in=renamed_in)
+    return about, aliases, renamed_in
 
 
 def _parse_fields(ctx: _Ctx, fields: Any, parent: str, structs: dict, flexible: Versions) -> tuple[FieldSpec, ...]:

@@ -266,6 +266,7 @@ class Server:
             self._say(f"broker {broker}: {client} closed ({why})")
             self._tasks.discard(task)
 
+    # size: one connection's read-decode-answer loop; its cancellation and half-close handling share one try block
     async def _serve(self, reader, writer, broker: int, client: str) -> str:
         c = self.cluster
         head_task: asyncio.Task | None = None

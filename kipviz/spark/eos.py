@@ -133,6 +133,7 @@ def unreadable_line(u: dict) -> str:
     return f"[unreadable] {u['dataset']}{at}: {u['error']}"
 
 
+# size: the printed report top to bottom (verdict, counts, listings); each branch is one optional section of it
 def verdict_lines(res: "EosResult", *, examples: int = 3, limit: int = 50, everything: bool = False) -> list[str]:
     """What `kipviz verify-eos` prints: the verdict and the counts first, then every unreadable
     input and violation (up to `limit`), then the documented at-least-once windows summarised by
@@ -184,11 +185,53 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     """Check one run (a kipviz.spark Source, or its Logs to reuse their decoded records) for
     exactly-once read-process-write through share group `group` (defaults: the run's manifest).
     See the module docstring."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
     logs = src if isinstance(src, Logs) else Logs(src, None, None, None)
     own = logs is not src
     src = logs.source
+    group, input_topic, output_topic = _eos_args(src, group, input_topic, output_topic, expect)
+    events = src.events
+    moves = share_moves(events, group=group, topic=input_topic)
+    recs = logs.records(output_topic)
+    per_input = _per_input(moves, src, recs, input_topic).persist()
+    odd_rows, unknown, in_stats, named = _anomalies(per_input, input_topic, expect, require_output)
+    out_stats = _output_stats(recs)
+    stray = _stray(recs, input_topic, out_stats, named)
+    unknown += sorted({r["source"] for r in stray if r["source"] is not None})
+    rids = [_rid(input_topic, r) for r in odd_rows]
+    outputs = _outputs_of(recs, rids + unknown, output_topic)
+    hist = _history(events, group, input_topic, [(r["partition"], r["offset"]) for r in odd_rows])
+    collected = _odd_row_rules(src, odd_rows, rids, outputs, hist, output_topic, require_output)
+    collected += _stray_rows(unknown, stray, outputs, input_topic, output_topic)
+    markers, bad_batches = _batch_facts(src, _marker_topics(input_topic, output_topic))
+    txn_records, bad_log = _txn_log(src)
+    collected += _marker_rows(_txn_log_check(src, input_topic, output_topic, markers, txn_records))
+    for r in collected:
+        _fill(r)
+
+    # ---- the few that may be KIP-1289 at-least-once windows: classified by kipviz.eos itself --------
+    maybe = [r for r in collected if r["kind"] in ("duplicate-output", "output-without-ack")]
+    unchecked = []
+    if maybe and len(maybe) <= MAX_CLASSIFIED:
+        notes = _unreached_notes(events)
+        if notes is None:
+            unchecked.append(UNCHECKED_ROUTING)
+        _recheck(maybe, hist, outputs, group, input_topic, output_topic, allowed_at_least_once,
+                 expect, require_output, notes or [])
+    collected.sort(key=lambda r: (r["topic"] is None, (r["topic"] or "", r["partition"] or 0, r["offset"] or 0),
+                                  KINDS.index(r["kind"]), r["transaction"] or ""))
+    vdf, cols = _violation_frame(src.spark, collected)
+    stats = {**in_stats, **out_stats}
+    unreadable = _unreadable(logs, src, input_topic, output_topic, bad_batches, bad_log)
+    per_input.unpersist()
+    if own:
+        logs.unpersist()
+    return EosResult(group, input_topic, output_topic, vdf, [{c: r[c] for c in cols} for r in collected], stats,
+                     unreadable, unchecked)
+
+
+def _eos_args(src, group, input_topic, output_topic, expect) -> tuple[str, str, str]:
+    """verify_eos's arguments, defaulted from the run's manifest; one KipvizError when they cannot be."""
+    from pyspark.sql import functions as F
     group = group or src.group
     input_topic = input_topic or src.input_topic
     output_topic = output_topic or src.output_topic
@@ -201,16 +244,17 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
         raise KipvizError("verify_eos needs the run's events (share-record state changes: events.parquet); "
                           "a live cluster's topics do not say which member acknowledged what, nor whether a "
                           "KIP-1289 marker reached the share partition's leader")
-    spark = src.spark
-    events = src.events
-    moves = share_moves(events, group=group, topic=input_topic)
-    if not share_events(events).filter(F.col("key").startswith(group + "/")).limit(1).count():
+    if not share_events(src.events).filter(F.col("key").startswith(group + "/")).limit(1).count():
         raise KipvizError(f"no share-record state changes of group {group!r} in this run: verify_eos checks "
                           f"share-group read-process-write runs (e.g. kipviz sample-data --scenario share_eos)")
-    recs = logs.records(output_topic)
-    per_input = _per_input(moves, src, recs, input_topic).persist()
+    return group, input_topic, output_topic
 
-    # ---- one row per input record that matters; only the anomalous ones reach the driver --------------
+
+def _anomalies(per_input, input_topic: str, expect: str, require_output: bool):
+    """One row per input record that matters; only the anomalous ones reach the driver. Returns those
+    rows, the visible outputs' sources no input is known for, the input counts and how many visible
+    outputs the aggregation named."""
+    from pyspark.sql import functions as F
     seen_in = (F.col("n_moves") > 0) & (F.col("n_control") == 0)
     known = (F.col("n_appended") > 0) | seen_in
     must = (((F.col("n_appended") > 0) & (F.col("n_unfinished") == 0)) | seen_in) if expect == "appended" \
@@ -226,17 +270,24 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
     unknown = [_rid(input_topic, r) for r in per_input.filter(visible & ~known).select("partition", "offset")
                .collect()]
     in_stats, named = _input_stats(with_must, considered)
-    out_stats = _output_stats(recs)
+    return odd_rows, unknown, in_stats, named
+
+
+def _stray(recs, input_topic: str, out_stats: dict, named: int) -> list:
     # visible output naming no input record by the convention's spelling, or nothing at all: the
     # visible outputs the aggregation did not count, looked up only when there are some
-    stray = recs.filter((F.col("visibility") == "visible") & _source_offset(F.col("source"), input_topic).isNull()) \
-        .select("source", "partition", "offset").collect() if out_stats["visible_records"] > named else []
-    unknown += sorted({r["source"] for r in stray if r["source"] is not None})
-    rids = [_rid(input_topic, r) for r in odd_rows]
-    outputs = _outputs_of(recs, rids + unknown, output_topic)
+    from pyspark.sql import functions as F
+    if out_stats["visible_records"] <= named:
+        return []
+    return recs.filter((F.col("visibility") == "visible") & _source_offset(F.col("source"), input_topic).isNull()) \
+        .select("source", "partition", "offset").collect()
+
+
+def _odd_row_rules(src, odd_rows: list, rids: list, outputs: dict, hist: dict, output_topic: str,
+                   require_output: bool) -> list[dict]:
+    """The per-record rules over the anomalous rows, with their outputs and moves looked up."""
     contents = _contents(src, output_topic, [o for r, rid in zip(odd_rows, rids, strict=True) if r["n_visible"] > 1
                                              for o in outputs.get(rid, ()) if o["visibility"] == "visible"])
-    hist = _history(events, group, input_topic, [(r["partition"], r["offset"]) for r in odd_rows])
     collected = []
     for r, rid in zip(odd_rows, rids, strict=True):
         outs = outputs.get(rid, [])
@@ -246,55 +297,48 @@ def verify_eos(src, *, group: str | None = None, input_topic: str | None = None,
                    n_open=sum(o["visibility"] == "open" for o in outs))
         collected.extend(_rules(row, require_output, hist.get(rid, [])))
         collected.extend(_within(rid, vis, contents, output_topic))
-    for rid in unknown:
-        collected.append({"kind": "unknown-source", "rid": rid,
-                          "outputs": [o["name"] for o in outputs.get(rid, []) if o["visibility"] == "visible"],
-                          "detail": f"visible output names {rid!r}, which is no record of {input_topic} "
-                                    f"known to this run"})
+    return collected
+
+
+def _marker_rows(found) -> list[dict]:
+    """The transaction log's findings against the markers, as rows."""
+    return [{"kind": v["kind"], "rid": None, "transaction": f"{v['transaction']} {v['partition']}",
+             "outputs": [f"{v['partition']}@{v['offset']}"] if v["offset"] is not None else [],
+             "detail": v["detail"]} for v in found]
+
+
+def _stray_rows(unknown: list, stray: list, outputs: dict, input_topic: str, output_topic: str) -> list[dict]:
+    rows = [{"kind": "unknown-source", "rid": rid,
+             "outputs": [o["name"] for o in outputs.get(rid, []) if o["visibility"] == "visible"],
+             "detail": f"visible output names {rid!r}, which is no record of {input_topic} known to this run"}
+            for rid in unknown]
     for r in stray:
         if r["source"] is None:
             name = f"{output_topic}-{r['partition']}@{r['offset']}"
-            collected.append({"kind": "unattributed-output", "rid": None, "outputs": [name],
-                              "detail": f"visible output {name} has no {checker.SOURCE_HEADER!r} header"})
-    markers, bad_batches = _batch_facts(src, _marker_topics(input_topic, output_topic))
-    txn_records, bad_log = _txn_log(src)
-    for v in _txn_log_check(src, input_topic, output_topic, markers, txn_records):
-        collected.append({"kind": v["kind"], "rid": None, "transaction": f"{v['transaction']} {v['partition']}",
-                          "outputs": [f"{v['partition']}@{v['offset']}"] if v["offset"] is not None else [],
-                          "detail": v["detail"]})
-    for r in collected:
-        r.setdefault("transaction", None)
-        p = checker.parse_source(r["rid"]) if r["rid"] is not None else None
-        r["topic"], r["partition"], r["offset"] = p if p else (None, None, None)
-        r.setdefault("classification", VIOLATION)
-        r.setdefault("case", None)
-        r["outputs"] = list(r.get("outputs") or [])
+            rows.append({"kind": "unattributed-output", "rid": None, "outputs": [name],
+                         "detail": f"visible output {name} has no {checker.SOURCE_HEADER!r} header"})
+    return rows
 
-    # ---- the few that may be KIP-1289 at-least-once windows: classified by kipviz.eos itself --------
-    maybe = [r for r in collected if r["kind"] in ("duplicate-output", "output-without-ack")]
-    unchecked = []
-    if maybe and len(maybe) <= MAX_CLASSIFIED:
-        notes = _unreached_notes(events)
-        if notes is None:
-            unchecked.append(UNCHECKED_ROUTING)
-        _recheck(maybe, hist, outputs, group, input_topic, output_topic, allowed_at_least_once,
-                 expect, require_output, notes or [])
-    collected.sort(key=lambda r: (r["topic"] is None, (r["topic"] or "", r["partition"] or 0, r["offset"] or 0),
-                                  KINDS.index(r["kind"]), r["transaction"] or ""))
+
+def _fill(r: dict) -> None:
+    """Every collected row gets the same columns (its input split out of its rid)."""
+    r.setdefault("transaction", None)
+    p = checker.parse_source(r["rid"]) if r["rid"] is not None else None
+    r["topic"], r["partition"], r["offset"] = p if p else (None, None, None)
+    r.setdefault("classification", VIOLATION)
+    r.setdefault("case", None)
+    r["outputs"] = list(r.get("outputs") or [])
+
+
+def _violation_frame(spark, collected: list[dict]):
+    from pyspark.sql import types as T
     schema = T.StructType([T.StructField("kind", T.StringType()), T.StructField("topic", T.StringType()),
                            T.StructField("partition", T.IntegerType()), T.StructField("offset", T.LongType()),
                            T.StructField("classification", T.StringType()), T.StructField("case", T.IntegerType()),
                            T.StructField("transaction", T.StringType()), T.StructField("detail", T.StringType()),
                            T.StructField("outputs", T.ArrayType(T.StringType()))])
     cols = [f.name for f in schema.fields]
-    vdf = spark.createDataFrame([tuple(r[c] for c in cols) for r in collected], schema)
-    stats = {**in_stats, **out_stats}
-    unreadable = _unreadable(logs, src, input_topic, output_topic, bad_batches, bad_log)
-    per_input.unpersist()
-    if own:
-        logs.unpersist()
-    return EosResult(group, input_topic, output_topic, vdf, [{c: r[c] for c in cols} for r in collected], stats,
-                     unreadable, unchecked)
+    return spark.createDataFrame([tuple(r[c] for c in cols) for r in collected], schema), cols
 
 
 def _rid(topic: str, row) -> str:
@@ -408,6 +452,7 @@ def _attempt_hash():
         .otherwise(F.xxhash64(F.lit("nt"), "partition", "offset"))
 
 
+# size: kipviz.eos's per-record rules one by one over the aggregated row; a flat list of rules reads as the table it is
 def _rules(r: dict, require_output: bool, moves: list) -> list[dict]:
     """The per-record rules of kipviz.eos, over one aggregated row and the record's moves in order."""
     out = []

@@ -181,6 +181,16 @@ def _empty(title: str, why: str) -> Chart:
                  f'<text x="8" y="42" fill="#666">{_e(why)}</text></svg>')
 
 
+def _x_label(lab, lines: list[str], cx: float, y0: float, rotate: bool) -> str:
+    """One group's label under the x axis: turned 40 degrees, or its wrapped lines centred."""
+    if rotate:
+        return (f'<text x="{cx:.1f}" y="{y0 + 12}" text-anchor="end" '
+                f'transform="rotate(-40 {cx:.1f} {y0 + 12})">{_e(lab)}</text>')
+    spans = "".join(f'<tspan x="{cx:.1f}" dy="{0 if k == 0 else LINE_H}">{_e(t)}</tspan>'
+                    for k, t in enumerate(lines))
+    return f'<text x="{cx:.1f}" y="{y0 + 14}" text-anchor="middle">{spans}</text>'
+
+
 def bar_chart(labels: list, series: dict, *, title: str, ylabel: str, colors: dict | None = None,
               empty: str = "nothing to draw", xlabel: str = "", integer: bool = True) -> Chart:
     """Grouped bars: one group per label, one bar per series (name -> values). Counts (integer)
@@ -194,10 +204,8 @@ def bar_chart(labels: list, series: dict, *, title: str, ylabel: str, colors: di
     gw = plot_w / len(labels)
     show = len(labels) <= 40
     lines, rotate = _label_lines(labels, gw - 2) if show else ([], False)
-    if rotate:
-        label_h = max(_text_w(x[0]) for x in lines) * 0.65 + LINE_H
-    else:
-        label_h = LINE_H * max((len(x) for x in lines), default=1)
+    label_h = (max(_text_w(x[0]) for x in lines) * 0.65 + LINE_H if rotate
+               else LINE_H * max((len(x) for x in lines), default=1))
     legend = names if len(names) > 1 or names[0] not in ("value", "records") else []
     cv = _Canvas(title, ymax, yticks, ylabel, xlabel, label_h=label_h, legend=legend)
     out, y0 = cv.out, cv.y0
@@ -210,14 +218,7 @@ def bar_chart(labels: list, series: dict, *, title: str, ylabel: str, colors: di
             out.append(f'<rect x="{x:.1f}" y="{y0 - h:.1f}" width="{bw:.1f}" height="{h:.1f}" fill="{colors[n]}">'
                        f'<title>{_e(lab)} {_e(n)}: {v:,}</title></rect>')
         if show:
-            cx = LEFT + i * gw + gw / 2
-            if rotate:
-                out.append(f'<text x="{cx:.1f}" y="{y0 + 12}" text-anchor="end" '
-                           f'transform="rotate(-40 {cx:.1f} {y0 + 12})">{_e(lab)}</text>')
-            else:
-                spans = "".join(f'<tspan x="{cx:.1f}" dy="{0 if k == 0 else LINE_H}">{_e(t)}</tspan>'
-                                for k, t in enumerate(lines[i]))
-                out.append(f'<text x="{cx:.1f}" y="{y0 + 14}" text-anchor="middle">{spans}</text>')
+            out.append(_x_label(lab, lines[i], LEFT + i * gw + gw / 2, y0, rotate))
     cv.draw_legend(colors)
     return cv.chart()
 

@@ -279,18 +279,7 @@ def validate_manifest(manifest, where: str = "manifest.json") -> dict:
         raise KipvizError(f"{where}: field format: {fmt!r} is not a kipviz-sample format (kipviz-sample/1 or /2)")
     live: dict[str, int] = {}
     for i, t in enumerate(manifest.get("topics") or []):
-        if not isinstance(t, dict):
-            raise bad(f"topics[{i}]", _OBJ, t)
-        if not (isinstance(t.get("name"), str) and t["name"]):
-            raise bad(f"topics[{i}].name", "a topic name", t.get("name"))
-        for name, kind in TOPIC_FIELDS.items():
-            v = t.get(name)
-            if v is not None and not _is(v, kind):
-                raise bad(f"topics[{i}].{name}", kind, v)
-        for name in ("dataset", "batches"):
-            rel = t.get(name)
-            if rel is not None and (not rel or Path(rel).is_absolute() or ".." in Path(rel).parts):
-                raise bad(f"topics[{i}].{name}", "a path inside the run directory", rel)
+        _check_topic(t, i, bad)
         if not t.get("deleted"):
             if t["name"] in live:
                 raise KipvizError(f"{where}: field topics[{i}].name: topic {t['name']!r} is listed twice "
@@ -303,6 +292,22 @@ def validate_manifest(manifest, where: str = "manifest.json") -> dict:
         if rows is not None and not (_is(rows, _INT) and rows >= 0):
             raise bad(f"datasets[{k!r}].rows", "a count (an integer, 0 or more)", rows)
     return manifest
+
+
+def _check_topic(t, i: int, bad) -> None:
+    """One entry of the manifest's topics: an object with a name, typed fields, paths inside the run."""
+    if not isinstance(t, dict):
+        raise bad(f"topics[{i}]", _OBJ, t)
+    if not (isinstance(t.get("name"), str) and t["name"]):
+        raise bad(f"topics[{i}].name", "a topic name", t.get("name"))
+    for name, kind in TOPIC_FIELDS.items():
+        v = t.get(name)
+        if v is not None and not _is(v, kind):
+            raise bad(f"topics[{i}].{name}", kind, v)
+    for name in ("dataset", "batches"):
+        rel = t.get(name)
+        if rel is not None and (not rel or Path(rel).is_absolute() or ".." in Path(rel).parts):
+            raise bad(f"topics[{i}].{name}", "a path inside the run directory", rel)
 
 
 # the largest manifest.json kipviz reads (the bundled ones are under 10 kB); raise it for a run of

@@ -30,7 +30,6 @@ def recreated_offsets(logs, name: str):
     partition the first and last offset and the record count; `restarted` marks a later
     generation whose offsets began again at 0. An incarnation whose file is missing or empty has
     one row with partition and offsets null and records 0. A name the run never had: KipvizError."""
-    from pyspark.sql import functions as F
     src = getattr(logs, "source", logs)
     if not isinstance(name, str) or not name:
         raise KipvizError(f"recreated_offsets needs a topic name, not {name!r}")
@@ -47,20 +46,26 @@ def recreated_offsets(logs, name: str):
         path = base / t["dataset"] if base is not None and t.get("dataset") else None
         stats = []
         if path is not None and path.is_file():
-            df = conform(src.spark.read.parquet(str(path)), schemas.KAFKA_DDL, t["dataset"], src.read_errors)
-            stats = df.groupBy("partition").agg(F.min("offset").alias("first_offset"),
-                                                F.max("offset").alias("last_offset"),
-                                                F.count("*").alias("records")).orderBy("partition").collect()
+            stats = _offset_stats(conform(src.spark.read.parquet(str(path)), schemas.KAFKA_DDL, t["dataset"],
+                                          src.read_errors))
         elif not t.get("deleted"):
-            df = src.topic(name)
-            stats = df.groupBy("partition").agg(F.min("offset").alias("first_offset"),
-                                                F.max("offset").alias("last_offset"),
-                                                F.count("*").alias("records")).orderBy("partition").collect()
-        if not stats:
-            rows.append({**head, "partition": None, "first_offset": None, "last_offset": None, "records": 0,
-                         "restarted": None})
-        for s in stats:
-            rows.append({**head, "partition": s["partition"], "first_offset": s["first_offset"],
-                         "last_offset": s["last_offset"], "records": s["records"],
-                         "restarted": gen > 1 and s["first_offset"] == 0})
+            stats = _offset_stats(src.topic(name))
+        rows += _incarnation_rows(head, stats, gen)
     return src.spark.createDataFrame(rows, RECREATED_DDL)
+
+
+def _offset_stats(df) -> list:
+    """Per partition of one incarnation's records: first and last offset and the count."""
+    from pyspark.sql import functions as F
+    return df.groupBy("partition").agg(F.min("offset").alias("first_offset"), F.max("offset").alias("last_offset"),
+                                       F.count("*").alias("records")).orderBy("partition").collect()
+
+
+def _incarnation_rows(head: dict, stats: list, gen: int) -> list[dict]:
+    """One row per partition of an incarnation; a missing or empty one: one row, partition null."""
+    if not stats:
+        return [{**head, "partition": None, "first_offset": None, "last_offset": None, "records": 0,
+                 "restarted": None}]
+    return [{**head, "partition": s["partition"], "first_offset": s["first_offset"],
+             "last_offset": s["last_offset"], "records": s["records"],
+             "restarted": gen > 1 and s["first_offset"] == 0} for s in stats]

@@ -101,51 +101,86 @@ def _ms(v) -> str:
 
 def finding(name: str, df) -> str:
     """The key numbers of one analysis's (non-empty) frame, as one line: what `kipviz analyze`
-    prints next to its row count."""
+    prints next to its row count ("" for an analysis without one)."""
+    summarise = _FINDINGS.get(name)
+    return summarise(df) if summarise else ""
+
+
+def _finding_committed_offsets(df) -> str:
     from pyspark.sql import functions as F
-    if name == "committed_offsets":
-        by = {r["status"]: (r["n"], r["lag"]) for r in df.groupBy("status").agg(
-            F.count("*").alias("n"), F.sum("lag").alias("lag")).collect()}
-        ok = by.get("ok", (0, 0))
-        flagged = ", ".join(f"{s} {n}" for s, (n, _) in sorted(by.items()) if s != "ok")
-        return f"total lag {ok[1] or 0:,} over {ok[0]} ok partition(s)" + (f"; KIP-516 flagged: {flagged}"
-                                                                            if flagged else "")
-    if name == "transactions":
-        parts = []
-        for r in df.groupBy("outcome").agg(F.count("*").alias("n"),
-                                           F.percentile_approx("duration_ms", 0.5).alias("p50"),
-                                           F.percentile_approx("duration_ms", 0.99).alias("p99"),
-                                           F.max("duration_ms").alias("max"),
-                                           F.sum(F.col("timed_out").cast("int")).alias("to")).orderBy("outcome").collect():
-            parts.append(f"{r['outcome'] or 'open'} {r['n']} (duration p50 {_ms(r['p50'])}, p99 {_ms(r['p99'])}, "
-                         f"max {_ms(r['max'])}" + (f", {r['to']} timed out" if r["to"] else "") + ")")
-        return "; ".join(parts)
-    if name == "transaction_summary":
-        r = df.agg(F.count("*").alias("ids"), F.sum("commits").alias("c"), F.sum("aborts").alias("a"),
-                   F.sum("timeouts").alias("t")).first()
-        total = (r["c"] or 0) + (r["a"] or 0)
-        rate = f"{100 * (r['a'] or 0) / total:.1f} %" if total else "-"
-        return f"{r['ids']} transactional id(s), abort rate {rate}, {r['t'] or 0} timeout(s)"
-    if name == "tx_pending":
-        r = df.agg(F.percentile_approx("residency_ms", 0.5).alias("p50"),
-                   F.percentile_approx("residency_ms", 0.99).alias("p99"), F.max("residency_ms").alias("max")).first()
-        exits = ", ".join(f"{x['exit_state']} {x['n']}" for x in df.groupBy("exit_state").agg(
-            F.count("*").alias("n")).orderBy(F.desc("n")).collect())
-        return f"residency p50 {_ms(r['p50'])}, p99 {_ms(r['p99'])}, max {_ms(r['max'])}; left to {exits}"
-    if name == "tx_pending_series":
-        r = df.agg(F.max("TxnPendingRecordsCount").alias("m"), F.max("TxnPendingLockExpiredCount").alias("e"),
-                   F.min("time_ms").alias("t0"), F.max("time_ms").alias("t1")).first()
-        span = ((r["t1"] or 0) - (r["t0"] or 0)) / 1000
-        return (f"TxnPendingRecordsCount up to {r['m']}, TxnPendingLockExpiredCount up to {r['e']}, "
-                f"over {span:,.1f} s")
-    if name == "kip1289_metrics":
-        row = df.first().asDict()
-        return ", ".join(f"{k} {v}" for k, v in row.items() if k.startswith("TxnPending"))
-    if name == "kip1319_errors":
-        rows = df.filter((F.col("answers") > 0) & (F.col("error") != "NONE")).orderBy("version", "error").collect()
-        return "; ".join(f"v{r['version']} {r['error']} {r['answers']}" for r in rows) or "no error answers"
-    if name == "share_state":
-        rows = df.groupBy("group", "topic", "partition").agg(F.max("start_offset").alias("spso")) \
-            .orderBy("group", "topic", "partition").collect()
-        return "last start offset (SPSO): " + ", ".join(f"{r['topic']}-{r['partition']} {r['spso']}" for r in rows)
-    return ""
+    by = {r["status"]: (r["n"], r["lag"]) for r in df.groupBy("status").agg(
+        F.count("*").alias("n"), F.sum("lag").alias("lag")).collect()}
+    ok = by.get("ok", (0, 0))
+    flagged = ", ".join(f"{s} {n}" for s, (n, _) in sorted(by.items()) if s != "ok")
+    return f"total lag {ok[1] or 0:,} over {ok[0]} ok partition(s)" + (f"; KIP-516 flagged: {flagged}"
+                                                                        if flagged else "")
+
+
+def _finding_transactions(df) -> str:
+    from pyspark.sql import functions as F
+    parts = []
+    for r in df.groupBy("outcome").agg(F.count("*").alias("n"),
+                                       F.percentile_approx("duration_ms", 0.5).alias("p50"),
+                                       F.percentile_approx("duration_ms", 0.99).alias("p99"),
+                                       F.max("duration_ms").alias("max"),
+                                       F.sum(F.col("timed_out").cast("int")).alias("to")).orderBy("outcome").collect():
+        parts.append(f"{r['outcome'] or 'open'} {r['n']} (duration p50 {_ms(r['p50'])}, p99 {_ms(r['p99'])}, "
+                     f"max {_ms(r['max'])}" + (f", {r['to']} timed out" if r["to"] else "") + ")")
+    return "; ".join(parts)
+
+
+def _finding_transaction_summary(df) -> str:
+    from pyspark.sql import functions as F
+    r = df.agg(F.count("*").alias("ids"), F.sum("commits").alias("c"), F.sum("aborts").alias("a"),
+               F.sum("timeouts").alias("t")).first()
+    total = (r["c"] or 0) + (r["a"] or 0)
+    rate = f"{100 * (r['a'] or 0) / total:.1f} %" if total else "-"
+    return f"{r['ids']} transactional id(s), abort rate {rate}, {r['t'] or 0} timeout(s)"
+
+
+def _finding_tx_pending(df) -> str:
+    from pyspark.sql import functions as F
+    r = df.agg(F.percentile_approx("residency_ms", 0.5).alias("p50"),
+               F.percentile_approx("residency_ms", 0.99).alias("p99"), F.max("residency_ms").alias("max")).first()
+    exits = ", ".join(f"{x['exit_state']} {x['n']}" for x in df.groupBy("exit_state").agg(
+        F.count("*").alias("n")).orderBy(F.desc("n")).collect())
+    return f"residency p50 {_ms(r['p50'])}, p99 {_ms(r['p99'])}, max {_ms(r['max'])}; left to {exits}"
+
+
+def _finding_tx_pending_series(df) -> str:
+    from pyspark.sql import functions as F
+    r = df.agg(F.max("TxnPendingRecordsCount").alias("m"), F.max("TxnPendingLockExpiredCount").alias("e"),
+               F.min("time_ms").alias("t0"), F.max("time_ms").alias("t1")).first()
+    span = ((r["t1"] or 0) - (r["t0"] or 0)) / 1000
+    return (f"TxnPendingRecordsCount up to {r['m']}, TxnPendingLockExpiredCount up to {r['e']}, "
+            f"over {span:,.1f} s")
+
+
+def _finding_kip1289_metrics(df) -> str:
+    row = df.first().asDict()
+    return ", ".join(f"{k} {v}" for k, v in row.items() if k.startswith("TxnPending"))
+
+
+def _finding_kip1319_errors(df) -> str:
+    from pyspark.sql import functions as F
+    rows = df.filter((F.col("answers") > 0) & (F.col("error") != "NONE")).orderBy("version", "error").collect()
+    return "; ".join(f"v{r['version']} {r['error']} {r['answers']}" for r in rows) or "no error answers"
+
+
+def _finding_share_state(df) -> str:
+    from pyspark.sql import functions as F
+    rows = df.groupBy("group", "topic", "partition").agg(F.max("start_offset").alias("spso")) \
+        .orderBy("group", "topic", "partition").collect()
+    return "last start offset (SPSO): " + ", ".join(f"{r['topic']}-{r['partition']} {r['spso']}" for r in rows)
+
+
+_FINDINGS = {
+    "committed_offsets": _finding_committed_offsets,
+    "transactions": _finding_transactions,
+    "transaction_summary": _finding_transaction_summary,
+    "tx_pending": _finding_tx_pending,
+    "tx_pending_series": _finding_tx_pending_series,
+    "kip1289_metrics": _finding_kip1289_metrics,
+    "kip1319_errors": _finding_kip1319_errors,
+    "share_state": _finding_share_state,
+}

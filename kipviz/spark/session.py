@@ -249,6 +249,31 @@ def _java_name(line: str) -> str:
     return re.sub(r"\b(?:[a-z_$][\w$]*\.)+([A-Z][\w$]*(?:Exception|Error|Throwable))\b", r"\1", line.strip())
 
 
+def _java_error(lines: list[str], name: str) -> str:
+    # "An error occurred while calling oN.m.\n: java.X: msg\n\tat ...": the exception and its last cause
+    head = next((ln[2:] for ln in lines if ln.startswith(": ")), lines[0] if lines else name)
+    causes = [ln.removeprefix("Caused by: ") for ln in lines if ln.startswith("Caused by: ")]
+    out = _java_name(head)
+    if causes and _java_name(causes[-1]) not in out:
+        out += f" (caused by {_java_name(causes[-1])})"
+    return out
+
+
+def _condition(e: BaseException) -> str | None:
+    """PySpark's error condition of `e`, if it has one (asking can fail when the JVM is gone)."""
+    try:
+        return e.getCondition() if hasattr(e, "getCondition") else None
+    except Exception:
+        return None
+
+
+def _jvm_exit_reason() -> str:
+    """What the driver JVM said before it exited (its stderr tail): the first error line (and the next)."""
+    said = [t for t in (ln.decode(errors="replace").strip() for ln in JVM_TAIL) if t]
+    at = next((i for i, ln in enumerate(said) if ln.startswith("Error") or "Exception" in ln), 0)
+    return " ".join(said[at:at + (1 if ":" in said[at] else 2)]) if said else ""
+
+
 def error_line(e: BaseException) -> str | None:
     """One line saying what failed in Spark -- the driver JVM, a query, a Python worker, the
     gateway between them -- from an exception PySpark or py4j raised; None for any other
@@ -265,22 +290,10 @@ def error_line(e: BaseException) -> str | None:
     if name == "PythonException":        # the worker's traceback: its last line says what
         last = next((ln for ln in reversed(lines) if not ln.lstrip().startswith("SQLSTATE")), text)
         return _one_line(f"in a Spark Python worker: {last.strip()}")
-    if name == "Py4JJavaError":          # "An error occurred while calling oN.m.\n: java.X: msg\n\tat ..."
-        head = next((ln[2:] for ln in lines if ln.startswith(": ")), lines[0] if lines else name)
-        causes = [ln.removeprefix("Caused by: ") for ln in lines if ln.startswith("Caused by: ")]
-        out = _java_name(head)
-        if causes and _java_name(causes[-1]) not in out:
-            out += f" (caused by {_java_name(causes[-1])})"
-        return _one_line(out)
-    cond = None
-    try:
-        cond = e.getCondition() if hasattr(e, "getCondition") else None
-    except Exception:
-        pass
-    if cond == "JAVA_GATEWAY_EXITED" or "JAVA_GATEWAY_EXITED" in text:
-        said = [t for t in (ln.decode(errors="replace").strip() for ln in JVM_TAIL) if t]
-        at = next((i for i, ln in enumerate(said) if ln.startswith("Error") or "Exception" in ln), 0)
-        reason = " ".join(said[at:at + (1 if ":" in said[at] else 2)]) if said else ""
+    if name == "Py4JJavaError":
+        return _one_line(_java_error(lines, name))
+    if _condition(e) == "JAVA_GATEWAY_EXITED" or "JAVA_GATEWAY_EXITED" in text:
+        reason = _jvm_exit_reason()
         return _one_line("the Spark driver JVM exited as it started" + (f": {reason}" if reason else ""))
     if mod.startswith("py4j"):           # the connection to the JVM broke: it died or was killed
         return _one_line(f"lost the Spark driver JVM ({lines[0] if lines else name})")
@@ -304,9 +317,21 @@ def session(master: str | None = None, *, app_name: str = "kipviz", driver_memor
     take, or a spark:// master that does not answer: KipvizError before any JVM starts."""
     if batch and java_options is None:
         java_options = BATCH_JAVA_OPTIONS
-    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
+    running = _running(master, conf)
+    if running is not None:
+        return running
+    _start_driver(master, driver_memory, java_options, jvm_log)
+    spark = SparkSession.builder.config(conf=_spark_conf(master, app_name, large, conf)).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _running(master: str | None, conf: dict | None):
+    """The SparkSession already running (given `conf` set on it), or None; another master: RuntimeError."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
     running = SparkSession.getActiveSession()
     if running is None and SparkContext._active_spark_context is not None:
         running = SparkSession.builder.getOrCreate()
@@ -316,8 +341,12 @@ def session(master: str | None = None, *, app_name: str = "kipviz", driver_memor
                                f"stop it (kipviz.spark.stop()) before asking for {master}")
         for k, v in (conf or {}).items():
             running.conf.set(k, str(v))
-        return running
+    return running
 
+
+def _start_driver(master: str | None, driver_memory, java_options, jvm_log) -> None:
+    """Start the driver JVM (unless PySpark already has a gateway), its master checked first."""
+    from pyspark import SparkContext
     if SparkContext._gateway is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
         wanted = _launch_master(master)
         if wanted is not None:
@@ -328,6 +357,11 @@ def session(master: str | None = None, *, app_name: str = "kipviz", driver_memor
         SparkContext._ensure_initialized(gateway=gateway)
     elif master:
         check_master(master)
+
+
+def _spark_conf(master: str | None, app_name: str, large: bool, conf: dict | None):
+    """The session's SparkConf: Spark's own, then kipviz's defaults where unset, then `conf`."""
+    from pyspark import SparkConf
     sconf = SparkConf()           # Spark's own configuration, as the JVM holds it
     chosen = master or os.environ.get("KIPVIZ_SPARK_MASTER") or sconf.get("spark.master", None) or DEFAULT_MASTER
     sconf.setMaster(chosen).setIfMissing("spark.app.name", app_name)
@@ -340,9 +374,7 @@ def session(master: str | None = None, *, app_name: str = "kipviz", driver_memor
             os.environ["PYSPARK_PYTHON"] = sys.executable      # workers run this interpreter (and its kipviz)
     for k, v in (conf or {}).items():
         sconf.set(k, str(v))
-    spark = SparkSession.builder.config(conf=sconf).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return sconf
 
 
 def stop() -> None:

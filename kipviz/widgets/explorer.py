@@ -199,6 +199,23 @@ class Explorer(W.VBox):
         self._syncing = 0
         self._diagrams: dict = {}
 
+        self._make_widgets()
+        self._observe()
+        super().__init__(self._layout())
+        # stable names for the page (browser tests and custom CSS find the parts by these)
+        for w, name in ((self, "explorer"), (self.version_slider, "version"), (self.status, "status"),
+                        (self.error_html, "error"), (self.diagram, "diagram"), (self.json_area, "json"),
+                        (self.paste_area, "paste"), (self.message_select, "messages"), (self.search, "search")):
+            w.add_class(f"kipviz-{name}")
+        with self._sync():
+            self._fill_options()
+        self.kind_toggle.value = kind if kind in ("request", "response") else "request"
+        if not self.select(message, version, kind=kind):
+            problem = self.error
+            self.select("TxnOffsetCommit")
+            self._fail(problem)
+
+    def _make_widgets(self) -> None:
         # TextBox: a huge paste is refused in the browser (only its length reaches the kernel)
         self.search = TextBox(placeholder="filter: name or api key", description="find", multiline=False,
                               continuous_update=True, max_chars=MAX_SEARCH_CHARS, layout=W.Layout(width="230px"))
@@ -222,6 +239,7 @@ class Explorer(W.VBox):
                                   max_chars=MAX_PASTE_CHARS, layout=W.Layout(width="380px", height="90px"))
         self.hex_view = HexView()
 
+    def _observe(self) -> None:
         self.search.observe(self._on_search, "value")
         self.message_select.observe(self._on_message, "value")
         self.kind_toggle.observe(self._on_kind, "value")
@@ -233,6 +251,8 @@ class Explorer(W.VBox):
         self.json_area.on_oversize(self._json_too_long)
         self.paste_area.on_oversize(self._paste_too_long)
 
+    def _layout(self) -> list:
+        """The rows: controls, the error line, then diagram, editor and hex view (wrapping)."""
         controls = W.HBox([W.VBox([self.search, self.message_select]),
                            W.VBox([self.kind_toggle, self.version_slider, self.mode_select, self.status,
                                    self.errors_html])])
@@ -241,19 +261,7 @@ class Explorer(W.VBox):
         panes = W.HBox([W.VBox([W.HTML("<b>wire diagram</b>"), self.diagram], layout=W.Layout(width="100%")),
                         editor, self.hex_view],
                        layout=W.Layout(flex_flow="row wrap", align_items="flex-start"))
-        super().__init__([controls, self.error_html, panes])
-        # stable names for the page (browser tests and custom CSS find the parts by these)
-        for w, name in ((self, "explorer"), (self.version_slider, "version"), (self.status, "status"),
-                        (self.error_html, "error"), (self.diagram, "diagram"), (self.json_area, "json"),
-                        (self.paste_area, "paste"), (self.message_select, "messages"), (self.search, "search")):
-            w.add_class(f"kipviz-{name}")
-        with self._sync():
-            self._fill_options()
-        self.kind_toggle.value = kind if kind in ("request", "response") else "request"
-        if not self.select(message, version, kind=kind):
-            problem = self.error
-            self.select("TxnOffsetCommit")
-            self._fail(problem)
+        return [controls, self.error_html, panes]
 
     # ---- public ------------------------------------------------------------------------------
     @property

@@ -254,6 +254,25 @@ class _Worker:
 
 
 # ---- the workload -----------------------------------------------------------------------------------------
+# fault kind -> the method of ShareEosWorkload that injects it
+_FAULT_METHODS = {
+    "broker-crash": "_fault_broker_crash",
+    "coordinator-unavailable": "_fault_coordinator_unavailable",
+    "zombie-producer": "_fault_zombie_producer",
+    "duplicate-marker": "_fault_duplicate_marker",
+    "lock-expiry": "_fault_lock_expiry",
+    "lock-expiry-tx-pending": "_fault_lock_expiry",
+    "transaction-timeout": "_fault_transaction_timeout",
+    "rebalance": "_fault_rebalance",
+    "old-broker": "_fault_old_broker",
+    "invalid-ack-type": "_fault_invalid_ack_type",
+    "partial-failure": "_fault_partial_failure",
+    "share-state-leader-change": "_fault_share_state_leader_change",
+    "marker-never-arrives": "_fault_marker_never_arrives",
+    "concurrent-epochs": "_fault_concurrent_epochs",
+}
+
+
 class ShareEosWorkload:
     """The share-group EOS workload (module docstring); run() -> WorkloadResult, once. Options:
 
@@ -600,131 +619,156 @@ class ShareEosWorkload:
                           status=STATUS, kip=KIP)
 
     def _apply(self, f: Fault, row: dict, w: _Worker | None, point: str, ctx: dict):
-        c, p = self.cluster, f.params
-        kind = f.kind
-        if kind == "broker-crash":
-            b = p.get("broker", 0) % self.brokers
-            if b in c.down:
-                return self._fired(row, w, f"broker {b} is already down", applied=False)
-            down = p.get("down_ms", 300)
-            c.crash_broker(b)
-            c.clock.schedule(c.now + down, lambda: self._restart(b))
-            return self._fired(row, w, f"broker {b} crashed at {point}, restarts in {down} ms")
-        if kind == "coordinator-unavailable":
-            n = p.get("count", 2)
-            errs = [("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR")[i % 2] for i in range(n)]
-            self._fail_registrations(errs)
-            return self._fired(row, w, f"the next {n} share-state registrations fail ({', '.join(sorted(set(errs)))})")
-        if kind == "zombie-producer":
-            old = ctx["pr"]
-            new = self._new_producer(w)
-            if new is None:
-                w.pr = old
-                return self._fired(row, w, "the new instance could not initialise", applied=False)
-            return self._fired(row, w, f"new instance {new.client_id} (epoch {new.producer_epoch}) fenced "
-                                       f"{old.client_id} (epoch {old.producer_epoch}) at {point}")
-        if kind == "duplicate-marker":
-            pid = ctx["pid"]
-            markers = [(e.topic, e.partition, e.producer_id, e.producer_epoch, e.record.get("type") == "COMMIT")
-                       for e in c.events[ctx["mark"]:]
-                       if e.__class__.__name__ == "RecordAppended" and e.control and e.producer_id == pid]
-            if p.get("when", "now") == "next-stage":
-                w.dup_markers = [markers, row]
-                return self._fired(row, w, f"{len(markers)} marker(s) will be sent again during the next staging")
-            codes = self._send_markers(markers)
-            return self._fired(row, w, f"{len(markers)} marker(s) sent again: {codes}")
-        if kind in ("lock-expiry", "lock-expiry-tx-pending"):
-            ms = c.config.group_share_record_lock_duration_ms + 1 + p.get("extra_ms", 0)
-            self._fired(row, w, f"worker stalls {ms} ms at {point}")
-            self._sleep(ms)
-            return None
-        if kind == "transaction-timeout":
-            w.alive, w.retry = False, []
-            w.revive_at = self.step + p.get("restart_after_steps", len(self.workers))
-            ms = self.txn_timeout_ms + c.config.transaction_abort_timed_out_interval_ms + 1
-            self._fired(row, w, f"worker process died at {point}; {ms} ms pass")
-            self.stats["workers_died"] += 1
-            self._sleep(ms)
-            raise _WorkerDied
-        if kind == "rebalance":
-            if 0 in c.down:             # (the ShareConsumer model cannot heartbeat a down broker)
-                return self._fired(row, w, "the share coordinator's broker is down", applied=False)
-            self._extra_members += 1
-            x = ShareConsumer(c, self.group, client_id=f"rebalancer-{self._extra_members}")
-            x.subscribe([self.input])
-            x.heartbeat()
-            ctx["extra"].append(x)
-            before = w.sc.member_epoch
-            self._heartbeat(w, force=True)
-            return self._fired(row, w, f"a member joined; member epoch {before} -> {w.sc.member_epoch} after "
-                                       f"the snapshot (epoch {ctx['gm']['member_epoch']})")
-        if kind == "old-broker":
-            if tx_pending(c):
-                return self._fired(row, w, "downgrade refused: records are TX_PENDING", applied=False)
-            c.config.share_version = 1
-            self._old_broker_until = self.step + max(1, p.get("steps", 3))
-            return self._fired(row, w, f"share.version 2 -> 1 until step {self._old_broker_until}")
-        if kind == "invalid-ack-type":
-            acks = {k: dict(v) for k, v in ctx["acks"].items()}
-            if not acks:
-                return self._fired(row, w, "no acknowledgement to spoil", applied=False)
-            k = sorted(acks, key=str)[0]
-            o = min(acks[k])
-            t = p.get("type", 2)
-            acks[k][o] = t
-            self._fired(row, w, f"offset {o} of {k[0]}-{k[1]} acknowledged with type {t} in the transaction")
-            return acks
-        if kind == "partial-failure":
-            acks = {k: dict(v) for k, v in ctx["acks"].items()}
-            used = {k[1] for k in acks}
-            others = [q for q in range(self.partitions) if q not in used]
-            q = others[0] if others else 0
-            bogus = c.topics.partition(self.input, q).log_end_offset + 1000
-            acks.setdefault((self.input, q), {})[bogus] = 1
-            self._fired(row, w, f"the staging also names {self.input}-{q}@{bogus} (not in flight)")
-            return acks
-        if kind == "share-state-leader-change":
-            moved = []
-            for q in self._staged_state_partitions(ctx["acks"]):
-                log = c.topics.partition(SHARE_STATE, q)
-                to = p.get("to_broker", (log.leader + 1) % self.brokers) % self.brokers
-                self._home.setdefault(q, log.leader)
-                c.move_share_state_leader(q, to)
-                moved.append(f"{SHARE_STATE}-{q} -> broker {to}")
-            return self._fired(row, w, "; ".join(moved) or "nothing staged")
-        if kind == "marker-never-arrives":
-            parts = self._staged_state_partitions(ctx["acks"])
-            for q in parts:
-                c.txns.hold_markers_for(SHARE_STATE, q)
-            outcome = p.get("outcome", "commit")
-            self._fired(row, w, f"markers for {', '.join(f'{SHARE_STATE}-{q}' for q in parts)} held; "
-                                f"the worker {'commits' if outcome == 'commit' else 'aborts'}")
-            pr = ctx["pr"]
-            try:
-                if outcome == "commit":
-                    pr.commit_transaction()
-                    self.stats["transactions_committed"] += 1
-                else:
-                    pr.abort_transaction()
-                    self.stats["transactions_aborted"] += 1
-            finally:
-                self._sleep(c.config.group_share_record_lock_duration_ms + 1)
-                c.txns.release_markers()
-            raise _Done
-        if kind == "concurrent-epochs":
-            pr = ctx["pr"]
-            body = {"TransactionalId": pr.transactional_id, "GroupId": self.group, "ProducerId": pr.producer_id,
-                    "ProducerEpoch": pr.producer_epoch - 1, "MemberId": ctx["gm"]["member_id"],
-                    "MemberEpoch": ctx["gm"]["member_epoch"],
-                    "Topics": [{"TopicId": self.input_id, "Partitions": [
-                        {"PartitionIndex": k[1], "AcknowledgementBatches": [
-                            {"FirstOffset": o, "LastOffset": o, "AcknowledgeTypes": [t]} for o, t in sorted(v.items())]}
-                        for k, v in sorted(ctx["acks"].items(), key=lambda kv: kv[0][1])]}]}
-            resp = c.call("TxnShareAcknowledge", 0, body, broker=0, client=f"{w.name}-stale-request")
-            err = "no answer" if resp is None else NAME.get(resp["ErrorCode"], resp["ErrorCode"])
-            return self._fired(row, w, f"a TxnShareAcknowledge at epoch {pr.producer_epoch - 1} (current "
-                                       f"{pr.producer_epoch}) arrived: {err}")
-        raise AssertionError(kind)
+        """Inject fault `f` at `point` (one method per kind, below); returns what that kind hands back."""
+        name = _FAULT_METHODS.get(f.kind)
+        if name is None:
+            raise AssertionError(f.kind)
+        return getattr(self, name)(f.params, row, w, point, ctx)
+
+    def _fault_broker_crash(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
+        c = self.cluster
+        b = p.get("broker", 0) % self.brokers
+        if b in c.down:
+            return self._fired(row, w, f"broker {b} is already down", applied=False)
+        down = p.get("down_ms", 300)
+        c.crash_broker(b)
+        c.clock.schedule(c.now + down, lambda: self._restart(b))
+        return self._fired(row, w, f"broker {b} crashed at {point}, restarts in {down} ms")
+
+    def _fault_coordinator_unavailable(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
+        n = p.get("count", 2)
+        errs = [("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR")[i % 2] for i in range(n)]
+        self._fail_registrations(errs)
+        return self._fired(row, w, f"the next {n} share-state registrations fail ({', '.join(sorted(set(errs)))})")
+
+    def _fault_zombie_producer(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
+        old = ctx["pr"]
+        new = self._new_producer(w)
+        if new is None:
+            w.pr = old
+            return self._fired(row, w, "the new instance could not initialise", applied=False)
+        return self._fired(row, w, f"new instance {new.client_id} (epoch {new.producer_epoch}) fenced "
+                                   f"{old.client_id} (epoch {old.producer_epoch}) at {point}")
+
+    def _fault_duplicate_marker(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
+        c = self.cluster
+        pid = ctx["pid"]
+        markers = [(e.topic, e.partition, e.producer_id, e.producer_epoch, e.record.get("type") == "COMMIT")
+                   for e in c.events[ctx["mark"]:]
+                   if e.__class__.__name__ == "RecordAppended" and e.control and e.producer_id == pid]
+        if p.get("when", "now") == "next-stage":
+            w.dup_markers = [markers, row]
+            return self._fired(row, w, f"{len(markers)} marker(s) will be sent again during the next staging")
+        codes = self._send_markers(markers)
+        return self._fired(row, w, f"{len(markers)} marker(s) sent again: {codes}")
+
+    def _fault_lock_expiry(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
+        c = self.cluster
+        ms = c.config.group_share_record_lock_duration_ms + 1 + p.get("extra_ms", 0)
+        self._fired(row, w, f"worker stalls {ms} ms at {point}")
+        self._sleep(ms)
+        return None
+
+    def _fault_transaction_timeout(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
+        c = self.cluster
+        w.alive, w.retry = False, []
+        w.revive_at = self.step + p.get("restart_after_steps", len(self.workers))
+        ms = self.txn_timeout_ms + c.config.transaction_abort_timed_out_interval_ms + 1
+        self._fired(row, w, f"worker process died at {point}; {ms} ms pass")
+        self.stats["workers_died"] += 1
+        self._sleep(ms)
+        raise _WorkerDied
+
+    def _fault_rebalance(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
+        c = self.cluster
+        if 0 in c.down:             # (the ShareConsumer model cannot heartbeat a down broker)
+            return self._fired(row, w, "the share coordinator's broker is down", applied=False)
+        self._extra_members += 1
+        x = ShareConsumer(c, self.group, client_id=f"rebalancer-{self._extra_members}")
+        x.subscribe([self.input])
+        x.heartbeat()
+        ctx["extra"].append(x)
+        before = w.sc.member_epoch
+        self._heartbeat(w, force=True)
+        return self._fired(row, w, f"a member joined; member epoch {before} -> {w.sc.member_epoch} after "
+                                   f"the snapshot (epoch {ctx['gm']['member_epoch']})")
+
+    def _fault_old_broker(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
+        c = self.cluster
+        if tx_pending(c):
+            return self._fired(row, w, "downgrade refused: records are TX_PENDING", applied=False)
+        c.config.share_version = 1
+        self._old_broker_until = self.step + max(1, p.get("steps", 3))
+        return self._fired(row, w, f"share.version 2 -> 1 until step {self._old_broker_until}")
+
+    def _fault_invalid_ack_type(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
+        acks = {k: dict(v) for k, v in ctx["acks"].items()}
+        if not acks:
+            return self._fired(row, w, "no acknowledgement to spoil", applied=False)
+        k = sorted(acks, key=str)[0]
+        o = min(acks[k])
+        t = p.get("type", 2)
+        acks[k][o] = t
+        self._fired(row, w, f"offset {o} of {k[0]}-{k[1]} acknowledged with type {t} in the transaction")
+        return acks
+
+    def _fault_partial_failure(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
+        c = self.cluster
+        acks = {k: dict(v) for k, v in ctx["acks"].items()}
+        used = {k[1] for k in acks}
+        others = [q for q in range(self.partitions) if q not in used]
+        q = others[0] if others else 0
+        bogus = c.topics.partition(self.input, q).log_end_offset + 1000
+        acks.setdefault((self.input, q), {})[bogus] = 1
+        self._fired(row, w, f"the staging also names {self.input}-{q}@{bogus} (not in flight)")
+        return acks
+
+    def _fault_share_state_leader_change(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
+        c = self.cluster
+        moved = []
+        for q in self._staged_state_partitions(ctx["acks"]):
+            log = c.topics.partition(SHARE_STATE, q)
+            to = p.get("to_broker", (log.leader + 1) % self.brokers) % self.brokers
+            self._home.setdefault(q, log.leader)
+            c.move_share_state_leader(q, to)
+            moved.append(f"{SHARE_STATE}-{q} -> broker {to}")
+        return self._fired(row, w, "; ".join(moved) or "nothing staged")
+
+    def _fault_marker_never_arrives(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
+        c = self.cluster
+        parts = self._staged_state_partitions(ctx["acks"])
+        for q in parts:
+            c.txns.hold_markers_for(SHARE_STATE, q)
+        outcome = p.get("outcome", "commit")
+        self._fired(row, w, f"markers for {', '.join(f'{SHARE_STATE}-{q}' for q in parts)} held; "
+                            f"the worker {'commits' if outcome == 'commit' else 'aborts'}")
+        pr = ctx["pr"]
+        try:
+            if outcome == "commit":
+                pr.commit_transaction()
+                self.stats["transactions_committed"] += 1
+            else:
+                pr.abort_transaction()
+                self.stats["transactions_aborted"] += 1
+        finally:
+            self._sleep(c.config.group_share_record_lock_duration_ms + 1)
+            c.txns.release_markers()
+        raise _Done
+
+    def _fault_concurrent_epochs(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
+        c = self.cluster
+        pr = ctx["pr"]
+        body = {"TransactionalId": pr.transactional_id, "GroupId": self.group, "ProducerId": pr.producer_id,
+                "ProducerEpoch": pr.producer_epoch - 1, "MemberId": ctx["gm"]["member_id"],
+                "MemberEpoch": ctx["gm"]["member_epoch"],
+                "Topics": [{"TopicId": self.input_id, "Partitions": [
+                    {"PartitionIndex": k[1], "AcknowledgementBatches": [
+                        {"FirstOffset": o, "LastOffset": o, "AcknowledgeTypes": [t]} for o, t in sorted(v.items())]}
+                    for k, v in sorted(ctx["acks"].items(), key=lambda kv: kv[0][1])]}]}
+        resp = c.call("TxnShareAcknowledge", 0, body, broker=0, client=f"{w.name}-stale-request")
+        err = "no answer" if resp is None else NAME.get(resp["ErrorCode"], resp["ErrorCode"])
+        return self._fired(row, w, f"a TxnShareAcknowledge at epoch {pr.producer_epoch - 1} (current "
+                                   f"{pr.producer_epoch}) arrived: {err}")
 
     def _staged_state_partitions(self, acks: dict) -> list[int]:
         n = self.cluster.config.share_state_topic_partitions

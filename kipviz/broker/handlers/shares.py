@@ -196,6 +196,7 @@ ERRORS["ShareFetch"] = (
                                                          "it reads no corrupt batch"))
 
 
+# size: ShareFetch's session, acknowledgement and acquire steps in SharePartitionManager's order; split pending (handlers reworked for issue 24)
 @handles("ShareFetch")
 def share_fetch(cluster, req: Request) -> dict:
     b, v = req.body, req.version
