@@ -74,7 +74,7 @@ def test_the_live_players_follow_a_transaction_and_a_share_group():
 
 def _exchanges(clients: int, brokers: int) -> list:
     """Requests and responses of `clients` clients (long names) round-robin over `brokers` brokers."""
-    from kipviz.broker import events as E
+    from kipviz.schema import events as E
     evs = []
     apis = ["Produce", "FindCoordinator", "JoinGroup", "ShareFetch", "TxnOffsetCommit", "Metadata"]
     for i in range(3 * clients):
