@@ -17,7 +17,8 @@ a timer or a coordinator-internal step).
 
 Speed: `dot` runs once per animation. The picture's layout does not depend on the highlighting
 (only colours and line widths change), so every frame is the one rendered SVG with the node's and
-the edge's colour attributes replaced (machines.py gives them stable ids); the result is the same
+the edge's colour attributes replaced (machines.py gives them stable ids; an edge carrying several
+rows of one source and target reddens only the taken row's lines of its label); the result is the same
 text `dot` writes for state_diagram(table, current=..., taken=...). Distinct pictures are cached:
 most frames of a long scenario repeat one of a few (state, edge) pairs. GIF frames are PNGs from
 `dot`, one per distinct picture, also cached."""
