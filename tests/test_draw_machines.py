@@ -24,6 +24,7 @@ from kipviz.draw.machines import (
     C_PROPOSED,
     C_RELEASED,
     C_TAKEN,
+    LOOP_GAP,
     TAKEN_WIDTH,
     edge_id,
     edge_rows,
@@ -318,6 +319,8 @@ def test_rows_with_one_source_and_target_are_one_arrow_with_a_line_per_row():
                                                                "KIP-9 · proposed"]
     assert "dashed" not in loop and f'color="{C_RELEASED}"' in loop     # released rows: a solid line
     assert f'<FONT COLOR="{C_PROPOSED}">heartbeat' in loop               # the proposed row keeps its colour
+    assert f'<TD WIDTH="{LOOP_GAP}"></TD>' in loop            # a self-loop's label keeps off its arrowhead
+    assert "<TABLE" not in next(e for e in edges if f"id={edge_id(LOOPS, 3)}" in e)
     assert label_rows(LOOPS, [1, 2, 4]) == [1, 2, 4, 4]
     assert edge_rows(LOOPS, [2, 4]) == {edge_id(LOOPS, 1): [2, 4]}
     alone = state_diagram(LOOPS, show_proposed=False).source

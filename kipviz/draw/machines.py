@@ -168,15 +168,23 @@ def _row_lines(row: Row, wrap: bool) -> list[tuple[str, str | None]]:
     return lines
 
 
-def _edge_label(table: Table, rows: list[int], taken_i: int | None, wrap: bool = False) -> str:
-    """The label of an arrow: each row's event (and KIP line) in the row's colour, the taken row's red."""
+def _edge_label(table: Table, rows: list[int], taken_i: int | None, wrap: bool = False, loop: bool = False) -> str:
+    """The label of an arrow: each row's event (and KIP line) in the row's colour, the taken row's red.
+    A self-loop's label keeps LOOP_GAP points from its loop: graphviz sets it against the loop, whose
+    arrowhead (bold when taken) then covers the first letter."""
     lines = []
     for i in rows:
         color = C_TAKEN if i == taken_i else status_color(table.rows[i].status)
         for text, size in _row_lines(table.rows[i], wrap):
             pt = f' POINT-SIZE="{size}"' if size else ""
             lines.append(f'<FONT{pt} COLOR="{color}">{_e(text)}</FONT>')
+    if loop:
+        return (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0"><TR><TD WIDTH="{LOOP_GAP}"></TD>'
+                f'<TD>{"<BR/>".join(lines)}</TD></TR></TABLE>>')
     return "<" + "<BR/>".join(lines) + ">"
+
+
+LOOP_GAP = 6
 
 
 def _source_lines(source: str, width: int = 64) -> list[str]:
@@ -304,7 +312,7 @@ def state_graph(table: Table, cur: list[str], taken_i: int | None, show_proposed
             attrs.update(color=C_TAKEN, penwidth=TAKEN_WIDTH)
         attrs["tooltip"] = _attr("\n".join(_tip(table.rows[i]) for i in group))
         g.edge(node_id(table, r.from_state), node_id(table, r.to_state),
-               label=_edge_label(table, group, taken_i, compact), **attrs)
+               label=_edge_label(table, group, taken_i, compact, r.from_state == r.to_state), **attrs)
     return g
 
 
