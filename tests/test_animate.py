@@ -186,6 +186,30 @@ def test_each_frame_is_exactly_what_dot_draws_for_that_state_and_row():
 
 
 @needs_dot
+def test_a_row_on_a_shared_arrow_reddens_that_arrow_and_its_own_lines_as_dot_does():
+    # the model's transaction machine: four self-loops on Ongoing are one arrow (issue 25), drawn
+    # in its compact layout (long events on two lines)
+    real = tables()["transaction"]
+    shared = [i for i, r in enumerate(real.rows)
+              if sum((o.from_state, o.to_state) == (r.from_state, r.to_state) for o in real.rows) > 1]
+    assert len(shared) >= 4
+    events = [E.StateChanged(seq=n, t=n, machine=real.name, key=f"tx-{i}", from_state=real.rows[i].from_state,
+                             to_state=real.rows[i].to_state, cause=real.rows[i].event, status=real.rows[i].status)
+              for n, i in enumerate(shared)]
+    for n, i in enumerate(shared):
+        r = real.rows[i]
+        anim = Animation(real, events[n:n + 1])
+        (f,) = anim.frames
+        svg = anim.picture_svg(f.picture)
+        assert svg == to_svg(state_diagram(real, current=r.to_state, taken=r)), r
+        red = "".join(re.findall(rf'<text[^>]*fill="{C_TAKEN}"[^>]*>([^<]*)</text>', svg)).replace("&#45;", "-")
+        own = r.event + ("" if r.status == "released" else f"{r.kip} · {r.status}")
+        assert red == own, (r, red)                  # that row's lines, and no other row's
+        assert group(svg, edge_id(real, i)).count(f'stroke="{C_TAKEN}"') == 2      # its line and arrowhead
+        assert f"event: {r.event}" in f.caption
+
+
+@needs_dot
 def test_frames_highlight_the_current_state_and_the_taken_row(scenario):
     anim = Animation(TXN, scenario)
     svg = anim.frames_svg()[3]               # tx-1 PrepareCommit -> CompleteCommit, tx-2 Ongoing

@@ -24,8 +24,11 @@ from kipviz.draw.machines import (
     C_PROPOSED,
     C_RELEASED,
     C_TAKEN,
+    LOOP_GAP,
     TAKEN_WIDTH,
     edge_id,
+    edge_rows,
+    label_rows,
     node_id,
     state_diagram,
     tables,
@@ -87,6 +90,11 @@ def edge_text(svg: str, ident: str) -> str:
 
 def dot_edges(source: str) -> list[str]:
     return [line for line in source.splitlines() if "->" in line]
+
+
+def row_text(r: Row) -> str:
+    """A row's lines in its arrow's label, run together: its event, and its KIP line if it has one."""
+    return r.event + ("" if r.status == "released" else " · ".join(p for p in (r.kip, r.status) if p))
 
 
 def label_of(edge: str) -> str:
@@ -245,10 +253,13 @@ def test_model_tables_draw_every_state_and_row(table):
     for s in table.states:
         assert s in text
         assert f'id="{node_id(table, s)}"' in svg
-    for i, r in enumerate(table.rows):
-        assert edge_text(svg, edge_id(table, i)).startswith(r.event)
-        edge = group(svg, edge_id(table, i))
-        assert ("stroke-dasharray" in edge) == (r.status in ("accepted", "proposed"))
+    arrows = edge_rows(table, range(len(table.rows)))
+    for ident, rows in arrows.items():           # one arrow per (source, target): each row a line
+        assert edge_text(svg, ident) == "".join(row_text(table.rows[i]) for i in rows)
+        assert ("stroke-dasharray" in group(svg, ident)) == all(
+            table.rows[i].status in ("accepted", "proposed") for i in rows)
+    assert svg.count('class="edge"') == len(arrows) + 1          # and the start arrow
+    assert sum(map(len, arrows.values())) == len(table.rows)
     if table.state_ids:
         for i in table.state_ids.values():
             assert f"id {i}" in text
@@ -272,12 +283,67 @@ def any_table(draw):
 
 
 @given(any_table(), st.booleans())
-def test_any_table_gives_one_edge_per_shown_row(table, show_proposed):
+def test_any_table_gives_one_edge_per_source_and_target_of_the_shown_rows(table, show_proposed):
     src = state_diagram(table, show_proposed=show_proposed).source
     shown = [i for i, r in enumerate(table.rows) if show_proposed or r.status == "released"]
-    for i in range(len(table.rows)):
-        assert bool(re.search(rf"id={edge_id(table, i)}\b", src)) == (i in shown)
-    assert (src.count("style=dashed") == sum(table.rows[i].status != "released" for i in shown))
+    pairs = {(table.rows[i].from_state, table.rows[i].to_state) for i in shown}
+    assert len([e for e in dot_edges(src) if "__start" not in e]) == len(pairs)
+    for i, r in enumerate(table.rows):
+        assert bool(re.search(rf"id={edge_id(table, i)}\b", src)) == ((r.from_state, r.to_state) in pairs)
+    for i in shown:                                # every shown row's event is on its arrow's label
+        edge = next(e for e in dot_edges(src) if re.search(rf"id={edge_id(table, i)}\b", e))
+        assert html.escape(table.rows[i].event, quote=False) in edge
+    dashed = [rows for rows in edge_rows(table, shown).values()
+              if all(table.rows[i].status != "released" for i in rows)]
+    assert src.count("style=dashed") == len(dashed)
+
+
+# ---- parallel rows: one arrow (issue 25: graphviz drew four self-loop labels over each other) -----------
+LOOPS = Table(
+    name="loops", states=("Empty", "Ongoing", "Done"), initial="Empty",
+    rows=(Row("Empty", "begin", "Ongoing"), Row("Ongoing", "add-partitions", "Ongoing"),
+          Row("Ongoing", "add-offsets", "Ongoing"), Row("Ongoing", "end", "Done"),
+          Row("Ongoing", "heartbeat", "Ongoing", status="proposed", kip="KIP-9"),
+          Row("Empty", "restart", "Ongoing")))
+
+
+def test_rows_with_one_source_and_target_are_one_arrow_with_a_line_per_row():
+    src = state_diagram(LOOPS).source
+    edges = [e for e in dot_edges(src) if "__start" not in e]
+    assert len(edges) == 3 and len(LOOPS.rows) == 6            # the table keeps its rows
+    assert edge_id(LOOPS, 2) == edge_id(LOOPS, 4) == edge_id(LOOPS, 1) != edge_id(LOOPS, 0)
+    assert edge_id(LOOPS, 5) == edge_id(LOOPS, 0)
+    loop = next(e for e in edges if f"id={edge_id(LOOPS, 1)}" in e)
+    assert label_of(loop) == "add-partitionsadd-offsetsheartbeatKIP-9 · proposed"
+    assert label_of(loop.replace("<BR/>", "|")).split("|") == ["add-partitions", "add-offsets", "heartbeat",
+                                                               "KIP-9 · proposed"]
+    assert "dashed" not in loop and f'color="{C_RELEASED}"' in loop     # released rows: a solid line
+    assert f'<FONT COLOR="{C_PROPOSED}">heartbeat' in loop               # the proposed row keeps its colour
+    assert f'<TD WIDTH="{LOOP_GAP}"></TD>' in loop            # a self-loop's label keeps off its arrowhead
+    assert "<TABLE" not in next(e for e in edges if f"id={edge_id(LOOPS, 3)}" in e)
+    assert label_rows(LOOPS, [1, 2, 4]) == [1, 2, 4, 4]
+    assert edge_rows(LOOPS, [2, 4]) == {edge_id(LOOPS, 1): [2, 4]}
+    alone = state_diagram(LOOPS, show_proposed=False).source
+    assert "heartbeat" not in alone and f"id={edge_id(LOOPS, 1)}" in alone
+
+
+def test_a_taken_row_on_a_shared_arrow_reddens_the_arrow_and_only_its_lines():
+    src = state_diagram(LOOPS, current="Ongoing", taken=LOOPS.rows[2]).source
+    loop = next(e for e in dot_edges(src) if f"id={edge_id(LOOPS, 2)}" in e)
+    assert f'color="{C_TAKEN}"' in loop and f"penwidth={TAKEN_WIDTH}" in loop
+    assert f'<FONT COLOR="{C_TAKEN}">add-offsets' in loop
+    assert f'<FONT COLOR="{C_RELEASED}">add-partitions' in loop and f'<FONT COLOR="{C_PROPOSED}">heartbeat' in loop
+
+
+@needs_dot
+def test_parallel_rows_svg_has_one_group_and_a_text_per_line():
+    svg = to_svg(state_diagram(LOOPS, current="Ongoing", taken=LOOPS.rows[4]))
+    loop = group(svg, edge_id(LOOPS, 1))
+    texts = re.findall(r"<text[^>]*>[^<]*</text>", loop)
+    assert [html.unescape(re.sub(r"<[^>]*>", "", t)) for t in texts] == [
+        "add-partitions", "add-offsets", "heartbeat", "KIP-9 · proposed"]
+    assert [f'fill="{C_TAKEN}"' in t for t in texts] == [False, False, True, True]
+    assert svg.count('class="edge"') == 4
 
 
 @needs_dot

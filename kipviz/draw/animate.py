@@ -17,7 +17,8 @@ a timer or a coordinator-internal step).
 
 Speed: `dot` runs once per animation. The picture's layout does not depend on the highlighting
 (only colours and line widths change), so every frame is the one rendered SVG with the node's and
-the edge's colour attributes replaced (machines.py gives them stable ids); the result is the same
+the edge's colour attributes replaced (machines.py gives them stable ids; an edge carrying several
+rows of one source and target reddens only the taken row's lines of its label); the result is the same
 text `dot` writes for state_diagram(table, current=..., taken=...). Distinct pictures are cached:
 most frames of a long scenario repeat one of a few (state, edge) pairs. GIF frames are PNGs from
 `dot`, one per distinct picture, also cached."""
@@ -176,7 +177,7 @@ class Animation:
 
     # ---- pictures ----------------------------------------------------------------------------------
     def _graph(self, pic: _Pic | None, rankdir: str | None = None):
-        include_rows = sorted({p.taken for p in self._pics if p.taken is not None})
+        include_rows = self._taken_rows()
         include_states = sorted({p.current for p in self._pics} | {s for p in self._pics for s, _ in p.occupied})
         if pic is None and rankdir is None:     # one direction for every frame: state_diagram's "auto"
             g = M.auto_layout(lambda d: self._graph(None, d))
@@ -228,7 +229,6 @@ class Animation:
         occ = dict(pic.occupied)
         occ_ids = {M.node_id(t, s): keys for s, keys in occ.items()}
         edge = M.edge_id(t, pic.taken) if pic.taken is not None else None
-        edge_color = M.status_color(t.rows[pic.taken].status) if pic.taken is not None else None
         out = []
         fill, line = f'fill="{M.C_NODE_FILL}"', f'stroke="{M.C_NODE_LINE}" stroke-width="1.2"'
         missed = False      # a colour attribute that is not where graphviz's own `dot` writes it
@@ -243,9 +243,8 @@ class Animation:
                 missed |= fill not in seg
                 seg = seg.replace(fill, f'fill="{M.C_OCCUPIED_FILL}"')
             elif ident == edge:
-                missed |= f'stroke="{edge_color}"' not in seg or f'fill="{edge_color}"' not in seg
-                seg = seg.replace(f'stroke="{edge_color}"', f'stroke="{M.C_TAKEN}" stroke-width="{M.TAKEN_WIDTH}"')
-                seg = seg.replace(f'fill="{edge_color}"', f'fill="{M.C_TAKEN}"')
+                seg, bad = self._taken_edge(seg, pic.taken)
+                missed |= bad
             out.append(seg)
         found = {ident for ident, _ in self._split()}
         missed |= bool(({cur_id, edge} | set(occ_ids)) - {None} - found)
@@ -263,6 +262,33 @@ class Animation:
         svg = "".join(out)
         self._svg_cache[p] = svg
         return svg
+
+    def _taken_edge(self, seg: str, taken: int) -> tuple[str, bool]:
+        """The arrow of row `taken` in red: its line and arrowhead, and the label lines of that row
+        (the arrow may carry other rows of the same source and target: their lines keep their colour).
+        Also says whether the segment is not what graphviz's `dot` writes (then `dot` draws it)."""
+        t = self.table
+        if "_rankdir" not in self.__dict__:
+            self._graph(None)
+        group = M.edge_rows(t, M.shown_rows(t, self.show_proposed, self._taken_rows()))[M.edge_id(t, taken)]
+        owners = M.label_rows(t, group, self.__dict__["_rankdir"].endswith("-compact"))
+        line, row_color = M.edge_color(t, group), M.status_color(t.rows[taken].status)
+        parts = _TEXT.split(seg)             # [outside, text, outside, text, ..., outside]
+        texts = parts[1::2]
+        missed = (len(texts) != len(owners) or f'stroke="{line}"' not in seg
+                  or any(f'fill="{row_color}"' not in x for x, o in zip(texts, owners, strict=False) if o == taken))
+        out = []
+        for k, part in enumerate(parts):
+            if k % 2 == 0:
+                part = part.replace(f'stroke="{line}"', f'stroke="{M.C_TAKEN}" stroke-width="{M.TAKEN_WIDTH}"')
+                part = part.replace(f'fill="{line}"', f'fill="{M.C_TAKEN}"')
+            elif k // 2 < len(owners) and owners[k // 2] == taken:
+                part = part.replace(f'fill="{row_color}"', f'fill="{M.C_TAKEN}"')
+            out.append(part)
+        return "".join(out), missed
+
+    def _taken_rows(self) -> list[int]:
+        return sorted({p.taken for p in self._pics if p.taken is not None})
 
     def pictures(self) -> list[str]:
         """Every distinct picture (SVG without caption), in order of first appearance."""
@@ -437,6 +463,7 @@ def _segments(svg: str) -> list[tuple[str | None, str]]:
     return segs
 
 
+_TEXT = re.compile(r"(<text\b[^>]*>.*?</text>)", re.S)
 _GROUP = re.compile(r'<g id="(kv[se]_[^"]*)" class="(?:node|edge)">')
 _COMMENT = re.compile(r"<!--.*?-->\n?", re.S)
 _PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"

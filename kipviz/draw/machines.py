@@ -9,10 +9,16 @@ What the picture says:
 
 * a state is an ellipse, a terminal state a double circle; an arrow from a dot marks the initial
   state; Kafka's numeric id is under the name when the table has them (TransactionState 0..7);
-* every row of the table is one arrow labelled with its event; rows whose status is "accepted" or
-  "proposed" are dashed, coloured (amber / purple, as in the wire diagrams) and carry their KIP;
-  with show_proposed=False they are left out, and so are states only those rows touch;
-* `current` (a state, or several) is filled; `taken` (a Row of the table) is bold and red.
+* every row of the table is an event on an arrow; rows whose status is "accepted" or "proposed"
+  are coloured (amber / purple, as in the wire diagrams) and carry their KIP, and an arrow only
+  they draw is dashed; with show_proposed=False they are left out, and so are states only those
+  rows touch;
+* rows with the same source and target (parallel edges, self-loops above all) are drawn as ONE
+  arrow whose label has each row's event on its own line: graphviz lays parallel self-loops'
+  labels over one another (the transaction machine's four loops on Ongoing; issue 25). The table
+  keeps its rows: only the drawing groups them (edge_rows, label_rows);
+* `current` (a state, or several) is filled; `taken` (a Row of the table) is bold and red: its
+  arrow, and its lines of that arrow's label.
 
 Every node and edge gets a stable SVG id (node_id / edge_id), and the highlight colours below are
 plain attribute values, so kipviz.draw.animate can recolour one rendered SVG instead of calling
@@ -29,7 +35,8 @@ import graphviz
 from ..broker.machine import Row, Table
 from .render import label_text
 
-__all__ = ["state_diagram", "tables", "node_id", "edge_id", "row_index", "status_color", "STYLE"]
+__all__ = ["state_diagram", "tables", "node_id", "edge_id", "edge_rows", "label_rows", "shown_rows", "row_index",
+           "status_color", "edge_color", "STYLE"]
 
 FONT = "Helvetica"
 # colours (the animation recolours rendered SVG by these exact strings: keep them distinct)
@@ -80,9 +87,36 @@ def node_id(table: Table, state: str) -> str:
 
 
 def edge_id(table: Table, row: Row | int) -> str:
-    """The SVG id of a row's arrow: "kve_<table>_<row index>"."""
-    i = row if isinstance(row, int) else row_index(table, row)
+    """The SVG id of the arrow a row is drawn on: "kve_<table>_<i>", i the index of the table's first
+    row with the same source and target (every row of that pair shares the arrow, whichever are shown)."""
+    r = table.rows[row] if isinstance(row, int) else table.rows[row_index(table, row)]
+    i = next(j for j, o in enumerate(table.rows) if (o.from_state, o.to_state) == (r.from_state, r.to_state))
     return f"kve_{_slug(table.name)}_{i}"
+
+
+def edge_rows(table: Table, rows: Iterable[int]) -> dict[str, list[int]]:
+    """The arrows drawn for these row indexes: edge id -> its rows, in table order."""
+    out: dict[str, list[int]] = {}
+    for i in sorted(rows):
+        out.setdefault(edge_id(table, i), []).append(i)
+    return out
+
+
+def label_rows(table: Table, rows: list[int], wrap: bool = False) -> list[int]:
+    """The row each line of an arrow's label belongs to (graphviz writes one <text> per line, in
+    order): what the animation recolours when one of the arrow's rows is taken."""
+    return [i for i in rows for _ in _row_lines(table.rows[i], wrap)]
+
+
+def shown_rows(table: Table, show_proposed: bool, include_rows: Iterable[int] = ()) -> list[int]:
+    """The row indexes state_graph draws (include_rows: drawn even when hidden)."""
+    return _visible(table, show_proposed, include_rows, ())[0]
+
+
+def edge_color(table: Table, rows: list[int]) -> str:
+    """An arrow's line colour: released if any of its rows is, else its first row's status colour."""
+    released = [i for i in rows if _released(table.rows[i])]
+    return C_RELEASED if released else status_color(table.rows[rows[0]].status)
 
 
 def row_index(table: Table, row: Row) -> int:
@@ -116,7 +150,7 @@ def _node_label(table: Table, state: str) -> str:
     return "<" + "<BR/>".join(parts) + ">"
 
 
-def _split_event(event: str, longer_than: int = 12) -> list[str]:
+def _split_event(event: str, longer_than: int = 16) -> list[str]:
     """A long event name on two lines, cut after the "-" or " " nearest its middle
     ("transactional-id-expired" -> "transactional-", "id-expired"); short ones whole."""
     cuts = [i for i, c in enumerate(event) if c in "- "]
@@ -126,13 +160,31 @@ def _split_event(event: str, longer_than: int = 12) -> list[str]:
     return [event[:i + 1], event[i + 1:]]
 
 
-def _edge_label(row: Row, color: str, wrap: bool = False) -> str:
-    parts = _split_event(row.event) if wrap else [row.event]
-    lines = [f'<FONT COLOR="{color}">{_e(p)}</FONT>' for p in parts]
+def _row_lines(row: Row, wrap: bool) -> list[tuple[str, str | None]]:
+    """A row's lines in its arrow's label: (text, point size or None)."""
+    lines: list[tuple[str, str | None]] = [(p, None) for p in (_split_event(row.event) if wrap else [row.event])]
     if not _released(row):
-        what = " · ".join(p for p in (row.kip, row.status) if p)
-        lines.append(f'<FONT POINT-SIZE="10" COLOR="{color}">{_e(what)}</FONT>')
+        lines.append((" · ".join(p for p in (row.kip, row.status) if p), "10"))
+    return lines
+
+
+def _edge_label(table: Table, rows: list[int], taken_i: int | None, wrap: bool = False, loop: bool = False) -> str:
+    """The label of an arrow: each row's event (and KIP line) in the row's colour, the taken row's red.
+    A self-loop's label keeps LOOP_GAP points from its loop: graphviz sets it against the loop, whose
+    arrowhead (bold when taken) then covers the first letter."""
+    lines = []
+    for i in rows:
+        color = C_TAKEN if i == taken_i else status_color(table.rows[i].status)
+        for text, size in _row_lines(table.rows[i], wrap):
+            pt = f' POINT-SIZE="{size}"' if size else ""
+            lines.append(f'<FONT{pt} COLOR="{color}">{_e(text)}</FONT>')
+    if loop:
+        return (f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0"><TR><TD WIDTH="{LOOP_GAP}"></TD>'
+                f'<TD>{"<BR/>".join(lines)}</TD></TR></TABLE>>')
     return "<" + "<BR/>".join(lines) + ">"
+
+
+LOOP_GAP = 6
 
 
 def _source_lines(source: str, width: int = 64) -> list[str]:
@@ -197,7 +249,9 @@ def state_diagram(table: Table, *, current: str | Iterable[str] | None = None, t
 # rankdir "auto" tries these in order and keeps the first that fits a notebook, else the narrowest:
 # "TB-compact" is top to bottom with states packed closer, ranks further apart and long event names
 # on two lines (the transaction machine's 29 rows: 2000 px left to right, 1780 top to bottom, 1115
-# compact -- its 10 pt text stays over 9 px in a notebook's ~840 px output area; issue 25)
+# compact -- its 10 pt text stays over 9 px in a notebook's ~840 px output area; issue 25). With the
+# rows of one source and target on one arrow it is 790 px compact, cutting only names over 16
+# characters: "add-partitions" whole, so a label listing several events reads one event a line
 LAYOUTS = ("LR", "TB", "TB-compact")
 
 
@@ -249,21 +303,22 @@ def state_graph(table: Table, cur: list[str], taken_i: int | None, show_proposed
             attrs["fillcolor"] = C_OCCUPIED_FILL
         g.node(node_id(table, s), **attrs)
     g.edge("__start", node_id(table, table.initial), id=f"kve_{_slug(table.name)}_start", color=C_NODE_LINE)
-    for i in rows:
-        r = table.rows[i]
-        color = status_color(r.status)
-        attrs = {"id": edge_id(table, i), "color": color}
-        if not _released(r):
+    for ident, group in edge_rows(table, rows).items():
+        r = table.rows[group[0]]
+        attrs = {"id": ident, "color": edge_color(table, group)}
+        if not any(_released(table.rows[i]) for i in group):
             attrs["style"] = "dashed"
-        if i == taken_i:
-            color = C_TAKEN
+        if taken_i in group:
             attrs.update(color=C_TAKEN, penwidth=TAKEN_WIDTH)
-        tip = f"{r.from_state} → {r.to_state} on {r.event}" + (f" ({r.kip}, {r.status})" if not _released(r) else "")
-        if r.note:
-            tip += f": {r.note}"
-        attrs["tooltip"] = _attr(tip)
-        g.edge(node_id(table, r.from_state), node_id(table, r.to_state), label=_edge_label(r, color, compact), **attrs)
+        attrs["tooltip"] = _attr("\n".join(_tip(table.rows[i]) for i in group))
+        g.edge(node_id(table, r.from_state), node_id(table, r.to_state),
+               label=_edge_label(table, group, taken_i, compact, r.from_state == r.to_state), **attrs)
     return g
+
+
+def _tip(r: Row) -> str:
+    tip = f"{r.from_state} → {r.to_state} on {r.event}" + (f" ({r.kip}, {r.status})" if not _released(r) else "")
+    return tip + (f": {r.note}" if r.note else "")
 
 
 def tables(package: str = "kipviz.broker.tables") -> dict[str, Table]:

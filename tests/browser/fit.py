@@ -9,12 +9,19 @@ areas) at that width, then `problems(page)` lists, per SVG picture:
   * a text element wider than the box it sits in (a rect, polygon, ellipse or filled path drawn in
     the same group that holds the point the text is anchored at: a note spilling out of its box)
   * text drawn smaller than MIN_TEXT_PX after the picture is scaled to fit
+  * text drawn over other text: two different <text> elements of one SVG whose boxes overlap by
+    more than OVERLAP_PX in both directions (graphviz's self-loop labels, one over the other).
+    Not counted: a copy of the same text at the same place (a halo or shadow under the text), empty
+    or hidden text, and the lines of one label -- graphviz writes each line of a multi-line label
+    as its own <text>, in one group, at one x: lines set 1 em apart (graphviz's HTML labels at
+    9 pt) overlap their line boxes by ~0.17 em without their letters touching
 
 Each problem is one line naming the picture (its index and first text) and the element."""
 from __future__ import annotations
 
 LAB_PANEL_PX = 980            # 1280 - the side bar's tabs (33) - the file browser's default width (~267)
 MIN_TEXT_PX = 8.0
+OVERLAP_PX = 2.0            # line boxes of adjacent lines touch; more than this is text over text
 
 # An SVG shown as <img src="data:image/svg+xml..."> (how JupyterLab and nbconvert show an
 # image/svg+xml output) is measured as an inline copy laid over the image at its displayed size.
@@ -48,7 +55,7 @@ _INLINE_IMAGES = """() => {
   return made.length;
 }"""
 
-_PROBLEMS = """([minText, slack]) => {
+_PROBLEMS = """([minText, slack, overlap]) => {
   const out = [];
   const svgs = [...document.querySelectorAll('svg')].filter(s => !s.parentElement.closest('svg'));
   const vw = document.documentElement.clientWidth;
@@ -91,6 +98,27 @@ _PROBLEMS = """([minText, slack]) => {
         break;
       }
     }
+    const px = t => { const m = t.getScreenCTM(); return parseFloat(getComputedStyle(t).fontSize) * (m ? Math.hypot(m.a, m.b) : 1); };
+    // text over text: sweep the boxes left to right, compare each with those it can still reach
+    const boxes = texts.map(t => ({t, b: t.getBoundingClientRect(), s: t.textContent.trim()}))
+      .filter(o => o.s && o.b.width > 0 && o.b.height > 0 && getComputedStyle(o.t).visibility !== 'hidden')
+      .sort((p, q) => p.b.left - q.b.left);
+    for (let a = 0; a < boxes.length; a++) {
+      const A = boxes[a];
+      for (let k = a + 1; k < boxes.length && boxes[k].b.left < A.b.right - overlap; k++) {
+        const B = boxes[k];
+        const ox = Math.min(A.b.right, B.b.right) - Math.max(A.b.left, B.b.left);
+        const oy = Math.min(A.b.bottom, B.b.bottom) - Math.max(A.b.top, B.b.top);
+        if (ox <= overlap || oy <= overlap) continue;
+        if (A.s === B.s && Math.abs(A.b.left - B.b.left) < 1 && Math.abs(A.b.top - B.b.top) < 1) continue;  // a halo
+        if (A.t.parentElement === B.t.parentElement && A.t.getAttribute('x') === B.t.getAttribute('x') &&
+            getComputedStyle(A.t).textAnchor === getComputedStyle(B.t).textAnchor &&
+            Math.abs(A.b.top - B.b.top) >= 0.9 * Math.min(px(A.t), px(B.t))) continue;          // lines of one label
+        const at = `${Math.round(Math.max(A.b.left, B.b.left) - r.left)},${Math.round(Math.max(A.b.top, B.b.top) - r.top)}`;
+        out.push(`${name}: text ${JSON.stringify(A.s.slice(0, 40))} drawn over text ${JSON.stringify(B.s.slice(0, 40))}` +
+                 ` (${Math.round(ox)}x${Math.round(oy)} px at ${at})`);
+      }
+    }
   });
   return out;
 }"""
@@ -101,10 +129,10 @@ def narrow(page) -> None:
     page.set_viewport_size({"width": LAB_PANEL_PX, "height": 900})
 
 
-def problems(page, *, min_text: float = MIN_TEXT_PX, slack: float = 1.5) -> list[str]:
+def problems(page, *, min_text: float = MIN_TEXT_PX, slack: float = 1.5, overlap: float = OVERLAP_PX) -> list[str]:
     page.evaluate("() => document.querySelectorAll('.kv-fit-copy').forEach(e => e.remove())")
     page.evaluate(_INLINE_IMAGES)
     try:
-        return page.evaluate(_PROBLEMS, [min_text, slack])
+        return page.evaluate(_PROBLEMS, [min_text, slack, overlap])
     finally:
         page.evaluate("() => document.querySelectorAll('.kv-fit-copy').forEach(e => e.remove())")

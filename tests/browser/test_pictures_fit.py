@@ -2,7 +2,8 @@
 exported (`kipviz export`: run, then nbconvert's lab template, the output areas JupyterLab draws),
 shown in Chromium at the notebook panel's width (fit.LAB_PANEL_PX), and every SVG picture -- inline,
 or an image/svg+xml output as JupyterLab shows it (<img>) -- is measured: not wider than its output
-area, no text outside it or outside the box it sits in, no text drawn under fit.MIN_TEXT_PX.
+area, no text outside it or outside the box it sits in, no text drawn under fit.MIN_TEXT_PX, no
+text drawn over other text.
 A screenshot of each page is kept under test-artifacts/browser/pictures/.
 
 The check can fail: test_a_picture_that_does_not_fit_is_reported shows it a picture that overflows
@@ -65,6 +66,18 @@ BAD = """<!doctype html><meta charset="utf-8"><body style="margin:0">
   <img id="tiny" style="width:300px" src="data:image/svg+xml;base64,{tiny}">
 </div>
 <div style="width:600px">
+  <svg id="over" width="400" height="60"><text x="10" y="30" font-size="14">add-partitions</text>
+    <text x="40" y="34" font-size="14">add-offsets</text>
+    <g><text x="200" y="30" font-size="14">a line</text><text x="200" y="36" font-size="14">the same label's next</text></g></svg>
+</div>
+<div style="width:600px">
+  <svg id="layered" width="400" height="84"><g>
+    <text x="10" y="24" font-size="24" stroke="white" stroke-width="3">a halo under its text</text>
+    <text x="10" y="24" font-size="24">a halo under its text</text>
+    <text x="10" y="48" font-size="24">the next line</text><text x="10" y="72" font-size="24">set solid</text>
+  </g></svg>
+</div>
+<div style="width:600px">
   <svg id="fine" width="300" height="40"><g><rect x="5" y="5" width="200" height="30" fill="#eee"/>
     <text x="10" y="25" font-size="12">fits</text></g></svg>
 </div></body>"""
@@ -84,5 +97,7 @@ def test_a_picture_that_does_not_fit_is_reported(page, tmp_path):
     assert any('"UNKNOWN_TOPIC_ID" outside the picture' in p for p in found), found
     assert any('"a note spilling out of its box"' in p and "overflows its rect" in p for p in found), found
     assert any('"drawn at 2.4 px"' in p and "drawn at 2.4 px (< 8" in p for p in found), found
-    assert not [p for p in found if '"fits"' in p], found
-    assert len(found) == 4, found
+    assert any('"add-partitions" drawn over text "add-offsets"' in p for p in found), found
+    assert any('"a line" drawn over text "the same label\'s next"' in p for p in found), found  # 0.4 em apart
+    assert not [p for p in found if '"fits"' in p or "halo" in p or "next line" in p or "solid" in p], found
+    assert len(found) == 6, found
