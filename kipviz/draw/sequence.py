@@ -332,158 +332,196 @@ def _rename(text: str, names: dict[str, str]) -> str:
     return text
 
 
-# size: one pass turning events into diagram rows, with state shared across event kinds; split pending (draw/ being reworked for issue 25)
+class _Builder:
+    """Events to diagram rows: one method per event kind, sharing the lifelines found so far and the
+    request being handled (the model takes one at a time)."""
+
+    def __init__(self, marks: dict, status_labels: bool, internal_arrows: bool, on_broker: dict):
+        self.marks, self.status_labels = marks, status_labels
+        self.internal_arrows, self.on_broker = internal_arrows, on_broker
+        self.rows: list[_Row] = []
+        self.clients: list[str] = []
+        self.servers: list[str] = []
+        self.open_req: dict[tuple, str] = {}    # (broker, client, correlation id) -> server lifeline
+        self.handling: list[tuple] = []         # the request being handled
+        self.handling_t = 0                     # ... and when: time moving on ends it too
+        self.role_broker: dict[str, int] = {}
+        self.now = 0
+
+    def client_line(self, name: str) -> str:
+        if name not in self.clients:
+            self.clients.append(name)
+        return name
+
+    def server_line(self, name: str) -> str:
+        if name not in self.servers:
+            self.servers.append(name)
+        return name
+
+    def role_line(self, role: str, broker: int | None) -> str:
+        if broker is None:
+            if (self.handling and self.handling_t == self.now
+                    and self.open_req.get(self.handling[-1], "").startswith(role)):
+                return self.open_req[self.handling[-1]]
+            broker = self.role_broker.get(role, 0)
+        self.role_broker[role] = broker
+        return self.server_line(f"{role} (broker {broker})")
+
+    def _status(self, ev) -> str | None:
+        return version_status(ev.api, ev.version) if self.status_labels else None
+
+    def add(self, ev) -> None:
+        self.now = ev.t
+        before = len(self.rows)
+        handler = self._HANDLERS.get(type(ev))
+        if handler is None:
+            handler = next((h for kind, h in self._HANDLERS.items() if isinstance(ev, kind)), None)
+        if handler is not None:
+            handler(self, ev)
+        if len(self.rows) > before:
+            self.rows[-1].mark = self.marks.get(ev.seq)
+
+    def request(self, ev: E.RequestReceived) -> None:
+        c = self.client_line(ev.client)
+        s = self.server_line(lifeline_of(ev.api, ev.broker))
+        for role in ("group coordinator", "transaction coordinator", "partition leader"):
+            if s.startswith(role):
+                self.role_broker[role] = ev.broker
+        k = (ev.broker, ev.client, ev.correlation_id)
+        self.open_req[k] = s
+        self.handling[:] = [k]          # one request at a time; an unanswered one is over
+        self.handling_t = ev.t
+        label, lcolor = f"{ev.api} v{ev.version}", C_TEXT
+        status = self._status(ev)
+        if status not in (None, "released"):
+            label, lcolor = f"{label} · {status}", C_PROPOSED
+        self.rows.append(_Row("msg", ev.t, c, s, [(label, lcolor)], tip=_tip(ev)))
+
+    def response(self, ev: E.ResponseSent) -> None:
+        k = (ev.broker, ev.client, ev.correlation_id)
+        s = self.open_req.pop(k, None) or self.server_line(lifeline_of(ev.api, ev.broker))
+        if k in self.handling:
+            self.handling.remove(k)
+        c = self.client_line(ev.client)
+        label = f"{ev.api} v{ev.version}"
+        status = self._status(ev)
+        if status not in (None, "released"):
+            label += f" · {status}"
+        if ev.error_codes:
+            lines, color = _error_lines(label, ev), C_ERROR
+        else:
+            lines, color = [(label, C_PROPOSED if status not in (None, "released") else C_TEXT)], C_MUTED
+        self.rows.append(_Row("msg", ev.t, s, c, lines, color=color, dashed=True, tip=_tip(ev)))
+
+    def state(self, ev: E.StateChanged) -> None:
+        line = self.role_line(_role_of_machine(ev.machine), self.on_broker.get(ev.seq))
+        text = state_summary(ev)
+        color = C_TEXT
+        if ev.status not in ("released", "", None):
+            text += f" ({ev.status})"
+            color = C_PROPOSED
+        self.rows.append(_Row("note", ev.t, line, lines=[(text, color)], box=(C_STATE_BOX, C_STATE_LINE),
+                              style="state", tip=f"cause: {ev.cause}"))
+
+    def record(self, ev: E.RecordAppended) -> None:
+        if ev.control:
+            line = self.role_line("partition leader", ev.broker)
+            box, style = (C_MARKER_BOX, C_MARKER_LINE), "marker"
+        elif ev.topic in INTERNAL_TOPICS:
+            role = {"__consumer_offsets": "group coordinator", "__transaction_state": "transaction coordinator",
+                    "__share_group_state": "share coordinator"}[ev.topic]
+            line = self.role_line(role, ev.broker)
+            box, style = (C_RECORD_BOX, C_RECORD_LINE), "record"
+        else:
+            return                       # data records: the Produce arrow already shows them
+        text = record_summary(ev)
+        prev = self.rows[-1] if self.rows else None
+        if (prev is not None and prev.kind == "note" and prev.style == style and prev.src == line
+                and prev.mark == self.marks.get(ev.seq)):
+            if len(prev.lines) < MAX_NOTE_LINES:
+                prev.lines.append((text, C_TEXT))
+            else:
+                prev.more += 1
+            return
+        self.rows.append(_Row("note", ev.t, line, lines=[(text, C_TEXT)], box=box, style=style))
+
+    def action(self, ev: E.ClientAction) -> None:
+        c = self.client_line(ev.client)
+        detail = ", ".join(f"{k}={v}" for k, v in (ev.detail or {}).items())
+        text = ev.action + (f": {detail}" if detail else "")
+        self.rows.append(_Row("note", ev.t, c, lines=[(text, C_TEXT)], box=(C_ACTION_BOX, C_ACTION_LINE),
+                              style="action"))
+
+    def note(self, ev: E.Note) -> None:
+        d = ev.detail or {}
+        if d.get("api") == "WriteTxnMarkers" and isinstance(d.get("broker"), int):
+            self._marker_arrow(ev, d)
+        elif d.get("step") == "marker-forward" and isinstance(d.get("broker"), int):
+            self._forward_arrow(ev, d)
+        elif (self.internal_arrows and d.get("api") == "AddPartitionsToTxn" and isinstance(d.get("coordinator"), int)
+              and self.handling and self.handling_t == ev.t and self.handling[-1] in self.open_req):
+            self._add_partitions_arrow(ev, d)
+        else:
+            self.rows.append(_Row("band", ev.t, lines=[(ev.text, C_MUTED)]))
+
+    def _internal(self, ev: E.Note, src: str, dst: str, label: str) -> None:
+        self.rows.append(_Row("msg", ev.t, src, dst, [(label, C_INTERNAL)], color=C_INTERNAL, dotted=True,
+                              tip=ev.text))
+
+    def _marker_arrow(self, ev: E.Note, d: dict) -> None:
+        # the coordinator's own request to a partition leader: an inter-broker arrow
+        src = self.role_line("transaction coordinator", d.get("coordinator", self.role_broker.get(
+            "transaction coordinator", 0)))
+        dst = self.role_line("partition leader", d["broker"])
+        label = " ".join(str(x) for x in ("WriteTxnMarkers", d.get("marker"),
+                                           f"{d.get('topic')}-{d.get('partition')}" if "topic" in d else None)
+                         if x)
+        if d.get("share_participant"):      # KIP-1289, share_marker_routing "participants"
+            label += f" (share group {d.get('group')}) · kit's suggestion"
+        self._internal(ev, src, dst, label)
+
+    def _forward_arrow(self, ev: E.Note, d: dict) -> None:
+        # KIP-1289 with the kit's suggestion: the marker's recipient forwards it to a share
+        # partition's leader (kipviz.broker.share_txn)
+        src = self.role_line("partition leader", d.get("marker_broker"))
+        dst = self.role_line("partition leader", d["broker"])
+        label = (f"forward {'COMMIT' if d.get('commit') else 'ABORT'} marker __share_group_state-"
+                 f"{d.get('partition')} · kit's suggestion")
+        self._internal(ev, src, dst, label)
+
+    def _add_partitions_arrow(self, ev: E.Note, d: dict) -> None:
+        # a broker asks the transaction coordinator itself, while handling a client's request
+        src = self.open_req[self.handling[-1]]
+        dst = self.role_line("transaction coordinator", d["coordinator"])
+        label = add_partitions_label(d)
+        if d.get("status") not in (None, "released"):
+            label += f" · {d['status']}"
+        self._internal(ev, src, dst, label)
+
+    _HANDLERS = {E.RequestReceived: request, E.ResponseSent: response, E.StateChanged: state,
+                 E.RecordAppended: record, E.ClientAction: action, E.Note: note}
+
+
+def _error_lines(label: str, ev: E.ResponseSent) -> list[tuple[str, str]]:
+    places = error_places(ev.body)
+    if len({code for _, code in places}) > 1:      # each error with the partitions it answers
+        return [(label, C_ERROR)] + [(f"{p}: {name_of(code)}", C_ERROR) for p, code in places]
+    if places:                                      # one error: where it applies, muted
+        return [(f"{label} · {name_of(places[0][1])}", C_ERROR), ("at " + ", ".join(p for p, _ in places), C_MUTED)]
+    return [(f"{label} · {', '.join(name_of(code) for code in ev.error_codes)}", C_ERROR)]
+
+
 def _build(events, marks: dict | None = None, status_labels: bool = False,
            internal_arrows: bool = False, on_broker: dict | None = None) -> tuple[list[_Row], list[str], list[str]]:
-    marks = marks or {}
-    on_broker = on_broker or {}
     names = member_names(events)
-    rows: list[_Row] = []
-    clients: list[str] = []
-    servers: list[str] = []
-    open_req: dict[tuple, str] = {}        # (broker, client, correlation id) -> server lifeline
-    handling: list[tuple] = []             # the request being handled (the model takes one at a time)
-    handling_t = [0]                       # ... and when: time moving on ends it too
-    role_broker: dict[str, int] = {}
-
-    def client_line(name: str) -> str:
-        if name not in clients:
-            clients.append(name)
-        return name
-
-    def server_line(name: str) -> str:
-        if name not in servers:
-            servers.append(name)
-        return name
-
-    def role_line(role: str, broker: int | None) -> str:
-        if broker is None:
-            if handling and handling_t[0] == now[0] and open_req.get(handling[-1], "").startswith(role):
-                return open_req[handling[-1]]
-            broker = role_broker.get(role, 0)
-        role_broker[role] = broker
-        return server_line(f"{role} (broker {broker})")
-
-    now = [0]
+    b = _Builder(marks or {}, status_labels, internal_arrows, on_broker or {})
     for ev in events:
-        now[0] = ev.t
-        before = len(rows)
-        if isinstance(ev, E.RequestReceived):
-            c = client_line(ev.client)
-            s = server_line(lifeline_of(ev.api, ev.broker))
-            for role in ("group coordinator", "transaction coordinator", "partition leader"):
-                if s.startswith(role):
-                    role_broker[role] = ev.broker
-            k = (ev.broker, ev.client, ev.correlation_id)
-            open_req[k] = s
-            handling[:] = [k]          # one request at a time; an unanswered one is over
-            handling_t[0] = ev.t
-            label, lcolor = f"{ev.api} v{ev.version}", C_TEXT
-            status = version_status(ev.api, ev.version) if status_labels else None
-            if status not in (None, "released"):
-                label, lcolor = f"{label} · {status}", C_PROPOSED
-            rows.append(_Row("msg", ev.t, c, s, [(label, lcolor)], tip=_tip(ev)))
-        elif isinstance(ev, E.ResponseSent):
-            k = (ev.broker, ev.client, ev.correlation_id)
-            s = open_req.pop(k, None) or server_line(lifeline_of(ev.api, ev.broker))
-            if k in handling:
-                handling.remove(k)
-            c = client_line(ev.client)
-            label = f"{ev.api} v{ev.version}"
-            status = version_status(ev.api, ev.version) if status_labels else None
-            if status not in (None, "released"):
-                label += f" · {status}"
-            if ev.error_codes:
-                places = error_places(ev.body)
-                if len({code for _, code in places}) > 1:      # each error with the partitions it answers
-                    lines = [(label, C_ERROR)] + [(f"{p}: {name_of(code)}", C_ERROR) for p, code in places]
-                elif places:                                    # one error: where it applies, muted
-                    lines = [(f"{label} · {name_of(places[0][1])}", C_ERROR),
-                             ("at " + ", ".join(p for p, _ in places), C_MUTED)]
-                else:
-                    lines = [(f"{label} · {', '.join(name_of(code) for code in ev.error_codes)}", C_ERROR)]
-                color = C_ERROR
-            else:
-                lines, color = [(label, C_PROPOSED if status not in (None, "released") else C_TEXT)], C_MUTED
-            rows.append(_Row("msg", ev.t, s, c, lines, color=color, dashed=True, tip=_tip(ev)))
-        elif isinstance(ev, E.StateChanged):
-            line = role_line(_role_of_machine(ev.machine), on_broker.get(ev.seq))
-            text = state_summary(ev)
-            color = C_TEXT
-            if ev.status not in ("released", "", None):
-                text += f" ({ev.status})"
-                color = C_PROPOSED
-            rows.append(_Row("note", ev.t, line, lines=[(text, color)], box=(C_STATE_BOX, C_STATE_LINE),
-                             style="state", tip=f"cause: {ev.cause}"))
-        elif isinstance(ev, E.RecordAppended):
-            if ev.control:
-                line = role_line("partition leader", ev.broker)
-                box, style = (C_MARKER_BOX, C_MARKER_LINE), "marker"
-            elif ev.topic in INTERNAL_TOPICS:
-                role = {"__consumer_offsets": "group coordinator", "__transaction_state": "transaction coordinator",
-                        "__share_group_state": "share coordinator"}[ev.topic]
-                line = role_line(role, ev.broker)
-                box, style = (C_RECORD_BOX, C_RECORD_LINE), "record"
-            else:
-                continue                     # data records: the Produce arrow already shows them
-            text = record_summary(ev)
-            prev = rows[-1] if rows else None
-            if (prev is not None and prev.kind == "note" and prev.style == style and prev.src == line
-                    and prev.mark == marks.get(ev.seq)):
-                if len(prev.lines) < MAX_NOTE_LINES:
-                    prev.lines.append((text, C_TEXT))
-                else:
-                    prev.more += 1
-                continue
-            rows.append(_Row("note", ev.t, line, lines=[(text, C_TEXT)], box=box, style=style))
-        elif isinstance(ev, E.ClientAction):
-            c = client_line(ev.client)
-            detail = ", ".join(f"{k}={v}" for k, v in (ev.detail or {}).items())
-            text = ev.action + (f": {detail}" if detail else "")
-            rows.append(_Row("note", ev.t, c, lines=[(text, C_TEXT)], box=(C_ACTION_BOX, C_ACTION_LINE),
-                             style="action"))
-        elif isinstance(ev, E.Note):
-            d = ev.detail or {}
-            if d.get("api") == "WriteTxnMarkers" and isinstance(d.get("broker"), int):
-                # the coordinator's own request to a partition leader: an inter-broker arrow
-                src = role_line("transaction coordinator", d.get("coordinator", role_broker.get(
-                    "transaction coordinator", 0)))
-                dst = role_line("partition leader", d["broker"])
-                label = " ".join(str(x) for x in ("WriteTxnMarkers", d.get("marker"),
-                                                   f"{d.get('topic')}-{d.get('partition')}" if "topic" in d else None)
-                                 if x)
-                if d.get("share_participant"):      # KIP-1289, share_marker_routing "participants"
-                    label += f" (share group {d.get('group')}) · kit's suggestion"
-                rows.append(_Row("msg", ev.t, src, dst, [(label, C_INTERNAL)], color=C_INTERNAL, dotted=True,
-                                 tip=ev.text))
-            elif d.get("step") == "marker-forward" and isinstance(d.get("broker"), int):
-                # KIP-1289 with the kit's suggestion: the marker's recipient forwards it to a share
-                # partition's leader (kipviz.broker.share_txn)
-                src = role_line("partition leader", d.get("marker_broker"))
-                dst = role_line("partition leader", d["broker"])
-                label = (f"forward {'COMMIT' if d.get('commit') else 'ABORT'} marker __share_group_state-"
-                         f"{d.get('partition')} · kit's suggestion")
-                rows.append(_Row("msg", ev.t, src, dst, [(label, C_INTERNAL)], color=C_INTERNAL, dotted=True,
-                                 tip=ev.text))
-            elif (internal_arrows and d.get("api") == "AddPartitionsToTxn" and isinstance(d.get("coordinator"), int)
-                  and handling and handling_t[0] == ev.t and handling[-1] in open_req):
-                # a broker asks the transaction coordinator itself, while handling a client's request
-                src = open_req[handling[-1]]
-                dst = role_line("transaction coordinator", d["coordinator"])
-                label = add_partitions_label(d)
-                if d.get("status") not in (None, "released"):
-                    label += f" · {d['status']}"
-                rows.append(_Row("msg", ev.t, src, dst, [(label, C_INTERNAL)], color=C_INTERNAL, dotted=True,
-                                 tip=ev.text))
-            else:
-                rows.append(_Row("band", ev.t, lines=[(ev.text, C_MUTED)]))
-        if len(rows) > before:
-            rows[-1].mark = marks.get(ev.seq)
+        b.add(ev)
     if names:
-        for r in rows:
+        for r in b.rows:
             if r.kind != "msg":
                 r.lines = [(_rename(t, names), c) for t, c in r.lines]
-    return rows, clients, servers
+    return b.rows, b.clients, b.servers
 
 
 _LANE = re.compile(r"^(.*) \(broker (\d+)\)$")
