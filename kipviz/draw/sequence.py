@@ -669,7 +669,142 @@ def _head(x, y, w, name, is_client, head_h: int = HEAD_H) -> str:
     return "".join(out)
 
 
-# size: lays out and draws the whole SVG in one pass over the rows; split pending (draw/ being reworked for issue 25)
+def _step_badge(mark: str, yy: float, placed: set, align: dict | None, layout: dict | None, total_w: int,
+                body: list[str]) -> float:
+    """A step starts: push it down to its aligned position, badge it in the gutter; the row's new y."""
+    if mark not in placed:
+        yy = max(yy, float((align or {}).get(mark, 0)))
+        if layout is not None:
+            layout.setdefault("steps", {})[mark] = yy
+        placed.add(mark)
+    body.append(f'<g class="kv-step" data-step="{_e(mark)}">'
+                f'<line x1="4" x2="{total_w - 4}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#cbd5e0" '
+                f'stroke-dasharray="1,3"/>'
+                f'<circle cx="14" cy="{yy + 14:.1f}" r="9" fill="{C_STEP}"/>'
+                + _text(14, yy + 17.5, mark, size=10, color="white", weight="bold") + "</g>")
+    return yy
+
+
+def _draw_msg(r: _Row, x1: float, x2: float, yy: float, body: list[str]) -> float:
+    """An arrow with its label above; the y below it."""
+    label, color = r.lines[0]
+    span = abs(x2 - x1) - 10
+    # arrow labels wrap between words only (a topic name stays whole, even past a short arrow)
+    label_lines = [(part, c) for text, c in r.lines
+                   for part in ([text] if _tw(text) <= max(span, 60) else wrap_text(text, max(span, 120), FS,
+                                                                                 break_words=False))]
+    extra = LINE_H * (len(label_lines) - 1)
+    ly = yy + 19 + extra
+    d = 1 if x2 >= x1 else -1
+    tip = f"<title>{_e(r.tip)}</title>" if r.tip else ""
+    dash = ' stroke-dasharray="6,4"' if r.dashed else ""
+    sw = "1.4" if color == C_ERROR else "1.2"
+    kind = ("kv-resp kv-error" if color == C_ERROR else "kv-resp") if r.dashed else "kv-req"
+    if r.dotted:
+        kind, dash = "kv-internal", ' stroke-dasharray="2,3"'
+    body.append(f'<g class="{kind}">{tip}')
+    body.append(f'<line x1="{x1:.1f}" y1="{ly:.1f}" x2="{x2 - d * 7:.1f}" y2="{ly:.1f}" '
+                f'stroke="{r.color}" stroke-width="{sw}"{dash}/>')
+    body.append(f'<polygon points="{x2:.1f},{ly:.1f} {x2 - d * 8:.1f},{ly - 4:.1f} '
+                f'{x2 - d * 8:.1f},{ly + 4:.1f}" fill="{r.color}"/>')
+    mid = (x1 + x2) / 2
+    for j, (part, pc) in enumerate(label_lines):
+        body.append(_text(mid, ly - 5 - LINE_H * (len(label_lines) - 1 - j), part, color=pc,
+                          weight="bold" if pc == C_ERROR else None))
+    body.append("</g>")
+    return yy + ROW_H + extra
+
+
+def _draw_note(r: _Row, x: float, yy: float, note_max: float, total_w: int, body: list[str]) -> float:
+    """A note box on a lifeline; the y below it."""
+    # measured a little wide (NOTE_EM): capitals and "_" run past Helvetica's average width
+    wrapped = [(part, color) for text, color in r.lines
+               for part in wrap_text(text, note_max - 12, FS_NOTE * NOTE_EM)]
+    if r.more:
+        wrapped.append((f"… {r.more} more", C_MUTED))
+    w = min(note_max, max(_tw(t, FS_NOTE * NOTE_EM) for t, _ in wrapped) + 14)
+    h = LINE_H * len(wrapped) + 8
+    left = max(min(x - w / 2, total_w - 4 - w), GUTTER - 4)
+    fill, stroke = r.box
+    tip = f"<title>{_e(r.tip)}</title>" if r.tip else ""
+    body.append(f'<g class="kv-note kv-{r.style}">{tip}'
+                f'<rect x="{left:.1f}" y="{yy + 3:.1f}" width="{w:.1f}" height="{h:.1f}" rx="3" '
+                f'fill="{fill}" stroke="{stroke}"/>')
+    for j, (part, color) in enumerate(wrapped):
+        body.append(_text(left + 7, yy + 3 + 4 + LINE_H * (j + 1) - 3, part, size=FS_NOTE, color=color,
+                          anchor="start"))
+    body.append("</g>")
+    return yy + h + 8
+
+
+def _draw_band(r: _Row, yy: float, total_w: int, body: list[str]) -> float:
+    """A grey band across every lane; the y below it."""
+    wrapped = [(part, color) for text, color in r.lines for part in wrap_text(text, total_w - GUTTER - 40, FS)]
+    h = LINE_H * len(wrapped) + 8
+    body.append(f'<g class="kv-band"><rect x="{GUTTER:.1f}" y="{yy + 3:.1f}" '
+                f'width="{total_w - GUTTER - 6:.1f}" height="{h:.1f}" fill="{C_BAND}"/>')
+    for j, (part, color) in enumerate(wrapped):
+        body.append(_text((GUTTER + total_w) / 2, yy + 3 + 4 + LINE_H * (j + 1) - 3, part, color=color,
+                          italic=True))
+    body.append("</g>")
+    return yy + h + 8
+
+
+def _heads(lines: list[str], clients: list[str], xs: dict, head_y: float, foot_y: float, body_top: float,
+           colw: float, head_h: int) -> list[str]:
+    """The lifelines, with their heads at the top and repeated at the foot."""
+    heads = []
+    for name in lines:
+        x = xs[name]
+        heads.append(f'<line class="kv-lifeline" x1="{x:.1f}" y1="{body_top - 6}" x2="{x:.1f}" y2="{foot_y:.1f}" '
+                     f'stroke="#a0aec0" stroke-dasharray="4,4"/>')
+    for name in lines:
+        heads.append(_head(xs[name], head_y, colw - 14, name, name in clients, head_h))
+        heads.append(_head(xs[name], foot_y, colw - 14, name, name in clients, head_h))
+    return heads
+
+
+def _draw_rows(rows: list[_Row], xs: dict, yy: float, note_max: float, total_w: int, align: dict | None,
+               layout: dict | None, when) -> tuple[list[str], float]:
+    """Every row top to bottom, with the time in the gutter when it moves on; the y below the last."""
+    body: list[str] = []
+    last_t = None
+    prev_mark: str | None = None
+    placed: set = set()
+    for r in rows:
+        if r.mark is not None and r.mark != prev_mark:
+            yy = _step_badge(r.mark, yy, placed, align, layout, total_w, body)
+        prev_mark = r.mark
+        if r.t != last_t:
+            body.append(_text(GUTTER - 8, yy + 16, when(r.t), size=10, color=C_MUTED, anchor="end"))
+            body.append(f'<line x1="4" x2="{total_w - 4}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#f0f0f0"/>')
+            last_t = r.t
+        if r.kind == "msg":
+            yy = _draw_msg(r, xs[r.src], xs[r.dst], yy, body)
+        elif r.kind == "note":
+            yy = _draw_note(r, xs[r.src], yy, note_max, total_w, body)
+        else:
+            yy = _draw_band(r, yy, total_w, body)
+    return body, yy
+
+
+def _title_block(title: str | None, events: list, hidden: int, t0: int | None, when) -> tuple[list[str], int]:
+    """The title and the line under it (how many events, over what time); the y below them."""
+    out: list[str] = []
+    y = 12
+    if title:
+        out.append(_text(10, y + 12, title, size=15, anchor="start", weight="bold"))
+        y += 22
+    if events:
+        sub = (f"{len(events)} events · t = {events[0].t} … {events[-1].t} ms (virtual time)" if t0 is None else
+               f"{len(events)} events · {when(events[0].t)} … {when(events[-1].t)} from the run's start")
+        if hidden:
+            sub += f" · {hidden} more not shown"
+        out.append(_text(10, y + 10, sub, size=10, color=C_MUTED, anchor="start"))
+        y += 18
+    return out, y
+
+
 def sequence_diagram(events, *, title: str | None = None, max_events: int | None = None,
                      width: int = WIDTH, marks: dict | None = None, align: dict | None = None,
                      layout: dict | None = None, status_labels: bool = False,
@@ -706,105 +841,13 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
     total_w = int(GUTTER + colw * n + 10)
     xs = {name: GUTTER + colw * (i + 0.5) for i, name in enumerate(lines)}
 
-    out: list[str] = []
-    y = 12
-    if title:
-        out.append(_text(10, y + 12, title, size=15, anchor="start", weight="bold"))
-        y += 22
-    if events:
-        sub = (f"{len(events)} events · t = {events[0].t} … {events[-1].t} ms (virtual time)" if t0 is None else
-               f"{len(events)} events · {when(events[0].t)} … {when(events[-1].t)} from the run's start")
-        if hidden:
-            sub += f" · {hidden} more not shown"
-        out.append(_text(10, y + 10, sub, size=10, color=C_MUTED, anchor="start"))
-        y += 18
+    out, y = _title_block(title, events, hidden, t0, when)
     head_y = y + 4
     head_h = _head_h(lines, colw - 14)
     body_top = head_y + head_h
 
     # rows: first lay out (heights), then draw
-    body: list[str] = []
-    yy = body_top + 6
-    last_t = None
-    note_max = max(240.0, min(colw * 2.3, 380.0))
-    prev_mark: str | None = None
-    placed: set = set()
-    for r in rows:
-        if r.mark is not None and r.mark != prev_mark:
-            # a step starts: push it down to its aligned position, badge it in the gutter
-            if r.mark not in placed:
-                yy = max(yy, float((align or {}).get(r.mark, 0)))
-                if layout is not None:
-                    layout.setdefault("steps", {})[r.mark] = yy
-                placed.add(r.mark)
-            body.append(f'<g class="kv-step" data-step="{_e(r.mark)}">'
-                        f'<line x1="4" x2="{total_w - 4}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#cbd5e0" '
-                        f'stroke-dasharray="1,3"/>'
-                        f'<circle cx="14" cy="{yy + 14:.1f}" r="9" fill="{C_STEP}"/>'
-                        + _text(14, yy + 17.5, r.mark, size=10, color="white", weight="bold") + "</g>")
-        prev_mark = r.mark
-        if r.t != last_t:
-            body.append(_text(GUTTER - 8, yy + 16, when(r.t), size=10, color=C_MUTED, anchor="end"))
-            body.append(f'<line x1="4" x2="{total_w - 4}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#f0f0f0"/>')
-            last_t = r.t
-        if r.kind == "msg":
-            x1, x2 = xs[r.src], xs[r.dst]
-            label, color = r.lines[0]
-            span = abs(x2 - x1) - 10
-            # arrow labels wrap between words only (a topic name stays whole, even past a short arrow)
-            label_lines = [(part, c) for text, c in r.lines
-                           for part in ([text] if _tw(text) <= max(span, 60) else wrap_text(text, max(span, 120), FS,
-                                                                                         break_words=False))]
-            extra = LINE_H * (len(label_lines) - 1)
-            ly = yy + 19 + extra
-            d = 1 if x2 >= x1 else -1
-            tip = f"<title>{_e(r.tip)}</title>" if r.tip else ""
-            dash = ' stroke-dasharray="6,4"' if r.dashed else ""
-            sw = "1.4" if color == C_ERROR else "1.2"
-            kind = ("kv-resp kv-error" if color == C_ERROR else "kv-resp") if r.dashed else "kv-req"
-            if r.dotted:
-                kind, dash = "kv-internal", ' stroke-dasharray="2,3"'
-            body.append(f'<g class="{kind}">{tip}')
-            body.append(f'<line x1="{x1:.1f}" y1="{ly:.1f}" x2="{x2 - d * 7:.1f}" y2="{ly:.1f}" '
-                        f'stroke="{r.color}" stroke-width="{sw}"{dash}/>')
-            body.append(f'<polygon points="{x2:.1f},{ly:.1f} {x2 - d * 8:.1f},{ly - 4:.1f} '
-                        f'{x2 - d * 8:.1f},{ly + 4:.1f}" fill="{r.color}"/>')
-            mid = (x1 + x2) / 2
-            for j, (part, pc) in enumerate(label_lines):
-                body.append(_text(mid, ly - 5 - LINE_H * (len(label_lines) - 1 - j), part, color=pc,
-                                  weight="bold" if pc == C_ERROR else None))
-            body.append("</g>")
-            yy += ROW_H + extra
-        elif r.kind == "note":
-            x = xs[r.src]
-            # measured a little wide (NOTE_EM): capitals and "_" run past Helvetica's average width
-            wrapped = [(part, color) for text, color in r.lines
-                       for part in wrap_text(text, note_max - 12, FS_NOTE * NOTE_EM)]
-            if r.more:
-                wrapped.append((f"… {r.more} more", C_MUTED))
-            w = min(note_max, max(_tw(t, FS_NOTE * NOTE_EM) for t, _ in wrapped) + 14)
-            h = LINE_H * len(wrapped) + 8
-            left = max(min(x - w / 2, total_w - 4 - w), GUTTER - 4)
-            fill, stroke = r.box
-            tip = f"<title>{_e(r.tip)}</title>" if r.tip else ""
-            body.append(f'<g class="kv-note kv-{r.style}">{tip}'
-                        f'<rect x="{left:.1f}" y="{yy + 3:.1f}" width="{w:.1f}" height="{h:.1f}" rx="3" '
-                        f'fill="{fill}" stroke="{stroke}"/>')
-            for j, (part, color) in enumerate(wrapped):
-                body.append(_text(left + 7, yy + 3 + 4 + LINE_H * (j + 1) - 3, part, size=FS_NOTE, color=color,
-                                  anchor="start"))
-            body.append("</g>")
-            yy += h + 8
-        else:   # band
-            wrapped = [(part, color) for text, color in r.lines for part in wrap_text(text, total_w - GUTTER - 40, FS)]
-            h = LINE_H * len(wrapped) + 8
-            body.append(f'<g class="kv-band"><rect x="{GUTTER:.1f}" y="{yy + 3:.1f}" '
-                        f'width="{total_w - GUTTER - 6:.1f}" height="{h:.1f}" fill="{C_BAND}"/>')
-            for j, (part, color) in enumerate(wrapped):
-                body.append(_text((GUTTER + total_w) / 2, yy + 3 + 4 + LINE_H * (j + 1) - 3, part, color=color,
-                                  italic=True))
-            body.append("</g>")
-            yy += h + 8
+    body, yy = _draw_rows(rows, xs, body_top + 6, max(240.0, min(colw * 2.3, 380.0)), total_w, align, layout, when)
     if not rows:
         body.append(_text(total_w / 2, yy + 16, "no events", color=C_MUTED, italic=True))
         yy += ROW_H
@@ -814,15 +857,7 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
     if layout is not None:
         layout["height"] = total_h
         layout["width"] = total_w
-
-    heads = []
-    for name in lines:
-        x = xs[name]
-        heads.append(f'<line class="kv-lifeline" x1="{x:.1f}" y1="{body_top - 6}" x2="{x:.1f}" y2="{foot_y:.1f}" '
-                     f'stroke="#a0aec0" stroke-dasharray="4,4"/>')
-    for name in lines:
-        heads.append(_head(xs[name], head_y, colw - 14, name, name in clients, head_h))
-        heads.append(_head(xs[name], foot_y, colw - 14, name, name in clients, head_h))
+    heads = _heads(lines, clients, xs, head_y, foot_y, body_top, colw, head_h)
 
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{total_h}" '
             f'viewBox="0 0 {total_w} {total_h}" font-family="{FONT}" font-size="{FS}" class="kipviz-sequence">'
