@@ -220,7 +220,7 @@ class TransactionCoordinator:
         self.cluster.note(text, **detail)
 
     # ---- InitProducerId -----------------------------------------------------------------------
-    # size: InitProducerId's cases (new id, epoch bump, fencing, KIP-939 keep-prepared) in TransactionCoordinator's order; split pending (issue 24)
+    # size: InitProducerId's cases (new id, epoch bump, fencing, KIP-939 keep-prepared) in handleInitProducerId's order, side by side
     def init_producer_id(self, transactional_id: str | None, timeout_ms: int,
                          expected: tuple[int, int] | None = None, *, broker: int = 0,
                          enable_2pc: bool = False, keep_prepared: bool = False) -> InitProducerIdResult:

@@ -199,7 +199,7 @@ def _scenario_page(trace, anim) -> str:
     return page.replace('<div class="kv-player"', block + '<div class="kv-player"', 1)
 
 
-# size: the scenario command's options each change one part of its output; split pending (cli/ being reworked this round)
+# size: the scenario command's options each change one part of its output; one function so every option is seen next to the others
 def cmd_scenario(args) -> int:
     from .. import scenarios
     sc = scenarios.get(args.name)              # bad input is refused before anything runs

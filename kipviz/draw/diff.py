@@ -61,7 +61,7 @@ def _lines(text: str, width: int = 48) -> str:
     return "<BR/>".join(_e(line) for line in textwrap.wrap(text, width, break_on_hyphens=False)) or _e(text)
 
 
-# size: one graphviz table drawn row by row with its highlights; split pending (draw/ being reworked for issue 25)
+# size: one graphviz table drawn row by row with its highlights; each branch is one row kind of the same table, kept together so the rows line up
 def diff_diagram(name: str | MessageSpec, a: int, b: int) -> graphviz.Digraph:
     """Version a and version b side by side, one row per field, changes highlighted."""
     spec = registry.get(name)

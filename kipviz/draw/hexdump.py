@@ -310,7 +310,7 @@ def _ascii(chunk: bytes) -> str:
     return _ESC("".join(chr(b) if 32 <= b < 127 else "." for b in chunk), quote=False)
 
 
-# size: one HTML hex dump drawn row by row with its span lookup; split pending (draw/ being reworked for issue 25)
+# size: one HTML hex dump drawn row by row with its span lookup; the offsets, spans and colours are shared by every row
 def hexdump_html(data: bytes, spans, *, title: str | None = None, standalone: bool = False,
                  max_bytes: int = MAX_BYTES, uid: str | None = None, script: bool = True,
                  selected: str | None = None, titles: str = "auto") -> HexHTML:

@@ -153,7 +153,7 @@ class RecordStrip:
         return ((self.group is None or group == self.group) and (self.topic is None or topic == self.topic)
                 and (self.partition is None or partition == self.partition))
 
-    # size: two passes over the events (lane bounds, then frames) sharing their maps; split pending (draw/ being reworked for issue 25)
+    # size: two passes over the events (lane bounds, then frames) sharing their maps; split, the maps would be passed back and forth
     def _frames(self, events: list) -> list[dict]:
         # pass 1: which offsets each lane shows (first .. last ever seen)
         bounds: dict[str, list[int]] = {}
@@ -242,7 +242,7 @@ class RecordStrip:
                 for ln in self.frames[-1]["lanes"]}
 
     # ---- drawing ---------------------------------------------------------------------------------------
-    # size: one frame as drawing operations, top to bottom; split pending (draw/ being reworked for issue 25)
+    # size: one frame as drawing operations, top to bottom; each branch is one band of the picture at its y, kept in drawing order
     def _ops(self, i: int, caption: bool, font=None) -> tuple[int, int, list[tuple]]:
         """The frame as drawing operations (shared by the SVG and the Pillow renderers):
         ("rect", x, y, w, h, fill, stroke, width, dashed, hatched), ("text", x, y, s, size, anchor,

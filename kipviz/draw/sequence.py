@@ -180,7 +180,7 @@ def _marker_type(ev: E.RecordAppended) -> str:
     return "control"
 
 
-# size: one dispatch on the internal record's kind to its one-line summary; split pending (draw/ being reworked for issue 25)
+# size: one dispatch on the internal record's kind to its one-line summary: a flat table of cases, one branch each
 def record_summary(ev: E.RecordAppended) -> str:
     """One line for an internal-topic write or a transaction marker:
     "__consumer_offsets-12 @5: OffsetCommit orders-3=150382"."""
@@ -276,7 +276,7 @@ def error_places(body) -> list[tuple[str, int]]:
     [] when no error sits under a topic (the error is the response's own)."""
     found: list[tuple[str, str, int]] = []
 
-    # size: a recursive walk over a decoded body with a branch per field name it summarises; split pending (draw/ being reworked for issue 25)
+    # size: a recursive walk over a decoded body with a branch per field name it summarises: one flat table of cases
     def walk(node, topic, partition):
         if isinstance(node, list):
             for item in node:

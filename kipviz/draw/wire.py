@@ -282,7 +282,7 @@ class _Table:
             notes.append("map key")
         return ", ".join(notes)
 
-    # size: one field's table rows with or without byte spans, a branch per field form; split pending (draw/ being reworked for issue 25)
+    # size: one field's table rows with or without byte spans, a branch per field form: one flat table of cases
     def field_rows(self, f: VField, prefix: str, depth: int, with_spans: bool) -> list[str]:
         path = prefix + f.name
         sp = self.spans if with_spans else None
@@ -397,7 +397,7 @@ def _status_color(status: str | None) -> str:
     return {"released": "#2f855a", "accepted": "#b7791f", "proposed": "#6b46c1"}.get(status, "#555555")
 
 
-# size: one graphviz diagram assembled top to bottom (header, body, legend); split pending (draw/ being reworked for issue 25)
+# size: one graphviz diagram assembled top to bottom (header, body, legend); the parts share the table's column widths
 def wire_diagram(name_or_spec: str | MessageSpec, version: int, *, header: bool = True,
                  example: None | bool | dict = None) -> graphviz.Digraph:
     """The wire layout of one message version as a graphviz Digraph (see module docstring)."""
