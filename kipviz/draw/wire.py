@@ -397,7 +397,38 @@ def _status_color(status: str | None) -> str:
     return {"released": "#2f855a", "accepted": "#b7791f", "proposed": "#6b46c1"}.get(status, "#555555")
 
 
-# size: one graphviz diagram assembled top to bottom (header, body, legend); the parts share the table's column widths
+def _header_nodes(g: graphviz.Digraph, spec: MessageSpec, hinfo: tuple, hvm, head_spans, nbytes: int | None) -> None:
+    """The frame's size and the request/response header (its version chips, why that version) as two
+    nodes of g; nbytes is the frame's length when an example is drawn."""
+    hname, hv, all_hv, why = hinfo
+    t = _Table(hvm.spec, hv, head_spans, hvm.flexible)
+    if nbytes is not None:
+        size_row = t._row(None, "<B>size</B>", "int32 · 4B", "frame length: the bytes that follow",
+                          str(nbytes - 4), C_SIZE, ext=(0, 4))
+    else:
+        size_row = t._row(None, "<B>size</B>", "int32 · 4B", "frame length: the bytes that follow",
+                          "length of header + body", C_SIZE, ext=())
+    g.node("size", "<" + _table([t.head_row()], [size_row], C_SIZE) + ">")
+    chips = "".join(
+        f'<TD BGCOLOR="{C_ACTIVE if v == hv else C_INACTIVE}">'
+        f'<FONT COLOR="{"#ffffff" if v == hv else "#999999"}"><B>v{v}</B></FONT></TD>' for v in all_hv)
+    chip_table = f'<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="2" CELLPADDING="2"><TR>{chips}</TR></TABLE>'
+    label = "request header" if spec.type == "request" else "response header"
+    titles = [
+        f'<TR><TD COLSPAN="{t.ncols}" BGCOLOR="{C_HEADER_TITLE}" ALIGN="LEFT">'
+        f"<B>{label} v{hv}</B> {_small(_e(f'({hname} v{hv})'))}</TD></TR>",
+        f'<TR><TD COLSPAN="{t.ncols}" BGCOLOR="{C_HEADER}" ALIGN="LEFT" BALIGN="LEFT">'
+        f'<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="1"><TR><TD>{_small("header version:", "#333333", 9)}</TD>'
+        f'<TD>{chip_table}</TD></TR></TABLE></TD></TR>',
+        f'<TR><TD COLSPAN="{t.ncols}" BGCOLOR="{C_HEADER}" ALIGN="LEFT" BALIGN="LEFT">'
+        f'{_small(_wrap(why, 80), "#333333", 9)}</TD></TR>',
+        t.head_row(),
+    ]
+    rows = t.struct_rows(hvm.fields, "", 0, head_spans is not None)
+    g.node("header", "<" + _table(titles, rows, C_HEADER) + ">")
+    g.edge("size", "header")
+
+
 def wire_diagram(name_or_spec: str | MessageSpec, version: int, *, header: bool = True,
                  example: None | bool | dict = None) -> graphviz.Digraph:
     """The wire layout of one message version as a graphviz Digraph (see module docstring)."""
@@ -434,33 +465,7 @@ def wire_diagram(name_or_spec: str | MessageSpec, version: int, *, header: bool 
     )
 
     if hinfo is not None:
-        hname, hv, all_hv, why = hinfo
-        t = _Table(hvm.spec, hv, head_spans, hvm.flexible)
-        if example is not None:
-            size_row = t._row(None, "<B>size</B>", "int32 · 4B", "frame length: the bytes that follow",
-                              str(nbytes - 4), C_SIZE, ext=(0, 4))
-        else:
-            size_row = t._row(None, "<B>size</B>", "int32 · 4B", "frame length: the bytes that follow",
-                              "length of header + body", C_SIZE, ext=())
-        g.node("size", "<" + _table([t.head_row()], [size_row], C_SIZE) + ">")
-        chips = "".join(
-            f'<TD BGCOLOR="{C_ACTIVE if v == hv else C_INACTIVE}">'
-            f'<FONT COLOR="{"#ffffff" if v == hv else "#999999"}"><B>v{v}</B></FONT></TD>' for v in all_hv)
-        chip_table = f'<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="2" CELLPADDING="2"><TR>{chips}</TR></TABLE>'
-        label = "request header" if spec.type == "request" else "response header"
-        titles = [
-            f'<TR><TD COLSPAN="{t.ncols}" BGCOLOR="{C_HEADER_TITLE}" ALIGN="LEFT">'
-            f"<B>{label} v{hv}</B> {_small(_e(f'({hname} v{hv})'))}</TD></TR>",
-            f'<TR><TD COLSPAN="{t.ncols}" BGCOLOR="{C_HEADER}" ALIGN="LEFT" BALIGN="LEFT">'
-            f'<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="1"><TR><TD>{_small("header version:", "#333333", 9)}</TD>'
-            f'<TD>{chip_table}</TD></TR></TABLE></TD></TR>',
-            f'<TR><TD COLSPAN="{t.ncols}" BGCOLOR="{C_HEADER}" ALIGN="LEFT" BALIGN="LEFT">'
-            f'{_small(_wrap(why, 80), "#333333", 9)}</TD></TR>',
-            t.head_row(),
-        ]
-        rows = t.struct_rows(hvm.fields, "", 0, head_spans is not None)
-        g.node("header", "<" + _table(titles, rows, C_HEADER) + ">")
-        g.edge("size", "header")
+        _header_nodes(g, spec, hinfo, hvm, head_spans, nbytes)
 
     t = _Table(spec, version, body_spans, vm.flexible)
     size_note = f" · {nbytes - base} bytes" if example is not None else ""
