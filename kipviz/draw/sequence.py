@@ -180,7 +180,48 @@ def _marker_type(ev: E.RecordAppended) -> str:
     return "control"
 
 
-# size: one dispatch on the internal record's kind to its one-line summary: a flat table of cases, one branch each
+def _offset_commit_text(key, value, tomb) -> str:
+    tp = f"{_get(key, 'topic')}-{_get(key, 'partition')}"
+    return f"OffsetCommit {tp}" + ("" if tomb else f"={_get(value, 'offset')}")
+
+
+def _txn_log_text(key, value, tomb) -> str:
+    tid = _get(key, "TransactionalId", "transactional_id")
+    status = _get(value, "TransactionStatus", "state", "status")
+    status = TXN_STATUS.get(status, status) if isinstance(status, int) else status
+    text = f"TransactionLog {tid}"
+    if not tomb:
+        text += f": {status} (producer {_get(value, 'ProducerId')}, epoch {_get(value, 'ProducerEpoch')})"
+        parts = _get(value, "TransactionPartitions") or []
+        tps = [f"{_get(p, 'Topic')}-{i}" for p in parts if isinstance(p, dict)
+               for i in (_get(p, "PartitionIds") or [])]
+        if tps:
+            text += " [" + ", ".join(tps[:4]) + (f", +{len(tps) - 4}" if len(tps) > 4 else "") + "]"
+    return text
+
+
+def _group_metadata_text(key, value, tomb) -> str:
+    text = f"GroupMetadata {_get(key, 'group')}"
+    if not tomb:
+        members = _get(value, "members") or []
+        text += (f": generation {_get(value, 'generation')}, {len(members)} member"
+                 f"{'s' if len(members) != 1 else ''}")
+    return text
+
+
+def _other_record_text(name: str, key, value, tomb) -> str:
+    keyvals = [str(v) for v in key.values()] if isinstance(key, dict) else [str(key)]
+    text = f"{name} " + "/".join(keyvals)
+    epoch = _get(value, "MemberEpoch", "Epoch", "GroupEpoch", "AssignmentEpoch", "StateEpoch")
+    if epoch is not None and not tomb:
+        text += f" epoch {epoch}"
+    return text
+
+
+_RECORD_TEXT = {"OffsetCommit": _offset_commit_text, "TransactionLog": _txn_log_text,
+                "GroupMetadata": _group_metadata_text}
+
+
 def record_summary(ev: E.RecordAppended) -> str:
     """One line for an internal-topic write or a transaction marker:
     "__consumer_offsets-12 @5: OffsetCommit orders-3=150382"."""
@@ -194,33 +235,10 @@ def record_summary(ev: E.RecordAppended) -> str:
     name = d.get("record") or "record"
     key, value = d.get("key") or {}, d.get("value")
     tomb = d.get("tombstone") or (value is None and ev.value is None and ev.key is not None)
-    if name == "OffsetCommit":
-        tp = f"{_get(key, 'topic')}-{_get(key, 'partition')}"
-        text = f"OffsetCommit {tp}" + ("" if tomb else f"={_get(value, 'offset')}")
-    elif name == "TransactionLog":
-        tid = _get(key, "TransactionalId", "transactional_id")
-        status = _get(value, "TransactionStatus", "state", "status")
-        status = TXN_STATUS.get(status, status) if isinstance(status, int) else status
-        text = f"TransactionLog {tid}"
-        if not tomb:
-            text += f": {status} (producer {_get(value, 'ProducerId')}, epoch {_get(value, 'ProducerEpoch')})"
-            parts = _get(value, "TransactionPartitions") or []
-            tps = [f"{_get(p, 'Topic')}-{i}" for p in parts if isinstance(p, dict)
-                   for i in (_get(p, "PartitionIds") or [])]
-            if tps:
-                text += " [" + ", ".join(tps[:4]) + (f", +{len(tps) - 4}" if len(tps) > 4 else "") + "]"
-    elif name == "GroupMetadata":
-        text = f"GroupMetadata {_get(key, 'group')}"
-        if not tomb:
-            members = _get(value, "members") or []
-            text += (f": generation {_get(value, 'generation')}, {len(members)} member"
-                     f"{'s' if len(members) != 1 else ''}")
+    if name in _RECORD_TEXT:
+        text = _RECORD_TEXT[name](key, value, tomb)
     else:
-        keyvals = [str(v) for v in key.values()] if isinstance(key, dict) else [str(key)]
-        text = f"{name} " + "/".join(keyvals)
-        epoch = _get(value, "MemberEpoch", "Epoch", "GroupEpoch", "AssignmentEpoch", "StateEpoch")
-        if epoch is not None and not tomb:
-            text += f" epoch {epoch}"
+        text = _other_record_text(name, key, value, tomb)
     if tomb:
         text += " (tombstone)"
     return f"{where}: {text}"
