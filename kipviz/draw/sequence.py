@@ -287,6 +287,26 @@ def _abbrev_id(value) -> str:
     return text[:8] + "…" if len(text) > 12 else text
 
 
+def _node_topic(node: dict, topic):
+    """The topic a body node names (Name / Topic / TopicName, else its TopicId abbreviated), or the
+    enclosing one."""
+    for key in ("Name", "Topic", "TopicName"):
+        if isinstance(node.get(key), str) and ("Partitions" in node or "PartitionIndex" in node
+                                               or "Partition" in node or key != "Name"):
+            topic = node[key]
+    if node.get("TopicId") is not None and topic is None or (node.get("TopicId") is not None
+                                                             and "Partitions" in node):
+        topic = _abbrev_id(node["TopicId"])
+    return topic
+
+
+def _node_partition(node: dict, partition):
+    for key in ("PartitionIndex", "Partition", "PartitionId"):
+        if isinstance(node.get(key), int):
+            partition = node[key]
+    return partition
+
+
 def error_places(body) -> list[tuple[str, int]]:
     """[(topic-partition, error code)] for every non-zero ErrorCode in a response body, named by the
     nearest enclosing topic (Name / Topic / TopicId, IDs abbreviated) and partition (PartitionIndex /
@@ -294,7 +314,6 @@ def error_places(body) -> list[tuple[str, int]]:
     [] when no error sits under a topic (the error is the response's own)."""
     found: list[tuple[str, str, int]] = []
 
-    # size: a recursive walk over a decoded body with a branch per field name it summarises: one flat table of cases
     def walk(node, topic, partition):
         if isinstance(node, list):
             for item in node:
@@ -302,16 +321,7 @@ def error_places(body) -> list[tuple[str, int]]:
             return
         if not isinstance(node, dict):
             return
-        for key in ("Name", "Topic", "TopicName"):
-            if isinstance(node.get(key), str) and ("Partitions" in node or "PartitionIndex" in node
-                                                   or "Partition" in node or key != "Name"):
-                topic = node[key]
-        if node.get("TopicId") is not None and topic is None or (node.get("TopicId") is not None
-                                                                 and "Partitions" in node):
-            topic = _abbrev_id(node["TopicId"])
-        for key in ("PartitionIndex", "Partition", "PartitionId"):
-            if isinstance(node.get(key), int):
-                partition = node[key]
+        topic, partition = _node_topic(node, topic), _node_partition(node, partition)
         code = node.get("ErrorCode")
         if isinstance(code, int) and code and topic is not None:
             found.append((topic, "" if partition is None else str(partition), code))
