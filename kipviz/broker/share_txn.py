@@ -72,7 +72,7 @@ def _state_partition(cluster, group_id: str, topic_id, partition: int) -> int:
                                        cluster.config.share_state_topic_partitions)
 
 
-# size: stages a transactional share acknowledgement with its KIP-1289 checks in the page's order; split pending (file being edited for issue 24)
+# size: stages a transactional share acknowledgement with its KIP-1289 checks in the page's order, first failing check wins
 def stage(cluster, *, broker: int, principal: str, transactional_id: str | None, group_id: str,
           producer_id: int, producer_epoch: int, member_id: str, member_epoch: int,
           topics: list[dict]) -> StageResult:
@@ -173,7 +173,7 @@ def _leader_of(cluster, sp) -> int | None:
     return topic.partitions[sp.partition].leader
 
 
-# size: applies a marker to the staged acknowledgements per the KIP-1289 page's cases; split pending (file being edited for issue 24)
+# size: applies a marker to the staged acknowledgements, one branch per case of the KIP-1289 page, in the page's order
 def on_marker(cluster, partition: int, producer_id: int, commit: bool, producer_epoch: int | None = None) -> int:
     """The WriteTxnMarkers hook for __share_group_state-`partition`, on the broker that received
     the marker (that partition's leader): resolve the TX_PENDING records this marker ends. Returns

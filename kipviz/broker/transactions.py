@@ -220,7 +220,7 @@ class TransactionCoordinator:
         self.cluster.note(text, **detail)
 
     # ---- InitProducerId -----------------------------------------------------------------------
-    # size: InitProducerId's cases (new id, epoch bump, fencing, KIP-939 keep-prepared) in TransactionCoordinator's order; split pending (issue 24)
+    # size: InitProducerId's cases (new id, epoch bump, fencing, KIP-939 keep-prepared) in handleInitProducerId's order, side by side
     def init_producer_id(self, transactional_id: str | None, timeout_ms: int,
                          expected: tuple[int, int] | None = None, *, broker: int = 0,
                          enable_2pc: bool = False, keep_prepared: bool = False) -> InitProducerIdResult:
@@ -505,7 +505,6 @@ class TransactionCoordinator:
         return err
 
     # ---- EndTxn ---------------------------------------------------------------------------------
-    # size: EndTxn's state checks and transitions as TransactionCoordinator.endTransaction; split pending (file being edited for issue 24)
     def end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool,
                         *, tv2: bool = False, from_client: bool = True) -> tuple[int, int, int]:
         """(error, producer id, epoch) as endTransaction / endTransactionWithTV1."""
@@ -514,28 +513,39 @@ class TransactionCoordinator:
         txn = self.transactions.get(transactional_id)
         if txn is None:
             return E["INVALID_PRODUCER_ID_MAPPING"], NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        if not tv2:
+            return self._end_tv1(txn, producer_id, producer_epoch, commit, from_client)
+        return self._end_tv2(txn, producer_id, producer_epoch, commit, from_client)
+
+    def _end_tv1(self, txn: TxnMetadata, producer_id: int, producer_epoch: int, commit: bool,
+                 from_client: bool) -> tuple[int, int, int]:
+        """endTransactionWithTV1: FACTS (d) 'Error order in endTransaction'."""
         fail = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
         state = txn.state
         fence = state == "PrepareEpochFence"
         same = (state == "CompleteCommit") == commit
-        if not tv2:
-            # endTransactionWithTV1: FACTS (d) 'Error order in endTransaction'
-            if txn.producer_id != producer_id:
-                return E["INVALID_PRODUCER_ID_MAPPING"], *fail
-            if (from_client and producer_epoch != txn.producer_epoch) or producer_epoch < txn.producer_epoch:
-                return E["PRODUCER_FENCED"], *fail
-            if state in ("Ongoing", "PrepareEpochFence"):
-                if fence and commit:
-                    return E["INVALID_TXN_STATE"], *fail
-                return self._prepare(txn, commit, tv2=False, fence=fence, no_partitions=False)
-            if state in ("CompleteCommit", "CompleteAbort"):
-                return (NONE, txn.producer_id, txn.producer_epoch) if same else (E["INVALID_TXN_STATE"], *fail)
-            if state in ("PrepareCommit", "PrepareAbort"):
-                same_prep = (state == "PrepareCommit") == commit
-                return (E["CONCURRENT_TRANSACTIONS"] if same_prep else E["INVALID_TXN_STATE"]), *fail
-            return E["INVALID_TXN_STATE"], *fail          # Empty
+        if txn.producer_id != producer_id:
+            return E["INVALID_PRODUCER_ID_MAPPING"], *fail
+        if (from_client and producer_epoch != txn.producer_epoch) or producer_epoch < txn.producer_epoch:
+            return E["PRODUCER_FENCED"], *fail
+        if state in ("Ongoing", "PrepareEpochFence"):
+            if fence and commit:
+                return E["INVALID_TXN_STATE"], *fail
+            return self._prepare(txn, commit, tv2=False, fence=fence, no_partitions=False)
+        if state in ("CompleteCommit", "CompleteAbort"):
+            return (NONE, txn.producer_id, txn.producer_epoch) if same else (E["INVALID_TXN_STATE"], *fail)
+        if state in ("PrepareCommit", "PrepareAbort"):
+            same_prep = (state == "PrepareCommit") == commit
+            return (E["CONCURRENT_TRANSACTIONS"] if same_prep else E["INVALID_TXN_STATE"]), *fail
+        return E["INVALID_TXN_STATE"], *fail          # Empty
 
-        # transaction version 2 (TransactionCoordinator.endTransaction, Kafka 4.x)
+    def _end_tv2(self, txn: TxnMetadata, producer_id: int, producer_epoch: int, commit: bool,
+                 from_client: bool) -> tuple[int, int, int]:
+        """Transaction version 2 (TransactionCoordinator.endTransaction, Kafka 4.x): the producer id and
+        epoch checks (a retry after an epoch bump or overflow is valid), then the state's answer."""
+        fail = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+        state = txn.state
+        fence = state == "PrepareEpochFence"
         retry_on_overflow = (not fence and txn.previous_producer_id == producer_id
                              and producer_epoch == SHORT_MAX - 1 and txn.producer_epoch == 0)
         retry_on_bump = not fence and txn.producer_epoch == producer_epoch + 1
@@ -548,11 +558,16 @@ class TransactionCoordinator:
             valid_epoch = retry_on_bump
         else:
             valid_epoch = retry_on_bump or retry_on_overflow or producer_epoch == txn.producer_epoch
-        is_retry = retry_on_bump or retry_on_overflow
         if txn.producer_id != producer_id and not retry_on_overflow:
             return E["INVALID_PRODUCER_ID_MAPPING"], *fail
         if not valid_epoch:
             return E["PRODUCER_FENCED"], *fail
+        return self._end_tv2_state(txn, commit, fence, retry_on_bump or retry_on_overflow)
+
+    def _end_tv2_state(self, txn: TxnMetadata, commit: bool, fence: bool, is_retry: bool) -> tuple[int, int, int]:
+        """endTransaction's match on the state, once the id and epoch passed (TV2)."""
+        fail = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+        state = txn.state
         if state in ("Ongoing", "PrepareEpochFence"):
             if fence and commit:
                 return E["INVALID_TXN_STATE"], *fail

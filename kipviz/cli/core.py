@@ -199,10 +199,8 @@ def _scenario_page(trace, anim) -> str:
     return page.replace('<div class="kv-player"', block + '<div class="kv-player"', 1)
 
 
-# size: the scenario command's options each change one part of its output; split pending (cli/ being reworked this round)
-def cmd_scenario(args) -> int:
-    from .. import scenarios
-    sc = scenarios.get(args.name)              # bad input is refused before anything runs
+def _check_scenario_args(args) -> None:
+    """Bad options are refused before anything runs."""
     if args.machine:
         from ..draw.machines import tables
         if args.machine not in tables():
@@ -212,9 +210,12 @@ def cmd_scenario(args) -> int:
     for out in (args.svg, args.html, args.gif):
         if out:
             check_out(out)
-    trace = scenarios.run(sc.name, seed=args.seed)
+
+
+def _print_run(sc, trace, seed: int) -> int:
+    """The run's findings, checks, model errors and requests on stdout; how many failed."""
     good, bad = _marks()
-    print(f"{sc.name} (seed {args.seed}, {sc.kip or 'no KIP'}, {sc.status}): {sc.title}")
+    print(f"{sc.name} (seed {seed}, {sc.kip or 'no KIP'}, {sc.status}): {sc.title}")
     if trace.findings:
         from ..scenarios.report import findings_text
         print("findings:", *findings_text(trace), "checks:", sep="\n")
@@ -229,6 +230,11 @@ def cmd_scenario(args) -> int:
     failed = len(trace.failures()) + len(trace.cluster.internal_errors)
     print(f"{len(trace.checks) - len(trace.failures())}/{len(trace.checks)} checks passed"
           + (f", {len(trace.cluster.internal_errors)} model error(s)" if trace.cluster.internal_errors else ""))
+    return failed
+
+
+def _write_scenario_files(sc, trace, args) -> None:
+    """--svg, --html and --gif."""
     if args.svg:
         from ..draw.sequence import sequence_svg
         _write(sequence_svg(trace), args.svg)
@@ -245,6 +251,15 @@ def cmd_scenario(args) -> int:
             raise KipvizError(f"nothing to animate: {which} changed state in {sc.name}")
         anim.to_gif(args.gif)
         print(f"wrote {args.gif}", file=sys.stderr)
+
+
+def cmd_scenario(args) -> int:
+    from .. import scenarios
+    sc = scenarios.get(args.name)              # bad input is refused before anything runs
+    _check_scenario_args(args)
+    trace = scenarios.run(sc.name, seed=args.seed)
+    failed = _print_run(sc, trace, args.seed)
+    _write_scenario_files(sc, trace, args)
     return 1 if failed else 0
 
 

@@ -116,7 +116,7 @@ class Animation:
         return f"<Animation {self.title!r}: {len(self.frames)} frames, {len(self._pics)} distinct pictures>"
 
     # ---- frames ----------------------------------------------------------------------------------
-    # size: one pass over the state changes building each frame from the last; split pending (draw/ being reworked for issue 25)
+    # size: one pass over the state changes building each frame from the last, the frames sharing its running state
     def _frames(self, events: list) -> list[Frame]:
         frames: list[Frame] = []
         handling: list[E.RequestReceived] = []

@@ -61,7 +61,50 @@ def _lines(text: str, width: int = 48) -> str:
     return "<BR/>".join(_e(line) for line in textwrap.wrap(text, width, break_on_hyphens=False)) or _e(text)
 
 
-# size: one graphviz table drawn row by row with its highlights; split pending (draw/ being reworked for issue 25)
+def _cell(f: VField | None, shown_name: str, depth: int, bg: str | None) -> str:
+    bga = f' BGCOLOR="{bg}"' if bg else ""
+    if f is None:
+        return f'<TD{bga} ALIGN="LEFT"><FONT COLOR="#aaaaaa">—</FONT></TD>'
+    indent = "&#160;&#160;&#160;&#160;" * depth
+    marks = ("?" if f.nullable else "") + (f" T{f.tag}" if f.tagged else "")
+    return (f'<TD{bga} ALIGN="LEFT" BALIGN="LEFT">{indent}<B>{_e(shown_name)}</B>{_e(marks)}<BR ALIGN="LEFT"/>'
+            f'{indent}<FONT POINT-SIZE="9" COLOR="#555555">{_e(wire_type(f))}</FONT></TD>')
+
+
+def _meta_rows(spec, a: int, b: int, va, vb, by_path: dict) -> list[str]:
+    """The header version and flexible-or-not rows, highlighted when they change."""
+    trs = []
+    ha, hb = header_version(spec, a), header_version(spec, b)
+    meta = []
+    if ha and hb:
+        meta.append(("(header)", f"{ha[0]} v{ha[1]}", f"{hb[0]} v{hb[1]}"))
+    meta.append(("(message)", "flexible" if va.flexible else "not flexible", "flexible" if vb.flexible else "not flexible"))
+    for key, left, right in meta:
+        changes = by_path.get(key, [])
+        bg = f' BGCOLOR="{CHANGE_COLORS["changed"]}"' if changes else ""
+        note = "; ".join(c["detail"] for c in changes) or "same"
+        trs.append(f'<TR><TD{bg} ALIGN="LEFT"><I>{_e(left)}</I></TD><TD{bg} ALIGN="LEFT"><I>{_e(right)}</I></TD>'
+                   f'<TD{bg} ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="9">{_lines(note)}</FONT></TD></TR>')
+    return trs
+
+
+def _field_row(spec, path: str, x: VField | None, y: VField | None, a: int, b: int, by_path: dict) -> str:
+    """One field in both versions, coloured by its strongest change, with the changes' text."""
+    depth = path.count(".")
+    changes = by_path.get(path, [])
+    cats = {_category(c["change"]) for c in changes}
+    cat = next((c for c in ("renamed", "added", "removed", "changed") if c in cats), None)
+    bg = CHANGE_COLORS[cat] if cat else None
+    name_a = name_at(spec, x.spec, a) if x is not None else ""
+    name_b = name_at(spec, y.spec, b) if y is not None else ""
+    note = "; ".join(f'{c["change"]}: {c["detail"]}' for c in changes)
+    bga = f' BGCOLOR="{bg}"' if bg else ""
+    return ("<TR>" + _cell(x, name_a, depth, bg if x is not None else None)
+            + _cell(y, name_b, depth, bg if y is not None else None)
+            + f'<TD{bga} ALIGN="LEFT" BALIGN="LEFT">'
+            + (f'<FONT POINT-SIZE="9">{_lines(note)}</FONT>' if note else "") + "</TD></TR>")
+
+
 def diff_diagram(name: str | MessageSpec, a: int, b: int) -> graphviz.Digraph:
     """Version a and version b side by side, one row per field, changes highlighted."""
     spec = registry.get(name)
@@ -74,15 +117,6 @@ def diff_diagram(name: str | MessageSpec, a: int, b: int) -> graphviz.Digraph:
         if "_also" in r:
             by_path.setdefault(r["_also"], []).append(r)
 
-    def cell(f: VField | None, shown_name: str, depth: int, bg: str | None) -> str:
-        bga = f' BGCOLOR="{bg}"' if bg else ""
-        if f is None:
-            return f'<TD{bga} ALIGN="LEFT"><FONT COLOR="#aaaaaa">—</FONT></TD>'
-        indent = "&#160;&#160;&#160;&#160;" * depth
-        marks = ("?" if f.nullable else "") + (f" T{f.tag}" if f.tagged else "")
-        return (f'<TD{bga} ALIGN="LEFT" BALIGN="LEFT">{indent}<B>{_e(shown_name)}</B>{_e(marks)}<BR ALIGN="LEFT"/>'
-                f'{indent}<FONT POINT-SIZE="9" COLOR="#555555">{_e(wire_type(f))}</FONT></TD>')
-
     trs = []
     sa, sb = spec.status_label(a), spec.status_label(b)
     trs.append(f'<TR><TD COLSPAN="3" BGCOLOR="#f6e7a8" ALIGN="LEFT"><FONT POINT-SIZE="14"><B>{_e(spec.name)}'
@@ -90,36 +124,13 @@ def diff_diagram(name: str | MessageSpec, a: int, b: int) -> graphviz.Digraph:
     trs.append(f'<TR><TD BGCOLOR="#fafafa" ALIGN="LEFT"><B>v{a}</B><BR ALIGN="LEFT"/><FONT POINT-SIZE="9">{_lines(sa, 40)}</FONT></TD>'
                f'<TD BGCOLOR="#fafafa" ALIGN="LEFT"><B>v{b}</B><BR ALIGN="LEFT"/><FONT POINT-SIZE="9">{_lines(sb, 40)}</FONT></TD>'
                f'<TD BGCOLOR="#fafafa" ALIGN="LEFT"><B>change</B></TD></TR>')
-    ha, hb = header_version(spec, a), header_version(spec, b)
-    meta = []
-    if ha and hb:
-        meta.append(("(header)", f"{ha[0]} v{ha[1]}", f"{hb[0]} v{hb[1]}"))
-    meta.append(("(message)", "flexible" if va.flexible else "not flexible", "flexible" if vb.flexible else "not flexible"))
-    for key, left, right in meta:
-        changes = by_path.get(key, [])
-        bg = f' BGCOLOR="{CHANGE_COLORS["changed"]}"' if changes else ""
-        note = "; ".join(c["detail"] for c in changes) or "same"
-        trs.append(f'<TR><TD{bg} ALIGN="LEFT"><I>{_e(left)}</I></TD><TD{bg} ALIGN="LEFT"><I>{_e(right)}</I></TD>'
-                   f'<TD{bg} ALIGN="LEFT" BALIGN="LEFT"><FONT POINT-SIZE="9">{_lines(note)}</FONT></TD></TR>')
-
+    trs += _meta_rows(spec, a, b, va, vb, by_path)
     for path in spec_paths(spec.fields):
         x = fa[path][0] if path in fa else None
         y = fb[path][0] if path in fb else None
         if x is None and y is None:
             continue
-        depth = path.count(".")
-        changes = by_path.get(path, [])
-        cats = {_category(c["change"]) for c in changes}
-        cat = next((c for c in ("renamed", "added", "removed", "changed") if c in cats), None)
-        bg = CHANGE_COLORS[cat] if cat else None
-        name_a = name_at(spec, x.spec, a) if x is not None else ""
-        name_b = name_at(spec, y.spec, b) if y is not None else ""
-        note = "; ".join(f'{c["change"]}: {c["detail"]}' for c in changes)
-        bga = f' BGCOLOR="{bg}"' if bg else ""
-        trs.append("<TR>" + cell(x, name_a, depth, bg if x is not None else None)
-                   + cell(y, name_b, depth, bg if y is not None else None)
-                   + f'<TD{bga} ALIGN="LEFT" BALIGN="LEFT">'
-                   + (f'<FONT POINT-SIZE="9">{_lines(note)}</FONT>' if note else "") + "</TD></TR>")
+        trs.append(_field_row(spec, path, x, y, a, b, by_path))
 
     legend = "".join(f'<TD BGCOLOR="{CHANGE_COLORS[k]}"><FONT POINT-SIZE="9">{k}</FONT></TD>'
                      for k in ("added", "removed", "changed", "renamed"))

@@ -141,6 +141,28 @@ def _tag(status: str | None) -> str:
     return f" ({status})" if status not in (None, "", "released") else ""
 
 
+def _record_item(e: E.RecordAppended) -> str:
+    where = f"{e.topic}-{e.partition}"
+    if e.control:
+        t = (e.record or {}).get("type", "control") if isinstance(e.record, dict) else "control"
+        return f"{t} marker on {where}"
+    if e.topic in INTERNAL_TOPICS:
+        rec = e.record if isinstance(e.record, dict) else {}
+        return f"{where}: {rec.get('record') or rec.get('type') or 'record'}" + (
+            " (transactional)" if e.transactional else "")
+    return f"{where}: data record" + (" (transactional)" if e.transactional else "")
+
+
+def _note_item(e: E.Note) -> str:
+    d = e.detail or {}
+    if d.get("api") == "WriteTxnMarkers":
+        return (f"WriteTxnMarkers {d.get('marker', '')} → broker {d.get('broker')}: {d.get('topic')}-{d.get('partition')}"
+                + (f" (share group {d.get('group')}) · kit's suggestion" if d.get("share_participant") else ""))
+    if d.get("api") == "AddPartitionsToTxn":
+        return add_partitions_label(d) + _tag(d.get("status"))
+    return e.text
+
+
 def _item(e) -> str | None:
     if isinstance(e, E.RequestReceived):
         return f"{e.api} v{e.version}{_tag(version_status(e.api, e.version))} → {lifeline_of(e.api, e.broker)}"
@@ -149,23 +171,9 @@ def _item(e) -> str | None:
     if isinstance(e, E.StateChanged):
         return f"{e.machine} {e.from_state} → {e.to_state}{_tag(e.status)}"
     if isinstance(e, E.RecordAppended):
-        where = f"{e.topic}-{e.partition}"
-        if e.control:
-            t = (e.record or {}).get("type", "control") if isinstance(e.record, dict) else "control"
-            return f"{t} marker on {where}"
-        if e.topic in INTERNAL_TOPICS:
-            rec = e.record if isinstance(e.record, dict) else {}
-            return f"{where}: {rec.get('record') or rec.get('type') or 'record'}" + (
-                " (transactional)" if e.transactional else "")
-        return f"{where}: data record" + (" (transactional)" if e.transactional else "")
+        return _record_item(e)
     if isinstance(e, E.Note):
-        d = e.detail or {}
-        if d.get("api") == "WriteTxnMarkers":
-            return (f"WriteTxnMarkers {d.get('marker', '')} → broker {d.get('broker')}: {d.get('topic')}-{d.get('partition')}"
-                    + (f" (share group {d.get('group')}) · kit's suggestion" if d.get("share_participant") else ""))
-        if d.get("api") == "AddPartitionsToTxn":
-            return add_partitions_label(d) + _tag(d.get("status"))
-        return e.text
+        return _note_item(e)
     return None
 
 

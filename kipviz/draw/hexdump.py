@@ -310,7 +310,6 @@ def _ascii(chunk: bytes) -> str:
     return _ESC("".join(chr(b) if 32 <= b < 127 else "." for b in chunk), quote=False)
 
 
-# size: one HTML hex dump drawn row by row with its span lookup; split pending (draw/ being reworked for issue 25)
 def hexdump_html(data: bytes, spans, *, title: str | None = None, standalone: bool = False,
                  max_bytes: int = MAX_BYTES, uid: str | None = None, script: bool = True,
                  selected: str | None = None, titles: str = "auto") -> HexHTML:
@@ -335,7 +334,46 @@ def hexdump_html(data: bytes, spans, *, title: str | None = None, standalone: bo
         norm = [s for s in norm if s[0] < shown]
     root, order, span_node = _build_tree(norm)
 
-    # colours: one per path with indices removed, in order of first appearance
+    keys, key_of_node = _colour_keys(order)
+    owner = _owners(norm, shown)
+    if titles not in ("auto", "cells", "lazy"):
+        raise ValueError(f"titles must be 'auto', 'cells' or 'lazy', not {titles!r}")
+    lazy = titles == "lazy" or (titles == "auto" and shown > 4096)
+    first_pre, cont_pre, tips = _cell_starts(norm, span_node, key_of_node, lazy)
+
+    hx = data[:shown].hex()
+    out: list[str] = []
+    add = out.append
+    add(f'<div class="kvx" id="{uid}"><style>{_CSS.format(id=uid)}')
+    add("".join(_colour_css(uid, k) for k in range(len(keys))))
+    add("</style>")
+    if title:
+        add(f'<div class="ti">{_ESC(title)}</div>')
+    if lazy:
+        add(_tips_json(tips))
+    add('<div class="inf"></div><div class="wr"><div class="dm"><table>')
+    _hex_rows(add, data, hx, shown, owner, norm, first_pre, cont_pre)
+    add("</table>")
+    if shown < n:
+        add(f'<div class="more">showing the first {shown:,} of {n:,} bytes</div>')
+    add('</div><div class="tr">')
+    _tree_html(root, norm, key_of_node, add, not lazy)
+    add("</div></div>")
+    if keys:
+        add(_legend(keys))
+    if script:
+        add(_attach_script(uid, selected))
+    add("</div>")
+    body = "".join(out)
+    if standalone:
+        head = _ESC(title or "kipviz hex dump")
+        body = ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+                f"<title>{head}</title></head><body>{body}</body></html>\n")
+    return HexHTML(body)
+
+
+def _colour_keys(order) -> tuple[dict[str, int], list[int]]:
+    """Colours: one per path with indices removed, in order of first appearance (and each node's)."""
     keys: dict[str, int] = {}
     key_of_node: list[int] = []
     for node in order:
@@ -343,19 +381,24 @@ def hexdump_html(data: bytes, spans, *, title: str | None = None, standalone: bo
         if k not in keys:
             keys[k] = len(keys)
         key_of_node.append(keys[k])
+    return keys, key_of_node
 
-    # which span owns each byte: shorter spans win where they overlap
+
+def _owners(norm, shown: int) -> list[int]:
+    """Which span owns each drawn byte (-1: none): shorter spans win where they overlap."""
     owner = [-1] * shown
     for i in sorted(range(len(norm)), key=lambda i: norm[i][0] - norm[i][1]):
         s, e = norm[i][0], min(norm[i][1], shown)
         if e > s >= 0:
             owner[s:e] = [i] * (e - s)
+    return owner
 
+
+def _cell_starts(norm, span_node: list[int], key_of_node: list[int], lazy: bool):
+    """Each span's opening <td> for its first byte and for the bytes after (the last entry: bytes no
+    span covers), and the hover texts kept aside when `lazy`."""
     first_pre: list[str] = []
     cont_pre: list[str] = []
-    if titles not in ("auto", "cells", "lazy"):
-        raise ValueError(f"titles must be 'auto', 'cells' or 'lazy', not {titles!r}")
-    lazy = titles == "lazy" or (titles == "auto" and shown > 4096)
     tips: list[str] = []
     for i, (s, e, path, wt, text, role) in enumerate(norm):
         nn = span_node[i]
@@ -375,20 +418,11 @@ def hexdump_html(data: bytes, spans, *, title: str | None = None, standalone: bo
         first_pre.append(f'<td class="{cls} f" {attrs}>')
     cont_pre.append('<td class="b g" title="not annotated">')
     first_pre.append(cont_pre[-1])
+    return first_pre, cont_pre, tips
 
-    hx = data[:shown].hex()
-    out: list[str] = []
-    add = out.append
-    add(f'<div class="kvx" id="{uid}"><style>{_CSS.format(id=uid)}')
-    add("".join(_colour_css(uid, k) for k in range(len(keys))))
-    add("</style>")
-    if title:
-        add(f'<div class="ti">{_ESC(title)}</div>')
-    if lazy:
-        add('<script type="application/json" class="kvx-tips">'
-            + json.dumps(tips).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            + "</script>")
-    add('<div class="inf"></div><div class="wr"><div class="dm"><table>')
+
+def _hex_rows(add, data: bytes, hx: str, shown: int, owner: list[int], norm, first_pre, cont_pre) -> None:
+    """The dump's rows, 16 bytes each with their offset and ASCII column."""
     prev = -2
     for row in range(0, shown, 16):
         add(f"<tr><th>{row:06x}</th>")
@@ -404,30 +438,26 @@ def hexdump_html(data: bytes, spans, *, title: str | None = None, standalone: bo
         if end - row < 16:
             add('<td></td>' * (16 - (end - row) + (1 if end - row <= 8 else 0)))
         add(f'<td class="a">{_ascii(data[row:end])}</td></tr>')
-    add("</table>")
-    if shown < n:
-        add(f'<div class="more">showing the first {shown:,} of {n:,} bytes</div>')
-    add('</div><div class="tr">')
-    _tree_html(root, norm, key_of_node, add, not lazy)
-    add("</div></div>")
-    if keys:
-        add('<div class="lg">')
-        for k, i in keys.items():
-            add(f'<span><i class="sw c{i}"></i>{_ESC(k)}</span>')
-        add("<span>(lighter: length / count / tag bytes; grey: not annotated)</span></div>")
-    if script:
-        pick = f"a.selectPath({_js_str(selected)},true);" if selected else ""
-        add("<script>(function(){" + CORE_JS +
+
+
+def _tips_json(tips: list[str]) -> str:
+    """The hover texts as one JSON block the script reads ("lazy" titles); nothing in it closes the tag."""
+    return ('<script type="application/json" class="kvx-tips">'
+            + json.dumps(tips).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            + "</script>")
+
+
+def _legend(keys: dict[str, int]) -> str:
+    return ('<div class="lg">' + "".join(f'<span><i class="sw c{i}"></i>{_ESC(k)}</span>' for k, i in keys.items())
+            + "<span>(lighter: length / count / tag bytes; grey: not annotated)</span></div>")
+
+
+def _attach_script(uid: str, selected: str | None) -> str:
+    pick = f"a.selectPath({_js_str(selected)},true);" if selected else ""
+    return ("<script>(function(){" + CORE_JS +
             "var s=document.currentScript,r=s&&s.parentNode&&s.parentNode.id===" + _js_str(uid) +
             "?s.parentNode:document.getElementById(" + _js_str(uid) + ");if(r){var a=kvxAttach(r,null);"
             + pick + "}})();</script>")
-    add("</div>")
-    body = "".join(out)
-    if standalone:
-        head = _ESC(title or "kipviz hex dump")
-        body = ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-                f"<title>{head}</title></head><body>{body}</body></html>\n")
-    return HexHTML(body)
 
 
 def _js_str(s: str) -> str:

@@ -139,7 +139,48 @@ def _events(spec: MessageSpec, path: str, versions: list[int], flat: dict) -> li
     return sorted(out, key=lambda e: e[0])
 
 
-# size: one HTML table drawn row by row; split pending (draw/ being reworked for issue 25)
+def _version_head(spec, v: int) -> str:
+    """A version's header cell with its status colour and the change text as a tooltip."""
+    st = spec.status(v)
+    tip = spec.status_label(v) + (f" — {st.change}" if st and st.change else "") + (f" ({st.note})" if st and st.note else "")
+    cls = f"v {st.status}" if st else "v"
+    return f'<th class="{cls}" title="{_e(tip)}">v{v}</th>'
+
+
+def _meta_row(m: str, versions: list[int], metas: dict) -> str:
+    tds = []
+    for v in versions:
+        val = metas[v][m]
+        cls = f' class="{_e(val)}"' if m == "status" and val in ("released", "accepted", "proposed") else ""
+        tds.append(f"<td{cls}>{_e(val)}</td>")
+    return f'<tr class="meta"><td class="f"><i>{m}</i></td>{"".join(tds)}<td></td></tr>'
+
+
+def _field_row(spec, p: str, versions: list[int], flat: dict, metas: dict) -> str:
+    """One field's row: its name, a cell per version (changes highlighted), its changes with their KIPs."""
+    depth = p.count(".")
+    f0 = next(flat[v][p][0] for v in versions if p in flat[v])
+    alias = (f' <span class="alias">(was {_e(", ".join(f0.spec.aliases))})</span>' if f0.spec.aliases else "")
+    name_cell = (f'<td class="f" style="padding-left:{6 + 14 * depth}px" title="{_e(p)}: {_e(f0.spec.about)}">'
+                 f"{_e(p.rpartition('.')[2])}{alias}</td>")
+    tds, prev = [], None
+    for v in versions:
+        f = flat[v][p][0] if p in flat[v] else None
+        code = cell_code(f)
+        cls = ["c", "absent" if f is None else ("tagged" if f.tagged else "present")]
+        if prev is not None and code != prev:
+            cls.append("gone" if f is None else "chg")
+        tip = f"v{v}: " + (wire_type(f) + (", nullable" if f.nullable else "") if f is not None else "absent")
+        tds.append(f'<td class="{" ".join(cls)}" title="{_e(tip)}">{_e(code)}</td>')
+        prev = code
+    events = []
+    for v, what in _events(spec, p, versions, flat):
+        kip = metas[v]["KIP"]
+        kip_html = f' <span class="kip">{_e(kip)}</span>' if kip and kip != "—" else ""
+        events.append(f"v{v} {_e(what)}{kip_html}")
+    return f"<tr>{name_cell}{''.join(tds)}<td class=\"kips\">{'; '.join(events)}</td></tr>"
+
+
 def history_html(name: str | MessageSpec) -> str:
     """A styled HTML table of version_history (timeline look, KIPs per change)."""
     spec = registry.get(name)
@@ -149,42 +190,9 @@ def history_html(name: str | MessageSpec) -> str:
     out = [f"<div class=\"kipviz-history\"><style>{_CSS}</style><table>",
            f"<caption><b>{_e(spec.name)}</b> — field history, v{versions[0]}–v{versions[-1]}"
            + (f"<br><span class=\"about\">{_e(about)}</span>" if about else "") + "</caption>"]
-    # version header with status colours and the change text as a tooltip
-    ths = []
-    for v in versions:
-        st = spec.status(v)
-        tip = spec.status_label(v) + (f" — {st.change}" if st and st.change else "") + (f" ({st.note})" if st and st.note else "")
-        cls = f"v {st.status}" if st else "v"
-        ths.append(f'<th class="{cls}" title="{_e(tip)}">v{v}</th>')
+    ths = [_version_head(spec, v) for v in versions]
     out.append("<thead><tr><th>field</th>" + "".join(ths) + "<th>changes (KIP)</th></tr></thead><tbody>")
-    for m in META_ROWS:
-        tds = []
-        for v in versions:
-            val = metas[v][m]
-            cls = f' class="{_e(val)}"' if m == "status" and val in ("released", "accepted", "proposed") else ""
-            tds.append(f"<td{cls}>{_e(val)}</td>")
-        out.append(f'<tr class="meta"><td class="f"><i>{m}</i></td>{"".join(tds)}<td></td></tr>')
-    for p in paths:
-        depth = p.count(".")
-        f0 = next(flat[v][p][0] for v in versions if p in flat[v])
-        alias = (f' <span class="alias">(was {_e(", ".join(f0.spec.aliases))})</span>' if f0.spec.aliases else "")
-        name_cell = (f'<td class="f" style="padding-left:{6 + 14 * depth}px" title="{_e(p)}: {_e(f0.spec.about)}">'
-                     f"{_e(p.rpartition('.')[2])}{alias}</td>")
-        tds, prev = [], None
-        for v in versions:
-            f = flat[v][p][0] if p in flat[v] else None
-            code = cell_code(f)
-            cls = ["c", "absent" if f is None else ("tagged" if f.tagged else "present")]
-            if prev is not None and code != prev:
-                cls.append("gone" if f is None else "chg")
-            tip = f"v{v}: " + (wire_type(f) + (", nullable" if f.nullable else "") if f is not None else "absent")
-            tds.append(f'<td class="{" ".join(cls)}" title="{_e(tip)}">{_e(code)}</td>')
-            prev = code
-        events = []
-        for v, what in _events(spec, p, versions, flat):
-            kip = metas[v]["KIP"]
-            kip_html = f' <span class="kip">{_e(kip)}</span>' if kip and kip != "—" else ""
-            events.append(f"v{v} {_e(what)}{kip_html}")
-        out.append(f"<tr>{name_cell}{''.join(tds)}<td class=\"kips\">{'; '.join(events)}</td></tr>")
+    out += [_meta_row(m, versions, metas) for m in META_ROWS]
+    out += [_field_row(spec, p, versions, flat, metas) for p in paths]
     out.append("</tbody></table></div>")
     return "".join(out)

@@ -153,7 +153,7 @@ class RecordStrip:
         return ((self.group is None or group == self.group) and (self.topic is None or topic == self.topic)
                 and (self.partition is None or partition == self.partition))
 
-    # size: two passes over the events (lane bounds, then frames) sharing their maps; split pending (draw/ being reworked for issue 25)
+    # size: two passes over the events (lane bounds, then frames) sharing their maps; split, the maps would be passed back and forth
     def _frames(self, events: list) -> list[dict]:
         # pass 1: which offsets each lane shows (first .. last ever seen)
         bounds: dict[str, list[int]] = {}
@@ -242,7 +242,6 @@ class RecordStrip:
                 for ln in self.frames[-1]["lanes"]}
 
     # ---- drawing ---------------------------------------------------------------------------------------
-    # size: one frame as drawing operations, top to bottom; split pending (draw/ being reworked for issue 25)
     def _ops(self, i: int, caption: bool, font=None) -> tuple[int, int, list[tuple]]:
         """The frame as drawing operations (shared by the SVG and the Pillow renderers):
         ("rect", x, y, w, h, fill, stroke, width, dashed, hatched), ("text", x, y, s, size, anchor,
@@ -270,55 +269,13 @@ class RecordStrip:
             top = y + LINE
             x0 = PAD + 10
             for k, c in enumerate(ln["cells"]):
-                x = x0 + k * (CELL_W + GAP)
-                ops.append(("text", x + CELL_W / 2, top - 4, f"@{c['offset']}", FS_SMALL, "middle", C_MUTED, False))
-                st = c["state"]
-                fill, stroke, tcol = STATE_COLORS.get(st, NOT_FETCHED) if st else NOT_FETCHED
-                if st is not None and c["offset"] < ln["spso"]:
-                    fill, stroke, tcol = _mix(fill, FADE), _mix(stroke, FADE), _mix(tcol, FADE)
-                hatched = st in PROPOSED_STATES
-                dashed = st is None or hatched
-                if c["changed"]:
-                    stroke = C_CHANGED
-                ops.append(("rect", x, top, CELL_W, CELL_H, fill, stroke, 3 if c["changed"] else 1.5, dashed, hatched))
-                if st is None:
-                    ops.append(("text", x + CELL_W / 2, top + 32, "not fetched", 9, "middle", tcol, False))
-                    continue
-                halo = STATE_COLORS[st][0] if hatched else None     # readable over the hatching
-                ops.append(("text", x + CELL_W / 2, top + 17, st, FS_STATE, "middle", tcol, True, halo))
-                ops.append(("text", x + CELL_W / 2, top + 33, f"dc {c['delivery_count']}", FS_SMALL, "middle", tcol,
-                            False, halo))
-                if c["owner"] or c["owner_client"]:
-                    who = c["owner_client"] or c["owner"][:8]
-                    ops.append(("text", x + CELL_W / 2, top + 49, who[:10], 10, "middle", tcol, False, halo))
+                _cell_ops(ops, c, x0 + k * (CELL_W + GAP), top, ln["spso"])
             # the SPSO: a bar in front of the first non-terminal offset
             sx = x0 + (ln["spso"] - ln["cells"][0]["offset"]) * (CELL_W + GAP) - GAP / 2 if ln["cells"] else x0
             ops.append(("line", sx, top - 16, sx, top + CELL_H + 6, C_SPSO, 3, False))
             ops.append(("text", sx, top + CELL_H + 18, "SPSO", FS_SMALL, "middle", C_SPSO, True))
             y = top + CELL_H + 26
-        # legend
-        y += 10
-        x = PAD
-        items = [(s, s) for s in (sr.AVAILABLE, sr.ACQUIRED, sr.ACKNOWLEDGED, sr.ARCHIVED)]
-        if self.show_proposed:
-            items.append((sr.TX_PENDING, f"{sr.TX_PENDING} — {PROPOSED_LEGEND}"))
-        for st, label in items:
-            fill, stroke, _ = STATE_COLORS[st]
-            hatched = st in PROPOSED_STATES
-            ops.append(("rect", x, y, 18, 14, fill, stroke, 1.5, hatched, hatched))
-            ops.append(("text", x + 24, y + 11, label, FS_SMALL, "start", C_PROPOSED_TEXT if hatched else C_TEXT, False))
-            x += 24 + int(len(label) * 7.4) + 14
-        y += 22
-        x = PAD
-        ops.append(("rect", x, y, 18, 14, "#ffffff", C_CHANGED, 3, False, False))
-        ops.append(("text", x + 24, y + 11, "changed in this step", FS_SMALL, "start", C_TEXT, False))
-        x += 160
-        ops.append(("rect", x, y, 18, 14, *NOT_FETCHED[:2], 1.5, True, False))
-        ops.append(("text", x + 24, y + 11, "not fetched yet", FS_SMALL, "start", C_TEXT, False))
-        x += 130
-        ops.append(("text", x, y + 11, "dc = delivery count · name = lock owner · faded = below the SPSO",
-                    FS_SMALL, "start", C_MUTED, False))
-        y += 14 + PAD
+        y = _legend_ops(ops, y + 10, self.show_proposed)
         return int(width), int(y), ops
 
     def svg(self, i: int = -1, *, caption: bool = True) -> str:
@@ -464,6 +421,57 @@ def share_state_diagrams(**kw):
     show_proposed=False and True -- the side-by-side of the notebook. kw go to state_diagram
     (current=, taken=, rankdir=...)."""
     return (state_diagram(sr.TABLE, show_proposed=False, **kw), state_diagram(sr.TABLE, show_proposed=True, **kw))
+
+
+def _cell_ops(ops: list[tuple], c: dict, x: float, top: float, spso: int) -> None:
+    """One offset's cell: its offset above, its state colours (faded below the SPSO, hatched when
+    proposed), state, delivery count and lock owner."""
+    ops.append(("text", x + CELL_W / 2, top - 4, f"@{c['offset']}", FS_SMALL, "middle", C_MUTED, False))
+    st = c["state"]
+    fill, stroke, tcol = STATE_COLORS.get(st, NOT_FETCHED) if st else NOT_FETCHED
+    if st is not None and c["offset"] < spso:
+        fill, stroke, tcol = _mix(fill, FADE), _mix(stroke, FADE), _mix(tcol, FADE)
+    hatched = st in PROPOSED_STATES
+    dashed = st is None or hatched
+    if c["changed"]:
+        stroke = C_CHANGED
+    ops.append(("rect", x, top, CELL_W, CELL_H, fill, stroke, 3 if c["changed"] else 1.5, dashed, hatched))
+    if st is None:
+        ops.append(("text", x + CELL_W / 2, top + 32, "not fetched", 9, "middle", tcol, False))
+        return
+    halo = STATE_COLORS[st][0] if hatched else None     # readable over the hatching
+    ops.append(("text", x + CELL_W / 2, top + 17, st, FS_STATE, "middle", tcol, True, halo))
+    ops.append(("text", x + CELL_W / 2, top + 33, f"dc {c['delivery_count']}", FS_SMALL, "middle", tcol,
+                False, halo))
+    if c["owner"] or c["owner_client"]:
+        who = c["owner_client"] or c["owner"][:8]
+        ops.append(("text", x + CELL_W / 2, top + 49, who[:10], 10, "middle", tcol, False, halo))
+
+
+def _legend_ops(ops: list[tuple], y: float, show_proposed: bool) -> float:
+    """The legend under the lanes (the states, changed, not fetched); the y below it."""
+    x = PAD
+    items = [(s, s) for s in (sr.AVAILABLE, sr.ACQUIRED, sr.ACKNOWLEDGED, sr.ARCHIVED)]
+    if show_proposed:
+        items.append((sr.TX_PENDING, f"{sr.TX_PENDING} — {PROPOSED_LEGEND}"))
+    for st, label in items:
+        fill, stroke, _ = STATE_COLORS[st]
+        hatched = st in PROPOSED_STATES
+        ops.append(("rect", x, y, 18, 14, fill, stroke, 1.5, hatched, hatched))
+        ops.append(("text", x + 24, y + 11, label, FS_SMALL, "start", C_PROPOSED_TEXT if hatched else C_TEXT, False))
+        x += 24 + int(len(label) * 7.4) + 14
+    y += 22
+    x = PAD
+    ops.append(("rect", x, y, 18, 14, "#ffffff", C_CHANGED, 3, False, False))
+    ops.append(("text", x + 24, y + 11, "changed in this step", FS_SMALL, "start", C_TEXT, False))
+    x += 160
+    ops.append(("rect", x, y, 18, 14, *NOT_FETCHED[:2], 1.5, True, False))
+    ops.append(("text", x + 24, y + 11, "not fetched yet", FS_SMALL, "start", C_TEXT, False))
+    x += 130
+    ops.append(("text", x, y + 11, "dc = delivery count · name = lock owner · faded = below the SPSO",
+                FS_SMALL, "start", C_MUTED, False))
+    y += 14 + PAD
+    return y
 
 
 # ---- helpers -----------------------------------------------------------------------------------------------

@@ -180,7 +180,48 @@ def _marker_type(ev: E.RecordAppended) -> str:
     return "control"
 
 
-# size: one dispatch on the internal record's kind to its one-line summary; split pending (draw/ being reworked for issue 25)
+def _offset_commit_text(key, value, tomb) -> str:
+    tp = f"{_get(key, 'topic')}-{_get(key, 'partition')}"
+    return f"OffsetCommit {tp}" + ("" if tomb else f"={_get(value, 'offset')}")
+
+
+def _txn_log_text(key, value, tomb) -> str:
+    tid = _get(key, "TransactionalId", "transactional_id")
+    status = _get(value, "TransactionStatus", "state", "status")
+    status = TXN_STATUS.get(status, status) if isinstance(status, int) else status
+    text = f"TransactionLog {tid}"
+    if not tomb:
+        text += f": {status} (producer {_get(value, 'ProducerId')}, epoch {_get(value, 'ProducerEpoch')})"
+        parts = _get(value, "TransactionPartitions") or []
+        tps = [f"{_get(p, 'Topic')}-{i}" for p in parts if isinstance(p, dict)
+               for i in (_get(p, "PartitionIds") or [])]
+        if tps:
+            text += " [" + ", ".join(tps[:4]) + (f", +{len(tps) - 4}" if len(tps) > 4 else "") + "]"
+    return text
+
+
+def _group_metadata_text(key, value, tomb) -> str:
+    text = f"GroupMetadata {_get(key, 'group')}"
+    if not tomb:
+        members = _get(value, "members") or []
+        text += (f": generation {_get(value, 'generation')}, {len(members)} member"
+                 f"{'s' if len(members) != 1 else ''}")
+    return text
+
+
+def _other_record_text(name: str, key, value, tomb) -> str:
+    keyvals = [str(v) for v in key.values()] if isinstance(key, dict) else [str(key)]
+    text = f"{name} " + "/".join(keyvals)
+    epoch = _get(value, "MemberEpoch", "Epoch", "GroupEpoch", "AssignmentEpoch", "StateEpoch")
+    if epoch is not None and not tomb:
+        text += f" epoch {epoch}"
+    return text
+
+
+_RECORD_TEXT = {"OffsetCommit": _offset_commit_text, "TransactionLog": _txn_log_text,
+                "GroupMetadata": _group_metadata_text}
+
+
 def record_summary(ev: E.RecordAppended) -> str:
     """One line for an internal-topic write or a transaction marker:
     "__consumer_offsets-12 @5: OffsetCommit orders-3=150382"."""
@@ -194,33 +235,10 @@ def record_summary(ev: E.RecordAppended) -> str:
     name = d.get("record") or "record"
     key, value = d.get("key") or {}, d.get("value")
     tomb = d.get("tombstone") or (value is None and ev.value is None and ev.key is not None)
-    if name == "OffsetCommit":
-        tp = f"{_get(key, 'topic')}-{_get(key, 'partition')}"
-        text = f"OffsetCommit {tp}" + ("" if tomb else f"={_get(value, 'offset')}")
-    elif name == "TransactionLog":
-        tid = _get(key, "TransactionalId", "transactional_id")
-        status = _get(value, "TransactionStatus", "state", "status")
-        status = TXN_STATUS.get(status, status) if isinstance(status, int) else status
-        text = f"TransactionLog {tid}"
-        if not tomb:
-            text += f": {status} (producer {_get(value, 'ProducerId')}, epoch {_get(value, 'ProducerEpoch')})"
-            parts = _get(value, "TransactionPartitions") or []
-            tps = [f"{_get(p, 'Topic')}-{i}" for p in parts if isinstance(p, dict)
-                   for i in (_get(p, "PartitionIds") or [])]
-            if tps:
-                text += " [" + ", ".join(tps[:4]) + (f", +{len(tps) - 4}" if len(tps) > 4 else "") + "]"
-    elif name == "GroupMetadata":
-        text = f"GroupMetadata {_get(key, 'group')}"
-        if not tomb:
-            members = _get(value, "members") or []
-            text += (f": generation {_get(value, 'generation')}, {len(members)} member"
-                     f"{'s' if len(members) != 1 else ''}")
+    if name in _RECORD_TEXT:
+        text = _RECORD_TEXT[name](key, value, tomb)
     else:
-        keyvals = [str(v) for v in key.values()] if isinstance(key, dict) else [str(key)]
-        text = f"{name} " + "/".join(keyvals)
-        epoch = _get(value, "MemberEpoch", "Epoch", "GroupEpoch", "AssignmentEpoch", "StateEpoch")
-        if epoch is not None and not tomb:
-            text += f" epoch {epoch}"
+        text = _other_record_text(name, key, value, tomb)
     if tomb:
         text += " (tombstone)"
     return f"{where}: {text}"
@@ -269,6 +287,26 @@ def _abbrev_id(value) -> str:
     return text[:8] + "…" if len(text) > 12 else text
 
 
+def _node_topic(node: dict, topic):
+    """The topic a body node names (Name / Topic / TopicName, else its TopicId abbreviated), or the
+    enclosing one."""
+    for key in ("Name", "Topic", "TopicName"):
+        if isinstance(node.get(key), str) and ("Partitions" in node or "PartitionIndex" in node
+                                               or "Partition" in node or key != "Name"):
+            topic = node[key]
+    if node.get("TopicId") is not None and topic is None or (node.get("TopicId") is not None
+                                                             and "Partitions" in node):
+        topic = _abbrev_id(node["TopicId"])
+    return topic
+
+
+def _node_partition(node: dict, partition):
+    for key in ("PartitionIndex", "Partition", "PartitionId"):
+        if isinstance(node.get(key), int):
+            partition = node[key]
+    return partition
+
+
 def error_places(body) -> list[tuple[str, int]]:
     """[(topic-partition, error code)] for every non-zero ErrorCode in a response body, named by the
     nearest enclosing topic (Name / Topic / TopicId, IDs abbreviated) and partition (PartitionIndex /
@@ -276,7 +314,6 @@ def error_places(body) -> list[tuple[str, int]]:
     [] when no error sits under a topic (the error is the response's own)."""
     found: list[tuple[str, str, int]] = []
 
-    # size: a recursive walk over a decoded body with a branch per field name it summarises; split pending (draw/ being reworked for issue 25)
     def walk(node, topic, partition):
         if isinstance(node, list):
             for item in node:
@@ -284,16 +321,7 @@ def error_places(body) -> list[tuple[str, int]]:
             return
         if not isinstance(node, dict):
             return
-        for key in ("Name", "Topic", "TopicName"):
-            if isinstance(node.get(key), str) and ("Partitions" in node or "PartitionIndex" in node
-                                                   or "Partition" in node or key != "Name"):
-                topic = node[key]
-        if node.get("TopicId") is not None and topic is None or (node.get("TopicId") is not None
-                                                                 and "Partitions" in node):
-            topic = _abbrev_id(node["TopicId"])
-        for key in ("PartitionIndex", "Partition", "PartitionId"):
-            if isinstance(node.get(key), int):
-                partition = node[key]
+        topic, partition = _node_topic(node, topic), _node_partition(node, partition)
         code = node.get("ErrorCode")
         if isinstance(code, int) and code and topic is not None:
             found.append((topic, "" if partition is None else str(partition), code))
@@ -332,158 +360,196 @@ def _rename(text: str, names: dict[str, str]) -> str:
     return text
 
 
-# size: one pass turning events into diagram rows, with state shared across event kinds; split pending (draw/ being reworked for issue 25)
+class _Builder:
+    """Events to diagram rows: one method per event kind, sharing the lifelines found so far and the
+    request being handled (the model takes one at a time)."""
+
+    def __init__(self, marks: dict, status_labels: bool, internal_arrows: bool, on_broker: dict):
+        self.marks, self.status_labels = marks, status_labels
+        self.internal_arrows, self.on_broker = internal_arrows, on_broker
+        self.rows: list[_Row] = []
+        self.clients: list[str] = []
+        self.servers: list[str] = []
+        self.open_req: dict[tuple, str] = {}    # (broker, client, correlation id) -> server lifeline
+        self.handling: list[tuple] = []         # the request being handled
+        self.handling_t = 0                     # ... and when: time moving on ends it too
+        self.role_broker: dict[str, int] = {}
+        self.now = 0
+
+    def client_line(self, name: str) -> str:
+        if name not in self.clients:
+            self.clients.append(name)
+        return name
+
+    def server_line(self, name: str) -> str:
+        if name not in self.servers:
+            self.servers.append(name)
+        return name
+
+    def role_line(self, role: str, broker: int | None) -> str:
+        if broker is None:
+            if (self.handling and self.handling_t == self.now
+                    and self.open_req.get(self.handling[-1], "").startswith(role)):
+                return self.open_req[self.handling[-1]]
+            broker = self.role_broker.get(role, 0)
+        self.role_broker[role] = broker
+        return self.server_line(f"{role} (broker {broker})")
+
+    def _status(self, ev) -> str | None:
+        return version_status(ev.api, ev.version) if self.status_labels else None
+
+    def add(self, ev) -> None:
+        self.now = ev.t
+        before = len(self.rows)
+        handler = self._HANDLERS.get(type(ev))
+        if handler is None:
+            handler = next((h for kind, h in self._HANDLERS.items() if isinstance(ev, kind)), None)
+        if handler is not None:
+            handler(self, ev)
+        if len(self.rows) > before:
+            self.rows[-1].mark = self.marks.get(ev.seq)
+
+    def request(self, ev: E.RequestReceived) -> None:
+        c = self.client_line(ev.client)
+        s = self.server_line(lifeline_of(ev.api, ev.broker))
+        for role in ("group coordinator", "transaction coordinator", "partition leader"):
+            if s.startswith(role):
+                self.role_broker[role] = ev.broker
+        k = (ev.broker, ev.client, ev.correlation_id)
+        self.open_req[k] = s
+        self.handling[:] = [k]          # one request at a time; an unanswered one is over
+        self.handling_t = ev.t
+        label, lcolor = f"{ev.api} v{ev.version}", C_TEXT
+        status = self._status(ev)
+        if status not in (None, "released"):
+            label, lcolor = f"{label} · {status}", C_PROPOSED
+        self.rows.append(_Row("msg", ev.t, c, s, [(label, lcolor)], tip=_tip(ev)))
+
+    def response(self, ev: E.ResponseSent) -> None:
+        k = (ev.broker, ev.client, ev.correlation_id)
+        s = self.open_req.pop(k, None) or self.server_line(lifeline_of(ev.api, ev.broker))
+        if k in self.handling:
+            self.handling.remove(k)
+        c = self.client_line(ev.client)
+        label = f"{ev.api} v{ev.version}"
+        status = self._status(ev)
+        if status not in (None, "released"):
+            label += f" · {status}"
+        if ev.error_codes:
+            lines, color = _error_lines(label, ev), C_ERROR
+        else:
+            lines, color = [(label, C_PROPOSED if status not in (None, "released") else C_TEXT)], C_MUTED
+        self.rows.append(_Row("msg", ev.t, s, c, lines, color=color, dashed=True, tip=_tip(ev)))
+
+    def state(self, ev: E.StateChanged) -> None:
+        line = self.role_line(_role_of_machine(ev.machine), self.on_broker.get(ev.seq))
+        text = state_summary(ev)
+        color = C_TEXT
+        if ev.status not in ("released", "", None):
+            text += f" ({ev.status})"
+            color = C_PROPOSED
+        self.rows.append(_Row("note", ev.t, line, lines=[(text, color)], box=(C_STATE_BOX, C_STATE_LINE),
+                              style="state", tip=f"cause: {ev.cause}"))
+
+    def record(self, ev: E.RecordAppended) -> None:
+        if ev.control:
+            line = self.role_line("partition leader", ev.broker)
+            box, style = (C_MARKER_BOX, C_MARKER_LINE), "marker"
+        elif ev.topic in INTERNAL_TOPICS:
+            role = {"__consumer_offsets": "group coordinator", "__transaction_state": "transaction coordinator",
+                    "__share_group_state": "share coordinator"}[ev.topic]
+            line = self.role_line(role, ev.broker)
+            box, style = (C_RECORD_BOX, C_RECORD_LINE), "record"
+        else:
+            return                       # data records: the Produce arrow already shows them
+        text = record_summary(ev)
+        prev = self.rows[-1] if self.rows else None
+        if (prev is not None and prev.kind == "note" and prev.style == style and prev.src == line
+                and prev.mark == self.marks.get(ev.seq)):
+            if len(prev.lines) < MAX_NOTE_LINES:
+                prev.lines.append((text, C_TEXT))
+            else:
+                prev.more += 1
+            return
+        self.rows.append(_Row("note", ev.t, line, lines=[(text, C_TEXT)], box=box, style=style))
+
+    def action(self, ev: E.ClientAction) -> None:
+        c = self.client_line(ev.client)
+        detail = ", ".join(f"{k}={v}" for k, v in (ev.detail or {}).items())
+        text = ev.action + (f": {detail}" if detail else "")
+        self.rows.append(_Row("note", ev.t, c, lines=[(text, C_TEXT)], box=(C_ACTION_BOX, C_ACTION_LINE),
+                              style="action"))
+
+    def note(self, ev: E.Note) -> None:
+        d = ev.detail or {}
+        if d.get("api") == "WriteTxnMarkers" and isinstance(d.get("broker"), int):
+            self._marker_arrow(ev, d)
+        elif d.get("step") == "marker-forward" and isinstance(d.get("broker"), int):
+            self._forward_arrow(ev, d)
+        elif (self.internal_arrows and d.get("api") == "AddPartitionsToTxn" and isinstance(d.get("coordinator"), int)
+              and self.handling and self.handling_t == ev.t and self.handling[-1] in self.open_req):
+            self._add_partitions_arrow(ev, d)
+        else:
+            self.rows.append(_Row("band", ev.t, lines=[(ev.text, C_MUTED)]))
+
+    def _internal(self, ev: E.Note, src: str, dst: str, label: str) -> None:
+        self.rows.append(_Row("msg", ev.t, src, dst, [(label, C_INTERNAL)], color=C_INTERNAL, dotted=True,
+                              tip=ev.text))
+
+    def _marker_arrow(self, ev: E.Note, d: dict) -> None:
+        # the coordinator's own request to a partition leader: an inter-broker arrow
+        src = self.role_line("transaction coordinator", d.get("coordinator", self.role_broker.get(
+            "transaction coordinator", 0)))
+        dst = self.role_line("partition leader", d["broker"])
+        label = " ".join(str(x) for x in ("WriteTxnMarkers", d.get("marker"),
+                                           f"{d.get('topic')}-{d.get('partition')}" if "topic" in d else None)
+                         if x)
+        if d.get("share_participant"):      # KIP-1289, share_marker_routing "participants"
+            label += f" (share group {d.get('group')}) · kit's suggestion"
+        self._internal(ev, src, dst, label)
+
+    def _forward_arrow(self, ev: E.Note, d: dict) -> None:
+        # KIP-1289 with the kit's suggestion: the marker's recipient forwards it to a share
+        # partition's leader (kipviz.broker.share_txn)
+        src = self.role_line("partition leader", d.get("marker_broker"))
+        dst = self.role_line("partition leader", d["broker"])
+        label = (f"forward {'COMMIT' if d.get('commit') else 'ABORT'} marker __share_group_state-"
+                 f"{d.get('partition')} · kit's suggestion")
+        self._internal(ev, src, dst, label)
+
+    def _add_partitions_arrow(self, ev: E.Note, d: dict) -> None:
+        # a broker asks the transaction coordinator itself, while handling a client's request
+        src = self.open_req[self.handling[-1]]
+        dst = self.role_line("transaction coordinator", d["coordinator"])
+        label = add_partitions_label(d)
+        if d.get("status") not in (None, "released"):
+            label += f" · {d['status']}"
+        self._internal(ev, src, dst, label)
+
+    _HANDLERS = {E.RequestReceived: request, E.ResponseSent: response, E.StateChanged: state,
+                 E.RecordAppended: record, E.ClientAction: action, E.Note: note}
+
+
+def _error_lines(label: str, ev: E.ResponseSent) -> list[tuple[str, str]]:
+    places = error_places(ev.body)
+    if len({code for _, code in places}) > 1:      # each error with the partitions it answers
+        return [(label, C_ERROR)] + [(f"{p}: {name_of(code)}", C_ERROR) for p, code in places]
+    if places:                                      # one error: where it applies, muted
+        return [(f"{label} · {name_of(places[0][1])}", C_ERROR), ("at " + ", ".join(p for p, _ in places), C_MUTED)]
+    return [(f"{label} · {', '.join(name_of(code) for code in ev.error_codes)}", C_ERROR)]
+
+
 def _build(events, marks: dict | None = None, status_labels: bool = False,
            internal_arrows: bool = False, on_broker: dict | None = None) -> tuple[list[_Row], list[str], list[str]]:
-    marks = marks or {}
-    on_broker = on_broker or {}
     names = member_names(events)
-    rows: list[_Row] = []
-    clients: list[str] = []
-    servers: list[str] = []
-    open_req: dict[tuple, str] = {}        # (broker, client, correlation id) -> server lifeline
-    handling: list[tuple] = []             # the request being handled (the model takes one at a time)
-    handling_t = [0]                       # ... and when: time moving on ends it too
-    role_broker: dict[str, int] = {}
-
-    def client_line(name: str) -> str:
-        if name not in clients:
-            clients.append(name)
-        return name
-
-    def server_line(name: str) -> str:
-        if name not in servers:
-            servers.append(name)
-        return name
-
-    def role_line(role: str, broker: int | None) -> str:
-        if broker is None:
-            if handling and handling_t[0] == now[0] and open_req.get(handling[-1], "").startswith(role):
-                return open_req[handling[-1]]
-            broker = role_broker.get(role, 0)
-        role_broker[role] = broker
-        return server_line(f"{role} (broker {broker})")
-
-    now = [0]
+    b = _Builder(marks or {}, status_labels, internal_arrows, on_broker or {})
     for ev in events:
-        now[0] = ev.t
-        before = len(rows)
-        if isinstance(ev, E.RequestReceived):
-            c = client_line(ev.client)
-            s = server_line(lifeline_of(ev.api, ev.broker))
-            for role in ("group coordinator", "transaction coordinator", "partition leader"):
-                if s.startswith(role):
-                    role_broker[role] = ev.broker
-            k = (ev.broker, ev.client, ev.correlation_id)
-            open_req[k] = s
-            handling[:] = [k]          # one request at a time; an unanswered one is over
-            handling_t[0] = ev.t
-            label, lcolor = f"{ev.api} v{ev.version}", C_TEXT
-            status = version_status(ev.api, ev.version) if status_labels else None
-            if status not in (None, "released"):
-                label, lcolor = f"{label} · {status}", C_PROPOSED
-            rows.append(_Row("msg", ev.t, c, s, [(label, lcolor)], tip=_tip(ev)))
-        elif isinstance(ev, E.ResponseSent):
-            k = (ev.broker, ev.client, ev.correlation_id)
-            s = open_req.pop(k, None) or server_line(lifeline_of(ev.api, ev.broker))
-            if k in handling:
-                handling.remove(k)
-            c = client_line(ev.client)
-            label = f"{ev.api} v{ev.version}"
-            status = version_status(ev.api, ev.version) if status_labels else None
-            if status not in (None, "released"):
-                label += f" · {status}"
-            if ev.error_codes:
-                places = error_places(ev.body)
-                if len({code for _, code in places}) > 1:      # each error with the partitions it answers
-                    lines = [(label, C_ERROR)] + [(f"{p}: {name_of(code)}", C_ERROR) for p, code in places]
-                elif places:                                    # one error: where it applies, muted
-                    lines = [(f"{label} · {name_of(places[0][1])}", C_ERROR),
-                             ("at " + ", ".join(p for p, _ in places), C_MUTED)]
-                else:
-                    lines = [(f"{label} · {', '.join(name_of(code) for code in ev.error_codes)}", C_ERROR)]
-                color = C_ERROR
-            else:
-                lines, color = [(label, C_PROPOSED if status not in (None, "released") else C_TEXT)], C_MUTED
-            rows.append(_Row("msg", ev.t, s, c, lines, color=color, dashed=True, tip=_tip(ev)))
-        elif isinstance(ev, E.StateChanged):
-            line = role_line(_role_of_machine(ev.machine), on_broker.get(ev.seq))
-            text = state_summary(ev)
-            color = C_TEXT
-            if ev.status not in ("released", "", None):
-                text += f" ({ev.status})"
-                color = C_PROPOSED
-            rows.append(_Row("note", ev.t, line, lines=[(text, color)], box=(C_STATE_BOX, C_STATE_LINE),
-                             style="state", tip=f"cause: {ev.cause}"))
-        elif isinstance(ev, E.RecordAppended):
-            if ev.control:
-                line = role_line("partition leader", ev.broker)
-                box, style = (C_MARKER_BOX, C_MARKER_LINE), "marker"
-            elif ev.topic in INTERNAL_TOPICS:
-                role = {"__consumer_offsets": "group coordinator", "__transaction_state": "transaction coordinator",
-                        "__share_group_state": "share coordinator"}[ev.topic]
-                line = role_line(role, ev.broker)
-                box, style = (C_RECORD_BOX, C_RECORD_LINE), "record"
-            else:
-                continue                     # data records: the Produce arrow already shows them
-            text = record_summary(ev)
-            prev = rows[-1] if rows else None
-            if (prev is not None and prev.kind == "note" and prev.style == style and prev.src == line
-                    and prev.mark == marks.get(ev.seq)):
-                if len(prev.lines) < MAX_NOTE_LINES:
-                    prev.lines.append((text, C_TEXT))
-                else:
-                    prev.more += 1
-                continue
-            rows.append(_Row("note", ev.t, line, lines=[(text, C_TEXT)], box=box, style=style))
-        elif isinstance(ev, E.ClientAction):
-            c = client_line(ev.client)
-            detail = ", ".join(f"{k}={v}" for k, v in (ev.detail or {}).items())
-            text = ev.action + (f": {detail}" if detail else "")
-            rows.append(_Row("note", ev.t, c, lines=[(text, C_TEXT)], box=(C_ACTION_BOX, C_ACTION_LINE),
-                             style="action"))
-        elif isinstance(ev, E.Note):
-            d = ev.detail or {}
-            if d.get("api") == "WriteTxnMarkers" and isinstance(d.get("broker"), int):
-                # the coordinator's own request to a partition leader: an inter-broker arrow
-                src = role_line("transaction coordinator", d.get("coordinator", role_broker.get(
-                    "transaction coordinator", 0)))
-                dst = role_line("partition leader", d["broker"])
-                label = " ".join(str(x) for x in ("WriteTxnMarkers", d.get("marker"),
-                                                   f"{d.get('topic')}-{d.get('partition')}" if "topic" in d else None)
-                                 if x)
-                if d.get("share_participant"):      # KIP-1289, share_marker_routing "participants"
-                    label += f" (share group {d.get('group')}) · kit's suggestion"
-                rows.append(_Row("msg", ev.t, src, dst, [(label, C_INTERNAL)], color=C_INTERNAL, dotted=True,
-                                 tip=ev.text))
-            elif d.get("step") == "marker-forward" and isinstance(d.get("broker"), int):
-                # KIP-1289 with the kit's suggestion: the marker's recipient forwards it to a share
-                # partition's leader (kipviz.broker.share_txn)
-                src = role_line("partition leader", d.get("marker_broker"))
-                dst = role_line("partition leader", d["broker"])
-                label = (f"forward {'COMMIT' if d.get('commit') else 'ABORT'} marker __share_group_state-"
-                         f"{d.get('partition')} · kit's suggestion")
-                rows.append(_Row("msg", ev.t, src, dst, [(label, C_INTERNAL)], color=C_INTERNAL, dotted=True,
-                                 tip=ev.text))
-            elif (internal_arrows and d.get("api") == "AddPartitionsToTxn" and isinstance(d.get("coordinator"), int)
-                  and handling and handling_t[0] == ev.t and handling[-1] in open_req):
-                # a broker asks the transaction coordinator itself, while handling a client's request
-                src = open_req[handling[-1]]
-                dst = role_line("transaction coordinator", d["coordinator"])
-                label = add_partitions_label(d)
-                if d.get("status") not in (None, "released"):
-                    label += f" · {d['status']}"
-                rows.append(_Row("msg", ev.t, src, dst, [(label, C_INTERNAL)], color=C_INTERNAL, dotted=True,
-                                 tip=ev.text))
-            else:
-                rows.append(_Row("band", ev.t, lines=[(ev.text, C_MUTED)]))
-        if len(rows) > before:
-            rows[-1].mark = marks.get(ev.seq)
+        b.add(ev)
     if names:
-        for r in rows:
+        for r in b.rows:
             if r.kind != "msg":
                 r.lines = [(_rename(t, names), c) for t, c in r.lines]
-    return rows, clients, servers
+    return b.rows, b.clients, b.servers
 
 
 _LANE = re.compile(r"^(.*) \(broker (\d+)\)$")
@@ -631,7 +697,142 @@ def _head(x, y, w, name, is_client, head_h: int = HEAD_H) -> str:
     return "".join(out)
 
 
-# size: lays out and draws the whole SVG in one pass over the rows; split pending (draw/ being reworked for issue 25)
+def _step_badge(mark: str, yy: float, placed: set, align: dict | None, layout: dict | None, total_w: int,
+                body: list[str]) -> float:
+    """A step starts: push it down to its aligned position, badge it in the gutter; the row's new y."""
+    if mark not in placed:
+        yy = max(yy, float((align or {}).get(mark, 0)))
+        if layout is not None:
+            layout.setdefault("steps", {})[mark] = yy
+        placed.add(mark)
+    body.append(f'<g class="kv-step" data-step="{_e(mark)}">'
+                f'<line x1="4" x2="{total_w - 4}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#cbd5e0" '
+                f'stroke-dasharray="1,3"/>'
+                f'<circle cx="14" cy="{yy + 14:.1f}" r="9" fill="{C_STEP}"/>'
+                + _text(14, yy + 17.5, mark, size=10, color="white", weight="bold") + "</g>")
+    return yy
+
+
+def _draw_msg(r: _Row, x1: float, x2: float, yy: float, body: list[str]) -> float:
+    """An arrow with its label above; the y below it."""
+    label, color = r.lines[0]
+    span = abs(x2 - x1) - 10
+    # arrow labels wrap between words only (a topic name stays whole, even past a short arrow)
+    label_lines = [(part, c) for text, c in r.lines
+                   for part in ([text] if _tw(text) <= max(span, 60) else wrap_text(text, max(span, 120), FS,
+                                                                                 break_words=False))]
+    extra = LINE_H * (len(label_lines) - 1)
+    ly = yy + 19 + extra
+    d = 1 if x2 >= x1 else -1
+    tip = f"<title>{_e(r.tip)}</title>" if r.tip else ""
+    dash = ' stroke-dasharray="6,4"' if r.dashed else ""
+    sw = "1.4" if color == C_ERROR else "1.2"
+    kind = ("kv-resp kv-error" if color == C_ERROR else "kv-resp") if r.dashed else "kv-req"
+    if r.dotted:
+        kind, dash = "kv-internal", ' stroke-dasharray="2,3"'
+    body.append(f'<g class="{kind}">{tip}')
+    body.append(f'<line x1="{x1:.1f}" y1="{ly:.1f}" x2="{x2 - d * 7:.1f}" y2="{ly:.1f}" '
+                f'stroke="{r.color}" stroke-width="{sw}"{dash}/>')
+    body.append(f'<polygon points="{x2:.1f},{ly:.1f} {x2 - d * 8:.1f},{ly - 4:.1f} '
+                f'{x2 - d * 8:.1f},{ly + 4:.1f}" fill="{r.color}"/>')
+    mid = (x1 + x2) / 2
+    for j, (part, pc) in enumerate(label_lines):
+        body.append(_text(mid, ly - 5 - LINE_H * (len(label_lines) - 1 - j), part, color=pc,
+                          weight="bold" if pc == C_ERROR else None))
+    body.append("</g>")
+    return yy + ROW_H + extra
+
+
+def _draw_note(r: _Row, x: float, yy: float, note_max: float, total_w: int, body: list[str]) -> float:
+    """A note box on a lifeline; the y below it."""
+    # measured a little wide (NOTE_EM): capitals and "_" run past Helvetica's average width
+    wrapped = [(part, color) for text, color in r.lines
+               for part in wrap_text(text, note_max - 12, FS_NOTE * NOTE_EM)]
+    if r.more:
+        wrapped.append((f"… {r.more} more", C_MUTED))
+    w = min(note_max, max(_tw(t, FS_NOTE * NOTE_EM) for t, _ in wrapped) + 14)
+    h = LINE_H * len(wrapped) + 8
+    left = max(min(x - w / 2, total_w - 4 - w), GUTTER - 4)
+    fill, stroke = r.box
+    tip = f"<title>{_e(r.tip)}</title>" if r.tip else ""
+    body.append(f'<g class="kv-note kv-{r.style}">{tip}'
+                f'<rect x="{left:.1f}" y="{yy + 3:.1f}" width="{w:.1f}" height="{h:.1f}" rx="3" '
+                f'fill="{fill}" stroke="{stroke}"/>')
+    for j, (part, color) in enumerate(wrapped):
+        body.append(_text(left + 7, yy + 3 + 4 + LINE_H * (j + 1) - 3, part, size=FS_NOTE, color=color,
+                          anchor="start"))
+    body.append("</g>")
+    return yy + h + 8
+
+
+def _draw_band(r: _Row, yy: float, total_w: int, body: list[str]) -> float:
+    """A grey band across every lane; the y below it."""
+    wrapped = [(part, color) for text, color in r.lines for part in wrap_text(text, total_w - GUTTER - 40, FS)]
+    h = LINE_H * len(wrapped) + 8
+    body.append(f'<g class="kv-band"><rect x="{GUTTER:.1f}" y="{yy + 3:.1f}" '
+                f'width="{total_w - GUTTER - 6:.1f}" height="{h:.1f}" fill="{C_BAND}"/>')
+    for j, (part, color) in enumerate(wrapped):
+        body.append(_text((GUTTER + total_w) / 2, yy + 3 + 4 + LINE_H * (j + 1) - 3, part, color=color,
+                          italic=True))
+    body.append("</g>")
+    return yy + h + 8
+
+
+def _heads(lines: list[str], clients: list[str], xs: dict, head_y: float, foot_y: float, body_top: float,
+           colw: float, head_h: int) -> list[str]:
+    """The lifelines, with their heads at the top and repeated at the foot."""
+    heads = []
+    for name in lines:
+        x = xs[name]
+        heads.append(f'<line class="kv-lifeline" x1="{x:.1f}" y1="{body_top - 6}" x2="{x:.1f}" y2="{foot_y:.1f}" '
+                     f'stroke="#a0aec0" stroke-dasharray="4,4"/>')
+    for name in lines:
+        heads.append(_head(xs[name], head_y, colw - 14, name, name in clients, head_h))
+        heads.append(_head(xs[name], foot_y, colw - 14, name, name in clients, head_h))
+    return heads
+
+
+def _draw_rows(rows: list[_Row], xs: dict, yy: float, note_max: float, total_w: int, align: dict | None,
+               layout: dict | None, when) -> tuple[list[str], float]:
+    """Every row top to bottom, with the time in the gutter when it moves on; the y below the last."""
+    body: list[str] = []
+    last_t = None
+    prev_mark: str | None = None
+    placed: set = set()
+    for r in rows:
+        if r.mark is not None and r.mark != prev_mark:
+            yy = _step_badge(r.mark, yy, placed, align, layout, total_w, body)
+        prev_mark = r.mark
+        if r.t != last_t:
+            body.append(_text(GUTTER - 8, yy + 16, when(r.t), size=10, color=C_MUTED, anchor="end"))
+            body.append(f'<line x1="4" x2="{total_w - 4}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#f0f0f0"/>')
+            last_t = r.t
+        if r.kind == "msg":
+            yy = _draw_msg(r, xs[r.src], xs[r.dst], yy, body)
+        elif r.kind == "note":
+            yy = _draw_note(r, xs[r.src], yy, note_max, total_w, body)
+        else:
+            yy = _draw_band(r, yy, total_w, body)
+    return body, yy
+
+
+def _title_block(title: str | None, events: list, hidden: int, t0: int | None, when) -> tuple[list[str], int]:
+    """The title and the line under it (how many events, over what time); the y below them."""
+    out: list[str] = []
+    y = 12
+    if title:
+        out.append(_text(10, y + 12, title, size=15, anchor="start", weight="bold"))
+        y += 22
+    if events:
+        sub = (f"{len(events)} events · t = {events[0].t} … {events[-1].t} ms (virtual time)" if t0 is None else
+               f"{len(events)} events · {when(events[0].t)} … {when(events[-1].t)} from the run's start")
+        if hidden:
+            sub += f" · {hidden} more not shown"
+        out.append(_text(10, y + 10, sub, size=10, color=C_MUTED, anchor="start"))
+        y += 18
+    return out, y
+
+
 def sequence_diagram(events, *, title: str | None = None, max_events: int | None = None,
                      width: int = WIDTH, marks: dict | None = None, align: dict | None = None,
                      layout: dict | None = None, status_labels: bool = False,
@@ -668,105 +869,13 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
     total_w = int(GUTTER + colw * n + 10)
     xs = {name: GUTTER + colw * (i + 0.5) for i, name in enumerate(lines)}
 
-    out: list[str] = []
-    y = 12
-    if title:
-        out.append(_text(10, y + 12, title, size=15, anchor="start", weight="bold"))
-        y += 22
-    if events:
-        sub = (f"{len(events)} events · t = {events[0].t} … {events[-1].t} ms (virtual time)" if t0 is None else
-               f"{len(events)} events · {when(events[0].t)} … {when(events[-1].t)} from the run's start")
-        if hidden:
-            sub += f" · {hidden} more not shown"
-        out.append(_text(10, y + 10, sub, size=10, color=C_MUTED, anchor="start"))
-        y += 18
+    out, y = _title_block(title, events, hidden, t0, when)
     head_y = y + 4
     head_h = _head_h(lines, colw - 14)
     body_top = head_y + head_h
 
     # rows: first lay out (heights), then draw
-    body: list[str] = []
-    yy = body_top + 6
-    last_t = None
-    note_max = max(240.0, min(colw * 2.3, 380.0))
-    prev_mark: str | None = None
-    placed: set = set()
-    for r in rows:
-        if r.mark is not None and r.mark != prev_mark:
-            # a step starts: push it down to its aligned position, badge it in the gutter
-            if r.mark not in placed:
-                yy = max(yy, float((align or {}).get(r.mark, 0)))
-                if layout is not None:
-                    layout.setdefault("steps", {})[r.mark] = yy
-                placed.add(r.mark)
-            body.append(f'<g class="kv-step" data-step="{_e(r.mark)}">'
-                        f'<line x1="4" x2="{total_w - 4}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#cbd5e0" '
-                        f'stroke-dasharray="1,3"/>'
-                        f'<circle cx="14" cy="{yy + 14:.1f}" r="9" fill="{C_STEP}"/>'
-                        + _text(14, yy + 17.5, r.mark, size=10, color="white", weight="bold") + "</g>")
-        prev_mark = r.mark
-        if r.t != last_t:
-            body.append(_text(GUTTER - 8, yy + 16, when(r.t), size=10, color=C_MUTED, anchor="end"))
-            body.append(f'<line x1="4" x2="{total_w - 4}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#f0f0f0"/>')
-            last_t = r.t
-        if r.kind == "msg":
-            x1, x2 = xs[r.src], xs[r.dst]
-            label, color = r.lines[0]
-            span = abs(x2 - x1) - 10
-            # arrow labels wrap between words only (a topic name stays whole, even past a short arrow)
-            label_lines = [(part, c) for text, c in r.lines
-                           for part in ([text] if _tw(text) <= max(span, 60) else wrap_text(text, max(span, 120), FS,
-                                                                                         break_words=False))]
-            extra = LINE_H * (len(label_lines) - 1)
-            ly = yy + 19 + extra
-            d = 1 if x2 >= x1 else -1
-            tip = f"<title>{_e(r.tip)}</title>" if r.tip else ""
-            dash = ' stroke-dasharray="6,4"' if r.dashed else ""
-            sw = "1.4" if color == C_ERROR else "1.2"
-            kind = ("kv-resp kv-error" if color == C_ERROR else "kv-resp") if r.dashed else "kv-req"
-            if r.dotted:
-                kind, dash = "kv-internal", ' stroke-dasharray="2,3"'
-            body.append(f'<g class="{kind}">{tip}')
-            body.append(f'<line x1="{x1:.1f}" y1="{ly:.1f}" x2="{x2 - d * 7:.1f}" y2="{ly:.1f}" '
-                        f'stroke="{r.color}" stroke-width="{sw}"{dash}/>')
-            body.append(f'<polygon points="{x2:.1f},{ly:.1f} {x2 - d * 8:.1f},{ly - 4:.1f} '
-                        f'{x2 - d * 8:.1f},{ly + 4:.1f}" fill="{r.color}"/>')
-            mid = (x1 + x2) / 2
-            for j, (part, pc) in enumerate(label_lines):
-                body.append(_text(mid, ly - 5 - LINE_H * (len(label_lines) - 1 - j), part, color=pc,
-                                  weight="bold" if pc == C_ERROR else None))
-            body.append("</g>")
-            yy += ROW_H + extra
-        elif r.kind == "note":
-            x = xs[r.src]
-            # measured a little wide (NOTE_EM): capitals and "_" run past Helvetica's average width
-            wrapped = [(part, color) for text, color in r.lines
-                       for part in wrap_text(text, note_max - 12, FS_NOTE * NOTE_EM)]
-            if r.more:
-                wrapped.append((f"… {r.more} more", C_MUTED))
-            w = min(note_max, max(_tw(t, FS_NOTE * NOTE_EM) for t, _ in wrapped) + 14)
-            h = LINE_H * len(wrapped) + 8
-            left = max(min(x - w / 2, total_w - 4 - w), GUTTER - 4)
-            fill, stroke = r.box
-            tip = f"<title>{_e(r.tip)}</title>" if r.tip else ""
-            body.append(f'<g class="kv-note kv-{r.style}">{tip}'
-                        f'<rect x="{left:.1f}" y="{yy + 3:.1f}" width="{w:.1f}" height="{h:.1f}" rx="3" '
-                        f'fill="{fill}" stroke="{stroke}"/>')
-            for j, (part, color) in enumerate(wrapped):
-                body.append(_text(left + 7, yy + 3 + 4 + LINE_H * (j + 1) - 3, part, size=FS_NOTE, color=color,
-                                  anchor="start"))
-            body.append("</g>")
-            yy += h + 8
-        else:   # band
-            wrapped = [(part, color) for text, color in r.lines for part in wrap_text(text, total_w - GUTTER - 40, FS)]
-            h = LINE_H * len(wrapped) + 8
-            body.append(f'<g class="kv-band"><rect x="{GUTTER:.1f}" y="{yy + 3:.1f}" '
-                        f'width="{total_w - GUTTER - 6:.1f}" height="{h:.1f}" fill="{C_BAND}"/>')
-            for j, (part, color) in enumerate(wrapped):
-                body.append(_text((GUTTER + total_w) / 2, yy + 3 + 4 + LINE_H * (j + 1) - 3, part, color=color,
-                                  italic=True))
-            body.append("</g>")
-            yy += h + 8
+    body, yy = _draw_rows(rows, xs, body_top + 6, max(240.0, min(colw * 2.3, 380.0)), total_w, align, layout, when)
     if not rows:
         body.append(_text(total_w / 2, yy + 16, "no events", color=C_MUTED, italic=True))
         yy += ROW_H
@@ -776,15 +885,7 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
     if layout is not None:
         layout["height"] = total_h
         layout["width"] = total_w
-
-    heads = []
-    for name in lines:
-        x = xs[name]
-        heads.append(f'<line class="kv-lifeline" x1="{x:.1f}" y1="{body_top - 6}" x2="{x:.1f}" y2="{foot_y:.1f}" '
-                     f'stroke="#a0aec0" stroke-dasharray="4,4"/>')
-    for name in lines:
-        heads.append(_head(xs[name], head_y, colw - 14, name, name in clients, head_h))
-        heads.append(_head(xs[name], foot_y, colw - 14, name, name in clients, head_h))
+    heads = _heads(lines, clients, xs, head_y, foot_y, body_top, colw, head_h)
 
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{total_h}" '
             f'viewBox="0 0 {total_w} {total_h}" font-family="{FONT}" font-size="{FS}" class="kipviz-sequence">'

@@ -282,19 +282,13 @@ class _Table:
             notes.append("map key")
         return ", ".join(notes)
 
-    # size: one field's table rows with or without byte spans, a branch per field form; split pending (draw/ being reworked for issue 25)
     def field_rows(self, f: VField, prefix: str, depth: int, with_spans: bool) -> list[str]:
         path = prefix + f.name
         sp = self.spans if with_spans else None
         bg = C_TAGGED if f.tagged else None
         exact = sp.exact.get(path, ()) if sp else ()
         ext = sp.extent(path) if sp else None
-        if sp is None:
-            value = self._notes(f) if self.spans is None else ""
-        elif ext is None:
-            value = "not sent (default)" if f.tagged else ""
-        else:
-            value = self._value(f, path, exact)
+        value = self._cell_value(f, path, sp, exact, ext)
         parts = "+".join(str(s.end - s.start) for s in exact) if len(exact) > 1 and not (f.is_array or f.is_struct) else ""
         row = self._row(path if sp else None, self._name(f), wire_type(f), _null_note(f), value, bg, parts,
                         ext=ext if sp else ())
@@ -302,27 +296,41 @@ class _Table:
         if f.is_struct:
             nbg = DEPTH_BG[(depth + 1) % len(DEPTH_BG)]
             if f.is_array:
-                count = next((s.value for s in exact if s.role == "count"), None) if sp else None
-                if sp is not None and count:
-                    inner = self.struct_rows(f.fields, f"{path}[0].", depth + 1, True)
-                    title = f"{f.name}[0] · {f.elem}" + (f" (first of {count})" if count > 1 else "")
-                    inner.insert(0, self._note_row(title, nbg, sp.extent(f"{path}[0]")))
-                    if count > 1:
-                        a, b = sp.extent(f"{path}[1]"), sp.extent(f"{path}[{count - 1}]")
-                        rng = "[1]" if count == 2 else f"[1]–[{count - 1}]"
-                        more = f"… {count - 1} more element{'s' if count > 2 else ''} {rng}, same layout"
-                        inner.append(self._note_row(more, C_MORE, (a[0], b[1]) if a and b else None))
-                else:
-                    why = ""
-                    if sp is not None:
-                        why = " (null in the example)" if count is None else " (empty in the example)"
-                    inner = [self._note_row(f"each element: {f.elem}{why}", nbg)]
-                    inner += self.struct_rows(f.fields, f"{path}[0].", depth + 1, False)
+                inner = self._array_rows(f, path, depth, sp, exact, nbg)
             else:
                 present = sp is not None and not any(s.role == "presence" and s.value == -1 for s in exact) and ext
                 inner = self.struct_rows(f.fields, f"{path}.", depth + 1, bool(present))
             rows.append(self._block(inner, nbg))
         return rows
+
+    def _cell_value(self, f: VField, path: str, sp, exact, ext) -> str:
+        """The value column: notes without an example, else the example's value (or why none)."""
+        if sp is None:
+            return self._notes(f) if self.spans is None else ""
+        if ext is None:
+            return "not sent (default)" if f.tagged else ""
+        return self._value(f, path, exact)
+
+    def _array_rows(self, f: VField, path: str, depth: int, sp, exact, nbg: str) -> list[str]:
+        """An array of structs: its first element's rows and how many more there are (with an
+        example), else one element's layout."""
+        count = next((s.value for s in exact if s.role == "count"), None) if sp else None
+        if sp is not None and count:
+            inner = self.struct_rows(f.fields, f"{path}[0].", depth + 1, True)
+            title = f"{f.name}[0] · {f.elem}" + (f" (first of {count})" if count > 1 else "")
+            inner.insert(0, self._note_row(title, nbg, sp.extent(f"{path}[0]")))
+            if count > 1:
+                a, b = sp.extent(f"{path}[1]"), sp.extent(f"{path}[{count - 1}]")
+                rng = "[1]" if count == 2 else f"[1]–[{count - 1}]"
+                more = f"… {count - 1} more element{'s' if count > 2 else ''} {rng}, same layout"
+                inner.append(self._note_row(more, C_MORE, (a[0], b[1]) if a and b else None))
+            return inner
+        why = ""
+        if sp is not None:
+            why = " (null in the example)" if count is None else " (empty in the example)"
+        inner = [self._note_row(f"each element: {f.elem}{why}", nbg)]
+        inner += self.struct_rows(f.fields, f"{path}[0].", depth + 1, False)
+        return inner
 
     def _value(self, f: VField, path: str, exact) -> str:
         if f.is_array:
@@ -397,7 +405,38 @@ def _status_color(status: str | None) -> str:
     return {"released": "#2f855a", "accepted": "#b7791f", "proposed": "#6b46c1"}.get(status, "#555555")
 
 
-# size: one graphviz diagram assembled top to bottom (header, body, legend); split pending (draw/ being reworked for issue 25)
+def _header_nodes(g: graphviz.Digraph, spec: MessageSpec, hinfo: tuple, hvm, head_spans, nbytes: int | None) -> None:
+    """The frame's size and the request/response header (its version chips, why that version) as two
+    nodes of g; nbytes is the frame's length when an example is drawn."""
+    hname, hv, all_hv, why = hinfo
+    t = _Table(hvm.spec, hv, head_spans, hvm.flexible)
+    if nbytes is not None:
+        size_row = t._row(None, "<B>size</B>", "int32 · 4B", "frame length: the bytes that follow",
+                          str(nbytes - 4), C_SIZE, ext=(0, 4))
+    else:
+        size_row = t._row(None, "<B>size</B>", "int32 · 4B", "frame length: the bytes that follow",
+                          "length of header + body", C_SIZE, ext=())
+    g.node("size", "<" + _table([t.head_row()], [size_row], C_SIZE) + ">")
+    chips = "".join(
+        f'<TD BGCOLOR="{C_ACTIVE if v == hv else C_INACTIVE}">'
+        f'<FONT COLOR="{"#ffffff" if v == hv else "#999999"}"><B>v{v}</B></FONT></TD>' for v in all_hv)
+    chip_table = f'<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="2" CELLPADDING="2"><TR>{chips}</TR></TABLE>'
+    label = "request header" if spec.type == "request" else "response header"
+    titles = [
+        f'<TR><TD COLSPAN="{t.ncols}" BGCOLOR="{C_HEADER_TITLE}" ALIGN="LEFT">'
+        f"<B>{label} v{hv}</B> {_small(_e(f'({hname} v{hv})'))}</TD></TR>",
+        f'<TR><TD COLSPAN="{t.ncols}" BGCOLOR="{C_HEADER}" ALIGN="LEFT" BALIGN="LEFT">'
+        f'<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="1"><TR><TD>{_small("header version:", "#333333", 9)}</TD>'
+        f'<TD>{chip_table}</TD></TR></TABLE></TD></TR>',
+        f'<TR><TD COLSPAN="{t.ncols}" BGCOLOR="{C_HEADER}" ALIGN="LEFT" BALIGN="LEFT">'
+        f'{_small(_wrap(why, 80), "#333333", 9)}</TD></TR>',
+        t.head_row(),
+    ]
+    rows = t.struct_rows(hvm.fields, "", 0, head_spans is not None)
+    g.node("header", "<" + _table(titles, rows, C_HEADER) + ">")
+    g.edge("size", "header")
+
+
 def wire_diagram(name_or_spec: str | MessageSpec, version: int, *, header: bool = True,
                  example: None | bool | dict = None) -> graphviz.Digraph:
     """The wire layout of one message version as a graphviz Digraph (see module docstring)."""
@@ -434,33 +473,7 @@ def wire_diagram(name_or_spec: str | MessageSpec, version: int, *, header: bool 
     )
 
     if hinfo is not None:
-        hname, hv, all_hv, why = hinfo
-        t = _Table(hvm.spec, hv, head_spans, hvm.flexible)
-        if example is not None:
-            size_row = t._row(None, "<B>size</B>", "int32 · 4B", "frame length: the bytes that follow",
-                              str(nbytes - 4), C_SIZE, ext=(0, 4))
-        else:
-            size_row = t._row(None, "<B>size</B>", "int32 · 4B", "frame length: the bytes that follow",
-                              "length of header + body", C_SIZE, ext=())
-        g.node("size", "<" + _table([t.head_row()], [size_row], C_SIZE) + ">")
-        chips = "".join(
-            f'<TD BGCOLOR="{C_ACTIVE if v == hv else C_INACTIVE}">'
-            f'<FONT COLOR="{"#ffffff" if v == hv else "#999999"}"><B>v{v}</B></FONT></TD>' for v in all_hv)
-        chip_table = f'<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="2" CELLPADDING="2"><TR>{chips}</TR></TABLE>'
-        label = "request header" if spec.type == "request" else "response header"
-        titles = [
-            f'<TR><TD COLSPAN="{t.ncols}" BGCOLOR="{C_HEADER_TITLE}" ALIGN="LEFT">'
-            f"<B>{label} v{hv}</B> {_small(_e(f'({hname} v{hv})'))}</TD></TR>",
-            f'<TR><TD COLSPAN="{t.ncols}" BGCOLOR="{C_HEADER}" ALIGN="LEFT" BALIGN="LEFT">'
-            f'<TABLE BORDER="0" CELLSPACING="0" CELLPADDING="1"><TR><TD>{_small("header version:", "#333333", 9)}</TD>'
-            f'<TD>{chip_table}</TD></TR></TABLE></TD></TR>',
-            f'<TR><TD COLSPAN="{t.ncols}" BGCOLOR="{C_HEADER}" ALIGN="LEFT" BALIGN="LEFT">'
-            f'{_small(_wrap(why, 80), "#333333", 9)}</TD></TR>',
-            t.head_row(),
-        ]
-        rows = t.struct_rows(hvm.fields, "", 0, head_spans is not None)
-        g.node("header", "<" + _table(titles, rows, C_HEADER) + ">")
-        g.edge("size", "header")
+        _header_nodes(g, spec, hinfo, hvm, head_spans, nbytes)
 
     t = _Table(spec, version, body_spans, vm.flexible)
     size_note = f" · {nbytes - base} bytes" if example is not None else ""

@@ -20,7 +20,7 @@ def _describe(f: VField) -> str:
     return text
 
 
-# size: one comparison of the kit's and Kafka's definitions, a branch per kind of difference; split pending (review/ being reworked this round)
+# size: one comparison of the kit's and Kafka's definitions, a branch per kind of difference: a flat list of checks, one finding each
 def cross_diff(base: MessageSpec, a: int, draft: MessageSpec, b: int) -> list[dict]:
     """Rows {path, change, detail}: how the draft's v`b` differs from the baseline's v`a`."""
     rows: list[dict] = []

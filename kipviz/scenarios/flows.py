@@ -95,7 +95,7 @@ class Window(NamedTuple):
     producer: str           # the client whose transaction committed
 
 
-# size: one window over a flow's events with a branch per event kind; split pending (scenarios/ being reworked this round)
+# size: one window over a flow's events with a branch per event kind: a flat table of cases sharing the window's state
 def flow_window(events: list) -> Window:
     """The first transaction that commits, from the consumer's first read after the producer's
     previous EndTxn up to the commit's EndTxn response."""
@@ -156,7 +156,7 @@ def _note_step(d: dict, cur: int | None) -> int | None:
     return NOTE_STEPS.get(d.get("step"), cur)
 
 
-# size: one classification table over a flow's events, first match wins; split pending (scenarios/ being reworked this round)
+# size: one classification table over a flow's events, first match wins: the order of the cases is the rule
 def classify(events: list, clients: Iterable[str] | None = None) -> dict[int, int]:
     """{event seq: step (1-8, see STEPS)} for one flow's events; events in no step are left out.
     A request sets the step its inner events (state changes, records, notes) inherit, unless

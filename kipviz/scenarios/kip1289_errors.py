@@ -290,6 +290,7 @@ def coordinator_unavailable(trace: Trace) -> None:
 
 
 # ---- corner case 3 -------------------------------------------------------------------------------------
+# size: a scenario is one story told step by step; split, the order of its steps would be lost
 @scenario("kip1289.case03_zombie_producer", title="KIP-1289 case 3: a zombie producer is fenced at staging",
           **PROPOSED)
 def zombie_producer(trace: Trace) -> None:

@@ -460,6 +460,7 @@ def topic_id_persisted(trace: Trace) -> None:
                "commitTransactionalOffset); v6 persists the real id (KAFKA-20444, apache/kafka PR #22249).")
 
 
+# size: a scenario is one story told step by step; split, the order of its steps would be lost
 @scenario("kip1319.producer_error_classes", kip=KIP, status="released",
           title="KIP-1319 producer: GROUP_ID_NOT_FOUND / STALE_MEMBER_EPOCH abort, UNKNOWN_TOPIC_ID retries",
           summary="How the producer treats the three v6 errors. GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH raise "

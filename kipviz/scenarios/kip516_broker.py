@@ -84,6 +84,7 @@ def _pm(topic_id: uuid.UUID) -> str:
 
 
 # ---- stale state ------------------------------------------------------------------------------------------
+# size: one story told step by step for both behaviours (the page's and the shipped broker's), branching only where they differ
 def _stale_state(trace: Trace, behaviour: str) -> None:
     trace.cluster.replicas.behaviour = behaviour
     admin, prod, ctl = Wire(trace, "admin"), Wire(trace, "producer"), Controller(trace)

@@ -216,7 +216,7 @@ def _txn_check(cluster, txn_id, batch, topic: str, partition: int, version: int)
     return check(txn_id, batch["producer_id"], batch["producer_epoch"], topic, partition, version=version)
 
 
-# size: one partition of Produce in ReplicaManager's order of checks; split pending: the handlers are being reworked for issue 24
+# size: one partition of Produce in ReplicaManager's order of checks, first failing check wins, to compare side by side
 def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dict, acks: int,
                        txn_id, budget: list) -> dict:
     v = req.version
@@ -306,7 +306,7 @@ ERRORS["Produce"] = (
     + rows(13, ("UNKNOWN_TOPIC_ID",), "KIP-516 (Produce v13, ProduceResponse.json: 'May return UNKNOWN_TOPIC_ID')"))
 
 
-# size: Produce's request-level checks then the per-partition loop, as KafkaApis.handleProduceRequest; split pending (handlers reworked for issue 24)
+# size: Produce's request-level checks then the per-partition loop, as KafkaApis.handleProduceRequest, check by check side by side
 @handles("Produce")
 def produce(cluster, req: Request) -> dict:
     v, body = req.version, req.body
@@ -372,7 +372,7 @@ def aborted_transactions(log, start: int, end: int) -> list[dict]:
     return out
 
 
-# size: one partition of Fetch in the broker's order of checks (epoch, offset range, isolation); split pending (handlers reworked for issue 24)
+# size: one partition of Fetch in the broker's order of checks (epoch, offset range, isolation), first failing check wins
 def _fetch_partition(cluster, req: Request, topic, name, unknown_code, fp: dict, isolation: int,
                      follower: bool, budget: list) -> dict:
     idx = fp.get("Partition", -1)
@@ -514,7 +514,7 @@ def _fetch(cluster, req: Request) -> dict:
 
 
 # ---- ListOffsets ------------------------------------------------------------------------------------
-# size: ListOffsets' timestamp kinds (earliest, latest, max, local, tiered, by time) as one dispatch; split pending (handlers reworked for issue 24)
+# size: ListOffsets' timestamp kinds (earliest, latest, max, local, tiered, by time) as one dispatch, as UnifiedLog.fetchOffsetByTimestamp
 def _list_offset(cluster, req: Request, topic, name, lp: dict, isolation: int, replica_id: int) -> dict:
     v = req.version
     idx = lp.get("PartitionIndex", -1)

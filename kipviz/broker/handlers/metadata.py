@@ -238,7 +238,7 @@ ERRORS["Metadata"] = (
     + rows(12, ("UNKNOWN_TOPIC_ID",), "KIP-516 (Metadata v12: topics by id)"))
 
 
-# size: Metadata's topic selection and per-topic errors in KafkaApis' order; split pending (handlers reworked for issue 24)
+# size: Metadata's topic selection and per-topic errors in KafkaApis.handleTopicMetadataRequest's order, kept whole so the two read side by side
 @handles("Metadata")
 def metadata(cluster, req: Request) -> dict:
     v, body = req.version, req.body
@@ -308,7 +308,7 @@ def _collision(cluster, name: str) -> str | None:
     return None
 
 
-# size: CreateTopics' validation rules for one topic, first failing rule wins; split pending (handlers reworked for issue 24)
+# size: CreateTopics' validation rules for one topic, first failing rule wins: the order of the checks is the answer
 def _creation_error(cluster, t: dict, live: int) -> tuple[int, str | None, int, int]:
     """ReplicationControlManager.createTopics/createTopic checks, in order. Returns (code,
     message, partitions, replication factor)."""
@@ -397,7 +397,7 @@ ERRORS["CreateTopics"] = rows(0, (
     "KIP-4 CreateTopics: ControllerApis.createTopics, ReplicationControlManager.createTopics")
 
 
-# size: CreateTopics per topic: validate, create, answer, as the controller does; split pending (handlers reworked for issue 24)
+# size: CreateTopics per topic (validate, create, answer) as the controller's createTopics, kept whole so the two read side by side
 @handles("CreateTopics")
 def create_topics(cluster, req: Request) -> dict:
     v, body = req.version, req.body
@@ -478,7 +478,7 @@ ERRORS["DeleteTopics"] = (
     + rows(6, ("UNKNOWN_TOPIC_ID",), "KIP-516 (DeleteTopics v6 topic ids)"))
 
 
-# size: DeleteTopics by name or id with each topic's error, as the controller does; split pending (handlers reworked for issue 24)
+# size: DeleteTopics by name or id with each topic's error as the controller's deleteTopics, kept whole so the two read side by side
 @handles("DeleteTopics")
 def delete_topics(cluster, req: Request) -> dict:
     """ControllerApis.deleteTopics: names (v0-5 TopicNames, v6 Topics[].Name) and ids (v6)."""

@@ -196,25 +196,9 @@ ERRORS["ShareFetch"] = (
                                                          "it reads no corrupt batch"))
 
 
-# size: ShareFetch's session, acknowledgement and acquire steps in SharePartitionManager's order; split pending (handlers reworked for issue 24)
-@handles("ShareFetch")
-def share_fetch(cluster, req: Request) -> dict:
-    b, v = req.body, req.version
-    gid, member, epoch = b.get("GroupId") or "", b.get("MemberId") or "", b.get("ShareSessionEpoch", 0)
-    if not gid or not member:
-        return _top_error("ShareFetch", v, _err("INVALID_REQUEST", "GroupId and MemberId are required."))
-    if not cluster.authorized(req.principal, "GROUP", gid, "READ"):
-        return _top_error("ShareFetch", v, _err("GROUP_AUTHORIZATION_FAILED"))
-    session, err = _session(cluster, req, gid, member, epoch, True)
-    if err:
-        return _top_error("ShareFetch", v, err)
-    shares = cluster.shares
-    isolation = getattr(shares, "isolation", {}).get(gid, 0)
-    max_records = b.get("MaxRecords", 500) if v >= 1 else 500
-    if max_records <= 0:
-        max_records = 500
-    renew_only = bool(b.get("IsRenewAck")) if v >= 2 else False
-    parts = session["parts"]
+def _share_fetch_order(b: dict, parts: list, epoch: int) -> tuple[dict, list]:
+    """The session's partitions after this request's forgotten and added ones, and each requested
+    partition's acknowledgement batches: (acks by partition, the order the partitions are answered in)."""
     for ft in b.get("ForgottenTopicsData") or []:
         for p in ft.get("Partitions") or []:
             if (ft["TopicId"], p) in parts:
@@ -231,36 +215,78 @@ def share_fetch(cluster, req: Request) -> dict:
     for k, _ in requested:
         if k not in order:
             order.append(k)
+    return acks, order
+
+
+def _share_fetch_partition(cluster, req: Request, gid: str, member: str, tid, p: int, batches, budget: int,
+                           isolation: int) -> tuple[tuple, list]:
+    """One partition: its acknowledgements, then up to `budget` records acquired right after them.
+    ((tid, response partition, share partition or None, log), the records acquired)."""
+    pr = {"PartitionIndex": p, "ErrorCode": 0, "ErrorMessage": None, "AcknowledgeErrorCode": 0,
+          "AcknowledgeErrorMessage": None, "CurrentLeader": {"LeaderId": -1, "LeaderEpoch": -1},
+          "Records": b"", "AcquiredRecords": []}
+    topic, log, perr = _resolve(cluster, req, tid, p)
+    sp, got = None, []
+    if perr:
+        pr.update(perr)
+    else:
+        sp = cluster.shares.share_partition(gid, topic, p)
+        if batches:
+            pr["AcknowledgeErrorCode"], pr["AcknowledgeErrorMessage"] = _ack(sp, member, batches, req.version >= 2)
+        if budget > 0:
+            got = sp.acquire(member, budget, isolation)
+            pr["AcquiredRecords"] = sp.acquired_ranges(got)
+            pr["Records"] = _records(log, got)
+    return (tid, pr, sp, log), got
+
+
+@handles("ShareFetch")
+def share_fetch(cluster, req: Request) -> dict:
+    """ShareFetch in SharePartitionManager's order: the session, then per partition its
+    acknowledgements and acquisition, then (nothing acquired) a DelayedShareFetch."""
+    b, v = req.body, req.version
+    gid, member, epoch = b.get("GroupId") or "", b.get("MemberId") or "", b.get("ShareSessionEpoch", 0)
+    if not gid or not member:
+        return _top_error("ShareFetch", v, _err("INVALID_REQUEST", "GroupId and MemberId are required."))
+    if not cluster.authorized(req.principal, "GROUP", gid, "READ"):
+        return _top_error("ShareFetch", v, _err("GROUP_AUTHORIZATION_FAILED"))
+    session, err = _session(cluster, req, gid, member, epoch, True)
+    if err:
+        return _top_error("ShareFetch", v, err)
+    shares = cluster.shares
+    isolation = getattr(shares, "isolation", {}).get(gid, 0)
+    max_records = b.get("MaxRecords", 500) if v >= 1 else 500
+    if max_records <= 0:
+        max_records = 500
+    renew_only = bool(b.get("IsRenewAck")) if v >= 2 else False
+    acks, order = _share_fetch_order(b, session["parts"], epoch)
     rows = []          # (tid, response partition, share partition and log or None)
     fetching = epoch != -1 and not renew_only
     budget, got_any = max_records, False
     for tid, p in order:
-        pr = {"PartitionIndex": p, "ErrorCode": 0, "ErrorMessage": None, "AcknowledgeErrorCode": 0,
-              "AcknowledgeErrorMessage": None, "CurrentLeader": {"LeaderId": -1, "LeaderEpoch": -1},
-              "Records": b"", "AcquiredRecords": []}
-        topic, log, perr = _resolve(cluster, req, tid, p)
-        sp = None
-        if perr:
-            pr.update(perr)
-        else:
-            sp = shares.share_partition(gid, topic, p)
-            if acks.get((tid, p)):
-                pr["AcknowledgeErrorCode"], pr["AcknowledgeErrorMessage"] = _ack(sp, member, acks[(tid, p)], v >= 2)
-            if fetching and budget > 0:        # acquired right after this partition's acks
-                got = sp.acquire(member, budget, isolation)
-                budget -= len(got)
-                got_any = got_any or bool(got)
-                pr["AcquiredRecords"] = sp.acquired_ranges(got)
-                pr["Records"] = _records(log, got)
-        rows.append((tid, pr, sp, log))
+        row, got = _share_fetch_partition(cluster, req, gid, member, tid, p, acks.get((tid, p)),
+                                          budget if fetching else 0, isolation)
+        budget -= len(got)
+        got_any = got_any or bool(got)
+        rows.append(row)
     if epoch == -1:
         shares.close_session(gid, member, req.broker)
-    wait = b.get("MaxWaitMs", 0)
+    if fetching and not got_any:
+        return _share_fetch_wait(cluster, req, rows, gid, member, max_records, isolation)
+    return _share_body(cluster, rows)
+
+
+def _share_fetch_wait(cluster, req: Request, rows: list, gid: str, member: str, max_records: int,
+                      isolation: int):
+    """Nothing acquired: the answer now, or (long poll, no error, a share partition to wait on)
+    DEFERRED until records arrive or MaxWaitMs passes."""
+    wait = req.body.get("MaxWaitMs", 0)
     errors = any(pr["ErrorCode"] or pr["AcknowledgeErrorCode"] for _, pr, _, _ in rows)
-    if fetching and not got_any and not errors and cluster.config.long_poll and wait > 0 \
-            and any(sp is not None for _, _, sp, _ in rows):
+    if not errors and cluster.config.long_poll and wait > 0 and any(sp is not None for _, _, sp, _ in rows):
         # DelayedShareFetch: nothing acquirable now; acknowledgements are already applied, the
         # acquisition is retried when records arrive, else answered empty after MaxWaitMs
+        shares = cluster.shares
+
         def attempt(final: bool):
             if shares.member(gid, member) is None:
                 return _share_body(cluster, rows)
