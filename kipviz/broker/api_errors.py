@@ -43,14 +43,16 @@ def declared() -> dict[str, list[Row]]:
     return out
 
 
-class _Declared(Mapping):
-    """ERROR_ROWS: the collected rows, read from the handlers on first use (importing the handlers
-    while kipviz.broker itself is importing would be circular)."""
-    _rows: dict | None = None
+class _Lazy(Mapping):
+    """A table read from the handler modules on first use (importing the handlers while
+    kipviz.broker itself is importing would be circular)."""
+
+    def __init__(self, load):
+        self._load, self._rows = load, None
 
     def _table(self) -> dict:
         if self._rows is None:
-            type(self)._rows = declared()
+            self._rows = self._load()
         return self._rows
 
     def __getitem__(self, api):
@@ -63,34 +65,21 @@ class _Declared(Mapping):
         return len(self._table())
 
 
-ERROR_ROWS: Mapping[str, list[Row]] = _Declared()
+def _page_only() -> dict[str, tuple]:
+    """Errors a proposal's page lists that the model never answers (a departure), from the handler
+    modules' PAGE_ONLY."""
+    from .handlers import HANDLERS, load_all
+    load_all()
+    out = {}
+    for api, fn in HANDLERS.items():
+        page = getattr(sys.modules[fn.__module__], "PAGE_ONLY", {})
+        if api in page:
+            out[api] = tuple(page[api])
+    return out
 
 
-class _PageOnly(Mapping):
-    """Errors a proposal's page lists that the model never answers (a departure), from the
-    handler modules' PAGE_ONLY."""
-
-    def _table(self) -> dict:
-        from .handlers import HANDLERS, load_all
-        load_all()
-        out = {}
-        for api, fn in HANDLERS.items():
-            page = getattr(sys.modules[fn.__module__], "PAGE_ONLY", {})
-            if api in page:
-                out[api] = tuple(page[api])
-        return out
-
-    def __getitem__(self, api):
-        return self._table()[api]
-
-    def __iter__(self):
-        return iter(self._table())
-
-    def __len__(self):
-        return len(self._table())
-
-
-PAGE_ONLY: Mapping[str, tuple] = _PageOnly()
+ERROR_ROWS: Mapping[str, list[Row]] = _Lazy(declared)
+PAGE_ONLY: Mapping[str, tuple] = _Lazy(_page_only)
 
 
 def apis() -> tuple[str, ...]:

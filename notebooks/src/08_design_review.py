@@ -136,17 +136,10 @@ else:
 # On which line of `broken` (counting from 1) will the review point?
 
 # %%
-broken = '''{
-  "apiKey": 96, "type": "request", "name": "ShareRenewLeaseRequest",
-  "validVersions": "0", "flexibleVersions": "0+",
-  "fields": [
-    { "name": "GroupId", "type": "string", "versions": "0+", "about": "The share group." },
-    { "name": "Topics", "type": "[]RenewTopic", "versions": "0+", "about": "Leases per topic.", "fields": [
-      { "name": "TopicId", "type": "uuid", "versions": "0+", "about": "The topic id." },
-      { "name": "Partitions", "type": "[]int32", "versions": "0+", "tag": 0, "about": "The partitions." }
-    ]}
-  ]
-}'''
+from kipviz.course.exercises import BROKEN_DRAFT as broken  # the draft the check reviews too
+
+for number, line in enumerate(broken.splitlines(), 1):
+    print(f"{number:2}  {line}")
 
 # %% kipviz={"exercise": "08-2"}
 answer = ...
