@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from .teach import Check, check
 
-__all__ = ["Exercise", "EXERCISES", "exercise", "BROKEN_DRAFT", "SEED_HEX"]
+__all__ = ["Exercise", "EXERCISES", "exercise", "BROKEN_DRAFT", "SEED_HEX", "tag_reuse_draft"]
 
 
 @dataclass(frozen=True)
@@ -327,9 +327,9 @@ def _deleted_versions():
     return review(_toc_v7(drop)).errors[0].versions_text
 
 
-@_ex("08-4", hint="Look at the rules whose usual severity is error.", solution="tags.errors[0].rule.")
-def _tag_rule():
-    from ..review import review
+def tag_reuse_draft() -> str:
+    """Exercise 4's draft: ApiVersionsResponse v6 ends ZkMigrationReady (tag 3) at v5 and gives tag 3
+    to a new field (notebook 08 reviews the same text)."""
     from ..schema import jsonc, registry
     av = jsonc.loads((registry.DEFS_DIR / "ApiVersionsResponse.json").read_text())
     del av["kipviz"]
@@ -338,7 +338,13 @@ def _tag_rule():
     zk["versions"] = zk["taggedVersions"] = "3-5"
     av["fields"].append({"name": "ControllerReady", "type": "bool", "versions": "6+", "taggedVersions": "6+",
                          "tag": 3, "ignorable": True, "default": "false", "about": "Controller quorum ready."})
-    return review(json.dumps(av, indent=2)).errors[0].rule
+    return json.dumps(av, indent=2)
+
+
+@_ex("08-4", hint="Look at the rules whose usual severity is error.", solution="tags.errors[0].rule.")
+def _tag_rule():
+    from ..review import review
+    return review(tag_reuse_draft()).errors[0].rule
 
 
 # ---- 09 a live cluster (real clients against kipviz.serve) --------------------------------------------
