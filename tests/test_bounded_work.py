@@ -19,7 +19,7 @@ from crc32c import crc32c
 
 from kipviz import codec
 from kipviz.broker import Cluster, ClusterConfig
-from kipviz.broker.handlers.metadata import EXTRA_CODES, shape
+from kipviz.broker.handlers.metadata import shape
 from kipviz.errors import DecodeError, SchemaError
 from kipviz.records import MAX_RECORDS, RecordLimitError, read_batches, write_batch
 from kipviz.review import source as review_source
@@ -28,7 +28,7 @@ from kipviz.schema.error_codes import CODE
 from kipviz.schema.loader import load_text
 from kipviz.schema.versions import Versions
 
-E = {**CODE, **EXTRA_CODES}
+E = CODE
 MIN_RECORD = b"\x0c\x00\x00\x00\x01\x01\x00"      # length 6, attributes, deltas 0, key/value null, no headers
 
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from kipviz import codec
 from kipviz.broker import Acl, Cluster
-from kipviz.broker.handlers.metadata import EXTRA_CODES, shape
+from kipviz.broker.handlers.metadata import shape
 from kipviz.records import (
     group_coordinator_partition,
     read_batches,
@@ -34,7 +34,7 @@ from kipviz.schema.events import RecordAppended
 from kipviz.schema.resolve import resolve
 from kipviz.uuids import RESERVED, ZERO_UUID, random_uuid, to_kafka_str
 
-E = {**CODE, **EXTRA_CODES}
+E = CODE
 ANYONE = "User:ANONYMOUS"
 
 

@@ -35,7 +35,7 @@ from ...schema.error_codes import CODE
 from ...uuids import ZERO_UUID
 from ..error_rows import kafka_only, rows
 from . import CLOSE, DEFERRED, Request, handles
-from .metadata import CLUSTER_RESOURCE, epoch_error, err, is_zero, leader_alive, log_of, model_state, node, shape
+from .metadata import CLUSTER_RESOURCE, epoch_error, is_zero, leader_alive, log_of, model_state, node, shape
 
 NONE = 0
 NO_OFFSET = -1
@@ -68,10 +68,10 @@ def _parse_records(records, version: int, config, records_left: int):
     """ProduceRequest.validateRecords + the log validator: (batch, 0) or (None, error code, message).
     `records_left`: how many more records this Produce may append (ClusterConfig.max_produce_records)."""
     if not records:
-        return None, err("INVALID_RECORD"), (f"Produce requests with version {version} must have at least "
+        return None, CODE["INVALID_RECORD"], (f"Produce requests with version {version} must have at least "
                                              "one record batch per partition")
     if len(records) > MAGIC_OFFSET and records[MAGIC_OFFSET] != 2:
-        return None, err("INVALID_RECORD"), (f"Produce requests with version {version} are only allowed to "
+        return None, CODE["INVALID_RECORD"], (f"Produce requests with version {version} are only allowed to "
                                              "contain record batches with magic version 2")
     if len(records) >= 12:
         # UnifiedLog.analyzeAndValidateRecords: a batch larger than message.max.bytes, before its CRC
@@ -88,23 +88,23 @@ def _parse_records(records, version: int, config, records_left: int):
                                                  f"(ClusterConfig.max_produce_records): {e}")
     except DecodeError as e:
         if "cramjam" in str(e):
-            return None, err("UNSUPPORTED_COMPRESSION_TYPE"), str(e)
+            return None, CODE["UNSUPPORTED_COMPRESSION_TYPE"], str(e)
         return None, CODE["CORRUPT_MESSAGE"], str(e)
     if len(batches) != 1:
-        return None, err("INVALID_RECORD"), (f"Produce requests with version {version} are only allowed to "
+        return None, CODE["INVALID_RECORD"], (f"Produce requests with version {version} are only allowed to "
                                              "contain exactly one record batch per partition")
     b = batches[0]
     if version < 7 and b["compression"] == "zstd":
-        return None, err("UNSUPPORTED_COMPRESSION_TYPE"), (f"Produce requests with version {version} are not "
+        return None, CODE["UNSUPPORTED_COMPRESSION_TYPE"], (f"Produce requests with version {version} are not "
                                                            "allowed to use ZStandard compression")
     if b["is_control"]:
-        return None, err("INVALID_RECORD"), "Clients are not allowed to write control records"
+        return None, CODE["INVALID_RECORD"], "Clients are not allowed to write control records"
     if not b["records"]:
-        return None, err("INVALID_RECORD"), "Record batch has no records"
+        return None, CODE["INVALID_RECORD"], "Record batch has no records"
     if b["is_transactional"] and b["producer_id"] < 0:
-        return None, err("INVALID_RECORD"), "A transactional batch needs a producer id"
+        return None, CODE["INVALID_RECORD"], "A transactional batch needs a producer id"
     if b["producer_id"] >= 0 and b["base_sequence"] < 0:
-        return None, err("INVALID_RECORD"), (f"Invalid sequence number {b['base_sequence']} in record batch "
+        return None, CODE["INVALID_RECORD"], (f"Invalid sequence number {b['base_sequence']} in record batch "
                                              f"with producerId {b['producer_id']}")
     return b, NONE, None
 
@@ -157,15 +157,15 @@ def _producer_check(cluster, log, batch) -> tuple[int, int | None, str | None]:
                 return NONE, b_offset, None
     if epoch != current:
         if first_seq != 0 and current >= 0:
-            return (err("OUT_OF_ORDER_SEQUENCE_NUMBER"), None,
+            return (CODE["OUT_OF_ORDER_SEQUENCE_NUMBER"], None,
                     f"Invalid sequence number for new epoch of producer {pid}: {epoch} (request epoch), "
                     f"{first_seq} (seq. number), {current} (current producer epoch)")
     elif entry["batches"] and not _in_sequence(entry["batches"][-1][1], first_seq):
-        return (err("OUT_OF_ORDER_SEQUENCE_NUMBER"), None,
+        return (CODE["OUT_OF_ORDER_SEQUENCE_NUMBER"], None,
                 f"Out of order sequence number for producer {pid}: {first_seq} (incoming seq. number), "
                 f"{entry['batches'][-1][1]} (current end sequence number)")
     elif not entry["batches"] and current >= 0 and first_seq != 0:
-        return (err("OUT_OF_ORDER_SEQUENCE_NUMBER"), None,
+        return (CODE["OUT_OF_ORDER_SEQUENCE_NUMBER"], None,
                 f"Out of order sequence number for producer {pid}: {first_seq} (incoming seq. number), "
                 "-1 (current end sequence number)")
     return NONE, None, None
@@ -240,7 +240,7 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
     if code:
         return fail(code, message)
     if acks not in (-1, 0, 1):
-        return fail(err("INVALID_REQUIRED_ACKS"))
+        return fail(CODE["INVALID_REQUIRED_ACKS"])
     if topic.internal:
         return fail(CODE["INVALID_TOPIC_EXCEPTION"], f"Cannot append to internal topic {name}")
     if log.leader != req.broker or not leader_alive(cluster, log):
@@ -482,7 +482,7 @@ def _fetch(cluster, req: Request) -> dict:
     session_epoch = body.get("SessionEpoch", -1)
     if session_epoch not in (-1, 0):
         # no incremental fetch session is ever created here (a broker without free session slots)
-        top["ErrorCode"] = err("FETCH_SESSION_ID_NOT_FOUND")
+        top["ErrorCode"] = CODE["FETCH_SESSION_ID_NOT_FOUND"]
         return shape("FetchResponse", v, top)
     replica_id = body["ReplicaState"]["ReplicaId"] if v >= 15 and body.get("ReplicaState") else body.get(
         "ReplicaId", -1)
@@ -569,9 +569,9 @@ ERRORS["ListOffsets"] = (
          "KafkaApis.handleListOffsetRequest")
     + rows(1, ("INVALID_REQUEST",), "KafkaApis.handleListOffsetRequestV1AndAbove: a partition listed twice; v2+ "
                                     "an IsolationLevel other than 0 or 1")
-    + rows(4, ("FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH"), "KIP-320 (ListOffsets v4 CurrentLeaderEpoch)"))
-# (Kafka adds OFFSET_NOT_AVAILABLE at v5, KIP-207: a code schema/error_codes does not define yet; a new
-# leader in the model knows its high watermark at once, so the model would not answer it)
+    + rows(4, ("FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH"), "KIP-320 (ListOffsets v4 CurrentLeaderEpoch)")
+    + kafka_only(5, ("OFFSET_NOT_AVAILABLE",), "KIP-207 (ListOffsetsResponse.json v5)",
+                 "a new leader in the model knows its high watermark at once"))
 
 
 @handles("ListOffsets")

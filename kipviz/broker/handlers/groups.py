@@ -182,6 +182,8 @@ ERRORS["ConsumerGroupHeartbeat"] = (
          "KIP-848 ConsumerGroupHeartbeatResponse.json")
     + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
                  "KIP-848 ConsumerGroupHeartbeatResponse.json", _LOADED)
+    + kafka_only(0, ("GROUP_MAX_SIZE_REACHED",), "KIP-848 ConsumerGroupHeartbeatResponse.json",
+                 "the model sets no group.consumer.max.size, so a consumer group never refuses a member")
     + rows(0, ("FENCED_INSTANCE_ID",), "GroupMetadataManager.throwIfInstanceIdIsFenced (not in the schema's list)")
     + rows(0, ("GROUP_ID_NOT_FOUND",), "GroupMetadataManager: 'Group ... is not a consumer group.' (not in the "
                                        "schema's list)")

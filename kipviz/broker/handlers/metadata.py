@@ -39,28 +39,17 @@ INT32_MIN = -2**31                          # "authorized operations not request
 DEFAULT_REPLICATION_FACTOR = 1              # default.replication.factor
 METADATA_TOPIC = "__cluster_metadata"
 
-# codes the model returns that kipviz.schema.error_codes does not list yet (Errors.java)
-EXTRA_CODES = {"INVALID_REQUIRED_ACKS": 21, "INVALID_REPLICA_ASSIGNMENT": 39,
-               "OUT_OF_ORDER_SEQUENCE_NUMBER": 45, "FETCH_SESSION_ID_NOT_FOUND": 70,
-               "INVALID_FETCH_SESSION_EPOCH": 71, "FENCED_LEADER_EPOCH": 74, "UNKNOWN_LEADER_EPOCH": 75,
-               "UNSUPPORTED_COMPRESSION_TYPE": 76, "INVALID_RECORD": 87, "POLICY_VIOLATION": 44}
-
-
-def err(name: str) -> int:
-    return CODE[name] if name in CODE else EXTRA_CODES[name]
-
-
 # Errors.java default messages (Errors.message(): the exception's message, "NONE" for no error)
 MESSAGES = {
     0: "NONE",
-    err("UNKNOWN_TOPIC_OR_PARTITION"): "This server does not host this topic-partition.",
-    err("UNKNOWN_TOPIC_ID"): "This server does not host this topic ID.",
-    err("TOPIC_AUTHORIZATION_FAILED"): "Topic authorization failed.",
-    err("GROUP_AUTHORIZATION_FAILED"): "Group authorization failed.",
-    err("TRANSACTIONAL_ID_AUTHORIZATION_FAILED"): "Transactional Id authorization failed.",
-    err("CLUSTER_AUTHORIZATION_FAILED"): "Cluster authorization failed.",
-    err("COORDINATOR_NOT_AVAILABLE"): "The coordinator is not available.",
-    err("INVALID_REQUEST"): ("This most likely occurs because of a request being malformed by the client "
+    CODE["UNKNOWN_TOPIC_OR_PARTITION"]: "This server does not host this topic-partition.",
+    CODE["UNKNOWN_TOPIC_ID"]: "This server does not host this topic ID.",
+    CODE["TOPIC_AUTHORIZATION_FAILED"]: "Topic authorization failed.",
+    CODE["GROUP_AUTHORIZATION_FAILED"]: "Group authorization failed.",
+    CODE["TRANSACTIONAL_ID_AUTHORIZATION_FAILED"]: "Transactional Id authorization failed.",
+    CODE["CLUSTER_AUTHORIZATION_FAILED"]: "Cluster authorization failed.",
+    CODE["COORDINATOR_NOT_AVAILABLE"]: "The coordinator is not available.",
+    CODE["INVALID_REQUEST"]: ("This most likely occurs because of a request being malformed by the client "
                              "library or the message was sent to an incompatible broker. See the broker "
                              "logs for more details."),
 }
@@ -148,9 +137,9 @@ def epoch_error(log, current_leader_epoch: int) -> int:
     if current_leader_epoch is None or current_leader_epoch < 0:
         return CODE["NONE"]
     if current_leader_epoch < log.leader_epoch:
-        return err("FENCED_LEADER_EPOCH")
+        return CODE["FENCED_LEADER_EPOCH"]
     if current_leader_epoch > log.leader_epoch:
-        return err("UNKNOWN_LEADER_EPOCH")
+        return CODE["UNKNOWN_LEADER_EPOCH"]
     return CODE["NONE"]
 
 
@@ -227,8 +216,7 @@ def _auto_create(cluster, req: Request, name: str) -> dict:
 
 
 # The errors each metadata RPC can return, declared above its handler (kipviz.broker.api_errors
-# reads ERRORS). POLICY_VIOLATION (CreateTopics, the kit's partition cap) is a code
-# schema/error_codes does not define yet, so no row can name it.
+# reads ERRORS).
 ERRORS = {}
 ERRORS["Metadata"] = (
     rows(0, ("UNKNOWN_TOPIC_OR_PARTITION", "LEADER_NOT_AVAILABLE", "INVALID_TOPIC_EXCEPTION",
@@ -331,16 +319,16 @@ def _creation_error(cluster, t: dict, live: int) -> tuple[int, str | None, int, 
                     "replicationFactor was not set to -1.", -1, -1)
         indexes = sorted(a["PartitionIndex"] for a in assignments)
         if indexes != list(range(len(indexes))):
-            return (err("INVALID_REPLICA_ASSIGNMENT"), "Partitions must be numbered consecutively from 0.",
+            return (CODE["INVALID_REPLICA_ASSIGNMENT"], "Partitions must be numbered consecutively from 0.",
                     -1, -1)
         sizes = {len(a["BrokerIds"]) for a in assignments}
         for a in assignments:
             ids = a["BrokerIds"]
             if not ids or len(set(ids)) != len(ids) or len(sizes) != 1:
-                return (err("INVALID_REPLICA_ASSIGNMENT"), f"Invalid replica assignment for partition "
+                return (CODE["INVALID_REPLICA_ASSIGNMENT"], f"Invalid replica assignment for partition "
                         f"{a['PartitionIndex']}.", -1, -1)
             if any(not 0 <= b < cluster.config.brokers for b in ids):
-                return (err("INVALID_REPLICA_ASSIGNMENT"), "The manual partition assignment includes broker "
+                return (CODE["INVALID_REPLICA_ASSIGNMENT"], "The manual partition assignment includes broker "
                         f"ids that are not registered: {ids}", -1, -1)
         return 0, None, len(assignments), sizes.pop()
     partitions = cluster.config.default_partitions if t["NumPartitions"] == -1 else t["NumPartitions"]
@@ -386,7 +374,7 @@ def _model_capacity(cluster, partitions: int) -> tuple[int, str | None]:
     held = sum(len(t.partitions) for t in cluster.topics.by_name.values())
     cap = cluster.config.max_cluster_partitions
     if held + partitions > cap:
-        return err("POLICY_VIOLATION"), (f"kipviz limit: the cluster model holds {held} partitions; {partitions} "
+        return CODE["POLICY_VIOLATION"], (f"kipviz limit: the cluster model holds {held} partitions; {partitions} "
                                          f"more would pass max_cluster_partitions={cap} (a ClusterConfig field)")
     return 0, None
 
@@ -394,7 +382,10 @@ def _model_capacity(cluster, partitions: int) -> tuple[int, str | None]:
 ERRORS["CreateTopics"] = rows(0, (
     "TOPIC_ALREADY_EXISTS", "INVALID_TOPIC_EXCEPTION", "INVALID_PARTITIONS", "INVALID_REPLICATION_FACTOR",
     "INVALID_REPLICA_ASSIGNMENT", "INVALID_REQUEST", "TOPIC_AUTHORIZATION_FAILED"),
-    "KIP-4 CreateTopics: ControllerApis.createTopics, ReplicationControlManager.createTopics")
+    "KIP-4 CreateTopics: ControllerApis.createTopics, ReplicationControlManager.createTopics") \
+    + rows(0, ("POLICY_VIOLATION",), "the kit's cap on the partitions the model holds "
+                                     "(ClusterConfig.max_cluster_partitions); Kafka answers it when "
+                                     "create.topic.policy.class.name rejects a topic (KIP-108)")
 
 
 # size: CreateTopics per topic (validate, create, answer) as the controller's createTopics, kept whole so the two read side by side
@@ -405,7 +396,7 @@ def create_topics(cluster, req: Request) -> dict:
     requested = body.get("Topics") or []
     default = cluster.config.default_partitions
     if sum(_requested_partitions(t, default) for t in requested) > MAX_PARTITIONS_PER_BATCH:
-        return _refuse_all(v, requested, err("POLICY_VIOLATION"), TOO_MANY_PARTITIONS)
+        return _refuse_all(v, requested, CODE["POLICY_VIOLATION"], TOO_MANY_PARTITIONS)
     names = [t["Name"] for t in requested]
     duplicates = {n for n in names if names.count(n) > 1}
     may_create_any = cluster.authorized(req.principal, "CLUSTER", CLUSTER_RESOURCE, "CREATE")

@@ -43,13 +43,14 @@ def _err(name: str, message: str | None = None) -> dict:
     return {"ErrorCode": CODE[name], "ErrorMessage": message}
 
 
-# (Kafka's list also has GROUP_MAX_SIZE_REACHED, a code schema/error_codes does not define yet)
 ERRORS["ShareGroupHeartbeat"] = (
     rows(0, ("GROUP_AUTHORIZATION_FAILED", "INVALID_REQUEST", "UNKNOWN_MEMBER_ID"),
          "KIP-932 ShareGroupHeartbeatResponse.json")
     + kafka_only(0, ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
                  "KIP-932 ShareGroupHeartbeatResponse.json", "the model's group coordinator is always loaded, on "
                                                             "every broker")
+    + kafka_only(0, ("GROUP_MAX_SIZE_REACHED",), "KIP-932 ShareGroupHeartbeatResponse.json",
+                 "the model sets no group.share.max.size, so a share group never refuses a member")
     + rows(0, ("FENCED_MEMBER_EPOCH",), "GroupMetadataManager.throwIfShareGroupMemberEpochIsInvalid (KIP-932; "
                                         "not in the schema's list)")
     + rows(0, ("GROUP_ID_NOT_FOUND",), "GroupMetadataManager.getOrMaybeCreatePersistedShareGroup: 'Group ... is "
