@@ -121,4 +121,4 @@ fresh-check:
 	git clone --quiet . "$$d/kipviz" && env -u VIRTUAL_ENV -u PYSPARK_PYTHON $(MAKE) -C "$$d/kipviz" test; rc=$$?; rm -rf "$$d"; exit $$rc
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis test-artifacts
+	rm -rf $(VENV) .pytest_cache .hypothesis test-artifacts tests/browser/artifacts

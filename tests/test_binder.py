@@ -133,7 +133,7 @@ def test_start_gives_spark_quiet_small_defaults():
 def _copy_repo(dest: Path) -> Path:
     """What repo2docker copies: the repository's files (no virtualenv, caches or build output)."""
     junk = shutil.ignore_patterns(".venv", ".git", "__pycache__", "*.pyc", ".pytest_cache", ".hypothesis",
-                                  ".ruff_cache", "*.egg-info", "build", "dist", "site", "test-artifacts",
+                                  ".ruff_cache", "*.egg-info", "build", "dist", "site", "test-artifacts", "artifacts",
                                   ".ipynb_checkpoints")
     shutil.copytree(ROOT, dest, ignore=junk)
     return dest

@@ -29,7 +29,7 @@ def safe_name(text: str) -> str:
 
 
 def screenshot(page, name: str, element=None) -> Path:
-    """Save a screenshot under test-artifacts/browser/ (the element scrolled to the top, if given)."""
+    """Save a screenshot under tests/browser/artifacts/ (the element scrolled to the top, if given)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{safe_name(name)}.png"
     if element is not None:

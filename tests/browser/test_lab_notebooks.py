@@ -1,7 +1,7 @@
 """Every notebook in notebooks/, in JupyterLab in a real browser: Run All through the menu, wait
 for the kernel to go idle, no error output, every widget rendered and working (an explorer's
 version slider moves and its diagram changes; an animation's Play advances frames), a screenshot
-under test-artifacts/browser/. New notebooks are picked up by the glob."""
+under tests/browser/artifacts/. New notebooks are picked up by the glob."""
 from __future__ import annotations
 
 import pytest

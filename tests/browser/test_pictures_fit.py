@@ -4,7 +4,7 @@ shown in Chromium at the notebook panel's width (fit.LAB_PANEL_PX), and every SV
 or an image/svg+xml output as JupyterLab shows it (<img>) -- is measured: not wider than its output
 area, no text outside it or outside the box it sits in, no text drawn under fit.MIN_TEXT_PX, no
 text drawn over other text.
-A screenshot of each page is kept under test-artifacts/browser/pictures/.
+A screenshot of each page is kept under tests/browser/artifacts/pictures/.
 
 The check can fail: test_a_picture_that_does_not_fit_is_reported shows it a picture that overflows
 in each of those ways."""

@@ -1,6 +1,6 @@
 """The Voilà dashboards (notebooks/voila/: the explorer and a transaction animation), served by
 Voilà with their code hidden and checked like the notebooks: the page finishes, no code and no
-error shows, the widgets render and work, a screenshot under test-artifacts/browser/."""
+error shows, the widgets render and work, a screenshot under tests/browser/artifacts/."""
 from __future__ import annotations
 
 import pytest
