@@ -303,7 +303,7 @@ class Flow:
                  f'<table class="kv-flow-steps" style="border-collapse:collapse;font:12px {FONT}">'
                  f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
                  "<style>.kv-flow-steps td,.kv-flow-steps th{border:1px solid #cbd5e0;padding:4px 6px;"
-                 "vertical-align:top;text-align:left}</style>")
+                 "vertical-align:top;text-align:left!important}</style>")   # over JupyterLab's right-aligned cells
         return table
 
     @property

@@ -10,8 +10,10 @@ import html
 
 from . import Trace
 
+# !important: JupyterLab right-aligns output table cells with a more specific rule
+# (:not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td), and sentences read badly right-aligned
 _STYLE = ("<style>.kv-report table{border-collapse:collapse;margin:.3em 0 .8em}"
-          ".kv-report td,.kv-report th{border:1px solid #ddd;padding:3px 8px;text-align:left;"
+          ".kv-report td,.kv-report th{border:1px solid #ddd;padding:3px 8px;text-align:left!important;"
           "vertical-align:top;white-space:normal;max-width:60em}"
           ".kv-report .ok{color:#1b6e2d}.kv-report .fail{color:#b00020}.kv-report .detail{color:#555}"
           ".kv-report h4{margin:.6em 0 .2em}</style>")

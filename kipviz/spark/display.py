@@ -11,8 +11,9 @@ import html
 
 __all__ = ["Table", "table"]
 
+# !important: JupyterLab right-aligns output table cells with a more specific rule (see scenarios/report)
 STYLE = ("<style>.kv-table{border-collapse:collapse;font-size:12px;margin:4px 0}"
-         ".kv-table th,.kv-table td{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top;"
+         ".kv-table th,.kv-table td{border:1px solid #ddd;padding:2px 6px;text-align:left!important;vertical-align:top;"
          "max-width:28em;overflow-wrap:anywhere}"
          ".kv-table th{background:#f4f4f4}.kv-table caption{caption-side:bottom;text-align:left;color:#666;"
          "font-size:11px}.kv-wrap{max-width:100%;overflow-x:auto}</style>")

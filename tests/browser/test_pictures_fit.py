@@ -101,3 +101,19 @@ def test_a_picture_that_does_not_fit_is_reported(page, tmp_path):
     assert any('"a line" drawn over text "the same label\'s next"' in p for p in found), found  # 0.4 em apart
     assert not [p for p in found if '"fits"' in p or "halo" in p or "next line" in p or "solid" in p], found
     assert len(found) == 6, found
+
+
+# the kit's prose tables: JupyterLab's stylesheet right-aligns output table cells with a rule more
+# specific than a class selector (:not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td)
+PROSE_TABLES = ".kv-report td, .kv-table td, .kv-flow-steps td"
+PROSE_PAGES = {"06_share_group_eos": 2, "07_spark_log_analysis": 1}     # page -> which tables it shows at least
+
+
+@pytest.mark.parametrize("stem", sorted(PROSE_PAGES))
+def test_prose_tables_read_left_to_right(site, page, stem):
+    page.goto((site / f"{stem}.html").as_uri())
+    page.wait_for_load_state("load")
+    aligns = page.eval_on_selector_all(PROSE_TABLES, "cs => cs.map(c => [c.closest('table').className || "
+                                       "c.closest('div[class]').className, getComputedStyle(c).textAlign])")
+    assert len({k for k, _ in aligns}) >= PROSE_PAGES[stem], aligns[:5]
+    assert {a for _, a in aligns} == {"left"}, [x for x in aligns if x[1] != "left"][:5]
