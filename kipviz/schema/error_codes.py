@@ -57,16 +57,22 @@ def error_codes(body, *, zero: bool = False) -> tuple[int, ...]:
     before those of its nested structs, depth first; 0 (NONE) only with zero=True. The broker's
     events take the failures (zero=False); a capture lists every code it saw (zero=True)."""
     found: list[int] = []
-    stack = [body]
-    while stack:      # a stack, not recursion: a capture's body is untrusted and may nest deeply
-        v = stack.pop()
+    stack = [body]      # a stack, not recursion: a capture's body is untrusted and may nest deeply
+    pop, push = stack.pop, stack.append
+    while stack:
+        v = pop()
         if isinstance(v, dict):
-            items = list(v.items())
-            for k, x in items:
-                if isinstance(k, str) and k.endswith("ErrorCode") and isinstance(x, int) and not isinstance(x, bool):
-                    if (x or zero) and x not in found:
+            nested = []
+            for k, x in v.items():
+                if type(x) is int:          # not bool; hot path (every response the broker sends)
+                    if (x or zero) and x not in found and isinstance(k, str) and k.endswith("ErrorCode"):
                         found.append(x)
-            stack.extend(x for _, x in reversed(items) if isinstance(x, (dict, list, tuple)))
+                elif isinstance(x, (dict, list, tuple)):
+                    nested.append(x)
+            if nested:
+                stack.extend(reversed(nested))
         elif isinstance(v, (list, tuple)):
-            stack.extend(x for x in reversed(v) if isinstance(x, (dict, list, tuple)))
+            for x in reversed(v):
+                if isinstance(x, (dict, list, tuple)):
+                    push(x)
     return tuple(found)
