@@ -28,7 +28,6 @@ from kipviz.schema.error_codes import CODE
 from kipviz.schema.loader import load_text
 from kipviz.schema.versions import Versions
 
-E = CODE
 MIN_RECORD = b"\x0c\x00\x00\x00\x01\x01\x00"      # length 6, attributes, deltas 0, key/value null, no headers
 
 
@@ -77,7 +76,7 @@ def test_create_topics_with_2_31_partitions_is_a_policy_violation_at_once():
         frame, r = create(c, {"huge": 2**31 - 1})
     assert len(frame) < 64
     (t,) = r["Topics"]
-    assert t["ErrorCode"] == E["POLICY_VIOLATION"] == 44
+    assert t["ErrorCode"] == CODE["POLICY_VIOLATION"] == 44
     assert t["ErrorMessage"] == "Excessively large number of partitions per request."
     assert c.topics.get("huge") is None
     assert w["cpu"] < 1.0 and w["peak"] < 20 * 2**20, w

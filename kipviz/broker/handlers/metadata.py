@@ -50,8 +50,8 @@ MESSAGES = {
     CODE["CLUSTER_AUTHORIZATION_FAILED"]: "Cluster authorization failed.",
     CODE["COORDINATOR_NOT_AVAILABLE"]: "The coordinator is not available.",
     CODE["INVALID_REQUEST"]: ("This most likely occurs because of a request being malformed by the client "
-                             "library or the message was sent to an incompatible broker. See the broker "
-                             "logs for more details."),
+                              "library or the message was sent to an incompatible broker. See the broker "
+                              "logs for more details."),
 }
 
 # AclOperation codes, for the TopicAuthorizedOperations / ClusterAuthorizedOperations bit fields
