@@ -11,9 +11,13 @@ pages with the daemon they fork from, are counted once -- as a container's memor
 counts them. Where PSS cannot be read, the resident set is used. The plain sum of resident sets
 (which counts shared pages once per process) is kept too, as peak_rss. Each process's own
 high-water mark (VmHWM) is read at every sample, so a spike shorter than the sampling interval
-still counts for that process."""
+still counts for that process. A child that still shares its parent's address space (between
+posix_spawn's clone(CLONE_VM) and its exec: how the JVM starts Spark's Python workers) is the
+parent's memory, not more of it, and is not counted again."""
 from __future__ import annotations
 
+import ctypes
+import platform
 import subprocess
 import threading
 import time
@@ -69,6 +73,33 @@ def _pss(pid: int) -> int | None:
     return _proc_kb(f"/proc/{pid}/smaps_rollup", b"Pss:")
 
 
+_KCMP = {"x86_64": 312, "aarch64": 272}.get(platform.machine())     # kcmp(2)'s syscall number
+_KCMP_VM = 1
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_VM_KEYS = (b"VmSize:", b"VmRSS:", b"RssAnon:", b"RssFile:", b"VmPTE:")
+
+
+def _vm_signature(pid: int) -> tuple | None:
+    """A process's address-space counters; one mm read through two pids gives the same ones."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            sig = tuple(line for line in fh if line.startswith(_VM_KEYS))
+    except OSError:
+        return None
+    return sig if len(sig) == len(_VM_KEYS) else None
+
+
+def _same_vm(a: int, b: int) -> bool:
+    """Whether processes a and b share one address space: kcmp(2)'s KCMP_VM where the kernel lets
+    us ask, else identical memory counters (a forked copy's page tables and file pages differ)."""
+    if _KCMP is not None:
+        r = _LIBC.syscall(_KCMP, a, b, _KCMP_VM, 0, 0)
+        if r >= 0:
+            return r == 0
+    sa = _vm_signature(a)
+    return sa is not None and sa == _vm_signature(b)
+
+
 class MemoryWatch:
     """Samples a process tree every `interval` seconds until stop(); `memory` holds the result."""
 
@@ -95,11 +126,15 @@ class MemoryWatch:
             return
         total = total_rss = 0
         seen: dict[int, tuple[str, int]] = {}
+        pids = {p.pid for p in procs}
         for p in procs:
             try:
                 rss = p.memory_info().rss
                 name = p.name()
+                parent = p.ppid() if p is not self.root else None
             except ps.Error:          # exited between listing and reading
+                continue
+            if parent in pids and _same_vm(p.pid, parent):     # a spawn before its exec
                 continue
             pss = _pss(p.pid)
             total += rss if pss is None else pss
