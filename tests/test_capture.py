@@ -221,6 +221,39 @@ def test_pcap_writer_with_several_connections(tmp_path):
         write_pcap(io.BytesIO(), [("request", b"x")], client=("not an ip", 1))
 
 
+
+@pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
+def test_a_streamed_pcap_holds_only_its_window_and_equals_the_batch_file(tmp_path, fmt):
+    """window=S (kipviz serve --record): packets go to the file as they come, each once the newest is
+    S seconds later; what is held stays bounded however long the session, and the file is byte for
+    byte the one a batch writer sorts at the end, a connection closed mid-run included."""
+    items = conversation()
+
+    def session(w):
+        held = []
+        late = w.connection(("10.0.0.2", 52000), ("10.0.0.1", 9092))
+        for r in range(200):                                  # 200 rounds, 0.1 s apart: 20 s of traffic
+            c = w.connection(("10.0.0.3", 40000 + r), ("10.0.0.1", 9092))
+            for i, (direction, frame) in enumerate(items):
+                c.send(direction == "request", frame, ts=100.0 + r * 0.1 + i * 0.001)
+                late.send(direction == "request", frame, ts=100.0005 + r * 0.1 + i * 0.001)
+            c.close(100.0 + r * 0.1 + 0.05)
+            held.append((len(w.packets), len(w.connections)))
+        return held
+
+    batch, streamed = tmp_path / f"batch.{fmt}", tmp_path / f"streamed.{fmt}"
+    with PcapWriter(batch) as w:
+        session(w)
+    with PcapWriter(streamed, window=1.0) as w:
+        held = session(w)
+        assert w.written > 0 and streamed.stat().st_size > 0     # on its way to disk before close
+    per_round = 2 * (3 + 2 * len(items) + 3) + 2 * len(items)    # this round's packets, generously
+    assert max(h for h, _ in held) <= 12 * per_round               # ~1 s of traffic, not 20 s
+    assert max(n for _, n in held) <= 2                            # closed connections are let go
+    assert streamed.read_bytes() == batch.read_bytes()
+    exchanges = read_pcap(streamed)
+    assert len(exchanges) == 2 * 200 * len(items) // 2 and not exchanges.errors
+
 def test_ipv6_and_linux_cooked_captures(tmp_path):
     v6 = read_pcap(capture_bytes(conversation(), client=("::1", 50123), server=("::1", 9092)))
     assert [e["api"] for e in v6] == ["ApiVersions", "Metadata", "TxnOffsetCommit"]

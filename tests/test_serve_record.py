@@ -33,6 +33,9 @@ def test_a_recorded_session_has_the_sample_layout_and_the_real_traffic(tmp_path)
         for i in range(50):
             p.produce("orders", value=b"%d" % i)
         assert p.flush(20) == 0
+        time.sleep(1.2)                     # past the pcap's window: the next exchange sends the earlier ones to disk
+        admin.list_topics(timeout=10)
+        assert srv.recorder.pcap.written > 0 and srv.recorder.pcap.packets   # streamed, the newest held back
         total = srv.cluster.next_seq
     manifest = json.loads((out / "manifest.json").read_text())
     assert srv.manifest is not None and manifest["workload"] == "serve"

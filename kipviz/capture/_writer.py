@@ -6,6 +6,7 @@ exchange at the end. dpkt fills in the IPv4 header checksum and the TCP checksum
 included) because both are left at 0 before the packet is turned into bytes."""
 from __future__ import annotations
 
+import heapq
 import ipaddress
 import socket
 import zlib
@@ -98,6 +99,7 @@ class TcpConnection:
         self._packet(self.s, self.c, FIN | ACK, b"", ts + 0.000050)
         self._packet(self.c, self.s, ACK, b"", ts + 0.000100)
         self.closed = True
+        self.w._closed(self)
 
 
 class PcapWriter:
@@ -107,9 +109,12 @@ class PcapWriter:
             c = w.connection(("127.0.0.1", 50000), ("127.0.0.1", 9092))
             c.send(True, request_frame, ts=0.001)
             c.send(False, response_frame, ts=0.002)
-    """
 
-    def __init__(self, target, *, format: str | None = None, snaplen: int = 65535):
+    window=S streams instead (a live session, `kipviz serve --record`): the file is written as
+    packets come, each once the newest packet is S seconds later than it, so memory holds only the
+    last S seconds and the file stays in time order for any packet less than S seconds late."""
+
+    def __init__(self, target, *, format: str | None = None, snaplen: int = 65535, window: float | None = None):
         self.target = target
         if format is None:
             format = "pcapng" if str(getattr(target, "name", target)).endswith(".pcapng") else "pcap"
@@ -117,36 +122,60 @@ class PcapWriter:
             raise CaptureError(f"format must be 'pcap' or 'pcapng', not {format!r}")
         self.format = format
         self.snaplen = snaplen
-        self.packets: list[tuple[float, int, bytes]] = []
-        self.connections: list[TcpConnection] = []
+        self.window = window
+        self.packets: list[tuple[float, int, bytes]] = []     # a heap by (time, arrival) when streaming
+        self.connections: dict[int, TcpConnection] = {}      # the open ones when streaming
+        self.written = 0
+        self._added = 0
+        self._newest = 0.0
+        self._file = self._dpkt = None
+        if window is not None:
+            self._open()
 
     def connection(self, client, server, *, mss: int = 1460) -> TcpConnection:
         c = TcpConnection(self, client, server, mss)
-        self.connections.append(c)
+        self.connections[id(c)] = c
         return c
 
+    def _closed(self, c: TcpConnection) -> None:
+        if self.window is not None:          # streamed: a closed connection has nothing left to add
+            self.connections.pop(id(c), None)
+
     def _add(self, ts: float, pkt: bytes) -> None:
-        self.packets.append((ts, len(self.packets), pkt))
+        item = (ts, self._added, pkt)
+        self._added += 1
+        self._newest = max(self._newest, ts)
+        if self.window is None:
+            self.packets.append(item)
+            return
+        heapq.heappush(self.packets, item)
+        due = ts - self.window
+        while self.packets and self.packets[0][0] <= due:
+            self._put(heapq.heappop(self.packets))
+
+    def _open(self) -> None:
+        f = self.target if hasattr(self.target, "write") else open(self.target, "wb")  # noqa: SIM115
+        self._file = None if f is self.target else f
+        writer = dpkt.pcapng.Writer if self.format == "pcapng" else dpkt.pcap.Writer
+        self._dpkt = writer(f, snaplen=self.snaplen, linktype=dpkt.pcap.DLT_EN10MB)
+
+    def _put(self, item: tuple[float, int, bytes]) -> None:
+        self._dpkt.writepkt(item[2], ts=max(item[0], 0.0))
+        self.written += 1
 
     def close(self, *, end_time: float | None = None) -> int:
-        last = max((p[0] for p in self.packets), default=0.0)
-        for c in self.connections:
-            c.close(last + STEP if end_time is None else end_time)
-        self.packets.sort(key=lambda p: (p[0], p[1]))
-        if hasattr(self.target, "write"):
-            self._write(self.target)
-        else:
-            with open(self.target, "wb") as f:
-                self._write(f)
-        return len(self.packets)
-
-    def _write(self, f) -> None:
-        if self.format == "pcapng":
-            w = dpkt.pcapng.Writer(f, snaplen=self.snaplen, linktype=dpkt.pcap.DLT_EN10MB)
-        else:
-            w = dpkt.pcap.Writer(f, snaplen=self.snaplen, linktype=dpkt.pcap.DLT_EN10MB)
-        for ts, _, pkt in self.packets:
-            w.writepkt(pkt, ts=max(ts, 0.0))
+        """Close every connection still open (FIN exchange), write what is left; the packet count."""
+        for c in list(self.connections.values()):
+            c.close(self._newest + STEP if end_time is None else end_time)
+        if self._dpkt is None:
+            self._open()
+        for item in sorted(self.packets):
+            self._put(item)
+        self.packets = []
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        return self.written
 
     def __enter__(self):
         return self

@@ -4,13 +4,15 @@ plus `traffic.pcap`, the real TCP traffic of every connection (kipviz.capture's 
 `kipviz analyze DIR` and Wireshark read what real clients did.
 
 Events reach the writer when the cluster's bounded event buffer spills (ClusterConfig.events_spill)
-and at the end. The pcap's packets are kept until stop() (a recording is for a demo's length)."""
+and at the end. The pcap is written as the traffic comes (its last WINDOW seconds are held to keep
+it in time order), so a long session holds no more of it in memory than a short one."""
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
 PCAP = "traffic.pcap"
+WINDOW = 1.0          # seconds of packets held back; the server's threads add theirs within it
 
 
 class Recorder:
@@ -20,7 +22,7 @@ class Recorder:
         self.out = Path(out)
         self.cluster = cluster
         self.writer = RunWriter(self.out, offload=False)    # no forked helpers inside a threaded server
-        self.pcap = PcapWriter(self.out / PCAP)
+        self.pcap = PcapWriter(self.out / PCAP, window=WINDOW)
         self._conns: dict = {}
         self.closed = False
 
