@@ -662,8 +662,14 @@ def wrap_text(text: str, max_px: float, size: float, *, break_words: bool = True
     return textwrap.wrap(text, chars, break_long_words=break_words, break_on_hyphens=False) or [""]
 
 
-def _text(x, y, s, *, size=FS, color=C_TEXT, anchor="middle", weight=None, italic=False) -> str:
-    extra = (f' font-weight="{weight}"' if weight else "") + (' font-style="italic"' if italic else "")
+# a message label crosses the lifelines between its ends: a white outline painted under its letters
+# hides the dashed line there (the label reads; the line shows again either side)
+HALO = ' stroke="white" stroke-width="4" stroke-linejoin="round" paint-order="stroke"'
+
+
+def _text(x, y, s, *, size=FS, color=C_TEXT, anchor="middle", weight=None, italic=False, halo=False) -> str:
+    extra = (f' font-weight="{weight}"' if weight else "") + (' font-style="italic"' if italic else "") \
+        + (HALO if halo else "")
     return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" fill="{color}" text-anchor="{anchor}"{extra}>'
             f"{_e(s)}</text>")
 
@@ -738,7 +744,7 @@ def _draw_msg(r: _Row, x1: float, x2: float, yy: float, body: list[str]) -> floa
     mid = (x1 + x2) / 2
     for j, (part, pc) in enumerate(label_lines):
         body.append(_text(mid, ly - 5 - LINE_H * (len(label_lines) - 1 - j), part, color=pc,
-                          weight="bold" if pc == C_ERROR else None))
+                          weight="bold" if pc == C_ERROR else None, halo=True))
     body.append("</g>")
     return yy + ROW_H + extra
 

@@ -15,6 +15,11 @@ areas) at that width, then `problems(page)` lists, per SVG picture:
     or hidden text, and the lines of one label -- graphviz writes each line of a multi-line label
     as its own <text>, in one group, at one x: lines set 1 em apart (graphviz's HTML labels at
     9 pt) overlap their line boxes by ~0.17 em without their letters touching
+  * a line through text: a stroked line, path or arrowhead passing inside the box of one of a
+    text's letters (measured on a canvas in the same font; less LINE_INSET_PX), where it is painted: not under a filled shape drawn later (a note's box) and not
+    under the text's own halo (a white stroke painted first, paint-order="stroke") -- a message label
+    over a lifeline it crosses. Lines in <defs>/<pattern>/<marker> and a graphviz node's own outline
+    are not counted (the outline is the text's box, checked above)
 
 Each problem is one line naming the picture (its index and first text) and the element."""
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 LAB_PANEL_PX = 980            # 1280 - the side bar's tabs (33) - the file browser's default width (~267)
 MIN_TEXT_PX = 8.0
 OVERLAP_PX = 2.0            # line boxes of adjacent lines touch; more than this is text over text
+LINE_INSET_PX = 0.5         # a line may touch a letter's box; inside it by more is a line through it
 
 # An SVG shown as <img src="data:image/svg+xml..."> (how JupyterLab and nbconvert show an
 # image/svg+xml output) is measured as an inline copy laid over the image at its displayed size.
@@ -55,7 +61,7 @@ _INLINE_IMAGES = """() => {
   return made.length;
 }"""
 
-_PROBLEMS = """([minText, slack, overlap]) => {
+_PROBLEMS = """([minText, slack, overlap, inset]) => {
   const out = [];
   const svgs = [...document.querySelectorAll('svg')].filter(s => !s.parentElement.closest('svg'));
   const vw = document.documentElement.clientWidth;
@@ -119,6 +125,67 @@ _PROBLEMS = """([minText, slack, overlap]) => {
                  ` (${Math.round(ox)}x${Math.round(oy)} px at ${at})`);
       }
     }
+    // a line through text: points along each stroked line or arrowhead that fall inside a text's box
+    // (less `inset` px each side) and are painted: not under a filled shape or a halo painted later
+    const later = (a, b) => Boolean(a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING);
+    const unpainted = e => e.closest('defs, pattern, marker, clipPath, mask, symbol');
+    const fills = [...svg.querySelectorAll('rect, polygon, ellipse, path, circle')].filter(o => {
+      const cs = getComputedStyle(o);
+      return !unpainted(o) && cs.fill !== 'none' && cs.fillOpacity !== '0' && cs.visibility !== 'hidden';
+    }).map(o => ({el: o, b: o.getBoundingClientRect()}));
+    const haloed = t => { const cs = getComputedStyle(t);
+      return cs.stroke !== 'none' && parseFloat(cs.strokeWidth) >= 2 && cs.paintOrder.startsWith('stroke'); };
+    // each letter's own box (the canvas measures the ink of the same letters in the same font), not
+    // the text's line box, whose corners and descender band are mostly empty: graphviz sets an edge
+    // label beside its edge, touching them
+    const cv = document.createElement('canvas').getContext('2d');
+    const BASE = {auto: 'alphabetic', alphabetic: 'alphabetic', middle: 'middle', central: 'middle', hanging: 'hanging',
+                  'text-before-edge': 'top', 'text-after-edge': 'bottom', ideographic: 'ideographic'};
+    const letters = B => {
+      const t = B.t, cs = getComputedStyle(t), m = t.getScreenCTM(), s = t.textContent;
+      const x = parseFloat(t.getAttribute('x')), y = parseFloat(t.getAttribute('y'));
+      const base = BASE[cs.dominantBaseline];
+      if (!m || isNaN(x) || isNaN(y) || !base || t.querySelector('tspan') || /[ ,]/.test(t.getAttribute('x').trim()))
+        return [{left: B.b.left, right: B.b.right, top: B.b.top, bottom: B.b.bottom}];    // its line box
+      cv.font = `${cs.fontStyle} ${cs.fontWeight} ${parseFloat(cs.fontSize) * Math.hypot(m.a, m.b)}px ${cs.fontFamily}`;
+      cv.textAlign = 'left';
+      cv.textBaseline = base;
+      const full = cv.measureText(s).width, sx = m.a * x + m.c * y + m.e, sy = m.b * x + m.d * y + m.f;
+      const x0 = sx - (cs.textAnchor === 'middle' ? full / 2 : cs.textAnchor === 'end' ? full : 0);
+      const out = [];
+      for (let i = 0; i < s.length; i++) {
+        if (!s[i].trim()) continue;
+        const at = x0 + cv.measureText(s.slice(0, i)).width, g = cv.measureText(s[i]);
+        out.push({left: at - g.actualBoundingBoxLeft, right: at + g.actualBoundingBoxRight,
+                  top: sy - g.actualBoundingBoxAscent, bottom: sy + g.actualBoundingBoxDescent});
+      }
+      return out;
+    };
+    const crossed = new Set();
+    const strokes = [...svg.querySelectorAll('path, line, polyline, polygon')].filter(e => {
+      const cs = getComputedStyle(e);
+      return !unpainted(e) && cs.stroke !== 'none' && cs.visibility !== 'hidden' && !e.closest('g.node');
+    });                                                   // a graphviz node's outline is its box: checked above
+    for (const e of strokes) {
+      const eb = e.getBoundingClientRect();
+      const near = boxes.filter(B => !crossed.has(B) && B.b.right > eb.left && B.b.left < eb.right &&
+                                     B.b.bottom > eb.top && B.b.top < eb.bottom);
+      if (!near.length || !e.getTotalLength) continue;
+      const m = e.getScreenCTM(), L = e.getTotalLength(), step = Math.max(1, L / 4000);
+      const pts = [];
+      for (let d = 0; d <= L; d += step) { const q = e.getPointAtLength(d); pts.push([m.a * q.x + m.c * q.y + m.e, m.b * q.x + m.d * q.y + m.f]); }
+      for (const B of near) {
+        const ks = B.letters || (B.letters = letters(B));
+        const hit = pts.find(([x, y]) => ks.some(k => x > k.left + inset && x < k.right - inset && y > k.top + inset &&
+                                                      y < k.bottom - inset) && !(later(e, B.t) && haloed(B.t)) &&
+                                          !fills.some(f => f.el !== e && later(e, f.el) && x >= f.b.left && x <= f.b.right &&
+                                                           y >= f.b.top && y <= f.b.bottom));
+        if (!hit) continue;
+        crossed.add(B);
+        out.push(`${name}: text ${JSON.stringify(B.s.slice(0, 40))} crossed by a ${e.tagName}` +
+                 ` at ${Math.round(hit[0] - r.left)},${Math.round(hit[1] - r.top)}`);
+      }
+    }
   });
   return out;
 }"""
@@ -129,10 +196,11 @@ def narrow(page) -> None:
     page.set_viewport_size({"width": LAB_PANEL_PX, "height": 900})
 
 
-def problems(page, *, min_text: float = MIN_TEXT_PX, slack: float = 1.5, overlap: float = OVERLAP_PX) -> list[str]:
+def problems(page, *, min_text: float = MIN_TEXT_PX, slack: float = 1.5, overlap: float = OVERLAP_PX,
+             inset: float = LINE_INSET_PX) -> list[str]:
     page.evaluate("() => document.querySelectorAll('.kv-fit-copy').forEach(e => e.remove())")
     page.evaluate(_INLINE_IMAGES)
     try:
-        return page.evaluate(_PROBLEMS, [min_text, slack, overlap])
+        return page.evaluate(_PROBLEMS, [min_text, slack, overlap, inset])
     finally:
         page.evaluate("() => document.querySelectorAll('.kv-fit-copy').forEach(e => e.remove())")

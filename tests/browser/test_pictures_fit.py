@@ -3,7 +3,7 @@ exported (`kipviz export`: run, then nbconvert's lab template, the output areas 
 shown in Chromium at the notebook panel's width (fit.LAB_PANEL_PX), and every SVG picture -- inline,
 or an image/svg+xml output as JupyterLab shows it (<img>) -- is measured: not wider than its output
 area, no text outside it or outside the box it sits in, no text drawn under fit.MIN_TEXT_PX, no
-text drawn over other text.
+text drawn over other text, no line drawn through text.
 A screenshot of each page is kept under tests/browser/artifacts/pictures/.
 
 The check can fail: test_a_picture_that_does_not_fit_is_reported shows it a picture that overflows
@@ -78,6 +78,16 @@ BAD = """<!doctype html><meta charset="utf-8"><body style="margin:0">
   </g></svg>
 </div>
 <div style="width:600px">
+  <svg id="lines" width="400" height="120"><defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse">
+    <path d="M0,6 L6,0" stroke="#999"/></pattern></defs>
+    <line x1="0" y1="26" x2="400" y2="26" stroke="#999"/><line x1="0" y1="51" x2="400" y2="51" stroke="#999"/>
+    <line x1="0" y1="81" x2="400" y2="81" stroke="#999"/>
+    <text x="10" y="30" font-size="14">a line through me</text>
+    <text x="10" y="55" font-size="14" stroke="white" stroke-width="4" paint-order="stroke">a haloed label</text>
+    <g><rect x="5" y="68" width="150" height="24" fill="#ffd"/><text x="10" y="85" font-size="14">in a note box</text></g>
+    <rect x="5" y="98" width="200" height="20" fill="url(#hatch)"/><text x="10" y="112" font-size="14">on a hatch pattern</text></svg>
+</div>
+<div style="width:600px">
   <svg id="fine" width="300" height="40"><g><rect x="5" y="5" width="200" height="30" fill="#eee"/>
     <text x="10" y="25" font-size="12">fits</text></g></svg>
 </div></body>"""
@@ -99,8 +109,10 @@ def test_a_picture_that_does_not_fit_is_reported(page, tmp_path):
     assert any('"drawn at 2.4 px"' in p and "drawn at 2.4 px (< 8" in p for p in found), found
     assert any('"add-partitions" drawn over text "add-offsets"' in p for p in found), found
     assert any('"a line" drawn over text "the same label\'s next"' in p for p in found), found  # 0.4 em apart
+    assert any('"a line through me" crossed by a line' in p for p in found), found
     assert not [p for p in found if '"fits"' in p or "halo" in p or "next line" in p or "solid" in p], found
-    assert len(found) == 6, found
+    assert not [p for p in found if "note box" in p or "hatch" in p], found
+    assert len(found) == 7, found
 
 
 # the kit's prose tables: JupyterLab's stylesheet right-aligns output table cells with a rule more
