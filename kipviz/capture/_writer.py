@@ -149,9 +149,11 @@ class PcapWriter:
             self.packets.append(item)
             return
         heapq.heappush(self.packets, item)
-        due = ts - self.window
+        due, before = ts - self.window, self.written
         while self.packets and self.packets[0][0] <= due:
             self._put(heapq.heappop(self.packets))
+        if self.written > before and self._file is not None:
+            self._file.flush()               # on disk now: Wireshark or `tail` can follow a live session
 
     def _open(self) -> None:
         f = self.target if hasattr(self.target, "write") else open(self.target, "wb")  # noqa: SIM115
