@@ -245,6 +245,7 @@ def test_a_streamed_pcap_holds_only_its_window_and_equals_the_batch_file(tmp_pat
     with PcapWriter(batch) as w:
         session(w)
     with PcapWriter(streamed, window=1.0) as w:
+        assert streamed.stat().st_size > 0                          # a readable pcap from the start
         held = session(w)
         assert w.written > 0 and streamed.stat().st_size > 0     # on its way to disk before close
     per_round = 2 * (3 + 2 * len(items) + 3) + 2 * len(items)    # this round's packets, generously

@@ -131,6 +131,8 @@ class PcapWriter:
         self._file = self._dpkt = None
         if window is not None:
             self._open()
+            if self._file is not None:
+                self._file.flush()           # a pcap from the start: its header, then packets as they come
 
     def connection(self, client, server, *, mss: int = 1460) -> TcpConnection:
         c = TcpConnection(self, client, server, mss)
