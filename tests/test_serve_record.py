@@ -22,18 +22,6 @@ from kipviz.serve import Server
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is a runtime dependency (pyproject)")
 
 
-def _packets_on_disk(path) -> int:
-    import dpkt
-    n = 0
-    with open(path, "rb") as f:
-        try:
-            for _ in dpkt.pcap.Reader(f):
-                n += 1
-        except (dpkt.NeedData, ValueError):      # a record cut short: the rest is still in a buffer
-            pass
-    return n
-
-
 def test_a_recorded_session_has_the_sample_layout_and_the_real_traffic(tmp_path):
     out = tmp_path / "live"
     with Server(brokers=2, record=out, events_max=40) as srv:     # a small bound: events spill early
@@ -47,8 +35,11 @@ def test_a_recorded_session_has_the_sample_layout_and_the_real_traffic(tmp_path)
         assert p.flush(20) == 0
         time.sleep(1.2)                     # past the pcap's window: the next exchange sends the earlier ones to disk
         admin.list_topics(timeout=10)
-        assert srv.recorder.pcap.written > 0 and srv.recorder.pcap.packets   # streamed, the newest held back
-        assert _packets_on_disk(out / "traffic.pcap") == srv.recorder.pcap.written      # on disk, not in a buffer
+        with srv.lock:                      # the recorder writes under the server's lock: no packet comes between
+            written, held = srv.recorder.pcap.written, len(srv.recorder.pcap.packets)
+            on_disk = read_pcap(out / "traffic.pcap", ports=None)
+        assert written > 0 and held                                          # streamed, the newest held back
+        assert on_disk.packets == written and not on_disk.file_errors       # on disk, not in a buffer
         total = srv.cluster.next_seq
     manifest = json.loads((out / "manifest.json").read_text())
     assert srv.manifest is not None and manifest["workload"] == "serve"

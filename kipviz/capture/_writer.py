@@ -124,7 +124,7 @@ class PcapWriter:
         self.snaplen = snaplen
         self.window = window
         self.packets: list[tuple[float, int, bytes]] = []     # a heap by (time, arrival) when streaming
-        self.connections: dict[int, TcpConnection] = {}      # the open ones when streaming
+        self.connections: dict[int, TcpConnection] = {}      # the open ones
         self.written = 0
         self._added = 0
         self._newest = 0.0
@@ -140,8 +140,7 @@ class PcapWriter:
         return c
 
     def _closed(self, c: TcpConnection) -> None:
-        if self.window is not None:          # streamed: a closed connection has nothing left to add
-            self.connections.pop(id(c), None)
+        self.connections.pop(id(c), None)     # a closed connection has nothing left to add
 
     def _add(self, ts: float, pkt: bytes) -> None:
         item = (ts, self._added, pkt)

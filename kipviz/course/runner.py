@@ -129,9 +129,10 @@ class MemoryWatch:
         pids = {p.pid for p in procs}
         for p in procs:
             try:
-                rss = p.memory_info().rss
-                name = p.name()
-                parent = p.ppid() if p is not self.root else None
+                with p.oneshot():       # name and parent from one read of /proc/PID/stat
+                    rss = p.memory_info().rss
+                    name = p.name()
+                    parent = p.ppid() if p is not self.root else None
             except ps.Error:          # exited between listing and reading
                 continue
             if parent in pids and _same_vm(p.pid, parent):     # a spawn before its exec

@@ -147,7 +147,7 @@ _PROBLEMS = """([minText, slack, overlap, inset]) => {
       const base = BASE[cs.dominantBaseline];
       if (!m || isNaN(x) || isNaN(y) || !base || t.querySelector('tspan') || /[ ,]/.test(t.getAttribute('x').trim()))
         return [{left: B.b.left, right: B.b.right, top: B.b.top, bottom: B.b.bottom}];    // its line box
-      cv.font = `${cs.fontStyle} ${cs.fontWeight} ${parseFloat(cs.fontSize) * Math.hypot(m.a, m.b)}px ${cs.fontFamily}`;
+      cv.font = `${cs.fontStyle} ${cs.fontWeight} ${px(t)}px ${cs.fontFamily}`;
       cv.textAlign = 'left';
       cv.textBaseline = base;
       const full = cv.measureText(s).width, sx = m.a * x + m.c * y + m.e, sy = m.b * x + m.d * y + m.f;
