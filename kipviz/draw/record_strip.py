@@ -437,7 +437,7 @@ def _cell_ops(ops: list[tuple], c: dict, x: float, top: float, spso: int) -> Non
         stroke = C_CHANGED
     ops.append(("rect", x, top, CELL_W, CELL_H, fill, stroke, 3 if c["changed"] else 1.5, dashed, hatched))
     if st is None:
-        ops.append(("text", x + CELL_W / 2, top + 32, "not fetched", 9, "middle", tcol, False))
+        ops.append(("text", x + CELL_W / 2, top + 32, "not fetched", FS_STATE, "middle", tcol, False))
         return
     halo = STATE_COLORS[st][0] if hatched else None     # readable over the hatching
     ops.append(("text", x + CELL_W / 2, top + 17, st, FS_STATE, "middle", tcol, True, halo))

@@ -49,13 +49,15 @@ def _pipe(graph, fmt: str) -> bytes:
         raise KipvizError(f"graphviz `dot -T{fmt}` failed: {err or e}") from None
 
 
-# A notebook's output area in JupyterLab at 1280 px with the file browser open is about 860-870 px
-# wide. A picture wider than FIT_PX is drawn FIT_PX wide (its viewBox keeps the proportions)
-# instead of being cut at the right: JupyterLab shows an image/svg+xml output as an <img> at the
-# SVG's own size, so the size must be in the SVG (a percentage would depend on the container).
-# The diagrams keep their smallest text (10 pt) at MIN_SCALE or more of its size by laying out
-# narrower where they can (machines.state_diagram's rankdir="auto").
-FIT_PX = 850
+# A notebook's output area in JupyterLab 4.6 at 1280 px, the file browser open (and the right side
+# bar's tabs), is 848 px wide (measured in Chromium, 2026-11-29); an image/svg+xml output's box in
+# nbconvert's lab template is 12 px narrower (836). A picture wider than FIT_PX is drawn FIT_PX wide
+# (its viewBox keeps the proportions) instead of being cut at the right: JupyterLab shows an
+# image/svg+xml output as an <img> at the SVG's own size, so the size must be in the SVG (a
+# percentage would depend on the container). The diagrams keep their smallest text (10 pt) at
+# MIN_SCALE or more of its size by laying out narrower where they can (machines.state_diagram's
+# rankdir="auto").
+FIT_PX = 830
 MIN_SCALE = 0.6
 _SIZE = re.compile(r'<svg width="([\d.]+)pt" height="([\d.]+)pt"')
 

@@ -24,7 +24,8 @@ areas) at that width, then `problems(page)` lists, per SVG picture:
 Each problem is one line naming the picture (its index and first text) and the element."""
 from __future__ import annotations
 
-LAB_PANEL_PX = 980            # 1280 - the side bar's tabs (33) - the file browser's default width (~267)
+LAB_PANEL_PX = 958            # an exported page's output area is this less 110 px: 848 px, JupyterLab 4.6's
+                              # at 1280 px with the file browser open (measured; both side bars' tabs)
 MIN_TEXT_PX = 8.0
 OVERLAP_PX = 2.0            # line boxes of adjacent lines touch; more than this is text over text
 LINE_INSET_PX = 0.5         # a line may touch a letter's box; inside it by more is a line through it
