@@ -221,7 +221,6 @@ def test_pcap_writer_with_several_connections(tmp_path):
         write_pcap(io.BytesIO(), [("request", b"x")], client=("not an ip", 1))
 
 
-
 @pytest.mark.parametrize("fmt", ["pcap", "pcapng"])
 def test_a_streamed_pcap_holds_only_its_window_and_equals_the_batch_file(tmp_path, fmt):
     """window=S (kipviz serve --record): packets go to the file as they come, each once the newest is
@@ -254,6 +253,7 @@ def test_a_streamed_pcap_holds_only_its_window_and_equals_the_batch_file(tmp_pat
     assert streamed.read_bytes() == batch.read_bytes()
     exchanges = read_pcap(streamed)
     assert len(exchanges) == 2 * 200 * len(items) // 2 and not exchanges.errors
+
 
 def test_ipv6_and_linux_cooked_captures(tmp_path):
     v6 = read_pcap(capture_bytes(conversation(), client=("::1", 50123), server=("::1", 9092)))

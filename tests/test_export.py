@@ -313,7 +313,6 @@ def test_memory_watch_counts_pages_shared_by_forked_children_once():
     assert 150 * 2**20 <= m.peak <= 2 * 150 * 2**20          # but it is there once (plus interpreters)
 
 
-
 @pytest.mark.parametrize("ask_kernel", [True, False], ids=["kcmp", "counters"])
 def test_memory_watch_counts_a_spawn_before_its_exec_once(tmp_path, monkeypatch, ask_kernel):
     """posix_spawn clones the parent's address space (CLONE_VM) until the child execs: the JVM
@@ -346,6 +345,7 @@ def test_memory_watch_counts_a_spawn_before_its_exec_once(tmp_path, monkeypatch,
     assert m.samples >= 10
     assert 150 * 2**20 <= m.peak <= 1.5 * 150 * 2**20   # once, not twice
     assert len(m.processes) == 1 or max(h for pid, (_, h) in m.processes.items() if pid != proc.pid) < 100 * 2**20
+
 
 # ---- the command from anywhere, its output folder, SIGTERM ------------------------------------------------
 def _kipviz(*argv: str, cwd: Path, **kw) -> subprocess.Popen:

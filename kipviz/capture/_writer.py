@@ -124,7 +124,7 @@ class PcapWriter:
         self.snaplen = snaplen
         self.window = window
         self.packets: list[tuple[float, int, bytes]] = []     # a heap by (time, arrival) when streaming
-        self.connections: dict[int, TcpConnection] = {}      # the open ones
+        self.connections: dict[int, TcpConnection] = {}      # the open ones; close() ends them in the order they opened
         self.written = 0
         self._added = 0
         self._newest = 0.0

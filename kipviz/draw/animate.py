@@ -41,7 +41,7 @@ from ..broker.machine import Row, Table
 from ..errors import KipvizError
 from ..schema import events as E
 from . import machines as M
-from .render import DotNotFoundError, inline_svg, to_svg
+from .render import DotNotFoundError, halo, inline_svg, to_svg
 from .render import svg_text as _xml
 
 __all__ = ["Animation", "Frame", "player_html", "player_fragment", "changes", "render_many", "random_walk"]
@@ -213,7 +213,7 @@ class Animation:
         rings = re.findall(r'<ellipse[^>]* ry="([-\d.]+)"', seg)
         ry = max(float(r) for r in rings) if rings else ry
         badge = (f'<text text-anchor="middle" x="{cx:.2f}" y="{cy + ry + 10:.2f}" font-family="Helvetica,sans-Serif" '
-                 f'font-size="10.00" fill="{C_BADGE}" stroke="white" stroke-width="3" paint-order="stroke">'
+                 f'font-size="10.00" fill="{C_BADGE}"{halo()}>'
                  f"{_xml(text)}</text>\n")
         cut = seg.rfind("</g>")
         return seg[:cut] + badge + seg[cut:]

@@ -42,7 +42,7 @@ from ..broker.tables import share_record as sr
 from ..schema import events as E
 from .animate import caption_font, player_html, wrap_caption
 from .machines import state_diagram
-from .render import svg_text
+from .render import halo, svg_text
 
 __all__ = ["record_strip", "RecordStrip", "share_state_diagrams", "parse_key", "ACQUIRE_CAUSES",
            "STATE_COLORS", "PROPOSED_LEGEND", "CELL_W", "FS_STATE", "label_width"]
@@ -245,7 +245,7 @@ class RecordStrip:
     def _ops(self, i: int, caption: bool, font=None) -> tuple[int, int, list[tuple]]:
         """The frame as drawing operations (shared by the SVG and the Pillow renderers):
         ("rect", x, y, w, h, fill, stroke, width, dashed, hatched), ("text", x, y, s, size, anchor,
-        color, bold[, halo]), ("line", x1, y1, x2, y2, color, width, dashed)."""
+        color, bold[, halo colour]), ("line", x1, y1, x2, y2, color, width, dashed)."""
         f = self.frames[i]
         ops: list[tuple] = []
         ncell = max((len(ln["cells"]) for ln in f["lanes"]), default=0)
@@ -293,10 +293,10 @@ class RecordStrip:
                             + (' stroke-dasharray="5,3"' if dashed else "")
                             + (' class="kv-proposed"' if hatched else "") + "/>")
             elif op[0] == "text":
-                _, x, y, s, size, anchor, color, bold, *halo = op
+                _, x, y, s, size, anchor, color, bold, *outline = op
                 body.append(f'<text x="{x:g}" y="{y:g}" font-size="{size}" text-anchor="{anchor}" fill="{color}"'
                             + (' font-weight="bold"' if bold else "")
-                            + (f' stroke="{halo[0]}" stroke-width="3" paint-order="stroke"' if halo and halo[0] else "")
+                            + (halo(outline[0]) if outline and outline[0] else "")
                             + f">{_x(s)}</text>")
             else:
                 _, x1, y1, x2, y2, color, sw, dashed = op
@@ -369,8 +369,8 @@ class RecordStrip:
                 else:
                     d.rectangle(box, outline=stroke, width=max(1, S(sw)))
             elif op[0] == "text":
-                _, x, y, s, size, anchor, color, bold, *halo = op
-                extra = {"stroke_width": max(1, S(2)), "stroke_fill": halo[0]} if halo and halo[0] else {}
+                _, x, y, s, size, anchor, color, bold, *outline = op
+                extra = {"stroke_width": max(1, S(2)), "stroke_fill": outline[0]} if outline and outline[0] else {}
                 d.text((S(x), S(y)), s, fill=color, font=font(size, bold), anchor="ms" if anchor == "middle" else "ls",
                        **extra)
             else:

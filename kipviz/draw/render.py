@@ -136,6 +136,13 @@ def svg_text(s) -> str:
     return html.escape(_NOT_XML.sub("\ufffd", str(s)), quote=True)
 
 
+def halo(color: str = "white", width: float = 3, *, round_joins: bool = False) -> str:
+    """A <text>'s attributes for an outline painted under its letters (paint-order="stroke"): the
+    text reads over a line or hatching it crosses, which shows again either side of it."""
+    return (f' stroke="{color}" stroke-width="{width}"' + (' stroke-linejoin="round"' if round_joins else "")
+            + ' paint-order="stroke"')
+
+
 def label_text(s) -> str:
     """Text for a graphviz HTML-like label: escaped; characters XML cannot hold shown as U+FFFD;
     a "]" right after a tag as an entity (graphviz 2.43's DOT scanner fails on ">]" inside a label);

@@ -54,7 +54,7 @@ from ..schema import events as E
 from ..schema.error_codes import name_of
 from ..schema.status import version_status
 from ..schema.topics import INTERNAL_TOPICS
-from .render import svg_text, to_html
+from .render import halo, svg_text, to_html
 
 __all__ = ["sequence_diagram", "sequence_html", "lifeline_of", "record_summary", "state_summary", "error_places",
            "member_names",
@@ -662,9 +662,8 @@ def wrap_text(text: str, max_px: float, size: float, *, break_words: bool = True
     return textwrap.wrap(text, chars, break_long_words=break_words, break_on_hyphens=False) or [""]
 
 
-# a message label crosses the lifelines between its ends: a white outline painted under its letters
-# hides the dashed line there (the label reads; the line shows again either side)
-HALO = ' stroke="white" stroke-width="4" stroke-linejoin="round" paint-order="stroke"'
+# a message label crosses the lifelines between its ends: a halo hides the dashed line under it
+HALO = halo(width=4, round_joins=True)
 
 
 def _text(x, y, s, *, size=FS, color=C_TEXT, anchor="middle", weight=None, italic=False, halo=False) -> str:

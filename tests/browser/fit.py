@@ -16,9 +16,10 @@ areas) at that width, then `problems(page)` lists, per SVG picture:
     as its own <text>, in one group, at one x: lines set 1 em apart (graphviz's HTML labels at
     9 pt) overlap their line boxes by ~0.17 em without their letters touching
   * a line through text: a stroked line, path or arrowhead passing inside the box of one of a
-    text's letters (measured on a canvas in the same font; less LINE_INSET_PX), where it is painted: not under a filled shape drawn later (a note's box) and not
-    under the text's own halo (a white stroke painted first, paint-order="stroke") -- a message label
-    over a lifeline it crosses. Lines in <defs>/<pattern>/<marker> and a graphviz node's own outline
+    text's letters (measured on a canvas in the same font; less LINE_INSET_PX), where it is
+    painted: not under a filled shape drawn later (a note's box) and not under the text's own
+    halo (a white stroke painted first, paint-order="stroke") -- a message label over a lifeline
+    it crosses. Lines in <defs>/<pattern>/<marker> and a graphviz node's own outline
     are not counted (the outline is the text's box, checked above)
 
 Each problem is one line naming the picture (its index and first text) and the element."""
