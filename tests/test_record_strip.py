@@ -192,10 +192,11 @@ def test_strip_player_widget_reuses_the_player(run):
     from kipviz.widgets.strip_player import strip_player
     strip = record_strip(run[0])
     p = strip_player(strip, fps=4)
-    assert isinstance(p.play, W.Play) and isinstance(p.view, FrameView) and p.slider.max == len(strip) - 1
-    (a, b) = p.links
+    assert isinstance(p.play, W.Play) and isinstance(p.view, FrameView) and p.slider.max == len(strip)
+    (a, b, c) = p.links
     assert a.source == (p.play, "value") and a.target == (p.slider, "value")
-    assert b.source == (p.slider, "value") and b.target == (p.view, "index")
+    assert b.source == (p.slider, "value") and b.target == (p.view, "frame")
+    assert c.source == (p.speed, "interval") and c.target == (p.play, "interval")
     assert p.view.frames == strip.player_data()["frames"] and all("<svg" in s for s in p.view.pictures)
 
 

@@ -54,6 +54,7 @@ from ..schema import events as E
 from ..schema.error_codes import name_of
 from ..schema.status import version_status
 from ..schema.topics import INTERNAL_TOPICS
+from .clients import client_names
 from .render import halo, svg_text, to_html
 
 __all__ = ["sequence_diagram", "sequence_html", "lifeline_of", "record_summary", "state_summary", "error_places",
@@ -345,11 +346,13 @@ def member_names(events) -> dict[str, str]:
     """member id -> the client lane that uses it (from the heartbeats' answers), so that notes name
     members as the lanes do (consumer-1, not a 22-character id)."""
     names: dict[str, str] = {}
+    events = list(events)
+    clients = client_names(events)
     for ev in events:
         if isinstance(ev, E.ResponseSent) and ev.api.endswith("Heartbeat") and isinstance(ev.body, dict):
             mid = ev.body.get("MemberId")
             if isinstance(mid, str) and len(mid) >= 8 and mid not in names:
-                names[mid] = ev.client
+                names[mid] = clients.get(ev.client, ev.client)
     return names
 
 
@@ -364,8 +367,10 @@ class _Builder:
     """Events to diagram rows: one method per event kind, sharing the lifelines found so far and the
     request being handled (the model takes one at a time)."""
 
-    def __init__(self, marks: dict, status_labels: bool, internal_arrows: bool, on_broker: dict):
+    def __init__(self, marks: dict, status_labels: bool, internal_arrows: bool, on_broker: dict,
+                 names: dict | None = None):
         self.marks, self.status_labels = marks, status_labels
+        self.names = names or {}                # connection -> client.id (kipviz.draw.clients)
         self.internal_arrows, self.on_broker = internal_arrows, on_broker
         self.rows: list[_Row] = []
         self.clients: list[str] = []
@@ -376,7 +381,9 @@ class _Builder:
         self.role_broker: dict[str, int] = {}
         self.now = 0
 
-    def client_line(self, name: str) -> str:
+    def client_line(self, connection: str) -> str:
+        """The lane of a connection: its client.id (a live server names connections by address)."""
+        name = self.names.get(connection, connection)
         if name not in self.clients:
             self.clients.append(name)
         return name
@@ -542,7 +549,7 @@ def _error_lines(label: str, ev: E.ResponseSent) -> list[tuple[str, str]]:
 def _build(events, marks: dict | None = None, status_labels: bool = False,
            internal_arrows: bool = False, on_broker: dict | None = None) -> tuple[list[_Row], list[str], list[str]]:
     names = member_names(events)
-    b = _Builder(marks or {}, status_labels, internal_arrows, on_broker or {})
+    b = _Builder(marks or {}, status_labels, internal_arrows, on_broker or {}, client_names(events))
     for ev in events:
         b.add(ev)
     if names:
@@ -662,6 +669,19 @@ def wrap_text(text: str, max_px: float, size: float, *, break_words: bool = True
     return textwrap.wrap(text, chars, break_long_words=break_words, break_on_hyphens=False) or [""]
 
 
+def wrap_name(text: str, max_px: float, size: float) -> list[str]:
+    """A name's lines: broken at spaces, then after its own hyphens ("enricher-" / "consumer"); a
+    part still too long is cut with a hyphen added at the end of each line ("127.0.0.1:4245-" / "4")."""
+    chars = max(6, int(max_px / (size * 0.55)))
+    out: list[str] = []
+    for line in textwrap.wrap(text, chars, break_long_words=False, break_on_hyphens=True) or [""]:
+        while len(line) > chars:
+            out.append(line[:chars - 1] + "-")
+            line = line[chars - 1:]
+        out.append(line)
+    return out
+
+
 # a message label crosses the lifelines between its ends: a halo hides the dashed line under it
 HALO = halo(width=4, round_joins=True)
 
@@ -677,9 +697,13 @@ def _head_parts(name: str, w: float) -> list[tuple[str, int, str | None, str]]:
     """A lane title's lines, wrapped to its box (a long title wraps rather than spilling out)."""
     a, b = (name.split(" (", 1) if " (" in name else (name, None))
     size = 12 if b is None else 11
-    parts = [(t, size, "bold", C_TEXT) for t in wrap_text(a, w - 8, size * 1.12)]
+    # a smaller size before a hyphen added inside a word ("reader-" / "uncommitted", not "uncommitt-")
+    longest = max(re.split(r"(?<=-)|\s+", a), key=len)
+    while size > 10 and _tw(longest, size * 1.12) > w - 8:
+        size -= 1
+    parts = [(t, size, "bold", C_TEXT) for t in wrap_name(a, w - 8, size * 1.12)]
     if b is not None:
-        parts += [(t, 10, None, C_MUTED) for t in wrap_text("(" + b, w - 8, 10)]
+        parts += [(t, 10, None, C_MUTED) for t in wrap_name("(" + b, w - 8, 10)]
     return parts
 
 
@@ -693,7 +717,8 @@ def _head(x, y, w, name, is_client, head_h: int = HEAD_H) -> str:
     fill, line = (C_CLIENT_BOX, C_CLIENT_LINE) if is_client else (C_SERVER_BOX, C_SERVER_LINE)
     parts = _head_parts(name, w)
     kind = "kv-head kv-client" if is_client else "kv-head kv-server"
-    out = [f'<g class="{kind}"><rect x="{x - w / 2:.1f}" y="{y}" width="{w:.1f}" height="{head_h - 6}" rx="4" '
+    out = [f'<g class="{kind}"><title>{_e(name)}</title>'
+           f'<rect x="{x - w / 2:.1f}" y="{y}" width="{w:.1f}" height="{head_h - 6}" rx="4" '
            f'fill="{fill}" stroke="{line}"/>']
     top = y + (head_h - 6 - 13 * len(parts)) / 2 + 10
     for j, (text, size, weight, color) in enumerate(parts):
