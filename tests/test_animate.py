@@ -362,7 +362,8 @@ def test_player_widget_links_play_slider_and_view_in_the_browser(scenario):
     assert b.source == (p.slider, "value") and b.target == (p.view, "frame")
     assert c.source == (p.speed, "interval") and c.target == (p.play, "interval") and p.speed.interval == 250
     # every frame is in the browser before playing: pictures once, captions per frame
-    assert p.view.frames == [{"p": f.picture, "caption": f.caption} for f in anim.frames]
+    assert p.view.frames == [{"p": f.picture, "caption": f.caption, "focus": node_id(TXN, f.state)}
+                             for f in anim.frames]
     assert len(p.view.pictures) == len(anim.pictures()) and all("<svg" in s for s in p.view.pictures)
     assert {"pictures", "frames", "frame"} <= set(p.view.keys)          # synced traits
     p.index = 4

@@ -323,9 +323,11 @@ class Animation:
 
     # ---- HTML player ------------------------------------------------------------------------------------
     def player_data(self) -> dict:
-        """What a player needs: distinct pictures and, per frame, its picture and caption."""
+        """What a player needs: distinct pictures and, per frame, its picture, caption and the id of
+        the highlighted state's node (`focus`: a player scrolls a tall picture to it)."""
         return {"title": self.title, "pictures": [_COMMENT.sub("", inline_svg(s)) for s in self.pictures()],
-                "frames": [{"p": f.picture, "caption": f.caption} for f in self.frames]}
+                "frames": [{"p": f.picture, "caption": f.caption, "focus": M.node_id(self.table, f.state)}
+                           for f in self.frames]}
 
     def html(self, *, title: str | None = None, fps: float = 2) -> str:
         """The standalone player page as text."""
@@ -583,10 +585,23 @@ _PLAYER_CSS = """
 .kv-count{font-variant-numeric:tabular-nums;min-width:5em;text-align:right}
 .kv-caption{white-space:pre-wrap;font-family:Helvetica,Arial,sans-serif;background:#f7f7f7;
   border-left:4px solid #e53e3e;padding:.4em .7em;margin:.4em 0;min-height:4.5em}
+.kv-stage{max-height:60vh;overflow:auto}
 .kv-stage svg{max-width:100%;height:auto}
 """
 
-_PLAYER_JS = r"""
+# a picture taller than its stage (60% of the window) scrolls inside it, to the highlighted state:
+# the caption above and that state are on screen together (shared with kipviz.widgets.player)
+FOCUS_JS = r"""
+function focus(stage, pic, id) {
+  var el = id && pic.querySelector('[id="' + id + '"]');
+  if (!el) return;
+  var s = stage.getBoundingClientRect(), r = el.getBoundingClientRect();
+  if (!s.height || (r.top >= s.top && r.bottom <= s.bottom)) return;
+  stage.scrollTop += (r.top + r.bottom) / 2 - (s.top + s.bottom) / 2;
+}
+"""
+
+_PLAYER_JS = FOCUS_JS + r"""
 (function () {
   document.querySelectorAll('.kv-player').forEach(function (root) {
     if (root.getAttribute('data-kv-ready')) return;   // several players on one page: set up each once
@@ -612,6 +627,7 @@ _PLAYER_JS = r"""
         nodes[p].style.display = '';
         shown = p;
       }
+      focus(stage, nodes[p], frames[i].focus);
       cap.textContent = frames[i].caption;
       slider.value = i;
       count.textContent = (i + 1) + ' / ' + n;

@@ -609,6 +609,56 @@ def _exchange(rows: list[_Row], i: int) -> int | None:
     return j
 
 
+MEMBER_APIS = frozenset({"ConsumerGroupHeartbeat", "ShareGroupHeartbeat", "StreamsGroupHeartbeat", "JoinGroup",
+                         "SyncGroup", "Heartbeat"})
+
+
+def _member_exchange(rows: list[_Row], i: int) -> int | None:
+    """If rows[i] starts a group-membership request answered without an error, the coordinator's
+    own rows in between (notes, bands: the group's records and state changes), the index after the
+    exchange (its client's notes that follow included); else None."""
+    q = rows[i]
+    if not (q.kind == "msg" and not q.dashed and not q.dotted and _api(q) in MEMBER_APIS):
+        return None
+    j = i + 1
+    while j < len(rows) and rows[j].kind != "msg" and rows[j].mark == q.mark:
+        j += 1
+    if j >= len(rows):
+        return None
+    a = rows[j]
+    if not (a.dashed and a.src == q.dst and a.dst == q.src and a.color != C_ERROR and _api(a) == _api(q)):
+        return None
+    j += 1
+    while j < len(rows) and rows[j].kind == "note" and rows[j].style == "action" and rows[j].src == q.src \
+            and rows[j].mark == q.mark:
+        j += 1
+    return j
+
+
+def _fold_members(rows: list[_Row]) -> list[_Row]:
+    """A run of two or more group-membership exchanges (heartbeats, joins: the group forming, with
+    its coordinator's records and state changes) becomes one band naming its clients."""
+    out: list[_Row] = []
+    i = 0
+    while i < len(rows):
+        j, n, apis, clients = i, 0, {}, []
+        while (end := _member_exchange(rows, j)) is not None and rows[j].mark == rows[i].mark:
+            apis[_api(rows[j])] = apis.get(_api(rows[j]), 0) + 1
+            if rows[j].src not in clients:
+                clients.append(rows[j].src)
+            j, n = end, n + 1
+        if n >= 2:
+            what = ", ".join(f"{k}× {a}" if k > 1 else a for a, k in apis.items())
+            out.append(_Row("band", rows[i].t, lines=[(f"group membership folded: {what} of {', '.join(clients)} "
+                                                       "(sequence_svg(fold=False) shows every event)", C_MUTED)],
+                            mark=rows[i].mark))
+            i = j
+            continue
+        out.append(rows[i])
+        i += 1
+    return out
+
+
 def _setup_band(r: _Row) -> bool:
     return r.kind == "band" and r.lines[0][0].startswith("topic ") and r.lines[0][0].endswith(" created")
 
@@ -867,10 +917,12 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
                      width: int = WIDTH, marks: dict | None = None, align: dict | None = None,
                      layout: dict | None = None, status_labels: bool = False,
                      internal_arrows: bool = False, lanes: str = "role", on_broker: dict | None = None,
-                     fold: bool = False, t0: int | None = None) -> str:
+                     fold: bool = False, fold_groups: bool = False, t0: int | None = None) -> str:
     """SVG text of a scenario's events (a list of events, or anything with an `.events` list,
     such as a Cluster). max_events cuts the picture after that many events and says so.
     fold: set-up and repeated exchanges become one band each (Trace.sequence_svg folds by default).
+    fold_groups: so does each run of group-membership exchanges (a group forming: heartbeats and
+    joins with the coordinator's records and state changes between them).
     marks / align / layout / status_labels / internal_arrows: see the module docstring.
     t0: times are shown as seconds from t0 (a live cluster's clock is epoch milliseconds: thirteen
     digits would not fit the time column)."""
@@ -885,6 +937,10 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
     rows, clients, servers = _build(events, marks, status_labels, internal_arrows, on_broker)
     if lanes == "broker":
         rows, servers = _by_broker(rows, servers)
+    if fold_groups:
+        rows = _fold_members(rows)
+        used = {r.src for r in rows} | {r.dst for r in rows}
+        clients = [c for c in clients if c in used]      # a client seen only in a folded group: no lane
     if fold:
         rows = _fold(rows)
     if hidden:

@@ -12,9 +12,11 @@ import html
 __all__ = ["Table", "table"]
 
 # !important: JupyterLab right-aligns output table cells with a more specific rule (see scenarios/report)
+# words wrap at spaces (and after hyphens) only: "partitio|ns" or "ILLEGAL_GENERATIO|N" split over two lines
+# reads as two words; a table wider than the output area scrolls sideways (.kv-wrap) instead
 STYLE = ("<style>.kv-table{border-collapse:collapse;font-size:12px;margin:4px 0}"
          ".kv-table th,.kv-table td{border:1px solid #ddd;padding:2px 6px;text-align:left!important;vertical-align:top;"
-         "max-width:28em;overflow-wrap:anywhere}"
+         "max-width:28em;overflow-wrap:normal;word-break:normal}.kv-table td.kv-nw{white-space:nowrap}"
          ".kv-table th{background:#f4f4f4}.kv-table caption{caption-side:bottom;text-align:left;color:#666;"
          "font-size:11px}.kv-wrap{max-width:100%;overflow-x:auto}</style>")
 
@@ -40,6 +42,15 @@ def _cell(v, truncate: int) -> str:
     return html.escape(s)
 
 
+_NOWRAP = ' class="kv-nw"'
+
+
+def _whole(v) -> bool:
+    """A value never split over lines: a number or a point in time ("2026-01-01 00:00:00")."""
+    import datetime
+    return isinstance(v, (int, float, datetime.date, datetime.datetime)) and not isinstance(v, bool)
+
+
 class Table:
     """The rows of a DataFrame as HTML (_repr_html_) and as text (print)."""
 
@@ -48,8 +59,8 @@ class Table:
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th>{html.escape(str(c))}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{_cell(v, self.truncate)}</td>" for v in r) + "</tr>"
-                       for r in self.rows)
+        body = "".join("<tr>" + "".join(f"<td{_NOWRAP if _whole(v) else ''}>{_cell(v, self.truncate)}</td>"
+                                        for v in r) + "</tr>" for r in self.rows)
         n = len(self.rows)
         cap = f"first {n} rows" if self.more else f"{n} row{'s' if n != 1 else ''}"
         return (f'{STYLE}<div class="kv-wrap"><table class="kv-table"><thead><tr>{head}</tr></thead>'

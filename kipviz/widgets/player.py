@@ -16,11 +16,11 @@ from __future__ import annotations
 import ipywidgets as W
 import traitlets
 
-from ..draw.animate import SPEEDS
+from ..draw.animate import FOCUS_JS, SPEEDS
 
 __all__ = ["player", "Player", "FrameView", "Speed", "ESM", "SPEED_ESM", "HAVE_ANYWIDGET"]
 
-ESM = r"""
+ESM = FOCUS_JS + r"""
 function render({ model, el }) {
   const cap = document.createElement('div');
   cap.className = 'kv-anim-caption';
@@ -28,6 +28,7 @@ function render({ model, el }) {
     'background:#f7f7f7;border-left:4px solid #e53e3e;padding:4px 8px;margin:4px 0;min-height:4.2em';
   const stage = document.createElement('div');
   stage.className = 'kv-anim-stage';
+  stage.style.cssText = 'max-height:60vh;overflow:auto';
   el.append(cap, stage);
   let nodes = [], shown = -1;
   const reset = () => { stage.innerHTML = ''; nodes = []; shown = -1; };
@@ -49,6 +50,7 @@ function render({ model, el }) {
       nodes[p].style.display = '';
       shown = p;
     }
+    focus(stage, nodes[p], frames[i].focus);
     cap.textContent = frames[i].caption;
   };
   const redraw = () => { reset(); draw(); };

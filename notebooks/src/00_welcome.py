@@ -27,7 +27,7 @@ from kipviz import codec
 from kipviz.course.exercises import exercise
 from kipviz.schema.catalog import catalog, summary
 
-pd.set_option("display.max_colwidth", 120)
+pd.set_option("display.max_colwidth", None)     # whole cells in every table: no "..." cut
 pd.DataFrame(summary())
 
 # %% [markdown]

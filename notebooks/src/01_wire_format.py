@@ -29,6 +29,8 @@ from kipviz.draw import diff_diagram, diff_table, example_value, history_html, t
 from kipviz.draw.hexdump import hexdump_for, hexdump_request
 from kipviz.schema.model import FIXED_SIZES
 
+pd.set_option("display.max_colwidth", None)     # whole cells in every table: no "..." cut
+
 # %% [markdown]
 # ## 1. Primitive types and varints
 #

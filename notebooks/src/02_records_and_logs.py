@@ -28,6 +28,8 @@ from kipviz import capture, codec, records
 from kipviz.course.exercises import exercise
 from kipviz.draw.hexdump import hexdump_html
 
+pd.set_option("display.max_colwidth", None)     # whole cells in every table: no "..." cut
+
 # %% [markdown]
 # ## 1. A record batch, byte by byte
 #

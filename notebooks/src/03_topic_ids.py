@@ -26,6 +26,8 @@ from kipviz.course.exercises import exercise
 from kipviz.draw.sequence import sequence_svg
 from kipviz.scenarios.report import report
 
+pd.set_option("display.max_colwidth", None)     # whole cells in every table: no "..." cut
+
 
 def show(trace):
     """What the run teaches (its findings), the checks it asserted, and its requests (errors named)."""

@@ -25,6 +25,8 @@ from kipviz.course.exercises import exercise
 from kipviz.draw import sequence_diagram, state_diagram, tables, to_svg
 from kipviz.schema.error_codes import name_of
 
+pd.set_option("display.max_colwidth", None)     # whole cells in every table: no "..." cut
+
 cluster = Cluster(brokers=3, seed=42)
 orders = cluster.create_topic("orders", 4)
 print("orders has topic id", orders)

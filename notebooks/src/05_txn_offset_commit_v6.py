@@ -27,9 +27,12 @@ from kipviz import scenarios
 from kipviz.course.exercises import exercise
 from kipviz.draw import state_diagram, tables, to_svg
 from kipviz.draw.animate import animation
+from kipviz.draw.render import FIT_PX
 from kipviz.draw.sequence import sequence_svg
 from kipviz.scenarios.report import report
 from kipviz.widgets import player
+
+pd.set_option("display.max_colwidth", None)     # whole cells in every table: no "..." cut
 
 
 def show(trace):
@@ -59,7 +62,8 @@ pd.DataFrame([{"case": c, "version": v, "error": runs[c, v].result["error"] if "
                "finding": runs[c, v].findings[0].what if runs[c, v].findings else ""} for (c, v) in runs])
 
 # %%
-HTML(sequence_svg(runs["stale_member_epoch", 6]))
+# the group forming folded into one band, one lane per broker, drawn at the output area's width (not scaled)
+HTML(sequence_svg(runs["stale_member_epoch", 6], fold_groups=True, lanes="broker", width=FIT_PX))
 
 # %% [markdown]
 # **In the logs.** Each run above, written as sample logs and read back in PySpark (one
@@ -71,7 +75,8 @@ from kipviz import spark as ks
 
 spark = ks.session()
 errs = [ks.request_errors(ks.scenario_logs(t), "TxnOffsetCommit").toPandas().assign(case=c) for (c, v), t in runs.items()]
-pd.concat(errs).pivot_table(index=["case", "version"], columns="error", values="responses", fill_value=0)
+pd.concat(errs).pivot_table(index=["case", "version"], columns="error", values="responses", aggfunc="sum",
+                            fill_value=0)   # counts: a sum of whole numbers
 
 # %% [markdown]
 # ## 2. Topic IDs and the error order
@@ -101,7 +106,12 @@ exercise('05-2').check(answer)
 # %%
 order = scenarios.run("kip1319.error_order_v6")
 show(order)
-pd.DataFrame({"v6": pd.Series(order.result["v6"]), "v5 (by name)": pd.Series(order.result["v5"])})
+# v6 names each topic by its ID: the topic's name beside it (the run's IDs: order.result["ids"])
+names = {tid: name for name, tid in order.result["ids"].items()}
+display(pd.DataFrame([{"topic": names.get(tid, "?"), "topic ID (v6)": tid, "partition": int(p), "v6 answer": err}
+                      for tid, p, err in (k.rsplit("-", 1) + [v] for k, v in order.result["v6"].items())]))
+pd.DataFrame([{"topic (v5, by name)": t, "partition": int(p), "v5 answer": err}
+              for t, p, err in (k.rsplit("-", 1) + [v] for k, v in order.result["v5"].items())])
 
 # %% [markdown]
 # ### v5 and v6 on the wire

@@ -31,6 +31,8 @@ from kipviz.draw.animate import animation
 from kipviz.scenarios.report import report
 from kipviz.widgets import player, strip_player
 
+pd.set_option("display.max_colwidth", None)     # whole cells in every table: no "..." cut
+
 
 def show(trace):
     """The run's findings (what goes wrong, who sees it, what the KIP says), then its own checks."""

@@ -29,6 +29,8 @@ from kipviz import spark as ks
 from kipviz.course.exercises import exercise
 from kipviz.spark import plots
 
+pd.set_option("display.max_colwidth", None)     # whole cells in every table: no "..." cut
+
 # one SparkSession for the whole notebook: local[2], ~768 MB driver, no web UI, errors-only logging
 spark = ks.session()
 SAMPLES = next(p for p in (Path("../sample_data"), Path("sample_data")) if p.is_dir())
