@@ -7,6 +7,8 @@
                                by="change": one frame per StateChanged
     strip.frames[i]            a dict: t, request, changes, lanes (one per share partition: spso and
                                cells of offset, state, delivery_count, owner, owner_client), caption
+    strip.missed               the frames where a KIP-1289 marker resolved nothing (a Note of step
+                               "marker-unreached": the records it left TX_PENDING drawn dashed red)
     strip.svg(i)               the frame as SVG text (caption on top, legend under the cells)
     strip.html() / to_html(p)  a standalone player (buttons, slider, keyboard; no CDN, no kernel)
     strip.to_gif(p, fps=2)     an animated GIF drawn with Pillow (no `dot`, no SVG renderer)
@@ -140,7 +142,9 @@ class RecordStrip:
         events = list(getattr(events, "events", events))
         self._clients = client_names(events)
         self.frames: list[dict] = self._frames(events)
-        self.has_missed = any(c.get("missed") for f in self.frames for ln in f["lanes"] for c in ln["cells"])
+        # the frames of a KIP-1289 marker that resolved nothing for records it should have
+        self.missed = [f["index"] for f in self.frames if f["marker"]]
+        self.has_missed = bool(self.missed)
         seen = {c["state"] for f in self.frames for ln in f["lanes"] for c in ln["cells"]}
         self.has_proposed = bool(seen & PROPOSED_STATES)
         self.show_proposed = self.has_proposed if show_proposed is None else show_proposed
