@@ -14,7 +14,7 @@
 #
 # **Prerequisites:** `05_txn_offset_commit_v6`, `06_share_group_eos` (and `07_spark_log_analysis` for section 5).
 # **Time to complete:** about 25 minutes.
-# **Sources:** [KIP-848](https://cwiki.apache.org/confluence/display/KAFKA/KIP-848%3A+The+Next+Generation+of+the+Consumer+Rebalance+Protocol) (the consumer's `group.protocol=consumer`), [KIP-1319](https://cwiki.apache.org/confluence/display/KAFKA/KIP-1319:+Align+TxnOffsetCommit+API+with+OffsetCommit+API) (the TxnOffsetCommit a
+# **Sources:** [KIP-932](https://cwiki.apache.org/confluence/display/KAFKA/KIP-932%3A+Queues+for+Kafka) (share groups, section 3), [KIP-848](https://cwiki.apache.org/confluence/display/KAFKA/KIP-848%3A+The+Next+Generation+of+the+Consumer+Rebalance+Protocol) (the consumer's `group.protocol=consumer`), [KIP-1319](https://cwiki.apache.org/confluence/display/KAFKA/KIP-1319:+Align+TxnOffsetCommit+API+with+OffsetCommit+API) (the TxnOffsetCommit a
 # transactional producer sends).
 
 # %% [markdown]
