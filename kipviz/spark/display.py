@@ -1,13 +1,14 @@
 """A Spark (or pandas) DataFrame as an HTML table for a notebook, instead of `.show()`'s ASCII,
 which wraps into an unreadable grid in a narrow JupyterLab pane.
 
-    ks.table(df)                     # the first 20 rows; JupyterLab draws it (and the static export)
+    ks.table(df)                     # the first 20 rows, every value whole; JupyterLab draws it (and the static export)
     ks.table(df, 5, truncate=60)     # bytes and long text cut to 60 characters, with an ellipsis
 
 Only `n` rows come to the driver (df.limit(n + 1): one more says whether there are more)."""
 from __future__ import annotations
 
 import html
+import re
 
 __all__ = ["Table", "table"]
 
@@ -39,9 +40,11 @@ def _cell(v, truncate: int) -> str:
         s = str(v)
     if truncate and len(s) > truncate:
         s = s[:truncate - 1] + "…"
-    return html.escape(s)
+    # a long value without spaces (JSON, a list) may wrap after its commas, never inside a word
+    return "<wbr>".join(html.escape(p) for p in _AFTER_COMMA.split(s)) if len(s) > 30 else html.escape(s)
 
 
+_AFTER_COMMA = re.compile(r"(?<=,)(?! )")
 _NOWRAP = ' class="kv-nw"'
 
 
@@ -72,7 +75,7 @@ class Table:
             ("\n..." if self.more else "")
 
 
-def table(df, n: int = 20, *, truncate: int = 40) -> Table:
+def table(df, n: int = 20, *, truncate: int = 0) -> Table:
     """The first n rows of df (a Spark or pandas DataFrame) as a Table."""
     if hasattr(df, "toPandas"):
         got = df.limit(n + 1).collect()

@@ -193,6 +193,16 @@ def _start(name: str, cmd: list[str], *, base: Path, env: dict, cwd: Path, url: 
 
 
 @pytest.fixture(scope="session")
+def site(tmp_path_factory) -> Path:
+    """Every notebook exported once for the session (`kipviz export`: run, then nbconvert's lab
+    template), for the checks on the exported pages."""
+    from kipviz import cli
+    out = tmp_path_factory.mktemp("site")
+    assert cli.main(["export", *map(str, sorted((ROOT / "notebooks").glob("*.ipynb"))), "-o", str(out), "-q"]) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
 def work_tree(tmp_path_factory) -> Path:
     return _work_tree(tmp_path_factory.mktemp("kipviz-browser"))
 

@@ -12,21 +12,12 @@ from __future__ import annotations
 
 import pytest
 
-from kipviz import cli
-
 from . import fit, pages
 from .conftest import ARTIFACTS
 
 pytestmark = pytest.mark.xdist_group("browser")     # one worker: one notebook at a time
 
 SHOTS = ARTIFACTS / "pictures"
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site")
-    assert cli.main(["export", *map(str, pages.NOTEBOOKS), "-o", str(out), "-q"]) == 0
-    return out
 
 
 def _shot(page, name: str) -> None:
