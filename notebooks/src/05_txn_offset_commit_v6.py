@@ -75,8 +75,8 @@ from kipviz import spark as ks
 
 spark = ks.session()
 errs = [ks.request_errors(ks.scenario_logs(t), "TxnOffsetCommit").toPandas().assign(case=c) for (c, v), t in runs.items()]
-pd.concat(errs).pivot_table(index=["case", "version"], columns="error", values="responses", aggfunc="sum",
-                            fill_value=0)   # counts: a sum of whole numbers
+pd.concat(errs).pivot_table(index=["case", "version"], columns="error", values="responses",
+                            aggfunc="sum", fill_value=0)     # counts: sums of whole numbers
 
 # %% [markdown]
 # ## 2. Topic IDs and the error order
@@ -108,10 +108,11 @@ order = scenarios.run("kip1319.error_order_v6")
 show(order)
 # v6 names each topic by its ID: the topic's name beside it (the run's IDs: order.result["ids"])
 names = {tid: name for name, tid in order.result["ids"].items()}
-display(pd.DataFrame([{"topic": names.get(tid, "?"), "topic ID (v6)": tid, "partition": int(p), "v6 answer": err}
-                      for tid, p, err in (k.rsplit("-", 1) + [v] for k, v in order.result["v6"].items())]))
-pd.DataFrame([{"topic (v5, by name)": t, "partition": int(p), "v5 answer": err}
-              for t, p, err in (k.rsplit("-", 1) + [v] for k, v in order.result["v5"].items())])
+v6 = [(*k.rsplit("-", 1), err) for k, err in order.result["v6"].items()]    # (topic ID, partition, answer)
+v5 = [(*k.rsplit("-", 1), err) for k, err in order.result["v5"].items()]    # (topic name, partition, answer)
+display(pd.DataFrame([{"topic": names.get(tid, "?"), "topic ID (v6)": tid, "partition": int(p),
+                       "v6 answer": err} for tid, p, err in v6]))
+pd.DataFrame([{"topic (v5, by name)": t, "partition": int(p), "v5 answer": err} for t, p, err in v5])
 
 # %% [markdown]
 # ### v5 and v6 on the wire

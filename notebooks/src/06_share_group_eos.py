@@ -148,8 +148,8 @@ stuck = scenarios.run("kip1289.marker_not_colocated")
 show(stuck)
 print(stuck.result["eos"].summary(limit=2))
 strip = record_strip(stuck.events)
-display(SVG(strip.svg(strip.missed[0])))   # where it breaks: the marker reaches broker 1 and resolves nothing
-strip_player(strip)                        # the whole run: lock expiry, redelivery, again until the limit
+display(SVG(strip.svg(strip.missed[0])))   # where it breaks: the marker resolves nothing
+strip_player(strip)                        # the whole run, attempt after attempt
 
 # %%
 share_flow("kip1289.marker_forwarded")   # the kit's suggestion: forward, then resolve on broker 0 (the regular flow is above)

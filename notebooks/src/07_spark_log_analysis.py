@@ -97,7 +97,7 @@ bad = [dict(good[0], offset=9001, value=good[0]["value"][:5]),
 frame = spark.createDataFrame(pa.Table.from_pylist(good + bad, schema=schemas.KAFKA).to_pandas(), schemas.KAFKA_DDL).drop("timestamp")
 broken = ks.decode_all(ks.from_kafka_frame(spark, frame, ["__consumer_offsets"]))
 print("decoded offset commits:", broken.offsets.count())
-ks.table(broken.errors.select("dataset", "offset", "error_kind", "error"), truncate=70)
+ks.table(broken.errors.select("dataset", "offset", "error_kind", "error"))
 
 # %% [markdown]
 # ## 3. Committed offsets and lag; [KIP-516](https://cwiki.apache.org/confluence/display/KAFKA/KIP-516%3A+Topic+Identifiers) topic ids

@@ -210,11 +210,12 @@ def problems(page, *, min_text: float = MIN_TEXT_PX, slack: float = 1.5, overlap
 
 # ---- can the page be read? (issue 31) -----------------------------------------------------------------
 # Tables: a cell cut with "..." (pandas' max_colwidth) or "…"; a word broken over two lines anywhere but
-# after a hyphen or a comma ("partitio|ns"); a point in time split over lines. A run of dots after dots is no cut
-# (a hex dump's ASCII column: "....Kw....").
+# after a hyphen or a comma ("partitio|ns"); a point in time split over lines. A run of dots after dots is
+# no cut, and a hex dump's rows are bytes, not words (its ASCII column: "pviz...orders...").
 _TABLES = r"""() => {
   const out = [];
-  const cells = [...document.querySelectorAll('.jp-OutputArea-output table td, .jp-OutputArea-output table th')];
+  const cells = [...document.querySelectorAll('.jp-OutputArea-output table td, .jp-OutputArea-output table th')]
+    .filter(td => !td.closest('.kvx'));               // a hex dump (kipviz.draw.hexdump): bytes, not words
   const lines = (node, a, b) => {
     const r = document.createRange(); r.setStart(node, a); r.setEnd(node, b);
     return [...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top));
@@ -275,9 +276,9 @@ _PICTURES = r"""() => {
   const seen = new Set();
   for (const t of texts) {
     const addr = /\b\d{1,3}(\.\d{1,3}){3}:\d*/.exec(t), epoch = /\b1[6-9]\d{11}\b/.exec(t);
-    const p = addr ? `a client named by its address (${addr[0]}) in ${JSON.stringify(t.slice(0, 60))}` :
-              epoch ? `a time as epoch milliseconds (${epoch[0]}) in ${JSON.stringify(t.slice(0, 60))}` : null;
-    if (p && !seen.has(p)) { seen.add(p); out.push(p); }
+    for (const p of [addr && `a client named by its address (${addr[0]}) in ${JSON.stringify(t.slice(0, 60))}`,
+                     epoch && `a time as epoch milliseconds (${epoch[0]}) in ${JSON.stringify(t.slice(0, 60))}`])
+      if (p && !seen.has(p)) { seen.add(p); out.push(p); }
   }
   return [...new Set(out)];
 }"""
@@ -296,8 +297,9 @@ def picture_problems(page) -> list[str]:
 
 # The page's players (kipviz.draw.animate.player_fragment): each has a speed choice, its counter says
 # the caption's frame ("6 / 6" with "6/6 · ..."), and with the player's top at the top of a 900 px
-# window the caption and the highlighted state (the frame's `focus` node) are on screen together.
-_PAGE_PLAYERS = r"""async () => {
+# window the caption and the highlighted state (a state-machine node filled as the current one) are
+# on screen together.
+_PAGE_PLAYERS = r"""async (fill) => {
   const out = [];
   const players = [...document.querySelectorAll('.kv-player')];
   for (const [k, p] of players.entries()) {
@@ -310,12 +312,10 @@ _PAGE_PLAYERS = r"""async () => {
       const count = p.querySelector('.kv-count').textContent.replace(/\s/g, ''), cap = p.querySelector('.kv-caption');
       const m = /^(\d+)\/(\d+)/.exec(cap.textContent);
       if (m && count !== `${m[1]}/${m[2]}`) { out.push(`${name}: counter ${count}, caption ${m[0]}`); break; }
-      const id = data.frames[i].focus;
-      if (!id) continue;
       p.scrollIntoView({block: 'start'});
       await new Promise(r => requestAnimationFrame(r));
       const shown = [...p.querySelectorAll('.kv-stage > div')].find(d => d.style.display !== 'none');
-      const node = shown && shown.querySelector(`[id="${id}"]`);
+      const node = shown && [...shown.querySelectorAll('g.node')].find(g => g.querySelector(`[fill="${fill}"]`));
       if (!node) continue;
       const c = cap.getBoundingClientRect(), s = node.getBoundingClientRect(), vh = innerHeight;
       const stage = p.querySelector('.kv-stage').getBoundingClientRect();
@@ -329,4 +329,5 @@ _PAGE_PLAYERS = r"""async () => {
 
 
 def page_player_problems(page) -> list[str]:
-    return page.evaluate(_PAGE_PLAYERS)
+    from kipviz.draw.machines import C_CURRENT_FILL
+    return page.evaluate(_PAGE_PLAYERS, C_CURRENT_FILL)
