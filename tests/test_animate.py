@@ -142,6 +142,12 @@ def test_caption_says_when_what_why_and_which_request(scenario):
     assert frames[2].caption.split("\n")[2] == "no request: a timer or a coordinator-internal step"
 
 
+def test_captions_give_times_from_the_runs_start(scenario):
+    """t0: the run's start in the events' clock (a live server's is epoch ms, issue 31)."""
+    frames = Animation(TXN, scenario, key="tx-1", t0=10).frames
+    assert frames[1].caption.startswith("2/3 · t=20 ms · transaction tx-1")
+
+
 def test_following_all_instances_shows_where_the_others_are(scenario):
     anim = Animation(TXN, scenario)
     last = anim.frames[-1]

@@ -896,12 +896,14 @@ def _draw_rows(rows: list[_Row], xs: dict, yy: float, note_max: float, total_w: 
     return body, yy
 
 
-def _title_block(title: str | None, events: list, hidden: int, t0: int | None, when) -> tuple[list[str], int]:
-    """The title and the line under it (how many events, over what time); the y below them."""
+def _title_block(title: str | None, events: list, hidden: int, t0: int | None, when,
+                 total_w: int = WIDTH) -> tuple[list[str], int]:
+    """The title (wrapped to the picture: a narrow one of few lanes) and the line under it (how many
+    events, over what time); the y below them."""
     out: list[str] = []
     y = 12
-    if title:
-        out.append(_text(10, y + 12, title, size=15, anchor="start", weight="bold"))
+    for line in wrap_text(title, total_w - 20, 15 * 1.1, break_words=False) if title else ():
+        out.append(_text(10, y + 12, line, size=15, anchor="start", weight="bold"))
         y += 22
     if events:
         sub = (f"{len(events)} events · t = {events[0].t} … {events[-1].t} ms (virtual time)" if t0 is None else
@@ -955,7 +957,7 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
     total_w = int(GUTTER + colw * n + 10)
     xs = {name: GUTTER + colw * (i + 0.5) for i, name in enumerate(lines)}
 
-    out, y = _title_block(title, events, hidden, t0, when)
+    out, y = _title_block(title, events, hidden, t0, when, total_w)
     head_y = y + 4
     head_h = _head_h(lines, colw - 14)
     body_top = head_y + head_h

@@ -64,7 +64,7 @@ def test_the_marker_that_resolves_nothing_is_drawn_where_it_happens(site, page):
         missed: [...svg.querySelectorAll('rect')].filter(r => r.getAttribute('stroke') === missed &&
                                                           r.getAttribute('stroke-dasharray')).length}))""", C_MISSED)
     _shot(page, "06-marker-not-colocated", cell)
-    (frame,) = [d for d in drawn if "resolved nothing" in d["text"]]
+    (frame,) = [d for d in drawn if "and resolved nothing" in d["text"]]     # the frame's caption
     assert "reached broker 1" in frame["text"] and "TX_PENDING" in frame["text"] and frame["missed"] == 4
     assert cell.locator(".kv-player").count() == 1          # and the whole run, frame by frame
 
