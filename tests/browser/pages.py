@@ -273,6 +273,7 @@ def lab_player_problems(page, player) -> list[str]:
                if b and b != "no speed choice"]
         if bad:
             return out + bad
+    handle.press("Home")           # back to the first frame: another view of the same widget may be checked next
     return out
 
 

@@ -59,13 +59,22 @@ def test_the_marker_that_resolves_nothing_is_drawn_where_it_happens(site, page):
     from kipviz.draw.record_strip import C_MISSED
     _open(page, site / "06_share_group_eos.html")
     cell = _cell_of(page, 'scenarios.run("kip1289.marker_not_colocated")')
-    drawn = cell.evaluate("""(c, missed) => [...c.querySelectorAll('.jp-OutputArea-output svg')].map(svg => ({
-        text: [...svg.querySelectorAll('text')].map(t => t.textContent).join(' '),
-        missed: [...svg.querySelectorAll('rect')].filter(r => r.getAttribute('stroke') === missed &&
-                                                          r.getAttribute('stroke-dasharray')).length}))""", C_MISSED)
+    # its pictures: inline SVG, or an image/svg+xml output (an <img> of the SVG, as JupyterLab shows it)
+    drawn = cell.evaluate("""(c, missed) => {
+        const svgs = [...c.querySelectorAll('.jp-OutputArea-output svg')];
+        for (const img of c.querySelectorAll('.jp-OutputArea-output img[src^="data:image/svg+xml"]')) {
+          const src = img.getAttribute('src'), comma = src.indexOf(',');
+          const text = src.slice(0, comma).endsWith(';base64') ? new TextDecoder().decode(
+            Uint8Array.from(atob(src.slice(comma + 1)), ch => ch.charCodeAt(0))) : decodeURIComponent(src.slice(comma + 1));
+          svgs.push(new DOMParser().parseFromString(text, 'image/svg+xml').documentElement);
+        }
+        return svgs.map(svg => ({text: [...svg.querySelectorAll('text')].map(t => t.textContent).join(' '),
+          missed: [...svg.querySelectorAll('rect')].filter(r => r.getAttribute('stroke') === missed &&
+                                                             r.getAttribute('stroke-dasharray')).length}));
+      }""", C_MISSED)
     _shot(page, "06-marker-not-colocated", cell)
     (frame,) = [d for d in drawn if "and resolved nothing" in d["text"]]     # the frame's caption
-    assert "reached broker 1" in frame["text"] and "TX_PENDING" in frame["text"] and frame["missed"] == 4
+    assert "reached broker 1" in frame["text"] and "TX_PENDING" in frame["text"] and frame["missed"] == 4 + 1  # + legend
     assert cell.locator(".kv-player").count() == 1          # and the whole run, frame by frame
 
 
