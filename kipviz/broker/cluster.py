@@ -52,6 +52,7 @@ class Cluster:
             raise ValueError(f"share_marker_routing {cfg.share_marker_routing!r} is not one of "
                              f"{', '.join(SHARE_MARKER_ROUTINGS)}")
         self.config = cfg
+        self.seed = seed                         # the cluster id, topic ids and member ids follow from it
         self.rng = random.Random(seed)
         self.clock = VirtualClock(start_ms)
         self.events: list[ev.Event] = []
