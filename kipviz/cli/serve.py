@@ -85,7 +85,9 @@ def _loopback(host: str) -> bool:
 def add_serve(sub) -> None:
     sv = sub.add_parser("serve", help="run the cluster model on real sockets for real Kafka clients")
     sv.add_argument("--brokers", type=int, default=1, help="modelled brokers, one listener each (default 1)")
-    sv.add_argument("--host", default="127.0.0.1", help="address to listen on and advertise (default 127.0.0.1)")
+    sv.add_argument("--host", default="127.0.0.1",
+                    help="address to listen on and advertise (default 127.0.0.1); any other than a loopback "
+                         "address prints a warning: the server has no authentication yet")
     sv.add_argument("--port", type=int, default=9092,
                     help="first broker's port, the others consecutive; 0 for free ports (default 9092)")
     sv.add_argument("--release", default=None, help="the Kafka release the brokers play (default: the newest)")

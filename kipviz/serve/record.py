@@ -33,7 +33,7 @@ def check_folder(out: Path) -> None:
         return
     if not out.is_dir():
         raise KipvizError(f"--record {out}: exists and is not a folder")
-    if out.stat().st_uid != os.getuid():
+    if hasattr(os, "getuid") and out.stat().st_uid != os.getuid():
         raise KipvizError(f"--record {out}: the folder belongs to another user")
     names = {p.name for p in out.iterdir()}
     if not names:
@@ -63,10 +63,8 @@ class Recorder:
         self.out = Path(out)
         self.cluster = cluster
         check_folder(self.out)
-        if self.out.is_dir():
-            self.out.chmod(0o700)
-            files.remove(self.out / PCAP)
-        # no forked helpers inside a threaded server
+        files.remove(self.out / PCAP)
+        # no forked helpers inside a threaded server; 0700 folders and 0600 files
         self.writer = RunWriter(self.out, offload=False, private=True)
         self._file = files.new_file(self.out / PCAP, private=True, buffered=False)   # on disk as written
         self.pcap = PcapWriter(self._file, format="pcap", window=WINDOW)
