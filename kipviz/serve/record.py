@@ -43,7 +43,7 @@ def check_folder(out: Path) -> None:
         try:
             if manifest.is_symlink():
                 raise ValueError("a link")
-            command = json.loads(manifest.read_bytes()[:1 << 20]).get("generator", {}).get("command", "")
+            command = json.loads(manifest.read_bytes()).get("generator", {}).get("command", "")
         except (ValueError, AttributeError, OSError):
             command = None
         if command != COMMAND:

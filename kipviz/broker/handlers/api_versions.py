@@ -33,13 +33,13 @@ def unknown_version(config, frame) -> tuple[int, dict] | None:
     the broker could not read is answered too. Returns (version, header) -- the header read alone,
     in the version's header layout -- or None for every other request. A header that does not
     parse raises DecodeError (RequestHeader.parse: InvalidRequestException, the connection closes)."""
-    payload = codec.unframe(bytes(frame))
-    if len(payload) < 4:
+    if len(frame) < 8:
         return None
-    key, version = struct.unpack_from(">hh", payload, 0)
+    key, version = struct.unpack_from(">hh", frame, 4)      # a peek: no copy of a large frame
     served = served_versions("ApiVersions", config)
     if key != API_KEY or served is not None and served[0] <= version <= served[1]:
         return None
+    payload = codec.unframe(bytes(frame))
     hv = request_header_version(registry.get("ApiVersionsRequest"), version)
     header, _ = codec.plan("RequestHeader", hv).decode_at(payload, 0, "header.")
     return version, header
