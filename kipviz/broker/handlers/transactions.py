@@ -27,11 +27,7 @@ def _fenced_for(version: int, first_with_fenced: int, code: int) -> int:
 
 def _can_write_some_topic(cluster, principal: str) -> bool:
     """authorizeByResourceType(WRITE, TOPIC): some ACL lets the principal write some topic."""
-    acls = cluster.config.acls
-    if acls is None:
-        return True
-    return any(a.allow and a.resource_type == "TOPIC" and a.operation in ("WRITE", "ALL")
-               and a.principal in ("*", principal) for a in acls)
+    return cluster.authorizer.authorize_by_resource_type(principal, "TOPIC", "WRITE")
 
 
 def _not_coordinator(cluster, req: Request, transactional_id) -> bool:
