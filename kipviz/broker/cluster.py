@@ -20,8 +20,8 @@ from ..schema import events as ev
 from ..schema import registry
 from ..schema.error_codes import CODE
 from ..uuids import random_uuid, to_kafka_str
-from .clock import VirtualClock
 from .authorizer import Authorizer
+from .clock import VirtualClock
 from .config import SHARE_MARKER_ROUTINGS, ClusterConfig, served_versions
 from .handlers import CLOSE, DEFERRED, HANDLERS, Request, load_all
 from .machine import Machine
