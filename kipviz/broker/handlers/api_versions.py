@@ -5,13 +5,17 @@ from ...schema import registry
 from ...schema.error_codes import CODE
 from ..config import served_versions
 from ..error_rows import rows
-from . import Request, handles
+from . import HANDLERS, Request, handles
 
 
 def advertised(config) -> list[dict]:
+    """The APIs and versions the broker serves: the configured release's (from the kit's labels),
+    for the APIs the model has a handler for -- exactly what it answers (a defined RPC the model
+    does not serve, such as ElectLeaders, is not listed, as a broker lists only what it handles)."""
     out = []
     for _, spec in sorted(registry.messages().items(), key=lambda kv: registry.api_key(kv[1]) or 0):
-        if spec.type != "request" or spec.api in ("LeaderAndIsr", "StopReplica", "UpdateMetadata"):
+        if spec.type != "request" or spec.api in ("LeaderAndIsr", "StopReplica", "UpdateMetadata") \
+                or spec.api not in HANDLERS:
             continue
         rng = served_versions(spec.api, config)
         if rng is not None:
