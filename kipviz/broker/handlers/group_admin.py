@@ -151,10 +151,13 @@ def _share_partition_row(cluster, gid: str, topic, p: int) -> dict:
     return row
 
 
+_NOT_LISTED = "not in the schema's Supported errors list"
 ERRORS["DescribeShareGroupOffsets"] = (
-    rows(0, ("UNSUPPORTED_VERSION", "GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED", "NOT_COORDINATOR",
-             "INVALID_GROUP_ID", "UNKNOWN_TOPIC_OR_PARTITION"),
-         "KafkaApis.handleDescribeShareGroupOffsetsRequest, GroupCoordinatorService.describeShareGroupOffsets")
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED", "NOT_COORDINATOR"),
+         "DescribeShareGroupOffsetsResponse.json")
+    + rows(0, ("UNSUPPORTED_VERSION", "INVALID_GROUP_ID", "UNKNOWN_TOPIC_OR_PARTITION"),
+           "KafkaApis.handleDescribeShareGroupOffsetsRequest (share groups off), GroupCoordinatorService "
+           "(an empty group id), a partition the topic lacks: " + _NOT_LISTED)
     + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
                  "DescribeShareGroupOffsetsResponse.json", _LOADED)
     + kafka_only(0, ("GROUP_ID_NOT_FOUND", "INVALID_REQUEST"), "DescribeShareGroupOffsetsResponse.json",
@@ -209,9 +212,11 @@ def describe_share_group_offsets(cluster, req: Request) -> dict:
 
 
 ERRORS["AlterShareGroupOffsets"] = (
-    rows(0, ("UNSUPPORTED_VERSION", "GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED", "NOT_COORDINATOR",
-             "INVALID_GROUP_ID", "GROUP_ID_NOT_FOUND", "NON_EMPTY_GROUP", "UNKNOWN_TOPIC_OR_PARTITION"),
-         "KafkaApis.handleAlterShareGroupOffsetsRequest, GroupMetadataManager.alterShareGroupOffsets")
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED", "NOT_COORDINATOR", "GROUP_ID_NOT_FOUND",
+             "NON_EMPTY_GROUP"), "AlterShareGroupOffsetsResponse.json")
+    + rows(0, ("UNSUPPORTED_VERSION", "INVALID_GROUP_ID", "UNKNOWN_TOPIC_OR_PARTITION"),
+           "KafkaApis.handleAlterShareGroupOffsetsRequest (share groups off; a topic or partition not in the "
+           "metadata), GroupCoordinatorService (an empty group id): " + _NOT_LISTED)
     + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
                  "AlterShareGroupOffsetsResponse.json", _LOADED)
     + kafka_only(0, ("KAFKA_STORAGE_ERROR", "INVALID_REQUEST"), "AlterShareGroupOffsetsResponse.json",
@@ -259,9 +264,11 @@ def alter_share_group_offsets(cluster, req: Request) -> dict:
 
 
 ERRORS["DeleteShareGroupOffsets"] = (
-    rows(0, ("UNSUPPORTED_VERSION", "GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED", "NOT_COORDINATOR",
-             "INVALID_GROUP_ID", "GROUP_ID_NOT_FOUND", "NON_EMPTY_GROUP", "UNKNOWN_TOPIC_OR_PARTITION"),
-         "KafkaApis.handleDeleteShareGroupOffsetsRequest, GroupMetadataManager.sharePartitionsEligibleForOffsetDeletion")
+    rows(0, ("GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED", "NOT_COORDINATOR", "GROUP_ID_NOT_FOUND",
+             "NON_EMPTY_GROUP", "UNKNOWN_TOPIC_OR_PARTITION"), "DeleteShareGroupOffsetsResponse.json")
+    + rows(0, ("UNSUPPORTED_VERSION", "INVALID_GROUP_ID"),
+           "KafkaApis.handleDeleteShareGroupOffsetsRequest (share groups off), GroupCoordinatorService (an empty "
+           "group id): " + _NOT_LISTED)
     + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
                  "DeleteShareGroupOffsetsResponse.json", _LOADED)
     + kafka_only(0, ("KAFKA_STORAGE_ERROR", "INVALID_REQUEST"), "DeleteShareGroupOffsetsResponse.json",
