@@ -61,7 +61,9 @@ def init_producer_id(cluster, req: Request) -> dict:
 
     tid = b["TransactionalId"]
     if tid is not None:
-        if not cluster.authorized(req.principal, "TRANSACTIONAL_ID", tid, "WRITE"):
+        # KafkaApis: WRITE on the transactional id, then TWO_PHASE_COMMIT for a 2PC producer (KIP-939)
+        if not cluster.authorized(req.principal, "TRANSACTIONAL_ID", tid, "WRITE") or (
+                b.get("Enable2Pc") and not cluster.authorized(req.principal, "TRANSACTIONAL_ID", tid, "TWO_PHASE_COMMIT")):
             return answer(E["TRANSACTIONAL_ID_AUTHORIZATION_FAILED"])
     elif not (cluster.authorized(req.principal, "CLUSTER", "kafka-cluster", "IDEMPOTENT_WRITE")
               or _can_write_some_topic(cluster, req.principal)):
@@ -245,7 +247,8 @@ ERRORS["WriteTxnMarkers"] = (
 @handles("WriteTxnMarkers")
 def write_txn_markers(cluster, req: Request) -> dict:
     b, v = req.body, req.version
-    allowed = cluster.authorized(req.principal, "CLUSTER", "kafka-cluster", "CLUSTER_ACTION")
+    allowed = (cluster.authorized(req.principal, "CLUSTER", "kafka-cluster", "ALTER")    # KafkaApis: ALTER,
+               or cluster.authorized(req.principal, "CLUSTER", "kafka-cluster", "CLUSTER_ACTION"))   # else this
     markers = []
     for m in b["Markers"]:
         topics = []
