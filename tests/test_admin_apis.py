@@ -286,3 +286,19 @@ def test_every_new_api_answers_without_a_model_error(release):
                 body["EndpointType"] = 1
             c.call(api, v, body)
     assert c.internal_errors == []
+
+
+def test_kipviz_list_and_the_explorer_show_the_new_apis(capsys):
+    from kipviz import cli
+    from kipviz.widgets.explorer import Explorer
+    assert cli.main(["list", "--release", "4.4"]) == 0
+    out = capsys.readouterr().out
+    for api in ("AlterConfigsRequest (api key 33)", "IncrementalAlterConfigsRequest (api key 44)",
+                "DescribeShareGroupOffsetsRequest (api key 90)", "SaslAuthenticateRequest (api key 36)",
+                "CreateAclsRequest (api key 30)", "ListTransactionsRequest (api key 66)"):
+        assert api in out
+    assert cli.main(["list", "ListTransactionsRequest", "--release", "4.0"]) == 0
+    assert "v2" not in capsys.readouterr().out                       # KIP-1152's v2 arrived in 4.1
+    e = Explorer()
+    assert e.select("DescribeProducers")
+    assert "NOT_LEADER_OR_FOLLOWER" in e.errors_text and "TOPIC_AUTHORIZATION_FAILED" in e.errors_text

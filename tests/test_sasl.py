@@ -233,3 +233,22 @@ def test_kafka_python_authenticates_with_scram_and_is_refused_outside_its_prefix
             admin.close()
         assert "bob.mine" in srv.cluster.topics.by_name and "alice.theirs" not in srv.cluster.topics.by_name
         assert srv.cluster.internal_errors == []
+
+
+def test_the_workshop_guides_shared_server_snippet_runs_and_isolates_learners():
+    """docs/workshop.md, 'A shared server': its code, run as written."""
+    from pathlib import Path
+    text = (Path(__file__).resolve().parent.parent / "docs" / "workshop.md").read_text()
+    block = text.split("## A shared server", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    scope = {"frame": frame("ApiVersions", 3, {"ClientSoftwareName": "t", "ClientSoftwareVersion": "1"})}
+    exec(compile(block, "workshop.md", "exec"), scope)             # noqa: S102 - the project's own doc
+    c = scope["cluster"]
+    assert scope["kind"] == "send" and scope["auth"].principal is None
+    assert c.authorized("User:ana", "TOPIC", "ana.orders", "WRITE")
+    assert c.authorized("User:ana", "GROUP", "ana.app", "READ")
+    assert not c.authorized("User:ana", "TOPIC", "ben.orders", "DESCRIBE")
+    assert c.authorized("User:host", "TOPIC", "ben.orders", "DELETE")
+    auth = Authenticator(c, scope["users"], seed=5)
+    _handshake(auth, "PLAIN")
+    auth.handle(frame("SaslAuthenticate", 2, {"AuthBytes": b"\0ana\0ana-pw"}))
+    assert auth.principal == "User:ana"
