@@ -30,18 +30,9 @@ from confluent_kafka.admin import (  # noqa: E402
 from kafka.admin import KafkaAdminClient  # noqa: E402
 
 from kipviz.serve import Server  # noqa: E402
+from tests.client_logs import ErrorLines  # noqa: E402
 
 WAIT_S = 20
-
-
-class _Collect(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record):
-        if record.levelno >= logging.ERROR:
-            self.lines.append(f"{record.name}: {record.getMessage()}")
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +46,7 @@ def server():
 
 @pytest.fixture
 def logs(server):
-    h = _Collect()
+    h = ErrorLines()
     rd = logging.getLogger(f"rdkafka.adm.{uuid.uuid4().hex[:6]}")
     rd.propagate = False
     rd.addHandler(h)

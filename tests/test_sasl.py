@@ -152,6 +152,7 @@ def test_users_file_errors_are_one_readable_line(tmp_path):
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from tests.client_logs import ErrorLines  # noqa: E402
 from tests.sasl_listener import SaslListener  # noqa: E402
 
 WAIT_S = 20
@@ -173,19 +174,9 @@ def _admin(srv, mechanism, user, password, errors, logs):
                         "error_cb": errors.append, "logger": log})
 
 
-class _Logs(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record):
-        if record.levelno >= logging.ERROR:
-            self.lines.append(record.getMessage())
-
-
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_librdkafka_authenticates_and_meets_the_acls(mechanism):
-    errors, logs = [], _Logs()
+    errors, logs = [], ErrorLines()
     with SaslListener({"alice": "alice-secret", "bob": "bob-secret"}, acls=_acls()) as srv:
         admin = _admin(srv, mechanism, "alice", "alice-secret", errors, logs)
         done = admin.create_topics([NewTopic(f"alice.{uuid.uuid4().hex[:6]}", 1, 1),
@@ -206,7 +197,7 @@ def test_librdkafka_authenticates_and_meets_the_acls(mechanism):
 
 
 def test_librdkafka_with_a_wrong_password_gets_an_authentication_error():
-    errors, logs = [], _Logs()
+    errors, logs = [], ErrorLines()
     with SaslListener({"alice": "alice-secret"}, acls=_acls()) as srv:
         admin = _admin(srv, "SCRAM-SHA-256", "alice", "wrong", errors, logs)
         with pytest.raises(ck.KafkaException):

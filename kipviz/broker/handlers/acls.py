@@ -63,6 +63,19 @@ def _binding(acl: Acl) -> dict:
             "Operation": OPERATIONS[acl.operation], "PermissionType": PERMISSIONS[acl.permission]}
 
 
+def _alter_refused(cluster, req: Request, key: str, n: int, extra: dict) -> dict | None:
+    """Create/DeleteAcls refused whole (getErrorResponse: the error on every result): ALTER on the
+    cluster is missing, or no authorizer is configured; None when the request goes on."""
+    if not cluster.authorized(req.principal, "CLUSTER", CLUSTER_RESOURCE, "ALTER"):
+        code, message = CODE["CLUSTER_AUTHORIZATION_FAILED"], _denied(req, "ALTER")
+    elif not cluster.authorizer.enabled:
+        code, message = CODE["SECURITY_DISABLED"], "No Authorizer is configured."
+    else:
+        return None
+    return shape(req.api + "Response", req.version, {"ThrottleTimeMs": 0, key: [
+        {"ErrorCode": code, "ErrorMessage": message, **extra} for _ in range(n)]})
+
+
 # ---- DescribeAcls -----------------------------------------------------------------------------------
 ERRORS["DescribeAcls"] = rows(0, ("CLUSTER_AUTHORIZATION_FAILED", "SECURITY_DISABLED", "INVALID_REQUEST"),
                               _SRC + "; AclControlManager.validateFilter")
@@ -106,13 +119,9 @@ def create_acls(cluster, req: Request) -> dict:
     if _has_unknown_code(creations, ("ResourceType", "ResourcePatternType", "Operation", "PermissionType")):
         return CLOSE
 
-    def every(code, message):
-        return shape("CreateAclsResponse", req.version, {"ThrottleTimeMs": 0, "Results": [
-            {"ErrorCode": code, "ErrorMessage": message} for _ in creations]})
-    if not cluster.authorized(req.principal, "CLUSTER", CLUSTER_RESOURCE, "ALTER"):
-        return every(CODE["CLUSTER_AUTHORIZATION_FAILED"], _denied(req, "ALTER"))
-    if not cluster.authorizer.enabled:
-        return every(CODE["SECURITY_DISABLED"], "No Authorizer is configured.")
+    early = _alter_refused(cluster, req, "Results", len(creations), {})
+    if early is not None:
+        return early
     results = []
     for c in creations:
         permission = _name("permission", c.get("PermissionType"))
@@ -143,13 +152,9 @@ def delete_acls(cluster, req: Request) -> dict:
     if _has_unknown_code(filters, ("ResourceTypeFilter", "PatternTypeFilter", "Operation", "PermissionType")):
         return CLOSE
 
-    def every(code, message):
-        return shape("DeleteAclsResponse", req.version, {"ThrottleTimeMs": 0, "FilterResults": [
-            {"ErrorCode": code, "ErrorMessage": message, "MatchingAcls": []} for _ in filters]})
-    if not cluster.authorized(req.principal, "CLUSTER", CLUSTER_RESOURCE, "ALTER"):
-        return every(CODE["CLUSTER_AUTHORIZATION_FAILED"], _denied(req, "ALTER"))
-    if not cluster.authorizer.enabled:
-        return every(CODE["SECURITY_DISABLED"], "No Authorizer is configured.")
+    early = _alter_refused(cluster, req, "FilterResults", len(filters), {"MatchingAcls": []})
+    if early is not None:
+        return early
     results = []
     for f in filters:
         flt = _filter(f)

@@ -211,33 +211,49 @@ def describe_share_group_offsets(cluster, req: Request) -> dict:
     return shape("DescribeShareGroupOffsetsResponse", v, {"ThrottleTimeMs": 0, "Groups": out})
 
 
-ERRORS["AlterShareGroupOffsets"] = (
-    rows(0, ("GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED", "NOT_COORDINATOR", "GROUP_ID_NOT_FOUND",
-             "NON_EMPTY_GROUP"), "AlterShareGroupOffsetsResponse.json")
-    + rows(0, ("UNSUPPORTED_VERSION", "INVALID_GROUP_ID", "UNKNOWN_TOPIC_OR_PARTITION"),
-           "KafkaApis.handleAlterShareGroupOffsetsRequest (share groups off; a topic or partition not in the "
-           "metadata), GroupCoordinatorService (an empty group id): " + _NOT_LISTED)
-    + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
-                 "AlterShareGroupOffsetsResponse.json", _LOADED)
-    + kafka_only(0, ("KAFKA_STORAGE_ERROR", "INVALID_REQUEST"), "AlterShareGroupOffsetsResponse.json",
-                 "the persister's failures; the model's share coordinator always writes"))
+def _share_admin_rows(api: str, listed: tuple, unlisted: tuple, where: str) -> list:
+    """The rows of Alter/DeleteShareGroupOffsets: Kafka's list, the model's other answers, the
+    coordinator and persister failures the model never has."""
+    schema = f"{api}Response.json"
+    return (rows(0, listed, schema) + rows(0, unlisted, f"{where}: {_NOT_LISTED}")
+            + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"), schema, _LOADED)
+            + kafka_only(0, ("KAFKA_STORAGE_ERROR", "INVALID_REQUEST"), schema,
+                         "the persister's failures; the model's share coordinator always writes"))
+
+
+def _whole(req: Request, code: int, message: str | None = None) -> dict:
+    """An answer for the whole request (Alter/DeleteShareGroupOffsetsRequest.getErrorResponse)."""
+    return shape(req.api + "Response", req.version, {"ThrottleTimeMs": 0, "ErrorCode": code, "ErrorMessage": message,
+                                                     "Responses": []})
+
+
+def _share_gate(cluster, req: Request, gid: str, op: str) -> dict | None:
+    """KafkaApis' first checks of Alter/DeleteShareGroupOffsets: share groups on, then `op` on the group."""
+    if cluster.config.share_version < 1:
+        return _whole(req, CODE["UNSUPPORTED_VERSION"])
+    if not cluster.authorized(req.principal, "GROUP", gid, op):
+        return _whole(req, CODE["GROUP_AUTHORIZATION_FAILED"], MESSAGES[CODE["GROUP_AUTHORIZATION_FAILED"]])
+    return None
+
+
+ERRORS["AlterShareGroupOffsets"] = _share_admin_rows(
+    "AlterShareGroupOffsets", ("GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED", "NOT_COORDINATOR",
+                               "GROUP_ID_NOT_FOUND", "NON_EMPTY_GROUP"),
+    ("UNSUPPORTED_VERSION", "INVALID_GROUP_ID", "UNKNOWN_TOPIC_OR_PARTITION"),
+    "KafkaApis.handleAlterShareGroupOffsetsRequest (share groups off; a topic or partition not in the metadata), "
+    "GroupCoordinatorService (an empty group id)")
 
 
 @handles("AlterShareGroupOffsets")
 def alter_share_group_offsets(cluster, req: Request) -> dict:
     b, v = req.body, req.version
     gid = b.get("GroupId") or ""
-
-    def whole(code, message=None):
-        return shape("AlterShareGroupOffsetsResponse", v, {"ThrottleTimeMs": 0, "ErrorCode": code,
-                                                          "ErrorMessage": message, "Responses": []})
-    if cluster.config.share_version < 1:
-        return whole(CODE["UNSUPPORTED_VERSION"])
-    if not cluster.authorized(req.principal, "GROUP", gid, "READ"):
-        return whole(CODE["GROUP_AUTHORIZATION_FAILED"], MESSAGES[CODE["GROUP_AUTHORIZATION_FAILED"]])
+    early = _share_gate(cluster, req, gid, "READ")
+    if early is not None:
+        return early
     problem = _share_group_problem(cluster, req, gid, must_exist=False)
     if problem:
-        return whole(CODE[problem[0]], problem[1])
+        return _whole(req, CODE[problem[0]], problem[1])
     shares = cluster.shares
     if gid not in shares.groups:          # getOrMaybeCreateShareGroup: a new, empty share group
         from ..shares import ShareGroup
@@ -263,30 +279,20 @@ def alter_share_group_offsets(cluster, req: Request) -> dict:
                                                       "Responses": out})
 
 
-ERRORS["DeleteShareGroupOffsets"] = (
-    rows(0, ("GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED", "NOT_COORDINATOR", "GROUP_ID_NOT_FOUND",
-             "NON_EMPTY_GROUP", "UNKNOWN_TOPIC_OR_PARTITION"), "DeleteShareGroupOffsetsResponse.json")
-    + rows(0, ("UNSUPPORTED_VERSION", "INVALID_GROUP_ID"),
-           "KafkaApis.handleDeleteShareGroupOffsetsRequest (share groups off), GroupCoordinatorService (an empty "
-           "group id): " + _NOT_LISTED)
-    + kafka_only(0, ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"),
-                 "DeleteShareGroupOffsetsResponse.json", _LOADED)
-    + kafka_only(0, ("KAFKA_STORAGE_ERROR", "INVALID_REQUEST"), "DeleteShareGroupOffsetsResponse.json",
-                 "the persister's failures; the model's share coordinator always writes"))
+ERRORS["DeleteShareGroupOffsets"] = _share_admin_rows(
+    "DeleteShareGroupOffsets", ("GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED", "NOT_COORDINATOR",
+                                "GROUP_ID_NOT_FOUND", "NON_EMPTY_GROUP", "UNKNOWN_TOPIC_OR_PARTITION"),
+    ("UNSUPPORTED_VERSION", "INVALID_GROUP_ID"),
+    "KafkaApis.handleDeleteShareGroupOffsetsRequest (share groups off), GroupCoordinatorService (an empty group id)")
 
 
 @handles("DeleteShareGroupOffsets")
 def delete_share_group_offsets(cluster, req: Request) -> dict:
     b, v = req.body, req.version
     gid = b.get("GroupId") or ""
-
-    def whole(code, message=None):
-        return shape("DeleteShareGroupOffsetsResponse", v, {"ThrottleTimeMs": 0, "ErrorCode": code,
-                                                           "ErrorMessage": message, "Responses": []})
-    if cluster.config.share_version < 1:
-        return whole(CODE["UNSUPPORTED_VERSION"])
-    if not cluster.authorized(req.principal, "GROUP", gid, "DELETE"):
-        return whole(CODE["GROUP_AUTHORIZATION_FAILED"], MESSAGES[CODE["GROUP_AUTHORIZATION_FAILED"]])
+    early = _share_gate(cluster, req, gid, "DELETE")
+    if early is not None:
+        return early
     out, allowed = [], []
     for t in b.get("Topics") or []:
         name = t.get("TopicName")
@@ -297,7 +303,7 @@ def delete_share_group_offsets(cluster, req: Request) -> dict:
                         "ErrorMessage": MESSAGES[CODE["TOPIC_AUTHORIZATION_FAILED"]]})
     problem = _share_group_problem(cluster, req, gid, must_exist=True)
     if problem:
-        return whole(CODE[problem[0]], problem[1])
+        return _whole(req, CODE[problem[0]], problem[1])
     for name in allowed:
         topic = cluster.topics.get(name)
         if topic is None:
