@@ -81,8 +81,8 @@ def txn_offset_commit_order(trace: Trace) -> None:
                "group, GROUP_AUTHORIZATION_FAILED -- and only after its transactional id passed.",
                "The application's operator: each error names one missing ACL, the first one KafkaApis checks; fixing "
                "it can reveal the next (a deny on the topic would come third, per topic).",
-               "KafkaApis.handleTxnOffsetCommitRequest: WRITE on the transactional id, then READ on the group, then "
-               "READ per topic (StandardAuthorizer: no ACL on a resource means denied unless "
-               "allow.everyone.if.no.acl.found).")
+               "KafkaApis.scala (handleTxnOffsetCommitRequest): WRITE on the transactional id, then READ on the "
+               "group, then READ per topic; StandardAuthorizerData.java: no ACL on a resource means denied unless "
+               "allow.everyone.if.no.acl.found.")
     trace.result.update(outsider=outsider[("in", 0)], app=app_error,
                         committed=None if committed is None else committed.offset)
