@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 
 # DescribeConfigsResponse ConfigSource ids (ConfigEntry.ConfigSource) and ConfigType ids
 DYNAMIC_TOPIC, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER, STATIC_BROKER, DEFAULT, DYNAMIC_BROKER_LOGGER, \
@@ -306,34 +307,50 @@ def dynamic_broker(cluster) -> dict[str, dict[str, str]]:
     return store
 
 
-def static_broker(cluster, broker: int | None = None) -> dict[str, str]:
-    """The broker's server.properties as the kit plays it: ClusterConfig fields set away from Kafka's
-    default, the authorizer's super.users, and (for one broker) its id, roles and listener."""
+_PER_BROKER = ("broker.id", "node.id", "process.roles", "advertised.listeners")
+
+
+def static_value(cluster, name: str, broker: int | None = None) -> str | None:
+    """One setting of the broker's server.properties as the kit plays it: a ClusterConfig field set
+    away from Kafka's default, the authorizer's super.users, or (for one broker) its id, roles and
+    listener; None when server.properties would not name it."""
     cfg = cluster.config
-    out = {}
-    for name, (fld, kafka_default) in STATIC_FIELDS.items():
-        v = getattr(cfg, fld)
+    field_default = STATIC_FIELDS.get(name)
+    if field_default is not None:
+        v = getattr(cfg, field_default[0])
         v = ("true" if v else "false") if isinstance(v, bool) else ("" if v is None else str(v))
-        if v and v != kafka_default:
-            out[name] = v
-    if cfg.super_users:
-        out["super.users"] = ";".join(cfg.super_users)
-    if broker is not None:
-        host, port = cfg.advertised(broker)
-        out.update({"broker.id": str(broker), "node.id": str(broker), "process.roles": "broker,controller",
-                    "advertised.listeners": f"PLAINTEXT://{host}:{port}"})
-    return out
+        return v if v and v != field_default[1] else None
+    if name == "super.users":
+        return ";".join(cfg.super_users) or None
+    if broker is not None and name in _PER_BROKER:
+        if name == "advertised.listeners":
+            host, port = cfg.advertised(broker)
+            return f"PLAINTEXT://{host}:{port}"
+        return "broker,controller" if name == "process.roles" else str(broker)
+    return None
+
+
+def static_broker(cluster, broker: int | None = None) -> dict[str, str]:
+    """Every setting static_value names."""
+    names = [*STATIC_FIELDS, "super.users", *(_PER_BROKER if broker is not None else ())]
+    return {n: v for n in names if (v := static_value(cluster, n, broker)) is not None}
 
 
 def broker_synonyms(cluster, names, broker: int | None, first: str | None = None) -> list[tuple[str, str, int]]:
     """ConfigHelper.configSynonyms: (name, value, source) of each of `names` that is set, dynamic
     per-broker first, then the dynamic cluster default, static, Kafka's default; the list starts at
     the first synonym named `first` (default names[0]): the ones before it are dropped."""
-    dyn = dynamic_broker(cluster)
-    layers = [(dyn.get(str(broker), {}) if broker is not None else {}, DYNAMIC_BROKER),
-              (dyn.get("", {}), DYNAMIC_DEFAULT_BROKER), (static_broker(cluster, broker), STATIC_BROKER),
-              (BROKER_DEFAULTS, DEFAULT)]
-    found = [(n, values[n], source) for values, source in layers for n in names if n in values]
+    dyn = cluster.__dict__.get("broker_configs") or {}
+    found = []
+    if dyn:
+        for values, source in ((dyn.get(str(broker), {}) if broker is not None else {}, DYNAMIC_BROKER),
+                               (dyn.get("", {}), DYNAMIC_DEFAULT_BROKER)):
+            found += [(n, values[n], source) for n in names if n in values]
+    for n in names:
+        v = static_value(cluster, n, broker)
+        if v is not None:
+            found.append((n, v, STATIC_BROKER))
+    found += [(n, BROKER_DEFAULTS[n], DEFAULT) for n in names if n in BROKER_DEFAULTS]
     first = first or names[0]
     while found and found[0][0] != first:
         found.pop(0)
@@ -347,19 +364,27 @@ def topic_entry(cluster, configs: dict, name: str, broker: int | None = None) ->
     synonyms = broker_synonyms(cluster, key.synonyms, broker) if key.synonyms else []
     own = configs.get(name)
     if own is not None:
-        synonyms = [(name, to_string(key, parse(key, own, checked=False)), DYNAMIC_TOPIC)] + synonyms
+        synonyms = [(name, to_string(key, _in_force(name, own)), DYNAMIC_TOPIC)] + synonyms
     if synonyms:
         n, raw, source = synonyms[0]
-        value = parse(key, raw, checked=False) if n == name else _from_broker(key, n, raw)
+        value = _in_force(name, raw) if n == name else _from_broker(key, n, raw)
     else:
         value, source = key.default, DEFAULT
     return value, source, synonyms
 
 
+@lru_cache(maxsize=4096)
+def _in_force(name: str, raw: str):
+    """A value already in force, parsed (unchecked); lists come back as tuples (shared, immutable)."""
+    key = TOPIC_CONFIGS.get(name) or BROKER_CONFIGS[name]
+    value = parse(key, raw, checked=False)
+    return tuple(value) if isinstance(value, list) else value
+
+
 def _from_broker(key: Key, broker_name: str, raw: str):
     if broker_name in _SCALE:
         return int(raw) * _SCALE[broker_name]
-    return parse(key, raw, checked=False)
+    return _in_force(key.name, raw)
 
 
 def topic_value(cluster, topic, name: str, broker: int | None = None):
