@@ -215,6 +215,7 @@ def parse(key: Key, raw: str, checked: bool = True):
     return value
 
 
+# size: ConfigDef's validators, one branch each, so their messages read side by side with ConfigDef.java
 def _check(key: Key, value) -> None:
     if not key.check:
         return

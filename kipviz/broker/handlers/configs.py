@@ -167,7 +167,6 @@ def _broker_id(name: str) -> int:
     return int(name)
 
 
-# size: DescribeConfigs per resource type in ConfigHelper.describeConfigs' order, kept whole to read beside it
 def _describe(cluster, req: Request, res: dict) -> dict:
     rtype, name = res.get("ResourceType"), res.get("ResourceName") or ""
     out = {"ErrorCode": 0, "ErrorMessage": None, "ResourceType": rtype, "ResourceName": name, "Configs": []}
@@ -273,6 +272,22 @@ def _preprocess(req: Request, res: dict, incremental: bool) -> None:
         raise _Refused("INVALID_REQUEST", f"Unknown resource type {rtype}")
 
 
+def _list_op(op: int, name: str, old: str | None, value: str | None, key) -> str:
+    """APPEND / SUBTRACT on a LIST setting (ConfigurationControlManager.getParts: an unset setting
+    starts from its default); INVALID_CONFIG for any other type."""
+    if key is None or key.type != "LIST":
+        raise _Refused("INVALID_CONFIG", f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.")
+    if old is None:
+        old = lc.to_string(key, key.default) if key.default is not None else None
+    parts = [p for p in (old or "").split(",") if p]
+    for v in (value or "").split(","):
+        if op == APPEND and v not in parts:
+            parts.append(v)
+        elif op == SUBTRACT and v in parts:
+            parts.remove(v)
+    return ",".join(parts)
+
+
 def _new_values(current: dict[str, str], res: dict, incremental: bool, keys: dict) -> dict[str, str | None]:
     """The resource's settings after the change: legacy AlterConfigs replaces them all;
     IncrementalAlterConfigs applies SET/DELETE/APPEND/SUBTRACT one by one
@@ -287,19 +302,7 @@ def _new_values(current: dict[str, str], res: dict, incremental: bool, keys: dic
         elif op == DELETE:
             out.pop(name, None)
         elif op in (APPEND, SUBTRACT):
-            key = keys.get(name)
-            if key is None or key.type != "LIST":
-                raise _Refused("INVALID_CONFIG", f"Can't {OP_NAMES[op]} to key {name} because its type is not LIST.")
-            old = out.get(name)
-            if old is None:
-                old = lc.to_string(key, key.default) if key.default is not None else None
-            parts = [p for p in (old or "").split(",") if p]
-            for v in (value or "").split(","):
-                if op == APPEND and v not in parts:
-                    parts.append(v)
-                elif op == SUBTRACT and v in parts:
-                    parts.remove(v)
-            out[name] = ",".join(parts)
+            out[name] = _list_op(op, name, out.get(name), value, keys.get(name))
     return out
 
 
@@ -333,7 +336,6 @@ def _broker_change(cluster, res: dict, incremental: bool) -> dict[str, str]:
     return new
 
 
-# size: one resource of an alter as the broker preprocesses it and the controller authorizes, validates and applies it
 def _alter_one(cluster, req: Request, res: dict, incremental: bool, validate_only: bool) -> None:
     """One resource, in Kafka's order; raises _Refused with the resource's error."""
     _preprocess(req, res, incremental)
