@@ -198,6 +198,15 @@ def _fallback_version():
     return int(_run("kip1319.fallback_old_broker").result["version_sent"])
 
 
+@_ex("05-4", hint="The broker asks the authorizer one question at a time, in a fixed order, and answers with the "
+                  "first refusal: which of the two does KafkaApis ask about before the other?",
+     solution='acl_run.result["outsider"] — scenarios.run("acls.txn_offset_commit_order"), check 1.',
+     explain="KafkaApis.handleTxnOffsetCommitRequest checks WRITE on the transactional id before READ on the "
+             "group, and the topics after both; app, granted its transactional ids only, meets the group check.")
+def _acl_order():
+    return _run("acls.txn_offset_commit_order").result["outsider"]
+
+
 # ---- 06 share groups -------------------------------------------------------------------------------
 @_ex("06-1", hint="Each failed delivery increments the delivery count; group.share.delivery.count.limit "
                   "(table above) archives the record when it is reached.",

@@ -14,9 +14,10 @@
 # 1. predict the TxnOffsetCommit error at v5 and at v6 for a missing group and a stale member epoch;
 # 2. apply v6's per-partition error order (unknown ID → authorization → unknown partition);
 # 3. explain when the producer falls back from v6 to v5, and which version producers and brokers of Kafka 4.0–4.4 agree on;
-# 4. follow a whole read-process-write transaction through the transaction state machine.
+# 4. follow a whole read-process-write transaction through the transaction state machine;
+# 5. predict which authorization error a TxnOffsetCommit meets first when ACLs are missing.
 #
-# **Prerequisites:** `04_consumer_groups`. **Time to complete:** about 35 minutes.
+# **Prerequisites:** `04_consumer_groups`. **Time to complete:** about 40 minutes.
 # **Sources:** [KIP-1319](https://cwiki.apache.org/confluence/display/KAFKA/KIP-1319:+Align+TxnOffsetCommit+API+with+OffsetCommit+API), [KIP-848](https://cwiki.apache.org/confluence/display/KAFKA/KIP-848%3A+The+Next+Generation+of+the+Consumer+Rebalance+Protocol), [KIP-516](https://cwiki.apache.org/confluence/display/KAFKA/KIP-516%3A+Topic+Identifiers).
 
 # %%
@@ -244,6 +245,29 @@ logs = ks.scenario_logs(aborted)
 ks.transactions(logs).select("transactional_id", "txn", "outcome", "duration_ms", "partitions").toPandas()
 
 # %% [markdown]
+# ## 5. Who may commit: ACLs and the order of the checks
+#
+# With an authorizer on the brokers, KafkaApis asks it about each request before the group
+# coordinator sees it, one question at a time. `User:app` may write its transactional ids (`tx-*`, a
+# prefixed ACL) and its topics, but nobody granted it its consumer group `orders-app`.
+# `User:outsider` has no ACL at all.
+#
+# ### Exercise 4 — predict
+# The outsider sends a TxnOffsetCommit for app's open transaction (transactional id `tx-app`, group
+# `orders-app`): it may neither write the transactional id nor read the group. Which error does it
+# get: TRANSACTIONAL_ID_AUTHORIZATION_FAILED or GROUP_AUTHORIZATION_FAILED?
+
+# %% kipviz={"exercise": "05-4"}
+answer = ...
+
+# %% deletable=false editable=false kipviz={"check": "05-4"}
+exercise('05-4').check(answer)
+
+# %%
+acl_run = scenarios.run("acls.txn_offset_commit_order")
+show(acl_run)
+
+# %% [markdown]
 # ## Summary
 #
 # * v0–5 report a missing group and a stale member epoch as ILLEGAL_GENERATION; v6 says GROUP_ID_NOT_FOUND / STALE_MEMBER_EPOCH.
@@ -252,3 +276,4 @@ ks.transactions(logs).select("transactional_id", "txn", "outcome", "duration_ms"
 # * The producer falls back to v5 for the whole request when the broker or any topic ID is missing.
 # * v6 needs Kafka 4.4 or later on both sides: brokers of 4.0–4.3 serve up to v5, and producers before 4.4 send at most v5.
 # * A read-process-write transaction walks Empty → Ongoing → PrepareCommit → CompleteCommit, with markers on every partition.
+# * With ACLs, TxnOffsetCommit is authorized on the transactional id (WRITE), then the group (READ), then each topic (READ): the first refusal is the error.

@@ -15,6 +15,9 @@ API_KEY = 18
 
 
 def advertised(config) -> list[dict]:
+    """The APIs and versions the broker serves: the configured release's (from the kit's labels),
+    for the APIs the model has a handler for -- exactly what it answers (a defined RPC the model
+    does not serve, such as ElectLeaders, is not listed, as a broker lists only what it handles)."""
     out = []
     for _, spec in sorted(registry.messages().items(), key=lambda kv: registry.api_key(kv[1]) or 0):
         if spec.type != "request" or spec.api in ("LeaderAndIsr", "StopReplica", "UpdateMetadata") \
