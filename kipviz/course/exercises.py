@@ -245,7 +245,7 @@ def _fallback_version():
 @_ex("06-1", hint="Every lock expiry is a failed delivery and raises the record's delivery count; the record is "
                   "archived when the count reaches group.share.delivery.count.limit. What is that limit by default?",
      solution='len(scenarios.run("kip932.lock_expiry_delivery_limit").result["delivery_counts"]).',
-     explain="Every lock expiry is a failed delivery; group.share.delivery.count.limit is 5 by default "
+     explain="Every lock expiry is a failed delivery; group.share.delivery.count.limit is 5 by default, "
              "so the record is archived after its 5th delivery.")
 def _deliveries():
     return len(_run("kip932.lock_expiry_delivery_limit").result["delivery_counts"])
@@ -436,7 +436,13 @@ def tag_reuse_draft() -> str:
     return json.dumps(av, indent=2)
 
 
-@_ex("08-4", hint="Look at the rules whose usual severity is error.", solution="tags.errors[0].rule.")
+def _rule_ids():
+    from ..review import RULES
+    return tuple(RULES)
+
+
+@_ex("08-4", hint="Look at the rules whose usual severity is error.", solution="tags.errors[0].rule.",
+     vocabulary=_rule_ids)         # the question's choices: the rule ids section 1's table lists
 def _tag_rule():
     from ..review import review
     return review(tag_reuse_draft()).errors[0].rule
