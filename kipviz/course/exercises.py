@@ -142,7 +142,7 @@ def _producer_epoch_offset():
 @_ex("01-3", hint="A name of n characters costs one length byte plus n; compare that with the ID's fixed size, "
                   "then look for the first row whose 'v6 saves' is positive.",
      solution='int(table[table["v6 saves"] > 0]["name length"].min()).',
-     explain="from that length on, the name costs more than the 16-byte ID.", kind="read")
+     explain="From that length on, the name costs more than the 16-byte ID.", kind="read")
 def _shortest_name():
     return next(n for n in range(1, 64) if len(_toc_request(6)) < len(_toc_request(5, n)))
 
@@ -335,7 +335,7 @@ for _id, _name, _hint, _solve, _how, _explain in [
      "staging stayed untouched."),
 ]:
     EXERCISES[_id] = Exercise(_id, _hint, (lambda s, n: lambda: s(_run(_CASE + n)))(_solve, _name),
-                              f"Computed from the run: {_how}.", _explain, runs=(_CASE + _name,),
+                              f"Computed from the run: {_how}.", _explain,
                               vocabulary=_share_states if _id == "06-6" else None)
 
 
