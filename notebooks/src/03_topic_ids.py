@@ -64,12 +64,12 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "03-1"}
 exercise('03-1').check(answer)
 
-# %%
+# %% kipviz={"outcome": "03-1"}
 stale_read = scenarios.run("kip516.stale_read")
 show(stale_read)
 stale_read.result
 
-# %%
+# %% kipviz={"outcome": "03-1"}
 HTML(sequence_svg(stale_read))
 
 # %% [markdown]
@@ -102,12 +102,12 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "03-2"}
 exercise('03-2').check(answer)
 
-# %%
+# %% kipviz={"outcome": "03-2"}
 offsets = scenarios.run("kip516.delete_recreate_committed_offsets")
 show(offsets)
 offsets.result
 
-# %%
+# %% kipviz={"outcome": "03-2"}
 ids = scenarios.run("kip516.ids_never_reused")
 show(ids)
 
@@ -133,7 +133,7 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "03-3"}
 exercise('03-3').check(answer)
 
-# %%
+# %% kipviz={"outcome": "03-3"}
 page = scenarios.run("kip516.broker_stale_state")
 shipped = scenarios.run("kip516.broker_stale_state_released")
 pd.DataFrame([{"behaviour": t.result["behaviour"], "broker 1 answers": t.result["broker1_answer"],
@@ -141,23 +141,23 @@ pd.DataFrame([{"behaviour": t.result["behaviour"], "broker 1 answers": t.result[
                "partition.metadata says": t.result["partition_metadata"].replace("\n", " · ")}
               for t in (page, shipped)])
 
-# %%
+# %% kipviz={"outcome": "03-3"}
 show(page)
 show(shipped)
 
 # %% [markdown]
-# What you just saw: under the page the stale log leaves at once (it goes to a `deleting/` folder
-# and is removed later); the shipped broker refuses the request with INCONSISTENT_TOPIC_ID and keeps
-# the old log and its `partition.metadata`, so an operator decides. The animation below steps through
-# the replica's moves — each frame is a row of the kit's `replica` table, the same rows the model ran.
+# Under the page the stale log leaves at once (it goes to a `deleting/` folder and is removed later);
+# what the shipped broker does instead is in the table above. The animation below steps through the
+# replica's moves under the page — each frame is a row of the kit's `replica` table, the same rows the
+# model ran.
 
-# %%
+# %% kipviz={"outcome": "03-3"}
 from kipviz.draw.animate import animation
 from kipviz.widgets import player
 
 player(animation(page, "replica"))
 
-# %%
+# %% kipviz={"outcome": "03-3"}
 HTML(sequence_svg(page))
 
 # %% [markdown]
