@@ -18,25 +18,22 @@
 # **Sources:** [KIP-1289](https://cwiki.apache.org/confluence/display/KAFKA/KIP-1289+Support+Transactional+Acknowledgments+for+Share+Groups) (proposed); share groups are [KIP-932](https://cwiki.apache.org/confluence/display/KAFKA/KIP-932%3A+Queues+for+Kafka) (released in Kafka 4.2).
 
 # %%
-import pandas as pd
 from IPython.display import SVG, display
 
 from kipviz import scenarios
-from kipviz import spark as ks
 from kipviz.broker.share_metrics import readings
 from kipviz.course.exercises import exercise
 from kipviz.course.teach import check
 from kipviz.draw import record_strip, share_state_diagrams, to_svg
 from kipviz.draw.animate import animation
 from kipviz.scenarios.report import report
+from kipviz.table import Table
 from kipviz.widgets import player, strip_player
 
 
 def show(trace):
     """The run's findings (what goes wrong, who sees it, what the KIP says), then its own checks."""
     display(report(trace))
-
-spark = ks.session()      # one SparkSession for the notebook's log cells (local[2], small, no UI)
 
 def saw(trace):
     """The share partition's final state after the run (the last frame of its strip)."""
@@ -47,6 +44,11 @@ def verdict(trace):
     """The exactly-once checker's report over the run's events (None when the case never commits)."""
     report = trace.result.get("eos")
     print(report.summary() if report is not None else "no exactly-once report for this run")
+
+# %% kipviz={"needs": "spark"}
+from kipviz import spark as ks
+
+spark = ks.session()      # one SparkSession for the notebook's log cells (local[2], small, no UI)
 
 
 # %% [markdown]
@@ -181,7 +183,7 @@ player(animation(abort, "share-record"))
 
 # %%
 # the KIP's metrics, computed from the events of the abort run
-pd.DataFrame(readings(abort.events)).set_index("metric")
+Table(readings(abort.events), index="metric")
 
 # %% [markdown]
 # ## The corner cases
@@ -212,7 +214,7 @@ show(case01)
 verdict(case01)
 strip_player(record_strip(case01.events))
 
-# %%
+# %% kipviz={"needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case01)
 ks.redeliveries(logs).toPandas()  # staged records delivered again after the crash
@@ -243,7 +245,7 @@ show(case02)
 verdict(case02)
 strip_player(record_strip(case02.events))
 
-# %%
+# %% kipviz={"needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case02)
 ks.tx_pending(logs).groupBy("exit_state", "exit_cause").count().toPandas()  # each TX_PENDING stay, how it ended
@@ -274,7 +276,7 @@ show(case03)
 verdict(case03)
 strip_player(record_strip(case03.events))
 
-# %%
+# %% kipviz={"needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case03)
 ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # the zombie's call: PRODUCER_FENCED
@@ -305,7 +307,7 @@ show(case05)
 verdict(case05)
 strip_player(record_strip(case05.events))
 
-# %%
+# %% kipviz={"needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case05)
 ks.request_errors(logs, "WriteTxnMarkers").toPandas()  # the markers arrive twice
@@ -336,7 +338,7 @@ show(case06)
 verdict(case06)
 strip_player(record_strip(case06.events))
 
-# %%
+# %% kipviz={"needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case06)
 display(ks.tx_pending(logs).toPandas())  # residency and the lock-expired exits
@@ -368,7 +370,7 @@ show(case07)
 verdict(case07)
 strip_player(record_strip(case07.events))
 
-# %%
+# %% kipviz={"needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case07)
 display(ks.transactions(logs).select("transactional_id", "outcome", "timed_out", "duration_ms").toPandas())
@@ -400,7 +402,7 @@ show(case08)
 verdict(case08)
 strip_player(record_strip(case08.events))
 
-# %%
+# %% kipviz={"needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case08)
 ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # STALE_MEMBER_EPOCH at staging
@@ -431,7 +433,7 @@ show(case09)
 verdict(case09)
 strip_player(record_strip(case09.events))
 
-# %%
+# %% kipviz={"needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case09)
 ks.request_errors(logs).filter("api in ('ApiVersions', 'TxnShareAcknowledge')").toPandas()
@@ -462,7 +464,7 @@ show(case10)
 verdict(case10)
 strip_player(record_strip(case10.events))
 
-# %%
+# %% kipviz={"needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case10)
 ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # INVALID_RECORD_STATE
@@ -493,7 +495,7 @@ show(case11)
 verdict(case11)
 strip_player(record_strip(case11.events))
 
-# %%
+# %% kipviz={"needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case11)
 display(ks.request_errors(logs, "TxnShareAcknowledge").toPandas())
@@ -525,7 +527,7 @@ show(case12)
 verdict(case12)
 strip_player(record_strip(case12.events))
 
-# %%
+# %% kipviz={"needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case12)
 ks.redeliveries(logs).toPandas()  # TX_PENDING lost with the old leader: redelivered
@@ -556,7 +558,7 @@ show(case13)
 verdict(case13)
 strip_player(record_strip(case13.events))
 
-# %%
+# %% kipviz={"needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case13)
 display(ks.tx_pending(logs).toPandas())  # exits by lock expiry
@@ -588,7 +590,7 @@ show(case14)
 verdict(case14)
 strip_player(record_strip(case14.events))
 
-# %%
+# %% kipviz={"needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case14)
 ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # the stale epoch: PRODUCER_FENCED
@@ -607,7 +609,7 @@ saw(case14)
 # %%
 runs = {c["name"]: scenarios.run(c["name"]) for c in scenarios.catalog() if c["name"].startswith("kip1289.")}
 print(check(all(t.passed for t in runs.values()), True, hint="every corner case's checks pass"))
-pd.DataFrame([{"scenario": n, "status": t.scenario.status, "checks": len(t.checks), "passed": t.passed} for n, t in runs.items()])
+Table([{"scenario": n, "status": t.scenario.status, "checks": len(t.checks), "passed": t.passed} for n, t in runs.items()])
 
 # %% [markdown]
 # ## Summary
