@@ -92,8 +92,10 @@ notebooks: $(STAMP)
 # (kipviz/lite/; built from PyPI and npm, downloads cached in ~/.cache/kipviz-lite; then any static
 # host serves it, e.g. `python -m http.server -d site`). Runs the Spark cells once here to save
 # their output for the browser, hence setup (Java).
+# (LITE_OUT=lite-site keeps a `kipviz export` site in site/)
+LITE_OUT ?= site
 lite: setup
-	$(VENV)/bin/kipviz lite -o site
+	$(VENV)/bin/kipviz lite -o $(LITE_OUT)
 
 # the dashboards (explorer, transaction animation) with their code hidden
 voila: setup

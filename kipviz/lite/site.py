@@ -41,14 +41,7 @@ BROWSER_PACKAGES = ("graphviz", "cramjam", "dpkt", "ipywidgets", "anywidget", "c
 JS_ONLY = {"widgetsnbextension", "jupyterlab-widgets"}
 EXTENSIONS = ("@jupyterlite/pyodide-kernel-extension", "@jupyter-widgets/jupyterlab-manager", "anywidget")
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip")
-
-
-def _pyodide_version() -> str:
-    from jupyterlite_pyodide_kernel.constants import PYODIDE_VERSION
-    return PYODIDE_VERSION
-
-
-PYODIDE_VERSION = "314.0.6"      # checked against jupyterlite_pyodide_kernel at build time
+PYODIDE_VERSION = "314.0.6"      # the one jupyterlite_pyodide_kernel 0.8.6 names (checked at build time)
 
 
 @dataclass
@@ -68,8 +61,9 @@ def _need_build_tools() -> None:
     except ImportError as e:
         raise LiteBuildError(f"the browser site needs {e.name}: pip install -e '.[lite]' (make lite installs it)") \
             from None
-    if _pyodide_version() != PYODIDE_VERSION:
-        raise LiteBuildError(f"jupyterlite-pyodide-kernel wants Pyodide {_pyodide_version()}, the kit ships "
+    from jupyterlite_pyodide_kernel.constants import PYODIDE_VERSION as wanted
+    if wanted != PYODIDE_VERSION:
+        raise LiteBuildError(f"jupyterlite-pyodide-kernel wants Pyodide {wanted}, the kit ships "
                              f"{PYODIDE_VERSION}: install jupyterlite-pyodide-kernel==0.8.6 (pyproject.toml's lite extra)")
 
 
