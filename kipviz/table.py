@@ -36,31 +36,39 @@ def _as_dict(r) -> Mapping:
     return r._asdict() if hasattr(r, "_asdict") else r
 
 
+def _from_columns(data: Mapping, index):
+    """Columns given as lists, or as dicts keyed by row label (their keys, in order, are the index)."""
+    cols, values = list(data), list(data.values())
+    if values and all(isinstance(v, Mapping) for v in values):
+        labels = index if isinstance(index, list) else _keys(values)
+        return cols, [[v.get(label) for v in values] for label in labels], labels
+    return cols, [list(r) for r in zip(*values, strict=True)], index
+
+
+def _from_rows(data: list, columns):
+    """Rows given as dicts or named tuples (one column per key), or as lists (columns named)."""
+    if data and (isinstance(data[0], Mapping) or hasattr(data[0], "_fields")):
+        cols = _keys(data)
+        return cols, [[_as_dict(r).get(c) for c in cols] for r in data]
+    return list(columns or []), [list(r) for r in data]
+
+
+def _pick(cols: list, rows: list, columns) -> list:
+    """rows with only `columns`, in their order (a column the rows lack is empty)."""
+    picked = [cols.index(c) if c in cols else None for c in columns]
+    return [[r[i] if i is not None else None for i in picked] for r in rows]
+
+
 class Table:
     """Rows with named columns (see the module's docstring for the shapes it takes)."""
 
     def __init__(self, data=(), columns=None, index=None, index_name: str | None = None):
-        if isinstance(data, Mapping):                       # columns: lists, or dicts keyed by row label
-            cols = list(data)
-            values = list(data.values())
-            if values and all(isinstance(v, Mapping) for v in values):
-                labels = index if isinstance(index, list) else _keys(values)
-                rows = [[v.get(label) for v in values] for label in labels]
-                index = labels
-            else:
-                rows = [list(r) for r in zip(*values, strict=True)]
+        if isinstance(data, Mapping):
+            cols, rows, index = _from_columns(data, index)
         else:
-            data = list(data)
-            if data and (isinstance(data[0], Mapping) or hasattr(data[0], "_fields")):
-                cols = _keys(data)
-                rows = [[_as_dict(r).get(c) for c in cols] for r in data]
-            else:
-                cols = list(columns or [])
-                rows = [list(r) for r in data]
+            cols, rows = _from_rows(list(data), columns)
         if columns is not None and cols != list(columns):
-            picked = [cols.index(c) if c in cols else None for c in columns]
-            rows = [[r[i] if i is not None else None for i in picked] for r in rows]
-            cols = list(columns)
+            cols, rows = list(columns), _pick(cols, rows, columns)
         if isinstance(index, str):                          # a column as the row labels
             i = cols.index(index)
             index, index_name = [r[i] for r in rows], index_name or cols[i]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import KipvizError
 
-__all__ = ["LiteBuildError", "cache_dir", "wheels", "npm_package", "canonical", "PYEMSCRIPTEN"]
+__all__ = ["LiteBuildError", "cache_dir", "wheels", "npm_package", "canonical", "last_error", "PYEMSCRIPTEN"]
 
 # the wheel tags Pyodide 314 installs (PEP 783): pure wheels, or built for this Emscripten ABI
 PYEMSCRIPTEN = "pyemscripten_2026_0_wasm32"
@@ -49,7 +49,7 @@ def _wheel_key(path: Path) -> tuple[str, str]:
     return canonical(name), version
 
 
-def _last_error(text: str) -> str:
+def last_error(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("ERROR")]
     return (errors or lines or ["no output"])[-1]
@@ -79,7 +79,7 @@ def wheels(specs: list[str], *, platform: str = PYEMSCRIPTEN) -> dict[str, Path]
             raise LiteBuildError("downloading wheels from PyPI took more than 15 minutes (is PyPI reachable?)") from None
         if done.returncode != 0:
             raise LiteBuildError(f"cannot download {', '.join(missing)} from PyPI for Pyodide "
-                                 f"({_last_error(done.stderr)})")
+                                 f"({last_error(done.stderr)})")
     have = cached()
     out = {}
     for key, spec in wanted.items():
@@ -109,7 +109,7 @@ def npm_package(name: str, version: str) -> Path:
             from None
     tgz = sorted(folder.glob("*.tgz"))
     if packed.returncode != 0 or not tgz:
-        raise LiteBuildError(f"cannot fetch {name}@{version} from npm ({_last_error(packed.stderr)})")
+        raise LiteBuildError(f"cannot fetch {name}@{version} from npm ({last_error(packed.stderr)})")
     with tarfile.open(tgz[0]) as tar:
         tar.extractall(folder, filter="data")
     tgz[0].unlink()

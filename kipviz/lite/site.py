@@ -80,7 +80,7 @@ def _kit_wheel(folder: Path) -> Path:
                           capture_output=True, text=True, timeout=600)
     wheels = sorted(folder.glob("kipviz-*.whl"))
     if done.returncode != 0 or not wheels:
-        raise LiteBuildError(f"cannot build kipviz's wheel ({fetch._last_error(done.stderr)})")
+        raise LiteBuildError(f"cannot build kipviz's wheel ({fetch.last_error(done.stderr)})")
     return wheels[0]
 
 
@@ -194,7 +194,7 @@ def build_site(output, *, sources: Path | None = None, progress=None) -> Site:
         cmd = [sys.executable, "-m", "jupyter", "lite", "build", "--lite-dir", str(stage / "lite")]
         done = subprocess.run(cmd, cwd=stage, capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
-            raise LiteBuildError(f"jupyter lite build failed ({fetch._last_error(done.stdout + done.stderr)})")
+            raise LiteBuildError(f"jupyter lite build failed ({fetch.last_error(done.stdout + done.stderr)})")
         if out.exists():
             shutil.rmtree(out)
         shutil.move(str(stage / "site"), out)
