@@ -17,7 +17,6 @@
 # **Sources:** [KIP-516](https://cwiki.apache.org/confluence/display/KAFKA/KIP-516%3A+Topic+Identifiers).
 
 # %%
-import pandas as pd
 from IPython.display import HTML, display
 
 from kipviz import scenarios, uuids
@@ -25,6 +24,7 @@ from kipviz.broker import Cluster
 from kipviz.course.exercises import exercise
 from kipviz.draw.sequence import sequence_svg
 from kipviz.scenarios.report import report
+from kipviz.table import Table
 
 
 def show(trace):
@@ -136,10 +136,10 @@ exercise('03-3').check(answer)
 # %% kipviz={"outcome": "03-3"}
 page = scenarios.run("kip516.broker_stale_state")
 shipped = scenarios.run("kip516.broker_stale_state_released")
-pd.DataFrame([{"behaviour": t.result["behaviour"], "broker 1 answers": t.result["broker1_answer"],
-               "old log moved to": t.result["stale_dir"] or "(kept in place)",
-               "partition.metadata says": t.result["partition_metadata"].replace("\n", " · ")}
-              for t in (page, shipped)])
+Table([{"behaviour": t.result["behaviour"], "broker 1 answers": t.result["broker1_answer"],
+        "old log moved to": t.result["stale_dir"] or "(kept in place)",
+        "partition.metadata says": t.result["partition_metadata"].replace("\n", " · ")}
+       for t in (page, shipped)])
 
 # %% kipviz={"outcome": "03-3"}
 show(page)
@@ -171,7 +171,7 @@ HTML(sequence_svg(page))
 # %%
 from kipviz.scenarios.kip516_departures import DEPARTURES
 
-pd.DataFrame([{"RPC": d["topic"], "the page": d["page"], "what shipped": d["shipped"]} for d in DEPARTURES])
+Table([{"RPC": d["topic"], "the page": d["page"], "what shipped": d["shipped"]} for d in DEPARTURES])
 
 # %% [markdown]
 # A finding the page's design brings with it: its immediate deletion **retries** StopReplica, but
@@ -190,7 +190,7 @@ by_name.result
 # keyed by topic ID. The second incarnation's offsets start again at 0 — which is exactly why a
 # by-name position from the first one is meaningless.
 
-# %%
+# %% kipviz={"needs": "spark"}
 from kipviz import spark as ks
 
 logs = ks.scenario_logs("kip516.stale_read")

@@ -17,13 +17,13 @@
 # released Kafka put it at **v10**), [KIP-516](https://cwiki.apache.org/confluence/display/KAFKA/KIP-516%3A+Topic+Identifiers) (topic IDs).
 
 # %%
-import pandas as pd
 from IPython.display import HTML, SVG, display
 
 from kipviz.broker import Cluster
 from kipviz.course.exercises import exercise
 from kipviz.draw import sequence_diagram, state_diagram, tables, to_svg
 from kipviz.schema.error_codes import name_of
+from kipviz.table import Table
 
 cluster = Cluster(brokers=3, seed=42)
 orders = cluster.create_topic("orders", 4)
@@ -117,8 +117,8 @@ def commit(version, epoch, group="order-processors", member="member-a"):
     return name_of(out["Topics"][0]["Partitions"][0]["ErrorCode"])
 
 epoch_a = a2["MemberEpoch"]
-pd.DataFrame([{"version": v, "current epoch": commit(v, epoch_a), "stale epoch": commit(v, epoch_a - 1),
-               "missing group": commit(v, 3, group="no-such-group")} for v in (8, 9, 10)])
+Table([{"version": v, "current epoch": commit(v, epoch_a), "stale epoch": commit(v, epoch_a - 1),
+        "missing group": commit(v, 3, group="no-such-group")} for v in (8, 9, 10)])
 
 # %% [markdown]
 # ### Exercise 2

@@ -21,7 +21,6 @@
 # **Sources:** [KIP-1319](https://cwiki.apache.org/confluence/display/KAFKA/KIP-1319:+Align+TxnOffsetCommit+API+with+OffsetCommit+API), [KIP-848](https://cwiki.apache.org/confluence/display/KAFKA/KIP-848%3A+The+Next+Generation+of+the+Consumer+Rebalance+Protocol), [KIP-516](https://cwiki.apache.org/confluence/display/KAFKA/KIP-516%3A+Topic+Identifiers).
 
 # %%
-import pandas as pd
 from IPython.display import HTML, SVG, display
 
 from kipviz import scenarios
@@ -30,6 +29,7 @@ from kipviz.draw import state_diagram, tables, to_svg
 from kipviz.draw.animate import animation
 from kipviz.draw.sequence import sequence_svg
 from kipviz.scenarios.report import report
+from kipviz.table import Table
 from kipviz.widgets import player
 
 
@@ -54,8 +54,8 @@ exercise('05-1').check(answer)
 
 # %% kipviz={"outcome": "05-1"}
 runs = exercise("05-1").traces()      # the runs this section shows: two mistakes, each at v5 and at v6
-pd.DataFrame([{"scenario": name, "error": t.result.get("error", ""), "all checks passed": t.passed,
-               "finding": t.findings[0].what if t.findings else ""} for name, t in runs.items()])
+Table([{"scenario": name, "error": t.result.get("error", ""), "all checks passed": t.passed,
+          "finding": t.findings[0].what if t.findings else ""} for name, t in runs.items()])
 
 # %% kipviz={"outcome": "05-1"}
 HTML(sequence_svg(runs["kip1319.stale_member_epoch_v6"]))
@@ -65,7 +65,9 @@ HTML(sequence_svg(runs["kip1319.stale_member_epoch_v6"]))
 # SparkSession for the notebook: `local[2]`, small, no UI): the TxnOffsetCommit answers by request
 # version — the same mistakes, two different error codes.
 
-# %% kipviz={"outcome": "05-1"}
+# %% kipviz={"outcome": "05-1", "needs": "spark"}
+import pandas as pd
+
 from kipviz import spark as ks
 
 spark = ks.session()
@@ -100,7 +102,7 @@ exercise('05-2').check(answer)
 # %% kipviz={"outcome": "05-2"}
 order = scenarios.run("kip1319.error_order_v6")
 show(order)
-pd.DataFrame({"v6": pd.Series(order.result["v6"]), "v5 (by name)": pd.Series(order.result["v5"])})
+Table({"v6": order.result["v6"], "v5 (by name)": order.result["v5"]})
 
 # %% [markdown]
 # ### v5 and v6 on the wire
@@ -115,7 +117,7 @@ pd.DataFrame({"v6": pd.Series(order.result["v6"]), "v5 (by name)": pd.Series(ord
 import uuid
 
 from kipviz.draw import wire_diagram
-from kipviz.draw.diff import diff_table
+from kipviz.draw.diff import version_diff
 from kipviz.schema.error_codes import CODE
 
 offsets = [{"PartitionIndex": 3, "CommittedOffset": 150382, "CommittedLeaderEpoch": 12, "CommittedMetadata": None}]
@@ -128,11 +130,11 @@ display(SVG(to_svg(wire_diagram("TxnOffsetCommitRequest", 6, example=v6_value)))
 
 # %%
 # what changed from v5 to v6: fields (from the definitions), then the error codes v6 adds
-display(pd.concat({m: diff_table(f"TxnOffsetCommit{m}", 5, 6) for m in ("Request", "Response")}))
+display(Table([{"message": m} | r for m in ("Request", "Response") for r in version_diff(f"TxnOffsetCommit{m}", 5, 6)]))
 NEW_AT_V6 = {"GROUP_ID_NOT_FOUND": "the group does not exist (v5: ILLEGAL_GENERATION)",
              "STALE_MEMBER_EPOCH": "the member epoch is not the member's current one (v5: ILLEGAL_GENERATION)",
              "UNKNOWN_TOPIC_ID": "a topic ID the broker cannot resolve (v5 names topics, so never)"}
-pd.DataFrame([{"error": e, "code": CODE[e], "returned at v6 when": why} for e, why in NEW_AT_V6.items()])
+Table([{"error": e, "code": CODE[e], "returned at v6 when": why} for e, why in NEW_AT_V6.items()])
 
 # %% [markdown]
 # ### Errors by version
@@ -151,7 +153,7 @@ from kipviz.broker.api_errors import new_errors
 
 table = errors_by_version("TxnOffsetCommit")
 names = sorted({e for errs in table.values() for e in errs})
-by_version = pd.DataFrame({f"v{v}": ["✓" if e in table[v] else "" for e in names] for v in sorted(table)}, index=names)
+by_version = Table({f"v{v}": ["✓" if e in table[v] else "" for e in names] for v in sorted(table)}, index=names)
 display(by_version)
 new_errors("TxnOffsetCommit", 5, 6)
 
@@ -159,7 +161,7 @@ new_errors("TxnOffsetCommit", 5, 6)
 persisted = scenarios.run("kip1319.topic_id_persisted")
 show(persisted)
 
-# %%
+# %% kipviz={"needs": "spark"}
 # in the logs: the committed offsets decoded from __consumer_offsets, topic IDs resolved to names
 logs = ks.scenario_logs(persisted)
 ks.committed_offsets(logs).select("group", "topic", "partition", "topic_id", "resolved_name", "value_version",
@@ -188,7 +190,7 @@ for name in ("kip1319.fallback_old_broker", "kip1319.fallback_unknown_topic_id",
     for f in t.findings:
         print("  !", f.what)
 
-# %% kipviz={"outcome": "05-3"}
+# %% kipviz={"outcome": "05-3", "needs": "spark"}
 # in the logs: the version a producer without topic IDs sends
 logs = ks.scenario_logs("kip1319.fallback_unknown_topic_id")
 ks.request_errors(logs, "TxnOffsetCommit").toPandas()
@@ -209,8 +211,8 @@ from kipviz.broker.config import ClusterConfig, served_versions
 from kipviz.schema.releases import RELEASES
 
 newest = {r: served_versions("TxnOffsetCommit", ClusterConfig(release=r))[1] for r in RELEASES}
-display(pd.DataFrame([newest], index=["newest TxnOffsetCommit version served"]).rename_axis(columns="Kafka"))
-pd.DataFrame({f"broker {b}": {f"producer {p}": min(newest[p], newest[b]) for p in RELEASES} for b in RELEASES})
+display(Table([newest], index=["newest TxnOffsetCommit version served"], index_name="Kafka"))
+Table({f"broker {b}": {f"producer {p}": min(newest[p], newest[b]) for p in RELEASES} for b in RELEASES})
 
 # %% [markdown]
 # Only a 4.4 producer with a 4.4 broker uses v6: a 4.4 producer against 4.0–4.3 brokers falls back
@@ -237,7 +239,7 @@ HTML(sequence_svg(rpw))
 aborted = scenarios.run("txn.read_process_write_abort")
 show(aborted)
 
-# %%
+# %% kipviz={"needs": "spark"}
 # in the logs: one row per transaction from __transaction_state, the abort and the retry
 logs = ks.scenario_logs(aborted)
 ks.transactions(logs).select("transactional_id", "txn", "outcome", "duration_ms", "partitions").toPandas()

@@ -18,25 +18,22 @@
 # **Sources:** [KIP-1289](https://cwiki.apache.org/confluence/display/KAFKA/KIP-1289+Support+Transactional+Acknowledgments+for+Share+Groups) (proposed); share groups are [KIP-932](https://cwiki.apache.org/confluence/display/KAFKA/KIP-932%3A+Queues+for+Kafka) (released in Kafka 4.2).
 
 # %%
-import pandas as pd
 from IPython.display import SVG, display
 
 from kipviz import scenarios
-from kipviz import spark as ks
 from kipviz.broker.share_metrics import readings
 from kipviz.course.exercises import exercise
 from kipviz.course.teach import check
 from kipviz.draw import record_strip, share_state_diagrams, to_svg
 from kipviz.draw.animate import animation
 from kipviz.scenarios.report import report
+from kipviz.table import Table
 from kipviz.widgets import player, strip_player
 
 
 def show(trace):
     """The run's findings (what goes wrong, who sees it, what the KIP says), then its own checks."""
     display(report(trace))
-
-spark = ks.session()      # one SparkSession for the notebook's log cells (local[2], small, no UI)
 
 def saw(trace):
     """The share partition's final state after the run (the last frame of its strip)."""
@@ -51,6 +48,12 @@ def verdict(trace):
 def case(n):
     """KIP-1289's corner case n, run: the scenario kip1289.caseNN_... of the catalogue."""
     return scenarios.run(next(c["name"] for c in scenarios.catalog() if c["name"].startswith(f"kip1289.case{n:02d}_")))
+
+
+# %% kipviz={"needs": "spark"}
+from kipviz import spark as ks
+
+spark = ks.session()      # one SparkSession for the notebook's log cells (local[2], small, no UI)
 
 
 # %% [markdown]
@@ -185,7 +188,7 @@ player(animation(abort, "share-record"))
 
 # %%
 # the KIP's metrics, computed from the events of the abort run
-pd.DataFrame(readings(abort.events)).set_index("metric")
+Table(readings(abort.events), index="metric")
 
 # %% [markdown]
 # ## The corner cases
@@ -218,7 +221,7 @@ show(case01)
 verdict(case01)
 strip_player(record_strip(case01.events))
 
-# %% kipviz={"outcome": "06-2"}
+# %% kipviz={"outcome": "06-2", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case01)
 ks.redeliveries(logs).toPandas()  # staged records delivered again, if any
@@ -246,7 +249,7 @@ show(case02)
 verdict(case02)
 strip_player(record_strip(case02.events))
 
-# %% kipviz={"outcome": "06-3"}
+# %% kipviz={"outcome": "06-3", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case02)
 ks.tx_pending(logs).groupBy("exit_state", "exit_cause").count().toPandas()  # each TX_PENDING stay, how it ended
@@ -274,7 +277,7 @@ show(case03)
 verdict(case03)
 strip_player(record_strip(case03.events))
 
-# %% kipviz={"outcome": "06-4"}
+# %% kipviz={"outcome": "06-4", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case03)
 ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # the answers to A's and B's calls
@@ -302,7 +305,7 @@ show(case05)
 verdict(case05)
 strip_player(record_strip(case05.events))
 
-# %% kipviz={"outcome": "06-5"}
+# %% kipviz={"outcome": "06-5", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case05)
 ks.request_errors(logs, "WriteTxnMarkers").toPandas()  # the markers arrive twice
@@ -330,7 +333,7 @@ show(case06)
 verdict(case06)
 strip_player(record_strip(case06.events))
 
-# %% kipviz={"outcome": "06-6"}
+# %% kipviz={"outcome": "06-6", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case06)
 display(ks.tx_pending(logs).toPandas())  # residency and the lock-expired exits
@@ -359,7 +362,7 @@ show(case07)
 verdict(case07)
 strip_player(record_strip(case07.events))
 
-# %% kipviz={"outcome": "06-7"}
+# %% kipviz={"outcome": "06-7", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case07)
 display(ks.transactions(logs).select("transactional_id", "outcome", "timed_out", "duration_ms").toPandas())
@@ -388,7 +391,7 @@ show(case08)
 verdict(case08)
 strip_player(record_strip(case08.events))
 
-# %% kipviz={"outcome": "06-8"}
+# %% kipviz={"outcome": "06-8", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case08)
 ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # the answers to the staging calls
@@ -416,7 +419,7 @@ show(case09)
 verdict(case09)
 strip_player(record_strip(case09.events))
 
-# %% kipviz={"outcome": "06-9"}
+# %% kipviz={"outcome": "06-9", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case09)
 ks.request_errors(logs).filter("api in ('ApiVersions', 'TxnShareAcknowledge')").toPandas()
@@ -444,7 +447,7 @@ show(case10)
 verdict(case10)
 strip_player(record_strip(case10.events))
 
-# %% kipviz={"outcome": "06-10"}
+# %% kipviz={"outcome": "06-10", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case10)
 ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # the answers to each acknowledge type
@@ -472,7 +475,7 @@ show(case11)
 verdict(case11)
 strip_player(record_strip(case11.events))
 
-# %% kipviz={"outcome": "06-11"}
+# %% kipviz={"outcome": "06-11", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case11)
 display(ks.request_errors(logs, "TxnShareAcknowledge").toPandas())
@@ -501,7 +504,7 @@ show(case12)
 verdict(case12)
 strip_player(record_strip(case12.events))
 
-# %% kipviz={"outcome": "06-12"}
+# %% kipviz={"outcome": "06-12", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case12)
 ks.redeliveries(logs).toPandas()  # staged records delivered again, if any
@@ -529,7 +532,7 @@ show(case13)
 verdict(case13)
 strip_player(record_strip(case13.events))
 
-# %% kipviz={"outcome": "06-13"}
+# %% kipviz={"outcome": "06-13", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case13)
 display(ks.tx_pending(logs).toPandas())  # each stay in TX_PENDING, and how it ended
@@ -558,7 +561,7 @@ show(case14)
 verdict(case14)
 strip_player(record_strip(case14.events))
 
-# %% kipviz={"outcome": "06-14"}
+# %% kipviz={"outcome": "06-14", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case14)
 ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # the answers to the old and the current call
@@ -574,7 +577,7 @@ saw(case14)
 # %%
 runs = {c["name"]: scenarios.run(c["name"]) for c in scenarios.catalog() if c["name"].startswith("kip1289.")}
 print(check(all(t.passed for t in runs.values()), True, hint="every corner case's checks pass"))
-pd.DataFrame([{"scenario": n, "status": t.scenario.status, "checks": len(t.checks), "passed": t.passed} for n, t in runs.items()])
+Table([{"scenario": n, "status": t.scenario.status, "checks": len(t.checks), "passed": t.passed} for n, t in runs.items()])
 
 # %% [markdown]
 # ## Summary

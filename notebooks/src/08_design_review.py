@@ -25,7 +25,6 @@ import json
 import tempfile
 from pathlib import Path
 
-import pandas as pd
 from IPython.display import HTML, SVG, display
 
 from kipviz import cli
@@ -34,13 +33,14 @@ from kipviz.draw import diff_diagram, to_svg
 from kipviz.review import RULES, review
 from kipviz.schema import jsonc, registry
 from kipviz.schema.check import reference_root
+from kipviz.table import Table
 
 
 def findings(r):
     """A review's findings as a table."""
-    return pd.DataFrame([{"severity": f.severity, "rule": f.rule, "field": f.path, "versions": f.versions_text,
-                          "line": f.line or "", "what": f.message} for f in r.findings],
-                        columns=["severity", "rule", "field", "versions", "line", "what"])
+    return Table([{"severity": f.severity, "rule": f.rule, "field": f.path, "versions": f.versions_text,
+                   "line": f.line or "", "what": f.message} for f in r.findings],
+                 columns=["severity", "rule", "field", "versions", "line", "what"])
 
 
 # %% [markdown]
@@ -52,7 +52,7 @@ def findings(r):
 # the thread.
 
 # %%
-pd.DataFrame([{"rule": k, "usual severity": sev, "catches": what} for k, (what, sev) in RULES.items()])
+Table([{"rule": k, "usual severity": sev, "catches": what} for k, (what, sev) in RULES.items()])
 
 # %% [markdown]
 # ## 2. KIP-1289's TxnShareAcknowledge, numbered as the KIP page numbers it
@@ -65,7 +65,7 @@ pd.DataFrame([{"rule": k, "usual severity": sev, "catches": what} for k, (what, 
 # together (the `trunk only` column: an RPC that held the key on trunk but never shipped):
 
 # %%
-pd.DataFrame(registry.api_key_history("TxnShareAcknowledge"))
+Table(registry.api_key_history("TxnShareAcknowledge"))
 
 # %% [markdown]
 # We review the kit's file with the KIP page's key.
