@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import struct
 
+from .log_config import cleanup_policy, topic_value
+
 _HEAD = struct.Struct(">qi")            # base offset, batch length - 12
 _DELTA = struct.Struct(">i")            # lastOffsetDelta at byte 23
 _MAX_TS = struct.Struct(">q")           # maxTimestamp at byte 35
@@ -134,11 +136,8 @@ def new_log_start(log, now: int, retention_bytes: int, retention_ms: int, segmen
 
 def settings(cluster, topic) -> tuple[int, int, int]:
     """(retention.bytes, retention.ms, segment.bytes) for `topic`: its own config, else the broker's
-    log.retention.bytes / log.retention.ms / log.segment.bytes."""
-    cfg, own = cluster.config, topic.configs
-    return (int(own.get("retention.bytes", cfg.log_retention_bytes)),
-            int(own.get("retention.ms", cfg.log_retention_ms)),
-            int(own.get("segment.bytes", cfg.log_segment_bytes)))
+    (dynamic, then static log.retention.bytes / log.retention.ms / log.segment.bytes: kipviz.broker.log_config)."""
+    return tuple(topic_value(cluster, topic, n) for n in ("retention.bytes", "retention.ms", "segment.bytes"))
 
 
 def enforce(cluster) -> int:
@@ -147,8 +146,8 @@ def enforce(cluster) -> int:
     partition whose log start moves gets a Note."""
     total = 0
     for topic in list(cluster.topics.by_name.values()):
-        if topic.internal:
-            continue
+        if topic.internal or "delete" not in cleanup_policy(cluster, topic):
+            continue        # cleanup.policy=compact alone: the log cleaner's, not retention's
         rb, rms, sb = settings(cluster, topic)
         if rb < 0 and rms < 0:
             continue

@@ -56,12 +56,15 @@ class PartitionLog:
 
     def append(self, items: list[tuple], now: int, *, producer_id: int = -1, producer_epoch: int = -1,
                base_sequence: int = -1, transactional: bool = False, seq: int | None = None,
-               sent: bytes | None = None) -> int:
+               sent: bytes | None = None, compression: str | None = None,
+               timestamp_type: str = "CreateTime") -> int:
         """Append (key, value[, headers]) records as one batch; returns the base offset. `seq`: the
         event seq its first record's RecordAppended will have (Cluster.next_seq). The log's batch
         gives every record `now`. `sent`: the producer's batch when it is exactly that batch
         (kipviz.broker.handlers.data.sent_as_stored), kept with its offsets and leader epoch
-        assigned in place as Kafka's LogValidator does, instead of encoding it again."""
+        assigned in place as Kafka's LogValidator does, instead of encoding it again. `compression`
+        and `timestamp_type`: the topic's compression.type codec and message.timestamp.type
+        (kipviz.broker.log_validator.stored_form; None: the log's own choice)."""
         base = self.log_end_offset
         if transactional and items:
             self.open_txns.setdefault(producer_id, base)
@@ -77,7 +80,8 @@ class PartitionLog:
             stored = rec.write_batch(
                 [(e.key, e.value, e.headers, None) for e in entries[base:]], base_offset=base, base_timestamp=now,
                 producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
-                is_transactional=transactional, partition_leader_epoch=self.leader_epoch)
+                is_transactional=transactional, partition_leader_epoch=self.leader_epoch,
+                compression=compression or "none", timestamp_type=timestamp_type)
         self.batches.append(stored)
         self.batch_seqs.append(seq)
         return base

@@ -6,7 +6,7 @@
     flow = share_flow("kip1289.marker_forwarded")   # the share flow alone (the regular one drawn once)
     flow.svg                                        # one self-contained SVG, two titled flows stacked
     flow.html                                       # a standalone page: the SVG, then the steps table
-    flow.steps                                      # pandas DataFrame: one row per step, both flows
+    flow.steps                                      # pandas DataFrame (a kipviz.table.Table without pandas)
     flow.save("flows.html")                         # or .svg
 
 Each flow (a "column" in the SVG's classes) is a kipviz.draw.sequence diagram with its status
@@ -69,6 +69,7 @@ from ..scenarios.flows import (
 )
 from ..schema import events as E
 from ..schema.error_codes import name_of
+from ..table import frame
 from .render import to_html
 from .sequence import (
     C_MUTED,
@@ -236,15 +237,16 @@ class Flow:
         return (self.share,) if self.regular is None else (self.regular, self.share)
 
     # ---- steps table ----
-    @property
-    def steps(self):
-        import pandas as pd
+    def _step_rows(self) -> list[dict]:
         done = {s.key: _summaries(s.window, s.steps) for s in self.sides}
-        rows = [{"step": n, "what": STEPS[n],
+        return [{"step": n, "what": STEPS[n],
                  **{k: v for s in self.sides for k, v in ((s.key, done[s.key][n]["text"]),
                                                           (f"{s.key}_status", done[s.key][n]["status"]))},
                  **{f"{s.key}_events": done[s.key][n]["seqs"] for s in self.sides}} for n in STEPS]
-        return pd.DataFrame(rows)
+
+    @property
+    def steps(self):
+        return frame(self._step_rows())
 
     # ---- SVG ----
     def _column(self, side: _Side, layout: dict) -> str:
@@ -298,10 +300,10 @@ class Flow:
 
     # ---- HTML ----
     def _table_html(self) -> str:
-        df = self.steps[["step", "what", *(c for s in self.sides for c in (s.key, f"{s.key}_status"))]]
-        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
-                       for row in df.itertuples(index=False))
+        cols = ["step", "what", *(c for s in self.sides for c in (s.key, f"{s.key}_status"))]
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(row[c]))}</td>" for c in cols) + "</tr>"
+                       for row in self._step_rows())
         which = " and ".join(f"{html.escape(s.title)} ({s.status})" for s in self.sides)
         table = (f'<h2 style="font:bold 15px {FONT}">The steps of {"both flows" if self.regular else "the flow"}: '
                  f'{which}</h2>'

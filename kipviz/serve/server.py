@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import secrets
 import struct
 import threading
 import time
@@ -55,11 +56,14 @@ class Server:
     def __init__(self, cluster: Cluster | None = None, *, brokers: int | None = None, host: str = "127.0.0.1",
                  port: int = 0, speed: float = 1.0, verbose: bool = False,
                  log: Callable[[str], None] | None = None, events_max: int | None = DEFAULT_EVENTS_MAX,
-                 record=None, **cluster_settings):
-        if cluster is None:
-            cluster = Cluster(brokers=brokers or 1, start_ms=int(time.time() * 1000), **cluster_settings)
+                 record=None, seed: int | None = None, **cluster_settings):
+        if cluster is None:     # Kafka's cluster id and member ids are random per cluster; seed=N repeats them
+            seed = secrets.randbits(63) if seed is None else seed
+            cluster = Cluster(brokers=brokers or 1, seed=seed, start_ms=int(time.time() * 1000), **cluster_settings)
         elif brokers is not None and brokers != cluster.config.brokers:
             raise ValueError(f"the cluster has {cluster.config.brokers} brokers, not {brokers}")
+        elif seed is not None and seed != cluster.seed:
+            raise ValueError(f"the cluster was made with seed {cluster.seed}, not {seed}")
         if speed <= 0:
             raise ValueError(f"--speed must be > 0, got {speed}")
         self.cluster = cluster
@@ -305,7 +309,7 @@ class Server:
                     done = c.take_completed()
                 self._route(done)
                 if kind == "close":
-                    return "closed by the broker (unreadable request)"
+                    return "closed by the broker (a request it cannot read or does not serve, or an acks=0 error)"
                 if kind == "held":
                     # the channel stays muted (the next request is not handled before this answer),
                     # but a client that goes away is noticed: its held request is dropped

@@ -292,3 +292,28 @@ def speed_changes_the_rate(page, player) -> bool:
     player.locator(".widget-play button").first.click()          # pause
     select.select_option("2")
     return moved <= 1
+
+
+def open_folds(page) -> int:
+    """Open every folded outcome of an exported page (kipviz.course.reveal), as a reader who clicks each
+    fold; returns how many were closed."""
+    return page.evaluate("() => [...document.querySelectorAll('details.kv-fold:not([open])')]"
+                         ".map(d => { d.open = true; return 1; }).length")
+
+
+def answer_exercise(page, index: int, code: str, timeout_ms: int = 120_000) -> None:
+    """Type `code` into the learner's cell `index` as a person does (click, select all, type), run it
+    with Shift+Enter, then the check cell below it with Shift+Enter; wait until the check has run."""
+    before = cells(page)[index + 1]["execution_count"]
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+    cell.locator(".cm-content").click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type(code)
+    assert "".join(cells(page)[index]["source"]) == code
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_function(
+        f"""([i, before]) => {{ const w = {_CURRENT}; const c = w.content.model.toJSON().cells[i];
+             return w.sessionContext.session?.kernel?.status === 'idle' && c.execution_count !== null
+                    && c.execution_count !== before; }}""",
+        arg=[index + 1, before], timeout=timeout_ms)

@@ -33,9 +33,20 @@ from ...records.header import TRANSACTIONAL_MASK as TRANSACTIONAL_BIT
 from ...schema import events as ev
 from ...schema.error_codes import CODE
 from ...uuids import ZERO_UUID
+from .. import log_validator
 from ..error_rows import kafka_only, rows
 from . import CLOSE, DEFERRED, Request, handles
-from .metadata import CLUSTER_RESOURCE, epoch_error, is_zero, leader_alive, log_of, model_state, node, shape
+from .metadata import (
+    CLUSTER_RESOURCE,
+    epoch_error,
+    is_zero,
+    leader_alive,
+    log_of,
+    model_state,
+    node,
+    replicas_of,
+    shape,
+)
 
 NONE = 0
 NO_OFFSET = -1
@@ -64,7 +75,7 @@ def _leader_hint(cluster, log) -> dict:
 
 
 # ---- Produce ----------------------------------------------------------------------------------------
-def _parse_records(records, version: int, config, records_left: int):
+def _parse_records(records, version: int, config, records_left: int, max_bytes: int | None = None):
     """ProduceRequest.validateRecords + the log validator: (batch, 0) or (None, error code, message).
     `records_left`: how many more records this Produce may append (ClusterConfig.max_produce_records)."""
     if not records:
@@ -76,10 +87,10 @@ def _parse_records(records, version: int, config, records_left: int):
     if len(records) >= 12:
         # UnifiedLog.analyzeAndValidateRecords: a batch larger than message.max.bytes, before its CRC
         size = batch_size(records)
-        if config.message_max_bytes < size <= len(records):
+        limit = config.message_max_bytes if max_bytes is None else max_bytes     # the topic's max.message.bytes
+        if limit < size <= len(records):
             return None, CODE["MESSAGE_TOO_LARGE"], (f"The record batch size in the append is {size} bytes which "
-                                                     f"exceeds the maximum configured value of "
-                                                     f"{config.message_max_bytes}.")
+                                                     f"exceeds the maximum configured value of {limit}.")
     try:
         batches = read_batches(records, strict=True, max_records=records_left)
     except RecordLimitError as e:
@@ -236,7 +247,8 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
     log = log_of(topic, idx)
     if log is None:
         return fail(CODE["UNKNOWN_TOPIC_OR_PARTITION"])
-    batch, code, message = _parse_records(pd.get("Records"), v, cluster.config, budget[0])
+    batch, code, message = _parse_records(pd.get("Records"), v, cluster.config, budget[0],
+                                          log_validator.max_message_bytes(cluster, topic))
     if code:
         return fail(code, message)
     if acks not in (-1, 0, 1):
@@ -246,6 +258,9 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
     if log.leader != req.broker or not leader_alive(cluster, log):
         out["CurrentLeader"] = _leader_hint(cluster, log)
         return fail(CODE["NOT_LEADER_OR_FOLLOWER"])
+    short = log_validator.min_isr_problem(cluster, topic, log, acks, replicas_of(cluster, topic, log))
+    if short:
+        return fail(CODE["NOT_ENOUGH_REPLICAS"], short)
     if batch["is_transactional"]:
         code = _txn_check(cluster, txn_id, batch, name, idx, v)
         if code:
@@ -262,11 +277,13 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
             return out
     records = batch["records"]
     budget[0] -= len(records) + sum(len(r["headers"]) for r in records)   # read_batches' count
+    codec, ts_type = log_validator.stored_form(cluster, topic)
+    keep = codec in (None, batch["compression"]) and ts_type == "CreateTime"
     base = log.append([(r["key"], r["value"], r["headers"]) for r in records], cluster.now,
                       producer_id=batch["producer_id"], producer_epoch=batch["producer_epoch"],
                       base_sequence=batch["base_sequence"], transactional=batch["is_transactional"],
-                      seq=cluster.next_seq,
-                      sent=pd["Records"] if sent_as_stored(batch, cluster.now) else None)
+                      seq=cluster.next_seq, compression=codec, timestamp_type=ts_type,
+                      sent=pd["Records"] if keep and sent_as_stored(batch, cluster.now) else None)
     if batch["producer_id"] >= 0:
         _record_producer(cluster, log, batch, base)
     pid, epoch, txn, now = batch["producer_id"], batch["producer_epoch"], batch["is_transactional"], cluster.now
@@ -279,7 +296,8 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
                                {"kind": "data", "key": key, "value": value, "headers": r["headers"],
                                 "timestamp": now, "client_timestamp": r["timestamp"]},
                                key, value, pid, epoch, txn, False, leader))
-    out.update(BaseOffset=base, LogStartOffset=log.log_start_offset)
+    out.update(BaseOffset=base, LogStartOffset=log.log_start_offset,
+               LogAppendTimeMs=now if ts_type == "LogAppendTime" else -1)
     return out
 
 
