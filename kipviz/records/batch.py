@@ -117,6 +117,16 @@ class _Bad(Exception):
     """The fast record reader gave up; the careful one says what is wrong and where."""
 
 
+class _Stop(Exception):
+    """The fast reader stopped at record `j` (at byte `at`, with `headers_left` headers left): the
+    careful reader goes on from there, so a batch that is bad near its end costs one careful
+    record, not a second reading of the whole batch."""
+
+    def __init__(self, j: int, at: int, done: list, headers_left: int):
+        super().__init__(j)
+        self.j, self.at, self.done, self.headers_left = j, at, done, headers_left
+
+
 # ---- reading ---------------------------------------------------------------------------------
 def read_batches(data, *, verify_crc: bool = True, strict: bool = False,
                  max_decompressed: int = MAX_DECOMPRESSED,
@@ -269,8 +279,8 @@ def _walk(data: bytes, verify_crc: bool, strict: bool, limits: _Limits, spans) -
         else:
             try:
                 records = _fast(rb, count, h[0], h[7], lat, headers_left)
-            except Exception:
-                records = _careful(rb, count, ctx, headers_left)
+            except _Stop as stop:
+                records = _careful(rb, count, ctx, stop.headers_left, stop.done, stop.at)
         limits.took(records)
         batch["records"] = records
         out.append(batch)
@@ -320,62 +330,13 @@ def _fast(rb: bytes, count: int, base_offset: int, base_ts: int, lat, headers_le
     recs = []
     append = recs.append
     n = len(rb)
-    p = 0
-    for _ in range(count):
-        # record length
-        b = rb[p]
-        if b < 128:
-            p += 1
-        else:
-            c = rb[p + 1]
-            if c < 128:
-                b = (b & 127) | (c << 7)
-                p += 2
-            else:
-                b, p = read_uvarint(rb, p)
-        if b & 1:
-            raise _Bad  # negative record length
-        end = p + (b >> 1)
-        if end > n:
-            raise _Bad
-        attrs = rb[p]
-        if attrs:
-            attrs = attrs - 256 if attrs > 127 else attrs
-        # timestamp delta (varlong; three bytes cover deltas up to about 17 minutes)
-        b = rb[p + 1]
-        if b < 128:
-            p += 2
-        else:
-            c = rb[p + 2]
-            if c < 128:
-                b = (b & 127) | (c << 7)
-                p += 3
-            else:
-                d = rb[p + 3]
-                if d < 128:
-                    b = (b & 127) | ((c & 127) << 7) | (d << 14)
-                    p += 4
-                else:
-                    b, p = read_uvarlong(rb, p + 1)
-        tsd = (b >> 1) ^ -(b & 1)
-        # offset delta
-        b = rb[p]
-        if b < 128:
-            p += 1
-        else:
-            c = rb[p + 1]
-            if c < 128:
-                b = (b & 127) | (c << 7)
-                p += 2
-            else:
-                b, p = read_uvarint(rb, p)
-        od = (b >> 1) ^ -(b & 1)
-        # key
-        b = rb[p]
-        if b == 1:
-            key = None
-            p += 1
-        else:
+    p = start = 0
+    hl = headers_left
+    try:
+        for _ in range(count):
+            start, hl = p, headers_left
+            # record length
+            b = rb[p]
             if b < 128:
                 p += 1
             else:
@@ -386,16 +347,32 @@ def _fast(rb: bytes, count: int, base_offset: int, base_ts: int, lat, headers_le
                 else:
                     b, p = read_uvarint(rb, p)
             if b & 1:
-                raise _Bad  # negative length other than -1
-            b >>= 1
-            key = rb[p:p + b]
-            p += b
-        # value
-        b = rb[p]
-        if b == 1:
-            value = None
-            p += 1
-        else:
+                raise _Bad  # negative record length
+            end = p + (b >> 1)
+            if end > n:
+                raise _Bad
+            attrs = rb[p]
+            if attrs:
+                attrs = attrs - 256 if attrs > 127 else attrs
+            # timestamp delta (varlong; three bytes cover deltas up to about 17 minutes)
+            b = rb[p + 1]
+            if b < 128:
+                p += 2
+            else:
+                c = rb[p + 2]
+                if c < 128:
+                    b = (b & 127) | (c << 7)
+                    p += 3
+                else:
+                    d = rb[p + 3]
+                    if d < 128:
+                        b = (b & 127) | ((c & 127) << 7) | (d << 14)
+                        p += 4
+                    else:
+                        b, p = read_uvarlong(rb, p + 1)
+            tsd = (b >> 1) ^ -(b & 1)
+            # offset delta
+            b = rb[p]
             if b < 128:
                 p += 1
             else:
@@ -405,61 +382,105 @@ def _fast(rb: bytes, count: int, base_offset: int, base_ts: int, lat, headers_le
                     p += 2
                 else:
                     b, p = read_uvarint(rb, p)
-            if b & 1:
-                raise _Bad
-            b >>= 1
-            value = rb[p:p + b]
-            p += b
-        # headers
-        b = rb[p]
-        p += 1
-        if b == 0:
-            headers = []
-        else:
-            if b < 128:
-                hc = (b >> 1) ^ -(b & 1)
+            od = (b >> 1) ^ -(b & 1)
+            # key
+            b = rb[p]
+            if b == 1:
+                key = None
+                p += 1
             else:
-                hc, p = _zz32(rb, p - 1)
-            headers_left -= hc
-            if hc < 0 or headers_left < 0:
+                if b < 128:
+                    p += 1
+                else:
+                    c = rb[p + 1]
+                    if c < 128:
+                        b = (b & 127) | (c << 7)
+                        p += 2
+                    else:
+                        b, p = read_uvarint(rb, p)
+                if b & 1:
+                    raise _Bad  # negative length other than -1
+                b >>= 1
+                key = rb[p:p + b]
+                p += b
+            # value
+            b = rb[p]
+            if b == 1:
+                value = None
+                p += 1
+            else:
+                if b < 128:
+                    p += 1
+                else:
+                    c = rb[p + 1]
+                    if c < 128:
+                        b = (b & 127) | (c << 7)
+                        p += 2
+                    else:
+                        b, p = read_uvarint(rb, p)
+                if b & 1:
+                    raise _Bad
+                b >>= 1
+                value = rb[p:p + b]
+                p += b
+            # headers
+            b = rb[p]
+            p += 1
+            if b == 0:
+                headers = []
+            else:
+                if b < 128:
+                    hc = (b >> 1) ^ -(b & 1)
+                else:
+                    hc, p = _zz32(rb, p - 1)
+                headers_left -= hc
+                if hc < 0 or headers_left < 0:
+                    raise _Bad
+                headers = []
+                for _h in range(hc):
+                    b = rb[p]
+                    if b < 128:
+                        hkl = (b >> 1) ^ -(b & 1)
+                        p += 1
+                    else:
+                        hkl, p = _zz32(rb, p)
+                    if hkl < 0:
+                        raise _Bad
+                    hk = rb[p:p + hkl].decode()
+                    p += hkl
+                    b = rb[p]
+                    if b < 128:
+                        hvl = (b >> 1) ^ -(b & 1)
+                        p += 1
+                    else:
+                        hvl, p = _zz32(rb, p)
+                    if hvl >= 0:
+                        hv = rb[p:p + hvl]
+                        p += hvl
+                    elif hvl == -1:
+                        hv = None
+                    else:
+                        raise _Bad
+                    headers.append((hk, hv))
+            if p != end:
                 raise _Bad
-            headers = []
-            for _h in range(hc):
-                b = rb[p]
-                if b < 128:
-                    hkl = (b >> 1) ^ -(b & 1)
-                    p += 1
-                else:
-                    hkl, p = _zz32(rb, p)
-                if hkl < 0:
-                    raise _Bad
-                hk = rb[p:p + hkl].decode()
-                p += hkl
-                b = rb[p]
-                if b < 128:
-                    hvl = (b >> 1) ^ -(b & 1)
-                    p += 1
-                else:
-                    hvl, p = _zz32(rb, p)
-                if hvl >= 0:
-                    hv = rb[p:p + hvl]
-                    p += hvl
-                elif hvl == -1:
-                    hv = None
-                else:
-                    raise _Bad
-                headers.append((hk, hv))
-        if p != end:
-            raise _Bad
-        append({"offset": base_offset + od, "offset_delta": od, "timestamp": base_ts + tsd,
-                "timestamp_delta": tsd, "attributes": attrs, "key": key, "value": value,
-                "headers": headers})
+            append({"offset": base_offset + od, "offset_delta": od, "timestamp": base_ts + tsd,
+                    "timestamp_delta": tsd, "attributes": attrs, "key": key, "value": value,
+                    "headers": headers})
+    except Exception:
+        _stamp(recs, lat)
+        raise _Stop(len(recs), start, recs, hl) from None
     if p != n:
-        raise _Bad
+        _stamp(recs, lat)
+        raise _Stop(count, p, recs, headers_left)
+    _stamp(recs, lat)
+    return recs
+
+
+def _stamp(recs: list, lat) -> None:
     if lat is not None:
         for r in recs:
             r["timestamp"] = lat
-    return recs
 
 
 class _Cursor:
@@ -515,12 +536,15 @@ class _Cursor:
         return v
 
 
-def _careful(rb: bytes, count: int, ctx, headers_left: int = 1 << 62) -> list:
+def _careful(rb: bytes, count: int, ctx, headers_left: int = 1 << 62, done: list | None = None,
+             at: int = 0) -> list:
+    """`done`: records already read (by _fast) up to byte `at`; reading goes on from there."""
     base_offset, base_ts, lat, prefix, base, blob_at, is_control, spans = ctx
     outer = _Cursor(rb, base, blob_at, None)
-    recs = []
+    outer.p = at
+    recs = done if done is not None else []
     n = len(rb)
-    for j in range(count):
+    for j in range(len(recs), count):
         rp = f"{prefix}.records[{j}]"
         start = outer.p
         if start >= n:
