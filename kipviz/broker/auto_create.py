@@ -8,9 +8,9 @@ same answer (filterCreatableTopics: `inflightTopics.add` fails). The client asks
 the topic once the controller created it.
 
 The model queues the names (`request`) and creates them after the request that asked, at most
-CREATES_PER_STEP topics per step: one step after every request the cluster handles
-(Cluster._after) and one on each clock tick while names wait, so one Metadata request naming
-5,000 new topics answers at once and the others' requests go on between the steps."""
+CREATES_PER_STEP topics per step: one step after every request the cluster handles and after
+every clock step (Cluster._after), so one Metadata request naming 5,000 new topics answers at
+once and the others' requests go on between the steps."""
 from __future__ import annotations
 
 CREATES_PER_STEP = 25
@@ -31,12 +31,14 @@ class AutoCreates:
         return True
 
     def _arm(self) -> None:
+        # a timer a millisecond on only wakes a driver waiting on the clock (kipviz serve's ticker):
+        # the step itself runs in Cluster._after, once per request or clock step, so a clock step
+        # that covers many milliseconds still makes one step
         if self._timer is None:
-            self._timer = self.cluster.clock.schedule(self.cluster.now, self._fire)
+            self._timer = self.cluster.clock.schedule(self.cluster.now + 1, self._fire)
 
     def _fire(self) -> None:
         self._timer = None
-        self.step()
 
     def step(self) -> int:
         """Create up to CREATES_PER_STEP of the waiting topics (the controller's CreateTopics);

@@ -495,7 +495,7 @@ class _Connection(asyncio.Protocol):
                 break
             n = 4 + self.need
             frame = bytes(self.buf[:n])
-            del self.buf[:n]
+            self.buf = self.buf[n:]            # a new, small buffer: a big frame's one is not kept
             srv.buffered -= n
             self.need = None
             self._handle(frame)

@@ -28,7 +28,15 @@ from collections import deque
 
 from ...errors import DecodeError
 from ...records import RecordLimitError, read_batches, write_batch
-from ...records.header import COMPRESSION_MASK, HEADER_SIZE, MAGIC_OFFSET, batch_size, is_transactional, read_header, restamp
+from ...records.header import (
+    COMPRESSION_MASK,
+    HEADER_SIZE,
+    MAGIC_OFFSET,
+    batch_size,
+    is_transactional,
+    read_header,
+    restamp,
+)
 from ...schema import events as ev
 from ...schema.error_codes import CODE
 from ...uuids import ZERO_UUID
