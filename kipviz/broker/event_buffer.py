@@ -104,11 +104,12 @@ class EventBuffer:
         del self.sizes[:n], self.slimmed[:n]
 
     def count_new(self, events: list) -> None:
-        for e in events[len(self.sizes):]:
-            n = size_of(e)
-            self.sizes.append(n)
-            self.slimmed.append(0)
-            self.total += n
+        k = len(self.sizes)
+        if len(events) > k:
+            new = array("q", map(size_of, events[k:]))
+            self.sizes.extend(new)
+            self.slimmed.extend(bytes(len(new)))
+            self.total += sum(new)
 
     def bound(self, cluster, max_bytes: int) -> None:
         """Bring the buffer under max_bytes (to half of it) if it passed it."""

@@ -117,16 +117,6 @@ class _Bad(Exception):
     """The fast record reader gave up; the careful one says what is wrong and where."""
 
 
-class _Stop(Exception):
-    """The fast reader stopped at record `j` (at byte `at`, with `headers_left` headers left): the
-    careful reader goes on from there, so a batch that is bad near its end costs one careful
-    record, not a second reading of the whole batch."""
-
-    def __init__(self, j: int, at: int, done: list, headers_left: int):
-        super().__init__(j)
-        self.j, self.at, self.done, self.headers_left = j, at, done, headers_left
-
-
 # ---- reading ---------------------------------------------------------------------------------
 def read_batches(data, *, verify_crc: bool = True, strict: bool = False,
                  max_decompressed: int = MAX_DECOMPRESSED,
@@ -277,10 +267,16 @@ def _walk(data: bytes, verify_crc: bool, strict: bool, limits: _Limits, spans) -
         if is_control or spans is not None:
             records = _careful(rb, count, ctx, headers_left)
         else:
+            done, at = [], [0, headers_left]
             try:
-                records = _fast(rb, count, h[0], h[7], lat, headers_left)
-            except _Stop as stop:
-                records = _careful(rb, count, ctx, stop.headers_left, stop.done, stop.at)
+                records = _fast(rb, count, h[0], h[7], lat, headers_left, recs=done, at=at)
+            except Exception:
+                # the careful reader goes on from the record the fast one stopped at (a batch bad near
+                # its end costs one careful record, not a second reading of the whole batch)
+                if lat is not None:
+                    for r in done:
+                        r["timestamp"] = lat
+                records = _careful(rb, count, ctx, at[1], done, at[0])
         limits.took(records)
         batch["records"] = records
         out.append(batch)
@@ -322,21 +318,74 @@ def _zz64(buf, p):
 
 # size: the records' fast decoder: one flat loop over the batch bytes with varints read inline is the codec's hot path (benchmarks/codec.py)
 def _fast(rb: bytes, count: int, base_offset: int, base_ts: int, lat, headers_left: int = 1 << 62,
-          _zz32=_zz32, _zz64=_zz64, len=len):
+          _zz32=_zz32, _zz64=_zz64, len=len, recs: list | None = None, at: list | None = None):
     """Tight loop for well-formed records; raises on anything odd (the caller then runs _careful).
+    `recs` gets the records read so far and `at` [byte, headers left] where the record being read
+    starts, so that after a failure the careful reader can go on from there (_walk).
 
     Varints of one and two bytes (the common case) are decoded inline; longer ones call _zz32/_zz64,
     which enforce the 5- and 10-byte limits."""
-    recs = []
+    recs = [] if recs is None else recs
+    at = [0, 0] if at is None else at
     append = recs.append
     n = len(rb)
-    p = start = 0
-    hl = headers_left
-    try:
-        for _ in range(count):
-            start, hl = p, headers_left
-            # record length
-            b = rb[p]
+    p = 0
+    for _ in range(count):
+        at[0], at[1] = p, headers_left
+        # record length
+        b = rb[p]
+        if b < 128:
+            p += 1
+        else:
+            c = rb[p + 1]
+            if c < 128:
+                b = (b & 127) | (c << 7)
+                p += 2
+            else:
+                b, p = read_uvarint(rb, p)
+        if b & 1:
+            raise _Bad  # negative record length
+        end = p + (b >> 1)
+        if end > n:
+            raise _Bad
+        attrs = rb[p]
+        if attrs:
+            attrs = attrs - 256 if attrs > 127 else attrs
+        # timestamp delta (varlong; three bytes cover deltas up to about 17 minutes)
+        b = rb[p + 1]
+        if b < 128:
+            p += 2
+        else:
+            c = rb[p + 2]
+            if c < 128:
+                b = (b & 127) | (c << 7)
+                p += 3
+            else:
+                d = rb[p + 3]
+                if d < 128:
+                    b = (b & 127) | ((c & 127) << 7) | (d << 14)
+                    p += 4
+                else:
+                    b, p = read_uvarlong(rb, p + 1)
+        tsd = (b >> 1) ^ -(b & 1)
+        # offset delta
+        b = rb[p]
+        if b < 128:
+            p += 1
+        else:
+            c = rb[p + 1]
+            if c < 128:
+                b = (b & 127) | (c << 7)
+                p += 2
+            else:
+                b, p = read_uvarint(rb, p)
+        od = (b >> 1) ^ -(b & 1)
+        # key
+        b = rb[p]
+        if b == 1:
+            key = None
+            p += 1
+        else:
             if b < 128:
                 p += 1
             else:
@@ -347,32 +396,16 @@ def _fast(rb: bytes, count: int, base_offset: int, base_ts: int, lat, headers_le
                 else:
                     b, p = read_uvarint(rb, p)
             if b & 1:
-                raise _Bad  # negative record length
-            end = p + (b >> 1)
-            if end > n:
-                raise _Bad
-            attrs = rb[p]
-            if attrs:
-                attrs = attrs - 256 if attrs > 127 else attrs
-            # timestamp delta (varlong; three bytes cover deltas up to about 17 minutes)
-            b = rb[p + 1]
-            if b < 128:
-                p += 2
-            else:
-                c = rb[p + 2]
-                if c < 128:
-                    b = (b & 127) | (c << 7)
-                    p += 3
-                else:
-                    d = rb[p + 3]
-                    if d < 128:
-                        b = (b & 127) | ((c & 127) << 7) | (d << 14)
-                        p += 4
-                    else:
-                        b, p = read_uvarlong(rb, p + 1)
-            tsd = (b >> 1) ^ -(b & 1)
-            # offset delta
-            b = rb[p]
+                raise _Bad  # negative length other than -1
+            b >>= 1
+            key = rb[p:p + b]
+            p += b
+        # value
+        b = rb[p]
+        if b == 1:
+            value = None
+            p += 1
+        else:
             if b < 128:
                 p += 1
             else:
@@ -382,105 +415,62 @@ def _fast(rb: bytes, count: int, base_offset: int, base_ts: int, lat, headers_le
                     p += 2
                 else:
                     b, p = read_uvarint(rb, p)
-            od = (b >> 1) ^ -(b & 1)
-            # key
-            b = rb[p]
-            if b == 1:
-                key = None
-                p += 1
-            else:
-                if b < 128:
-                    p += 1
-                else:
-                    c = rb[p + 1]
-                    if c < 128:
-                        b = (b & 127) | (c << 7)
-                        p += 2
-                    else:
-                        b, p = read_uvarint(rb, p)
-                if b & 1:
-                    raise _Bad  # negative length other than -1
-                b >>= 1
-                key = rb[p:p + b]
-                p += b
-            # value
-            b = rb[p]
-            if b == 1:
-                value = None
-                p += 1
-            else:
-                if b < 128:
-                    p += 1
-                else:
-                    c = rb[p + 1]
-                    if c < 128:
-                        b = (b & 127) | (c << 7)
-                        p += 2
-                    else:
-                        b, p = read_uvarint(rb, p)
-                if b & 1:
-                    raise _Bad
-                b >>= 1
-                value = rb[p:p + b]
-                p += b
-            # headers
-            b = rb[p]
-            p += 1
-            if b == 0:
-                headers = []
-            else:
-                if b < 128:
-                    hc = (b >> 1) ^ -(b & 1)
-                else:
-                    hc, p = _zz32(rb, p - 1)
-                headers_left -= hc
-                if hc < 0 or headers_left < 0:
-                    raise _Bad
-                headers = []
-                for _h in range(hc):
-                    b = rb[p]
-                    if b < 128:
-                        hkl = (b >> 1) ^ -(b & 1)
-                        p += 1
-                    else:
-                        hkl, p = _zz32(rb, p)
-                    if hkl < 0:
-                        raise _Bad
-                    hk = rb[p:p + hkl].decode()
-                    p += hkl
-                    b = rb[p]
-                    if b < 128:
-                        hvl = (b >> 1) ^ -(b & 1)
-                        p += 1
-                    else:
-                        hvl, p = _zz32(rb, p)
-                    if hvl >= 0:
-                        hv = rb[p:p + hvl]
-                        p += hvl
-                    elif hvl == -1:
-                        hv = None
-                    else:
-                        raise _Bad
-                    headers.append((hk, hv))
-            if p != end:
+            if b & 1:
                 raise _Bad
-            append({"offset": base_offset + od, "offset_delta": od, "timestamp": base_ts + tsd,
-                    "timestamp_delta": tsd, "attributes": attrs, "key": key, "value": value,
-                    "headers": headers})
-    except Exception:
-        _stamp(recs, lat)
-        raise _Stop(len(recs), start, recs, hl) from None
+            b >>= 1
+            value = rb[p:p + b]
+            p += b
+        # headers
+        b = rb[p]
+        p += 1
+        if b == 0:
+            headers = []
+        else:
+            if b < 128:
+                hc = (b >> 1) ^ -(b & 1)
+            else:
+                hc, p = _zz32(rb, p - 1)
+            headers_left -= hc
+            if hc < 0 or headers_left < 0:
+                raise _Bad
+            headers = []
+            for _h in range(hc):
+                b = rb[p]
+                if b < 128:
+                    hkl = (b >> 1) ^ -(b & 1)
+                    p += 1
+                else:
+                    hkl, p = _zz32(rb, p)
+                if hkl < 0:
+                    raise _Bad
+                hk = rb[p:p + hkl].decode()
+                p += hkl
+                b = rb[p]
+                if b < 128:
+                    hvl = (b >> 1) ^ -(b & 1)
+                    p += 1
+                else:
+                    hvl, p = _zz32(rb, p)
+                if hvl >= 0:
+                    hv = rb[p:p + hvl]
+                    p += hvl
+                elif hvl == -1:
+                    hv = None
+                else:
+                    raise _Bad
+                headers.append((hk, hv))
+        if p != end:
+            raise _Bad
+        append({"offset": base_offset + od, "offset_delta": od, "timestamp": base_ts + tsd,
+                "timestamp_delta": tsd, "attributes": attrs, "key": key, "value": value,
+                "headers": headers})
     if p != n:
-        _stamp(recs, lat)
-        raise _Stop(count, p, recs, headers_left)
-    _stamp(recs, lat)
-    return recs
-
-
-def _stamp(recs: list, lat) -> None:
+        at[0], at[1] = p, headers_left
+        raise _Bad
     if lat is not None:
         for r in recs:
             r["timestamp"] = lat
+    return recs
 
 
 class _Cursor:
