@@ -297,3 +297,19 @@ def test_a_tiny_frame_is_answered_or_closed_and_frees_its_bytes(size):
         assert closed_by_server(s)
         assert wait_for(lambda: srv.open_connections == 0)
         assert srv.budget()["requests"]["in_use"] == 0 and srv.buffered == 0
+
+
+def test_the_budget_is_shown_by_the_live_view_and_by_verbose_output():
+    pytest.importorskip("ipywidgets")
+    from kipviz.serve import LiveView
+    said: list[str] = []
+    with Server(verbose=True, log=said.append) as srv, connect(srv) as s:
+        srv.verbose_budget_s = 0.1
+        s.sendall(api_versions_frame(1))
+        read_response(s, "ApiVersions", 3)
+        assert wait_for(lambda: any(line.startswith("budget: requests read:") for line in said))
+        view = LiveView(srv, auto=False, players=False)
+        assert "memory budget" in view.status.value and "queued.max.request.bytes" in view.status.value
+        assert "logs:" in view.status.value and str(srv.log_dir) in view.status.value
+    budget = [line for line in said if line.startswith("budget: ")]
+    assert any("events:" in line for line in budget) and any("connections:" in line for line in budget)

@@ -54,32 +54,38 @@ def _body_bytes(body, depth: int = 0) -> int:
     return 16 + _len(body)
 
 
-def _elide(o, depth: int = 0):
+def _elide(o, gone: list, depth: int = 0):
+    """A copy of `o` with bytes longer than SHORT_BYTES elided; their sizes are added to gone[0]."""
     if isinstance(o, (bytes, bytearray, memoryview)):
-        return Elided.of(len(o)) if len(o) > SHORT_BYTES else o
+        if len(o) > SHORT_BYTES:
+            gone[0] += len(o)
+            return Elided.of(len(o))
+        return o
     if depth >= 32:
         return o
     if isinstance(o, dict):
-        return {k: _elide(v, depth + 1) for k, v in o.items()}
+        return {k: _elide(v, gone, depth + 1) for k, v in o.items()}
     if isinstance(o, list):
-        return [_elide(v, depth + 1) for v in o]
+        return [_elide(v, gone, depth + 1) for v in o]
     if isinstance(o, tuple):
-        return tuple(_elide(v, depth + 1) for v in o)
+        return tuple(_elide(v, gone, depth + 1) for v in o)
     return o
 
 
-def slim(e):
-    """`e` without what makes it big (see the module docstring); small events come back as they are."""
-    t = type(e)
+def slim(e) -> tuple[object, int]:
+    """`e` without what makes it big (see the module docstring), and the bytes it still keeps
+    (a wire event's decoded body: about twice what is left of its frame); small events come back
+    as they are."""
+    t, gone = type(e), [0]
     if t in _WIRE:
         fields = {f: getattr(e, f) for f in t.__dataclass_fields__}
-        fields.update(body=_elide(e.body), frame=b"")
-        return t(**fields)
+        fields.update(body=_elide(e.body, gone), frame=b"")
+        return t(**fields), EVENT_BYTES + 2 * max(len(e.frame) - gone[0], 0) if e.frame else size_of(e)
     if t is ev.RecordAppended and (_len(e.key) > SHORT_BYTES or _len(e.value) > SHORT_BYTES):
         fields = {f: getattr(e, f) for f in t.__dataclass_fields__}
-        fields.update(key=_elide(e.key), value=_elide(e.value), record=_elide(e.record))
-        return t(**fields)
-    return e
+        fields.update(key=_elide(e.key, gone), value=_elide(e.value, gone), record=_elide(e.record, [0]))
+        return t(**fields), RECORD_BYTES
+    return e, size_of(e)
 
 
 class EventBuffer:
@@ -126,8 +132,7 @@ class EventBuffer:
                     break
                 if flags[i]:
                     continue
-                events[i] = slim(events[i])
-                n = size_of(events[i])
+                events[i], n = slim(events[i])
                 self.total += n - sizes[i]
                 sizes[i], flags[i] = n, 1
                 self.slimmed_total += 1

@@ -138,6 +138,7 @@ class Server:
         self._log_dir_setting = log_dir
         self.buffered = 0                            # request bytes read and not yet handled, all connections
         self.closed_idle = self.closed_slow = 0
+        self.verbose_budget_s = VERBOSE_BUDGET_S     # -v: the budget lines at most this often
         # the last 20,000 answered-at-once requests: (seconds in the model, seconds frame-in to frame-out);
         # ~2 MiB when full (100,000 took ~10 MiB and 10+ minutes to fill: a soak's slow "growth")
         self.timings: collections.deque = collections.deque(maxlen=20_000)
@@ -336,7 +337,7 @@ class Server:
                 next_check = now + check_every
                 self._close_expired(now)
             if self.verbose and now >= next_say:
-                next_say = now + VERBOSE_BUDGET_S
+                next_say = now + self.verbose_budget_s
                 self._say_budget()
 
     def _close_expired(self, now: float) -> None:

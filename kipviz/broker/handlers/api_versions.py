@@ -8,15 +8,24 @@ from ..error_rows import rows
 from . import Request, handles
 
 
+_ADVERTISED: dict = {}      # what the served versions depend on -> the ApiKeys rows (made once per setting)
+
+
 def advertised(config) -> list[dict]:
-    out = []
-    for _, spec in sorted(registry.messages().items(), key=lambda kv: registry.api_key(kv[1]) or 0):
-        if spec.type != "request" or spec.api in ("LeaderAndIsr", "StopReplica", "UpdateMetadata"):
-            continue
-        rng = served_versions(spec.api, config)
-        if rng is not None:
-            out.append({"ApiKey": registry.api_key(spec), "MinVersion": rng[0], "MaxVersion": rng[1]})
-    return out
+    key = (config.release, tuple(sorted(config.api_versions.items())), config.proposals())
+    rows_ = _ADVERTISED.get(key)
+    if rows_ is None:
+        rows_ = []
+        for _, spec in sorted(registry.messages().items(), key=lambda kv: registry.api_key(kv[1]) or 0):
+            if spec.type != "request" or spec.api in ("LeaderAndIsr", "StopReplica", "UpdateMetadata"):
+                continue
+            rng = served_versions(spec.api, config)
+            if rng is not None:
+                rows_.append((registry.api_key(spec), rng[0], rng[1]))
+        if len(_ADVERTISED) > 64:
+            _ADVERTISED.clear()
+        _ADVERTISED[key] = rows_
+    return [{"ApiKey": k, "MinVersion": lo, "MaxVersion": hi} for k, lo, hi in rows_]
 
 
 def misrouted(cluster, req: Request) -> tuple[str, str] | None:

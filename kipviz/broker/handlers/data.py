@@ -473,10 +473,14 @@ def fetch(cluster, req: Request):
     def attempt(final: bool):
         again = _fetch(cluster, req)
         return again if final or _ready(again, min_bytes) else None
-    # DelayedFetch is completed by new data, a moved log start or a topic change (topics.changes)
-    # or its MaxWaitMs; crashed or restarted brokers change the answer too
-    cluster.delayed.hold(req, wait, attempt, key=lambda: (changes(), len(cluster.down)))
+    cluster.delayed.hold(req, wait, attempt, key=fetch_key)
     return DEFERRED
+
+
+def fetch_key(cluster) -> tuple[int, int]:
+    """What a held Fetch waits on: DelayedFetch is completed by new data, a moved log start or a
+    topic change (topics.changes) or its MaxWaitMs; a crashed or restarted broker changes the answer too."""
+    return changes(), len(cluster.down)
 
 
 def _ready(out: dict, min_bytes: int) -> bool:
