@@ -28,6 +28,7 @@ import os
 import shutil
 import struct
 import uuid
+import weakref
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable
@@ -250,6 +251,14 @@ class LogDir:
         return FileStore(self, log.topic, log.partition, log.topic_id)
 
     def close(self, remove: bool = False) -> None:
-        self.files.close()
-        if remove:
-            shutil.rmtree(self.path, ignore_errors=True)
+        _close(self.files, self.path, remove)
+
+    def remove_when_gone(self) -> None:
+        """Delete the directory when this LogDir is garbage (its cluster is gone) or at exit."""
+        weakref.finalize(self, _close, self.files, self.path, True)
+
+
+def _close(files: _Files, path: Path, remove: bool) -> None:
+    files.close()
+    if remove:
+        shutil.rmtree(path, ignore_errors=True)

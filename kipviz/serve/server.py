@@ -29,7 +29,6 @@ import struct
 import tempfile
 import threading
 import time
-import weakref
 from collections.abc import Callable
 
 from ..broker import Cluster
@@ -192,7 +191,7 @@ class Server:
             return settings(cluster, t)[2] if t is not None else cluster.config.log_segment_bytes
         d = LogDir(path, segment_bytes)
         if setting is None:          # the kit's own directory goes with the cluster (or at exit)
-            weakref.finalize(d, d.close, True)
+            d.remove_when_gone()
         with self.lock:
             topics.use_log_dir(d)
 
@@ -419,6 +418,9 @@ class _Connection(asyncio.Protocol):
         self.active = self.srv._loop.time()
         self.buf += data
         self.srv.buffered += len(data)
+        self._pump_safely()
+
+    def _pump_safely(self) -> None:
         try:
             self._pump()
         except Exception as e:  # noqa: BLE001 - an edge bug closes this connection only, and is recorded
@@ -445,7 +447,7 @@ class _Connection(asyncio.Protocol):
         self.active = self.srv._loop.time()
         if self.busy and not self.held_size:
             self.busy = False
-            self._pump()
+            self._pump_safely()
 
     def connection_lost(self, exc) -> None:
         srv = self.srv
@@ -526,7 +528,7 @@ class _Connection(asyncio.Protocol):
         if not self.closed:
             if self.buf:
                 self.started = self.srv._loop.time()
-            self._pump()
+            self._pump_safely()
 
     def _handle(self, frame: bytes) -> None:
         srv, c = self.srv, self.srv.cluster
@@ -581,4 +583,4 @@ class _Connection(asyncio.Protocol):
         else:
             self.busy = False
         if not self.busy:
-            self._pump()
+            self._pump_safely()

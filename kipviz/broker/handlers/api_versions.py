@@ -7,7 +7,6 @@ from ..config import served_versions
 from ..error_rows import rows
 from . import Request, handles
 
-
 _ADVERTISED: dict = {}      # what the served versions depend on -> the ApiKeys rows (made once per setting)
 
 
