@@ -500,7 +500,7 @@ class _Connection(asyncio.Protocol):
             frame = bytes(self.buf[:n])
             self.buf = self.buf[n:]            # a new, small buffer: a big frame's one is not kept
             srv.buffered -= n
-            self.need = None
+            self.need = self.started = None    # the next frame's clock starts when it is looked at
             self._handle(frame)
         if not self.buf or self.busy or self.waiting_memory:
             self.started = None
