@@ -222,6 +222,7 @@ def volume(gigabytes: float, *, value_size: int = 900_000, every: float = 2.0, s
                 log(f"  t={now:7.1f} s  produced {sent / 1e9:6.2f} GB  RSS {series[-1][1]:7.1f} MiB")
         assert p.flush(120) == 0, "records left unsent"
         took = time.monotonic() - t0
+        del p                                # the client goes before the server does
         time.sleep(5)
         end = rss_mib(proc.pid)
         series.append((round(time.monotonic() - t0, 1), round(end, 1)))

@@ -7,8 +7,9 @@ its key and value. Past the byte bound, the oldest events give way until the buf
 the bound: with a recording (ClusterConfig.events_spill) they are handed to it whole (it writes
 their frames to requests.parquet) and leave memory; without one they are *slimmed* -- the frame
 dropped, every bytes value longer than 64 bytes in the body (and a record's key and value)
-replaced by its length ("<N bytes>", the same text the sample writer shows for it) -- and only
-when slimmed events alone pass the bound are the oldest dropped. So one 64 MiB request is not
+replaced by its length ("<N bytes>", the same text the sample writer shows for it), at most
+SLIM_PER_CALL per call so the work after one request stays small -- and when that does not bring
+them under the bound the oldest are dropped. So one 64 MiB request is not
 pinned after its answer, while the newest events, the ones a live view draws, stay whole."""
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from array import array
 
 from ..schema import events as ev
 
+SLIM_PER_CALL = 256      # events slimmed at most per bound() call (then the oldest are dropped instead)
 EVENT_BYTES = 240        # an event object and its small fields
 RECORD_BYTES = 480       # a RecordAppended: the event, its record dict, the key and value objects
 SHORT_BYTES = 64         # bytes up to this size stay (kipviz.sampledata.rows.SHORT_BYTES shows them in full)
@@ -96,11 +98,12 @@ class EventBuffer:
         self.sizes = array("q")
         self.slimmed = bytearray()
         self.total = 0
+        self.cursor = 0                  # events before this index are slimmed (or small) already
         self.slimmed_total = 0           # events slimmed so far (all time)
         self.dropped_total = 0           # events dropped or spilled because of the byte bound
 
     def reset(self) -> None:
-        self.sizes, self.slimmed, self.total = array("q"), bytearray(), 0
+        self.sizes, self.slimmed, self.total, self.cursor = array("q"), bytearray(), 0, 0
 
     def forget_front(self, n: int) -> None:
         """The oldest n events left the buffer (the count bound, take_events)."""
@@ -108,6 +111,7 @@ class EventBuffer:
             return
         self.total -= sum(self.sizes[:n])
         del self.sizes[:n], self.slimmed[:n]
+        self.cursor = max(0, self.cursor - n)
 
     def count_new(self, events: list) -> None:
         k = len(self.sizes)
@@ -125,17 +129,17 @@ class EventBuffer:
             return
         goal = max_bytes // 2
         spill = cluster.config.events_spill
-        if spill is None:
-            sizes, flags = self.sizes, self.slimmed
-            for i in range(len(events)):
-                if self.total <= goal:
-                    break
-                if flags[i]:
-                    continue
-                events[i], n = slim(events[i])
-                self.total += n - sizes[i]
-                sizes[i], flags[i] = n, 1
-                self.slimmed_total += 1
+        if spill is None:                # the oldest events not yet slimmed, a bounded number per call
+            sizes, flags, i = self.sizes, self.slimmed, self.cursor
+            end = min(len(events), i + SLIM_PER_CALL)
+            while i < end and self.total > goal:
+                if not flags[i]:
+                    events[i], n = slim(events[i])
+                    self.total += n - sizes[i]
+                    sizes[i], flags[i] = n, 1
+                    self.slimmed_total += 1
+                i += 1
+            self.cursor = i
             if self.total <= max_bytes:
                 return
         # spilled whole to a recording, or (slimmed) dropped: the oldest events until at the goal
