@@ -22,7 +22,7 @@ from ..schema.error_codes import CODE
 from ..uuids import random_uuid, to_kafka_str
 from .clock import VirtualClock
 from .config import SHARE_MARKER_ROUTINGS, Acl, ClusterConfig, served_versions
-from .handlers import CLOSE, DEFERRED, HANDLERS, Request, load_all
+from .handlers import CLOSE, DEFERRED, HANDLERS, Request, api_versions, load_all
 from .machine import Machine
 from .respond import error_codes, error_response
 from .tables.topic_id import TABLE as TOPIC_ID
@@ -52,6 +52,7 @@ class Cluster:
             raise ValueError(f"share_marker_routing {cfg.share_marker_routing!r} is not one of "
                              f"{', '.join(SHARE_MARKER_ROUTINGS)}")
         self.config = cfg
+        self.seed = seed                         # the cluster id, topic ids and member ids follow from it
         self.rng = random.Random(seed)
         self.clock = VirtualClock(start_ms)
         self.events: list[ev.Event] = []
@@ -327,12 +328,21 @@ class Cluster:
 
     def _dispatch(self, frame, broker, client, principal) -> tuple[str, bytes]:
         try:
-            req = codec.decode_request(frame, trailing_ok=True)    # as a broker: FACTS (i)
+            unknown = api_versions.unknown_version(self.config, frame)     # answered in v0, body unread
+            req = None if unknown is not None else codec.decode_request(frame, trailing_ok=True)  # FACTS (i)
         except DecodeError as e:
             return "close", self._malformed(frame, e, broker, client)
         except Exception as e:  # noqa: BLE001 - a bytes-level bug must still not escape
             self.internal_errors.append(f"decode: {type(e).__name__}: {e}")
             return "close", b""
+        if unknown is not None:
+            version, header = unknown
+            self.emit(ev.RequestReceived, broker=broker, client=client, api="ApiVersions", version=version,
+                      correlation_id=header["CorrelationId"], body={}, frame=bytes(frame))
+            if broker in self.down:
+                return "close", b""
+            return "send", self._respond(broker, client, "ApiVersions", 0, header["CorrelationId"],
+                                         api_versions.unsupported_body(self.config))
         api, version, cid = req["api"], req["version"], req["correlation_id"]
         self.emit(ev.RequestReceived, broker=broker, client=client, api=api, version=version,
                   correlation_id=cid, body=req["body"], frame=bytes(frame))
@@ -340,12 +350,10 @@ class Cluster:
         if broker in self.down:
             return "close", b""
         if served is None or not served[0] <= version <= served[1] or api not in HANDLERS:
-            if api == "ApiVersions":   # answered in the v0 layout so any client can read it
-                from .handlers.api_versions import advertised
-                return "send", self._respond(broker, client, api, 0, cid, {
-                    "ErrorCode": CODE["UNSUPPORTED_VERSION"], "ApiKeys": advertised(self.config)})
-            return "send", self._respond(broker, client, api, version, cid,
-                                         error_response(api, version, req["body"], CODE["UNSUPPORTED_VERSION"]))
+            if api in HANDLERS and api_versions.feature_off(api, version, self.config):
+                return "send", self._respond(broker, client, api, version, cid,
+                                             error_response(api, version, req["body"], CODE["UNSUPPORTED_VERSION"]))
+            return "close", self._unserved(api, version, served, broker, client, cid)
         request = Request(api, version, cid, req["header"], req["body"], broker, client, principal)
         try:
             body = HANDLERS[api](self, request)
@@ -406,6 +414,21 @@ class Cluster:
         self.emit(ev.ResponseSent, broker=broker, client=client, api=api, version=version, correlation_id=cid,
                   body=body, error_codes=error_codes(body), frame=out)
         return out
+
+    def _unserved(self, api: str, version: int, served, broker: int, client: str, cid: int) -> bytes:
+        """An API or version this broker does not serve: Kafka's Processor.parseRequestHeader throws
+        and SocketServer closes the channel (core/src/main/scala/kafka/network/SocketServer.scala,
+        processCompletedReceives -> processChannelException); nothing is answered. Only ApiVersions
+        is answered, in v0 (api_versions.unknown_version)."""
+        if api not in HANDLERS:
+            why = f"the kit does not model {api}"
+        elif served is None:
+            why = f"this broker does not serve {api}"
+        else:
+            why = f"this broker serves v{served[0]}-v{served[1]}"
+        self.note(f"connection closed: {api} v{version} is not served ({why})", reason=why, broker=broker,
+                  client=client, api=f"{api} v{version}", correlation_id=cid)
+        return b""
 
     def _malformed(self, frame: bytes, err: DecodeError, broker: int, client: str) -> bytes:
         """A request that cannot be parsed: RequestContext.parseRequest throws InvalidRequestException

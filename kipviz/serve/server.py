@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import gc
+import secrets
 import struct
 import tempfile
 import threading
@@ -116,11 +117,14 @@ class Server:
                  socket_request_max_bytes: int = MAX_REQUEST_BYTES,
                  connections_max_idle_ms: int | None = CONNECTIONS_MAX_IDLE_MS,
                  frame_timeout_ms: int | None = FRAME_TIMEOUT_MS, log_dir=None,
-                 record=None, **cluster_settings):
-        if cluster is None:
-            cluster = Cluster(brokers=brokers or 1, start_ms=int(time.time() * 1000), **cluster_settings)
+                 record=None, seed: int | None = None, **cluster_settings):
+        if cluster is None:     # Kafka's cluster id and member ids are random per cluster; seed=N repeats them
+            seed = secrets.randbits(63) if seed is None else seed
+            cluster = Cluster(brokers=brokers or 1, seed=seed, start_ms=int(time.time() * 1000), **cluster_settings)
         elif brokers is not None and brokers != cluster.config.brokers:
             raise ValueError(f"the cluster has {cluster.config.brokers} brokers, not {brokers}")
+        elif seed is not None and seed != cluster.seed:
+            raise ValueError(f"the cluster was made with seed {cluster.seed}, not {seed}")
         if speed <= 0:
             raise ValueError(f"--speed must be > 0, got {speed}")
         for name, v in (("queued_max_request_bytes", queued_max_request_bytes),
@@ -590,7 +594,7 @@ class _Connection(asyncio.Protocol):
         srv.pool.release(reserved)              # Kafka releases a request's buffer once it is handled
         srv._route(done)
         if kind == "close":
-            self.close("closed by the broker (unreadable request)")
+            self.close("closed by the broker (a request it cannot read or does not serve, or an acks=0 error)")
             return
         if kind == "held":
             # the channel stays muted (the next request waits for this answer); a client that
