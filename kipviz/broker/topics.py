@@ -192,7 +192,7 @@ class PartitionLog:
     it wrote, which is the kit's memory, not Kafka's)."""
 
     def __init__(self, topic: str, partition: int, topic_id: uuid.UUID, leader: int = 0, leader_epoch: int = 0,
-                 store=None):
+                 store=None, with_data: set | None = None):
         self.topic, self.partition, self.topic_id = topic, partition, topic_id
         self.leader, self.leader_epoch = leader, leader_epoch
         self.open_txns: dict[int, int] = {}      # producer id -> first offset of its open transaction
@@ -203,6 +203,7 @@ class PartitionLog:
         self._end = 0                  # log end offset
         self._first = 0                # the first record still addressable
         self._bytes = 0                # bytes of the held batches
+        self._with_data = with_data    # the registry's set of logs holding batches (this one joins it)
         # per held batch
         self._base, self._last, self._pid = array("q"), array("q"), array("q")
         self._epoch, self._flags = array("h"), array("B")
@@ -276,6 +277,8 @@ class PartitionLog:
         self._maxts.append(max_ts)
         self._seq.append(_NO_SEQ if seq is None else seq)
         self._size.append(len(raw))
+        if not self._bytes and self._with_data is not None:
+            self._with_data.add(self)
         self._bytes += len(raw)
         self._end = last + 1
         _changes[0] += 1
@@ -459,6 +462,8 @@ class PartitionLog:
         k = bisect.bisect_left(self._last, upto)
         if k:
             self._bytes -= sum(self._size[:k])
+            if not self._bytes and self._with_data is not None:
+                self._with_data.discard(self)
             self.store.drop(k)
             for col in (self._base, self._last, self._pid, self._epoch, self._flags, self._maxts, self._seq,
                         self._size):
@@ -491,12 +496,14 @@ class TopicRegistry:
         self.by_id: dict[uuid.UUID, Topic] = {}
         self.log_dir = None                       # kipviz.broker.segments.LogDir, or None: in memory
         self._metric_names: dict[str, list[str]] = {}     # name with '.' as '_' -> the live topics
+        self.logs_with_data: set[PartitionLog] = set()    # logs holding batches (retention looks at these only)
 
     def create(self, name: str, partitions: int, now: int, internal: bool = False) -> Topic:
         tid = random_uuid(self._rng)
         while tid in self.by_id:
             tid = random_uuid(self._rng)
-        logs = [PartitionLog(name, p, tid, leader=p % self._brokers) for p in range(partitions)]
+        logs = [PartitionLog(name, p, tid, leader=p % self._brokers, with_data=self.logs_with_data)
+                for p in range(partitions)]
         if self.log_dir is not None:
             for log in logs:
                 log.store = self.log_dir.store(log)
@@ -530,6 +537,7 @@ class TopicRegistry:
         topic = self.by_name.pop(name)
         topic.deleted_at = now
         _changes[0] += 1
+        self.logs_with_data.difference_update(topic.partitions)
         same = self._metric_names.get(name.replace(".", "_"), [])
         if name in same:
             same.remove(name)
