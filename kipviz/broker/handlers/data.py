@@ -8,6 +8,8 @@
                  checked by the transaction coordinator (cluster.txns.check_produce, KIP-890);
                  idempotent batches go through the producer-state checks (epoch, sequence,
                  duplicate batches are answered with their first offset and not written again).
+                 The log keeps the producer's batch as LogValidator does (kept_as_sent, stored_batch):
+                 its records and CreateTime timestamps as sent, offsets and leader epoch assigned.
     Fetch        the stored batches from the fetch offset up to the high watermark
                  (read_uncommitted) or the last stable offset (read_committed, with the aborted
                  transactions of the range). v13+ names topics by TopicId (stale id ->
@@ -20,8 +22,8 @@ Not simulated: replication (the high watermark is the log end; the log start is 
 retention moved it, kipviz.broker.retention), incremental
 fetch sessions (a broker with no session slots: SessionId 0 is answered, an incremental request
 gets FETCH_SESSION_ID_NOT_FOUND), long polling unless ClusterConfig.long_poll (MaxWaitMs/MinBytes:
-answered at once) and record timestamps (records are stored
-with the broker's append time)."""
+answered at once), topic-level compression.type (the producer's is kept), message.timestamp.type
+LogAppendTime and the message.timestamp.before/after.max.ms checks."""
 from __future__ import annotations
 
 from collections import deque
