@@ -20,15 +20,14 @@ from ..schema import events as ev
 from ..schema import registry
 from ..schema.error_codes import CODE
 from ..uuids import random_uuid, to_kafka_str
+from .authorizer import Authorizer
 from .clock import VirtualClock
-from .config import SHARE_MARKER_ROUTINGS, Acl, ClusterConfig, served_versions
+from .config import SHARE_MARKER_ROUTINGS, ClusterConfig, served_versions
 from .handlers import CLOSE, DEFERRED, HANDLERS, Request, api_versions, load_all
 from .machine import Machine
 from .respond import error_codes, error_response
 from .tables.topic_id import TABLE as TOPIC_ID
 from .topics import INTERNAL, TopicRegistry
-
-_IMPLIES = {"DESCRIBE": {"READ", "WRITE", "DELETE", "ALTER"}, "DESCRIBE_CONFIGS": {"ALTER_CONFIGS"}}
 
 # coordinators live in their own modules and are created on first use
 _COMPONENTS = {"delayed": ("kipviz.broker.delayed", "Delayed"),
@@ -61,6 +60,7 @@ class Cluster:
         self.cluster_id = to_kafka_str(random_uuid(self.rng))
         self.topics = TopicRegistry(self.rng, cfg.brokers)
         self.down: set[int] = set()             # brokers that are crashed (scenario faults)
+        self.authorizer = Authorizer(cfg.acls, cfg.super_users, cfg.allow_everyone_if_no_acl_found)
         load_all()
         for name, n in zip(INTERNAL, (cfg.offsets_topic_partitions, cfg.transaction_topic_partitions,
                                       cfg.share_state_topic_partitions), strict=True):
@@ -270,19 +270,12 @@ class Cluster:
                 sp.reload_from_state(f"leader change {old} -> {to_broker}")
 
     # ---- helpers for handlers ----------------------------------------------------------------
-    def authorized(self, principal: str, resource_type: str, name: str, operation: str) -> bool:
-        acls: list[Acl] | None = self.config.acls
-        if acls is None:
-            return True
-        # like Kafka's AclAuthorizer: DESCRIBE is implied by READ/WRITE/DELETE/ALTER,
-        # DESCRIBE_CONFIGS by ALTER_CONFIGS
-        ops = {operation, "ALL"} | _IMPLIES.get(operation, set())
-
-        def match(a: Acl) -> bool:
-            return (a.principal in ("*", principal) and a.resource_type == resource_type
-                    and a.resource_name in ("*", name) and a.operation in ops)
-        hits = [a for a in acls if match(a)]
-        return bool(hits) and all(a.allow for a in hits)
+    def authorized(self, principal: str, resource_type: str, name: str, operation: str,
+                   host: str | None = None) -> bool:
+        """May `principal` do `operation` on the resource? The authorizer's answer
+        (kipviz.broker.authorizer: StandardAuthorizer's rules); every handler asks it what
+        KafkaApis asks (core/src/main/scala/kafka/server/KafkaApis.scala)."""
+        return self.authorizer.authorize(principal, resource_type, name, operation, host)
 
     def coordinator_partition(self, key_type: int, key: str) -> tuple[str, int]:
         """(internal topic, partition) owning a group (0) or transactional id (1)."""

@@ -23,6 +23,8 @@ sample-data generator releases written prefixes through the same `release`
 (kipviz.sampledata.retention)."""
 from __future__ import annotations
 
+from .log_config import cleanup_policy, topic_value
+
 
 def release(log, upto: int) -> int:
     """Drop `log`'s records below `upto` and the batches that end below it; returns the number of
@@ -78,11 +80,8 @@ def new_log_start(log, now: int, retention_bytes: int, retention_ms: int, segmen
 
 def settings(cluster, topic) -> tuple[int, int, int]:
     """(retention.bytes, retention.ms, segment.bytes) for `topic`: its own config, else the broker's
-    log.retention.bytes / log.retention.ms / log.segment.bytes."""
-    cfg, own = cluster.config, topic.configs
-    return (int(own.get("retention.bytes", cfg.log_retention_bytes)),
-            int(own.get("retention.ms", cfg.log_retention_ms)),
-            int(own.get("segment.bytes", cfg.log_segment_bytes)))
+    (dynamic, then static log.retention.bytes / log.retention.ms / log.segment.bytes: kipviz.broker.log_config)."""
+    return tuple(topic_value(cluster, topic, n) for n in ("retention.bytes", "retention.ms", "segment.bytes"))
 
 
 def enforce(cluster) -> int:
@@ -92,8 +91,8 @@ def enforce(cluster) -> int:
     total = 0
     holding = {log.topic for log in cluster.topics.logs_with_data}    # (5,000 empty topics cost nothing)
     for topic in list(cluster.topics.by_name.values()):
-        if topic.internal or topic.name not in holding:
-            continue
+        if topic.internal or topic.name not in holding or "delete" not in cleanup_policy(cluster, topic):
+            continue        # empty, or cleanup.policy=compact alone: the log cleaner's, not retention's
         rb, rms, sb = settings(cluster, topic)
         if rb < 0 and rms < 0:
             continue

@@ -285,17 +285,20 @@ class PartitionLog:
         return base
 
     def append(self, items: list[tuple], now: int, *, producer_id: int = -1, producer_epoch: int = -1,
-               base_sequence: int = -1, transactional: bool = False, seq: int | None = None) -> int:
+               base_sequence: int = -1, transactional: bool = False, seq: int | None = None,
+               compression: str = "none", timestamp_type: str = "CreateTime") -> int:
         """Append (key, value[, headers]) records as one batch the log encodes (every record
-        stamped `now`, CreateTime); returns the base offset. `seq`: the event seq its first
-        record's RecordAppended will have (Cluster.next_seq)."""
+        stamped `now`) with `compression` and `timestamp_type`; returns the base offset. `seq`: the
+        event seq its first record's RecordAppended will have (Cluster.next_seq). A produced batch
+        goes through append_batch as LogValidator leaves it (kipviz.broker.handlers.data.stored_batch)."""
         base = self._end
         if not items:
             return base
         raw = rec.write_batch([(it[0], it[1], list(it[2]) if len(it) > 2 else [], None) for it in items],
                               base_offset=base, base_timestamp=now, producer_id=producer_id,
                               producer_epoch=producer_epoch, base_sequence=base_sequence,
-                              is_transactional=transactional, partition_leader_epoch=self.leader_epoch)
+                              is_transactional=transactional, partition_leader_epoch=self.leader_epoch,
+                              compression=compression, timestamp_type=timestamp_type)
         return self.append_batch(raw, seq)
 
     def append_marker(self, marker: str, now: int, producer_id: int, producer_epoch: int,
@@ -387,6 +390,11 @@ class PartitionLog:
             if pids[i] == producer_id:
                 return self._epoch[i]
         return None
+
+    def has_marker(self, producer_id: int) -> bool:
+        """Whether the log holds a transaction marker of `producer_id`."""
+        pids, flags = self._pid, self._flags
+        return any(pids[i] == producer_id and flags[i] & CONTROL for i in self._visible_batches())
 
     def max_epoch(self, producer_id: int, since: int = 0) -> int | None:
         """The largest epoch of `producer_id`'s records at or after offset `since`, None if none."""
@@ -502,17 +510,20 @@ class TopicRegistry:
         tid = random_uuid(self._rng)
         while tid in self.by_id:
             tid = random_uuid(self._rng)
-        logs = [PartitionLog(name, p, tid, leader=p % self._brokers, with_data=self.logs_with_data)
-                for p in range(partitions)]
-        if self.log_dir is not None:
-            for log in logs:
-                log.store = self.log_dir.store(log)
+        logs = [self.new_log(name, p, tid, p % self._brokers) for p in range(partitions)]
         topic = Topic(name, tid, logs, now, internal or name in INTERNAL)
         self.by_name[name] = topic
         self.by_id[tid] = topic
         self._metric_names.setdefault(name.replace(".", "_"), []).append(name)
         _changes[0] += 1
         return topic
+
+    def new_log(self, name: str, partition: int, topic_id: uuid.UUID, leader: int) -> PartitionLog:
+        """A new, empty partition log of this registry (its batches in the log directory, if any)."""
+        log = PartitionLog(name, partition, topic_id, leader=leader, with_data=self.logs_with_data)
+        if self.log_dir is not None:
+            log.store = self.log_dir.store(log)
+        return log
 
     def colliding(self, name: str) -> str | None:
         """Topic.hasCollision: a live topic other than `name` whose name differs only in '.'

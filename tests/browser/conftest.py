@@ -128,6 +128,7 @@ def _env(base: Path) -> dict:
         (base / sub).mkdir(parents=True, exist_ok=True)
         env[var] = str(base / sub)
     env.pop("JUPYTER_TOKEN", None)
+    env.pop("KIPVIZ_SHOW_OUTCOMES", None)      # the learner's view: outcomes folded (kipviz.course.reveal)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     env.setdefault("PYSPARK_PYTHON", sys.executable)

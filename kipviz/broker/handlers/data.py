@@ -9,7 +9,9 @@
                  idempotent batches go through the producer-state checks (epoch, sequence,
                  duplicate batches are answered with their first offset and not written again).
                  The log keeps the producer's batch as LogValidator does (kept_as_sent, stored_batch):
-                 its records and CreateTime timestamps as sent, offsets and leader epoch assigned.
+                 its records and timestamps as sent, offsets and leader epoch assigned; the
+                 topic's compression.type and message.timestamp.type (LogAppendTime) as
+                 kipviz.broker.log_validator says.
     Fetch        the stored batches from the fetch offset up to the high watermark
                  (read_uncommitted) or the last stable offset (read_committed, with the aborted
                  transactions of the range). v13+ names topics by TopicId (stale id ->
@@ -22,8 +24,7 @@ Not simulated: replication (the high watermark is the log end; the log start is 
 retention moved it, kipviz.broker.retention), incremental
 fetch sessions (a broker with no session slots: SessionId 0 is answered, an incremental request
 gets FETCH_SESSION_ID_NOT_FOUND), long polling unless ClusterConfig.long_poll (MaxWaitMs/MinBytes:
-answered at once), topic-level compression.type (the producer's is kept), message.timestamp.type
-LogAppendTime and the message.timestamp.before/after.max.ms checks."""
+answered at once) and the message.timestamp.before/after.max.ms checks."""
 from __future__ import annotations
 
 from collections import deque
@@ -42,10 +43,21 @@ from ...records.header import (
 from ...schema import events as ev
 from ...schema.error_codes import CODE
 from ...uuids import ZERO_UUID
+from .. import log_validator
 from ..error_rows import kafka_only, rows
 from ..topics import changes
 from . import CLOSE, DEFERRED, Request, handles
-from .metadata import CLUSTER_RESOURCE, epoch_error, is_zero, leader_alive, log_of, model_state, node, shape
+from .metadata import (
+    CLUSTER_RESOURCE,
+    epoch_error,
+    is_zero,
+    leader_alive,
+    log_of,
+    model_state,
+    node,
+    replicas_of,
+    shape,
+)
 
 NONE = 0
 NO_OFFSET = -1
@@ -74,7 +86,7 @@ def _leader_hint(cluster, log) -> dict:
 
 
 # ---- Produce ----------------------------------------------------------------------------------------
-def _parse_records(records, version: int, config, records_left: int):
+def _parse_records(records, version: int, config, records_left: int, max_bytes: int | None = None):
     """ProduceRequest.validateRecords + the log validator: (batch, 0) or (None, error code, message).
     `records_left`: how many more records this Produce may append (ClusterConfig.max_produce_records)."""
     if not records:
@@ -86,10 +98,10 @@ def _parse_records(records, version: int, config, records_left: int):
     if len(records) >= 12:
         # UnifiedLog.analyzeAndValidateRecords: a batch larger than message.max.bytes, before its CRC
         size = batch_size(records)
-        if config.message_max_bytes < size <= len(records):
+        limit = config.message_max_bytes if max_bytes is None else max_bytes     # the topic's max.message.bytes
+        if limit < size <= len(records):
             return None, CODE["MESSAGE_TOO_LARGE"], (f"The record batch size in the append is {size} bytes which "
-                                                     f"exceeds the maximum configured value of "
-                                                     f"{config.message_max_bytes}.")
+                                                     f"exceeds the maximum configured value of {limit}.")
     head = read_header(records, 0) if len(records) >= HEADER_SIZE else None
     if head is not None and head[5] & COMPRESSION_MASK and head[12] > records_left:
         # a compressed batch announcing more records than this Produce may append is refused
@@ -126,28 +138,36 @@ def _parse_records(records, version: int, config, records_left: int):
     return b, NONE, None
 
 
-def kept_as_sent(batch: dict) -> bool:
+def kept_as_sent(batch: dict, codec: str | None = None) -> bool:
     """Whether the log keeps the produced `batch` (read strictly) in place, as LogValidator does:
-    an uncompressed batch always (assignOffsetsNonCompressed); a compressed one when the topic keeps
-    the producer's compression (compression.type=producer, the kit's only setting) and its
+    an uncompressed batch stored uncompressed always (assignOffsetsNonCompressed); otherwise when
+    the topic stores the producer's codec (compression.type producer, or the same codec) and the
     records' offset deltas are 0, 1, 2, ... (validateMessagesAndAssignOffsetsCompressed's
-    inPlaceAssignment). Otherwise the batch is built again (buildRecordsAndAssignOffsets)."""
+    inPlaceAssignment). Otherwise the batch is built again (buildRecordsAndAssignOffsets), with
+    the topic's codec. `codec`: log_validator.stored_form's (None: the producer's)."""
+    if codec not in (None, batch["compression"]):
+        return False
     if batch["compression"] == "none":
         return True
     return all(r["offset_delta"] == i for i, r in enumerate(batch["records"]))
 
 
-def stored_batch(batch: dict, raw: bytes, base: int, leader_epoch: int) -> bytes:
+def stored_batch(batch: dict, raw: bytes, base: int, leader_epoch: int, codec: str | None = None,
+                 timestamp_type: str = "CreateTime", now: int = -1) -> bytes:
     """The bytes the log stores for a produced batch at offset `base`: the producer's batch with
-    its base offset, partition leader epoch and (CreateTime) max timestamp assigned in place, or,
-    where LogValidator rebuilds it, the same records (their own timestamps) with consecutive
-    offsets and the producer's compression."""
+    its base offset, partition leader epoch and max timestamp assigned in place, or, where
+    LogValidator rebuilds it, the same records (their own timestamps) with consecutive offsets and
+    the topic's codec (`codec`; None: the producer's). LogAppendTime: the batch says so and its
+    max timestamp is `now` (setMaxTimestamp(LOG_APPEND_TIME, now); the records keep theirs)."""
     records = batch["records"]
-    max_ts = max(r["timestamp"] for r in records)       # Record.timestamp(): the batch's for LogAppendTime
-    if kept_as_sent(batch):
-        return restamp(raw, base, leader_epoch, max_ts)
+    lat = timestamp_type == "LogAppendTime"
+    max_ts = now if lat else max(r["timestamp"] for r in records)
+    if kept_as_sent(batch, codec):
+        return restamp(raw, base, leader_epoch, max_ts, lat)
     return write_batch([(r["key"], r["value"], r["headers"], r["timestamp"]) for r in records],
-                       base_offset=base, partition_leader_epoch=leader_epoch, compression=batch["compression"],
+                       base_offset=base, partition_leader_epoch=leader_epoch,
+                       compression=batch["compression"] if codec is None else codec,
+                       timestamp_type=timestamp_type, max_timestamp=max_ts,
                        producer_id=batch["producer_id"], producer_epoch=batch["producer_epoch"],
                        base_sequence=batch["base_sequence"], is_transactional=batch["is_transactional"])
 
@@ -258,7 +278,8 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
     log = log_of(topic, idx)
     if log is None:
         return fail(CODE["UNKNOWN_TOPIC_OR_PARTITION"])
-    batch, code, message = _parse_records(pd.get("Records"), v, cluster.config, budget[0])
+    batch, code, message = _parse_records(pd.get("Records"), v, cluster.config, budget[0],
+                                          log_validator.max_message_bytes(cluster, topic))
     if code:
         return fail(code, message)
     if batch["last_offset_delta"] + 1 != len(batch["records"]):
@@ -274,6 +295,9 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
     if log.leader != req.broker or not leader_alive(cluster, log):
         out["CurrentLeader"] = _leader_hint(cluster, log)
         return fail(CODE["NOT_LEADER_OR_FOLLOWER"])
+    short = log_validator.min_isr_problem(cluster, topic, log, acks, replicas_of(cluster, topic, log))
+    if short:
+        return fail(CODE["NOT_ENOUGH_REPLICAS"], short)
     if batch["is_transactional"]:
         code = _txn_check(cluster, txn_id, batch, name, idx, v)
         if code:
@@ -290,23 +314,27 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
             return out
     records = batch["records"]
     budget[0] -= len(records) + sum(len(r["headers"]) for r in records)   # read_batches' count
-    base = log.append_batch(stored_batch(batch, pd["Records"], log.log_end_offset, log.leader_epoch),
-                            seq=cluster.next_seq)
+    codec, ts_type = log_validator.stored_form(cluster, topic)
+    now = cluster.now
+    base = log.append_batch(stored_batch(batch, pd["Records"], log.log_end_offset, log.leader_epoch,
+                                         codec, ts_type, now), seq=cluster.next_seq)
     if batch["producer_id"] >= 0:
         _record_producer(cluster, log, batch, base)
-    pid, epoch, txn, now = batch["producer_id"], batch["producer_epoch"], batch["is_transactional"], cluster.now
+    pid, epoch, txn = batch["producer_id"], batch["producer_epoch"], batch["is_transactional"]
     # cluster.emit(RecordAppended, topic, partition, offset, record, key, value, producer_id,
     # producer_epoch, transactional, control, broker) per record, inlined (seq = next_seq + i)
-    # "timestamp": the record's as stored (CreateTime: the producer's), "client_timestamp": as sent
+    # "timestamp": the record's as a consumer reads it (CreateTime: the producer's; LogAppendTime:
+    # the broker's), "client_timestamp": as sent
     events, seq, appended, leader = cluster.events, cluster.next_seq, ev.RecordAppended, log.leader
-    bts = batch["base_timestamp"]
+    lat = ts_type == "LogAppendTime"
     for i, r in enumerate(records):
         key, value = r["key"], r["value"]
         events.append(appended(seq + i, now, name, idx, base + i,
                                {"kind": "data", "key": key, "value": value, "headers": r["headers"],
-                                "timestamp": bts + r["timestamp_delta"], "client_timestamp": r["timestamp"]},
+                                "timestamp": now if lat else r["timestamp"], "client_timestamp": r["timestamp"]},
                                key, value, pid, epoch, txn, False, leader))
-    out.update(BaseOffset=base, LogStartOffset=log.log_start_offset)
+    out.update(BaseOffset=base, LogStartOffset=log.log_start_offset,
+               LogAppendTimeMs=now if ts_type == "LogAppendTime" else -1)
     return out
 
 
