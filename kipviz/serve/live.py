@@ -127,7 +127,7 @@ class LiveView(W.VBox):
         self.status.value = (f"<b>kipviz live</b> {html.escape(bootstrap)} · {seq} events · "
                              f"{getattr(self.server, 'requests', '?')} requests · "
                              f"{getattr(self.server, 'open_connections', '?')} open connections · "
-                             f"t = {(self.cluster.now - self.t0) / 1000:.1f} s from the start")
+                             f"t = {(self.cluster.now - self.t0) / 1000:.1f} s from the start" + self._budget())
         try:
             # times in seconds from the run's start; drawn for the tab's ~740 px, not scaled (live_diagram)
             self.diagram.value = live_diagram(wire, t0=self.t0) if wire else "<i>no requests yet</i>"
@@ -140,6 +140,15 @@ class LiveView(W.VBox):
         if self.players and time.monotonic() - self._players_at >= self.players_every_s:
             self.refresh_players()
         return True
+
+    def _budget(self) -> str:
+        """What the server holds and its bounds (Server.budget, kipviz.serve.budget.lines)."""
+        budget = getattr(self.server, "budget", None)
+        if budget is None:
+            return ""
+        from .budget import lines
+        rows = "".join(f"<li>{html.escape(line)}</li>" for line in lines(budget()))
+        return f"<details><summary>memory budget</summary><ul style='margin:0'>{rows}</ul></details>"
 
     def refresh_players(self) -> bool:
         """Rebuild the state-machine player and the record strip from the newest events (True if

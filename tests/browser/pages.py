@@ -317,3 +317,10 @@ def answer_exercise(page, index: int, code: str, timeout_ms: int = 120_000) -> N
              return w.sessionContext.session?.kernel?.status === 'idle' && c.execution_count !== null
                     && c.execution_count !== before; }}""",
         arg=[index + 1, before], timeout=timeout_ms)
+
+
+def open_folds(page) -> None:
+    """Open every folded outcome (kipviz.course.reveal) as a learner would, one click each."""
+    closed = page.locator("details.kv-fold:not([open]) > summary")
+    for _ in range(closed.count()):
+        closed.first.click()

@@ -88,6 +88,5 @@ def _outcomes_folded_until_answered(page, path):
         assert not problems, f"{path.name} after answering {ex_id}:\n" + "\n".join(problems)
         assert any(c["kv"].get("outcome") == ex_id and len(c["outputs"]) > 1 for c in state)
         pages.screenshot(page, f"lab-{stem}-answered", check)
-    for _ in range(page.locator("details.kv-fold:not([open]) > summary").count()):     # the learner opens the rest
-        page.locator("details.kv-fold:not([open]) > summary").first.click()
+    pages.open_folds(page)                                # the learner opens the rest
     assert not [i for i, c in enumerate(folds.lab_cells(page)) if any(not o["shown"] for o in c["outputs"])]

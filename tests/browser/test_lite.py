@@ -77,14 +77,6 @@ def _local(url: str, base: str) -> bool:
     return url.startswith((base + "/", "data:", "blob:", "about:"))
 
 
-@pytest.fixture(scope="module")
-def playwright():
-    from playwright.sync_api import sync_playwright
-    pw = sync_playwright().start()
-    yield pw
-    pw.stop()
-
-
 @pytest.fixture
 def offline(served, playwright, tmp_path):
     """A fresh Chromium (its own new profile: each notebook is opened as by a first visitor) that
@@ -196,6 +188,7 @@ def test_notebook_runs_in_the_browser_kit(served, offline, path):
                 assert "This cell needs Spark" in text and "desktop kit shows" in text, text[:300]
 
         pages.assert_widgets_rendered(page, pages.widget_outputs(cells))
+        pages.open_folds(page)                      # players and explorers may sit in folded outcomes
         ex, pl = pages.explorers(page), pages.players(page)
         for i in range(ex.count()):            # in view: JupyterLab renders output out of view lazily
             ex.nth(i).scroll_into_view_if_needed()
