@@ -54,6 +54,7 @@ class Cluster:
         self.seed = seed                         # the cluster id, topic ids and member ids follow from it
         self.rng = random.Random(seed)
         self.clock = VirtualClock(start_ms)
+        self.start_ms = start_ms                 # the run's start: pictures give times from it
         self.events: list[ev.Event] = []
         self.events_taken = 0                    # events handed over by take_events (seq numbers go on)
         self.internal_errors: list[str] = []     # model bugs caught in handle(); tests keep this empty
