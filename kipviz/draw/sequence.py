@@ -915,6 +915,23 @@ def _title_block(title: str | None, events: list, hidden: int, t0: int | None, w
     return out, y
 
 
+def _lanes_and_rows(events, hidden, marks, status_labels, internal_arrows, on_broker, lanes, fold, fold_groups):
+    """The rows to draw and the client and server lanes, after the lanes' grouping and the folds."""
+    rows, clients, servers = _build(events, marks, status_labels, internal_arrows, on_broker)
+    if lanes == "broker":
+        rows, servers = _by_broker(rows, servers)
+    if fold_groups:
+        rows = _fold_members(rows)
+        used = {r.src for r in rows} | {r.dst for r in rows}
+        clients = [c for c in clients if c in used]      # a client seen only in a folded group: no lane
+    if fold:
+        rows = _fold(rows)
+    if hidden:
+        rows.append(_Row("band", events[-1].t if events else 0,
+                         lines=[(f"… {hidden} more event{'s' if hidden != 1 else ''} not shown", C_MUTED)]))
+    return rows, clients, servers
+
+
 def sequence_diagram(events, *, title: str | None = None, max_events: int | None = None,
                      width: int = WIDTH, marks: dict | None = None, align: dict | None = None,
                      layout: dict | None = None, status_labels: bool = False,
@@ -936,18 +953,8 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
     if max_events is not None and len(events) > max_events:
         hidden = len(events) - max_events
         events = events[:max_events]
-    rows, clients, servers = _build(events, marks, status_labels, internal_arrows, on_broker)
-    if lanes == "broker":
-        rows, servers = _by_broker(rows, servers)
-    if fold_groups:
-        rows = _fold_members(rows)
-        used = {r.src for r in rows} | {r.dst for r in rows}
-        clients = [c for c in clients if c in used]      # a client seen only in a folded group: no lane
-    if fold:
-        rows = _fold(rows)
-    if hidden:
-        rows.append(_Row("band", events[-1].t if events else 0,
-                         lines=[(f"… {hidden} more event{'s' if hidden != 1 else ''} not shown", C_MUTED)]))
+    rows, clients, servers = _lanes_and_rows(events, hidden, marks, status_labels, internal_arrows, on_broker,
+                                             lanes, fold, fold_groups)
     lines = clients + servers
     n = max(1, len(lines))
     # lanes narrow (their titles wrap) rather than the picture widening past `width`: a wider picture is

@@ -294,13 +294,6 @@ def speed_changes_the_rate(page, player) -> bool:
     return moved <= 1
 
 
-def open_folds(page) -> int:
-    """Open every folded outcome of an exported page (kipviz.course.reveal), as a reader who clicks each
-    fold; returns how many were closed."""
-    return page.evaluate("() => [...document.querySelectorAll('details.kv-fold:not([open])')]"
-                         ".map(d => { d.open = true; return 1; }).length")
-
-
 def answer_exercise(page, index: int, code: str, timeout_ms: int = 120_000) -> None:
     """Type `code` into the learner's cell `index` as a person does (click, select all, type), run it
     with Shift+Enter, then the check cell below it with Shift+Enter; wait until the check has run."""
@@ -319,8 +312,11 @@ def answer_exercise(page, index: int, code: str, timeout_ms: int = 120_000) -> N
         arg=[index + 1, before], timeout=timeout_ms)
 
 
-def open_folds(page) -> None:
-    """Open every folded outcome (kipviz.course.reveal) as a learner would, one click each."""
+def open_folds(page) -> int:
+    """Open every folded outcome (kipviz.course.reveal), in JupyterLab or an exported page, as a
+    learner would: one click on each fold's summary; returns how many were closed."""
     closed = page.locator("details.kv-fold:not([open]) > summary")
-    for _ in range(closed.count()):
+    n = closed.count()
+    for _ in range(n):
         closed.first.click()
+    return n

@@ -86,6 +86,7 @@ def _leader_hint(cluster, log) -> dict:
 
 
 # ---- Produce ----------------------------------------------------------------------------------------
+# size: ProduceRequest.validateRecords and LogValidator's checks in Kafka's order, the first failing one answers
 def _parse_records(records, version: int, config, records_left: int, max_bytes: int | None = None):
     """ProduceRequest.validateRecords + the log validator: (batch, 0) or (None, error code, message).
     `records_left`: how many more records this Produce may append (ClusterConfig.max_produce_records)."""
@@ -417,7 +418,6 @@ def aborted_transactions(log, start: int, end: int) -> list[dict]:
     return log.aborted_transactions(start, end)
 
 
-# size: one partition of Fetch in the broker's order of checks (epoch, offset range, isolation), first failing check wins
 def _fetch_partition(cluster, req: Request, topic, name, unknown_code, fp: dict, isolation: int,
                      follower: bool, budget: list) -> dict:
     idx = fp.get("Partition", -1)
@@ -567,7 +567,6 @@ def _fetch(cluster, req: Request) -> dict:
 
 
 # ---- ListOffsets ------------------------------------------------------------------------------------
-# size: ListOffsets' timestamp kinds (earliest, latest, max, local, tiered, by time) as one dispatch, as UnifiedLog.fetchOffsetByTimestamp
 def _list_offset(cluster, req: Request, topic, name, lp: dict, isolation: int, replica_id: int) -> dict:
     v = req.version
     idx = lp.get("PartitionIndex", -1)
