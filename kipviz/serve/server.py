@@ -7,7 +7,11 @@ polling, JoinGroup/SyncGroup) keeps its connection waiting until Cluster.take_co
 frame over; an acks=0 Produce gets nothing; a request Kafka cannot parse closes the connection.
 The virtual clock follows wall time (times `speed`), so MaxWaitMs, session timeouts, lock expiry and
 transaction timeouts fire as they would on a broker. One lock guards the model; the event loop and
-any notebook thread take it before touching the cluster."""
+any notebook thread take it before touching the cluster.
+
+Listeners (kipviz.serve.listeners): PLAINTEXT on port, port+1, ...; with `users`, also
+SASL_PLAINTEXT on sasl_port, sasl_port+1, ..., whose connections authenticate before the model
+sees a request. Each connection's frames go through the session its listener gives it."""
 from __future__ import annotations
 
 import asyncio
@@ -19,6 +23,7 @@ import time
 from collections.abc import Callable
 
 from ..broker import Cluster
+from .listeners import PLAINTEXT, access_settings, listeners_for, users_from
 
 MAX_REQUEST_BYTES = 104857600      # socket.request.max.bytes: a bigger size prefix closes the connection
 MIN_TICK_S, MAX_TICK_S = 0.002, 0.1    # virtual time catches up with the wall clock at the next timer
@@ -51,13 +56,22 @@ def _warm_up(config) -> None:
 
 class Server:
     """The model behind `brokers` TCP listeners on `host`: port, port+1, ... (0: free ports).
-    start() returns once every listener is bound; stop() closes them and waits for the thread."""
+    start() returns once every listener is bound; stop() closes them and waits for the thread.
+
+    users (a dict name -> password, a Users, or a users file's path): a SASL_PLAINTEXT listener
+    too, on sasl_port.. (None: after the plaintext ports; 0 with port 0); acls (Acl list or an ACL
+    file's path), super_users, allow_everyone_if_no_acl_found: the authorizer, with the defaults
+    kipviz.serve.listeners names."""
 
     def __init__(self, cluster: Cluster | None = None, *, brokers: int | None = None, host: str = "127.0.0.1",
                  port: int = 0, speed: float = 1.0, verbose: bool = False,
                  log: Callable[[str], None] | None = None, events_max: int | None = DEFAULT_EVENTS_MAX,
-                 record=None, seed: int | None = None, **cluster_settings):
-        if cluster is None:     # Kafka's cluster id and member ids are random per cluster; seed=N repeats them
+                 record=None, seed: int | None = None, users=None, sasl_port: int | None = None, acls=None,
+                 super_users=None, allow_everyone_if_no_acl_found: bool | None = None, **cluster_settings):
+        users = None if users is None else users_from(users)
+        if cluster is None:
+            cluster_settings.update(access_settings(users=users is not None, acls=acls, super_users=super_users,
+                                                    allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found))     # Kafka's cluster id and member ids are random per cluster; seed=N repeats them
             seed = secrets.randbits(63) if seed is None else seed
             cluster = Cluster(brokers=brokers or 1, seed=seed, start_ms=int(time.time() * 1000), **cluster_settings)
         elif brokers is not None and brokers != cluster.config.brokers:
@@ -87,10 +101,11 @@ class Server:
             self.recorder = Recorder(record, cluster)
             cluster.config.events_spill = self.recorder.spill
         self.host, self.port, self.speed = host, port, speed
+        self.listeners = listeners_for(host, port, cluster.config.brokers, users, sasl_port)
         self.verbose = verbose
         self.log = log or (lambda line: print(line, flush=True))
         self.lock = threading.RLock()
-        self.addresses: list[tuple[str, int]] = []
+        self.addresses: list[tuple[str, int]] = self.listeners[0].addresses    # PLAINTEXT's
         self.connections = 0                         # accepted so far
         self.open_connections = 0
         self.requests = 0
@@ -111,6 +126,11 @@ class Server:
     def bootstrap(self) -> str:
         """bootstrap.servers for a client: every broker's host:port."""
         return ",".join(f"{h}:{p}" for h, p in self.addresses)
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        """bootstrap.servers for a SASL_PLAINTEXT client ("" without users)."""
+        return ",".join(f"{h}:{p}" for li in self.listeners[1:] for h, p in li.addresses)
 
     def start(self) -> Server:
         if self._thread is not None:
@@ -186,15 +206,17 @@ class Server:
     async def _main(self) -> None:
         _warm_up(self.cluster.config)
         n = self.cluster.config.brokers
-        for b in range(n):
-            port = 0 if self.port == 0 else self.port + b
-            srv = await asyncio.start_server(lambda r, w, b=b: self._connection(r, w, b), self.host, port,
-                                             reuse_address=True)
-            self._servers.append(srv)
-            self.addresses.append(srv.sockets[0].getsockname()[:2])
+        for li in self.listeners:
+            for b in range(n):
+                srv = await asyncio.start_server(lambda r, w, b=b, li=li: self._connection(r, w, b, li), li.host,
+                                                 li.port_of(b), reuse_address=True)
+                self._servers.append(srv)
+                li.addresses.append(srv.sockets[0].getsockname()[:2])
         with self.lock:
             # advertised.listeners: the real addresses, told to clients by the model itself
             self.cluster.config.advertised_listeners = {b: a for b, a in enumerate(self.addresses)}
+            self.cluster.config.named_listeners = {li.name: dict(enumerate(li.addresses)) for li in self.listeners
+                                                   if li.name != PLAINTEXT}
         self._stop_event = asyncio.Event()
         self._ready.set()
         ticker = asyncio.ensure_future(self._tick())
@@ -237,7 +259,8 @@ class Server:
                 fut.set_result(frame)
 
     # ---- one connection -----------------------------------------------------------------------------
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, broker: int) -> None:
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, broker: int,
+                          listener) -> None:
         task = asyncio.current_task()
         self._tasks.add(task)
         peer = writer.get_extra_info("peername") or ("?", 0)
@@ -250,8 +273,10 @@ class Server:
             with self.lock:
                 rec.opened((client, broker), peer, writer.get_extra_info("sockname") or ("0.0.0.0", 0))
         why = "client closed"
+        with self.lock:
+            session = listener.session(self.cluster, broker, client)     # Kafka's authenticator, or none
         try:
-            why = await self._serve(reader, writer, broker, client)
+            why = await self._serve(reader, writer, broker, client, session)
         except asyncio.CancelledError:
             why = "server stopping"
         except (ConnectionError, OSError) as e:
@@ -271,7 +296,7 @@ class Server:
             self._tasks.discard(task)
 
     # size: one connection's read-decode-answer loop; its cancellation and half-close handling share one try block
-    async def _serve(self, reader, writer, broker: int, client: str) -> str:
+    async def _serve(self, reader, writer, broker: int, client: str, session) -> str:
         c = self.cluster
         head_task: asyncio.Task | None = None
         try:
@@ -301,15 +326,13 @@ class Server:
                     if self.recorder is not None:
                         self.recorder.sent((client, broker), True, head + payload)
                     t1 = time.perf_counter()
-                    kind, out = c.dispatch(head + payload, broker=broker, client=client)
+                    kind, out = session.handle(head + payload)
                     model_s = time.perf_counter() - t1
                     if kind == "held":
                         fut = self._loop.create_future()
                         self._waiting[(client, broker)] = fut
                     done = c.take_completed()
                 self._route(done)
-                if kind == "close":
-                    return "closed by the broker (a request it cannot read or does not serve, or an acks=0 error)"
                 if kind == "held":
                     # the channel stays muted (the next request is not handled before this answer),
                     # but a client that goes away is noticed: its held request is dropped
@@ -324,6 +347,9 @@ class Server:
                             self.recorder.sent((client, broker), False, out)
                     writer.write(out)
                     await writer.drain()
+                if kind == "close":     # after its last answer, if any (a failed SASL authentication's)
+                    return ("closed by the broker (a request it cannot read or does not serve, an acks=0 error, "
+                            "or a failed authentication)")
                 if kind == "send":
                     self.timings.append((model_s, time.perf_counter() - t0))
         finally:
