@@ -91,7 +91,7 @@ async def _consume(consumer, n: int) -> list:
 
 
 # ---- produce -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("compression", [None, "gzip", "lz4", "zstd"])
+@pytest.mark.parametrize("compression", [None, "gzip", "snappy", "lz4", "zstd"])
 def test_aiokafka_produces_and_reads_back(server, logs, compression):
     topic = name(f"a-{compression}")
 
@@ -193,8 +193,14 @@ def test_aiokafka_transaction_with_send_offsets_then_read_committed(server, logs
                 await tp.send(out, value=m.value.replace(b"in", b"out"), partition=m.partition)
             ends = {TopicPartition(src, p): max(m.offset for m in msgs if m.partition == p) + 1 for p in (0, 1)}
             await tp.send_offsets_to_transaction(ends, group)
-        await tp.begin_transaction()                 # and one aborted
-        await tp.send(out, value=b"aborted", partition=0)
+        await tp.begin_transaction()                 # and one aborted: while it is open, read_committed's
+        await (await tp.send(out, value=b"aborted", partition=0))     # end is the last stable offset
+        ends_seen = {}
+        for level in ("read_committed", "read_uncommitted"):
+            probe = AIOKafkaConsumer(bootstrap_servers=server.bootstrap, isolation_level=level)
+            await probe.start()
+            ends_seen[level] = (await probe.end_offsets([TopicPartition(out, 0)]))[TopicPartition(out, 0)]
+            await probe.stop()
         await tp.abort_transaction()
         await tp.stop()
         committed = {tp_: await c.committed(tp_) for tp_ in ends}
@@ -207,10 +213,12 @@ def test_aiokafka_transaction_with_send_offsets_then_read_committed(server, logs
         seen += [m for msgs in (await rc.getmany(timeout_ms=500)).values() for m in msgs]
         await rc.stop()
         await admin.close()
-        return ends, committed, seen
-    ends, committed, seen = run(go())
+        return ends, committed, seen, ends_seen
+    ends, committed, seen, ends_seen = run(go())
     assert committed == {tp: off for tp, off in ends.items()}
     assert sorted(m.value for m in seen) == sorted(b"out%d" % i for i in range(10))      # not the aborted one
+    committed_on_0 = sum(1 for m in seen if m.partition == 0) + 1         # its records and the commit marker
+    assert ends_seen == {"read_committed": committed_on_0, "read_uncommitted": committed_on_0 + 1}
 
 
 # ---- admin -----------------------------------------------------------------------------------------------

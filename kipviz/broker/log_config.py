@@ -324,9 +324,9 @@ def static_value(cluster, name: str, broker: int | None = None) -> str | None:
     if name == "super.users":
         return ";".join(cfg.super_users) or None
     if broker is not None and name in _PER_BROKER:
-        if name == "advertised.listeners":
-            host, port = cfg.advertised(broker)
-            return f"PLAINTEXT://{host}:{port}"
+        if name == "advertised.listeners":       # one NAME://host:port per listener, PLAINTEXT first
+            names = ["PLAINTEXT", *(n for n, by_broker in cfg.named_listeners.items() if broker in by_broker)]
+            return ",".join("{}://{}:{}".format(n, *cfg.advertised(broker, n)) for n in names)
         return "broker,controller" if name == "process.roles" else str(broker)
     return None
 

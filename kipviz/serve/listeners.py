@@ -10,7 +10,9 @@
                      SaslServerAuthenticator.java, handleKafkaRequest)
 
 Each connection's object answers `kind, out = session.handle(frame)` (the kinds of
-Cluster.dispatch; "close" may carry a last answer, which is written before the close). The
+Cluster.dispatch; "close" may carry a last answer, which is written before the close, both after
+`session.close_delay_s`: Kafka delays a failed authentication's answer and close by
+connection.failed.authentication.delay.ms). The
 listener's name goes to the model with every frame, so Metadata, FindCoordinator, DescribeCluster
 and the Produce/Fetch NodeEndpoints advertise the brokers on the listener the client came in on
 (KafkaApis asks the metadata cache by request.context.listenerName): a client on the SASL port is
@@ -34,21 +36,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..broker.sasl import MECHANISMS, Authenticator, Users, UsersError
+from ..broker.tables import sasl as sasl_states
 
 PLAINTEXT, SASL_PLAINTEXT = "PLAINTEXT", "SASL_PLAINTEXT"
 ANONYMOUS = "User:ANONYMOUS"          # KafkaPrincipal.ANONYMOUS: every PLAINTEXT connection's principal
 LOOPBACK = "127.0.0.1"
+# connection.failed.authentication.delay.ms (SocketServerConfigs.FAILED_AUTHENTICATION_DELAY_MS_DEFAULT):
+# a failed authentication's answer, and the close after it, wait this long (KafkaChannel.prepare
+# throws DelayedResponseAuthenticationException; Selector.maybeDelayCloseOnAuthenticationFailure)
+FAILED_AUTHENTICATION_DELAY_MS = 100
 
 
 class _Direct:
     """A PLAINTEXT connection: each frame straight to the model."""
     principal = ANONYMOUS
+    close_delay_s = 0.0
 
     def __init__(self, cluster, broker: int, client: str):
         self.cluster, self.broker, self.client = cluster, broker, client
 
     def handle(self, frame: bytes) -> tuple[str, bytes]:
         return self.cluster.dispatch(frame, broker=self.broker, client=self.client, listener=PLAINTEXT)
+
+
+class _Sasl(Authenticator):
+    """A SASL_PLAINTEXT connection: the Authenticator, and how long a close after its failure waits."""
+
+    @property
+    def close_delay_s(self) -> float:
+        return FAILED_AUTHENTICATION_DELAY_MS / 1000 if self.state == sasl_states.FAILED else 0.0
 
 
 @dataclass
@@ -65,8 +81,8 @@ class Listener:
     def session(self, cluster, broker: int, client: str):
         if self.users is None:
             return _Direct(cluster, broker, client)
-        return Authenticator(cluster, self.users, broker=broker, client=client, mechanisms=self.mechanisms,
-                             listener=self.name)
+        return _Sasl(cluster, self.users, broker=broker, client=client, mechanisms=self.mechanisms,
+                     listener=self.name)
 
     def port_of(self, broker: int) -> int:
         return 0 if self.port == 0 else self.port + broker
@@ -82,6 +98,14 @@ def users_from(users) -> Users:
         return Users.load(users)
     raise UsersError(f"users must be a dict of name -> password, a Users or a users file's path, "
                      f"not {type(users).__name__}")
+
+
+def acls_from(acls):
+    """Server(acls=...): a list of Acl, the path of an ACL file (kipviz.serve.acl_file), or None."""
+    if isinstance(acls, (str, Path)):
+        from .acl_file import load_acls
+        return load_acls(acls)
+    return acls
 
 
 def is_loopback(host: str) -> bool:

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 
 from ..broker import Cluster
-from .listeners import PLAINTEXT, access_settings, listeners_for, users_from
+from .listeners import PLAINTEXT, access_settings, acls_from, listeners_for, users_from
 
 MAX_REQUEST_BYTES = 104857600      # socket.request.max.bytes: a bigger size prefix closes the connection
 MIN_TICK_S, MAX_TICK_S = 0.002, 0.1    # virtual time catches up with the wall clock at the next timer
@@ -70,7 +70,7 @@ class Server:
                  super_users=None, allow_everyone_if_no_acl_found: bool | None = None, **cluster_settings):
         users = None if users is None else users_from(users)
         if cluster is None:
-            cluster_settings.update(access_settings(users=users is not None, acls=acls, super_users=super_users,
+            cluster_settings.update(access_settings(users=users is not None, acls=acls_from(acls), super_users=super_users,
                                                     allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found))     # Kafka's cluster id and member ids are random per cluster; seed=N repeats them
             seed = secrets.randbits(63) if seed is None else seed
             cluster = Cluster(brokers=brokers or 1, seed=seed, start_ms=int(time.time() * 1000), **cluster_settings)
@@ -333,6 +333,8 @@ class Server:
                         self._waiting[(client, broker)] = fut
                     done = c.take_completed()
                 self._route(done)
+                if kind == "close" and session.close_delay_s:    # a failed authentication's answer waits
+                    await asyncio.sleep(session.close_delay_s)
                 if kind == "held":
                     # the channel stays muted (the next request is not handled before this answer),
                     # but a client that goes away is noticed: its held request is dropped
