@@ -18,22 +18,15 @@ from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, Records
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType  # noqa: E402
 from aiokafka.errors import KafkaConnectionError, TopicAuthorizationFailedError  # noqa: E402
 
-from kipviz.broker import Acl  # noqa: E402
-from kipviz.serve import Server  # noqa: E402
-from tests.client_logs import ErrorLines  # noqa: E402
+from tests.client_logs import USERS, ErrorLines, users_server  # noqa: E402
 
 WAIT_S = 20
-USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 
 
 @pytest.fixture(scope="module")
 def server():
-    # users without other ACLs: every authenticated user may do everything (allow.everyone.if.no.acl.found
-    # true), except on alice's prefix, which a binding gives to alice alone
-    with Server(brokers=3, users=USERS, acls=[Acl("User:alice", "TOPIC", "alice.", "ALL", pattern="PREFIXED")],
-                allow_everyone_if_no_acl_found=True) as srv:
+    with users_server() as srv:
         yield srv
-    assert srv.cluster.internal_errors == []
 
 
 @pytest.fixture

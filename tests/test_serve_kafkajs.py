@@ -20,12 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from kipviz.broker import Acl
-from kipviz.serve import Server
+from tests.client_logs import USERS, users_server
 
 JS = Path(__file__).resolve().parent / "js"
 NODE = shutil.which("node")
-USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 BATCH_S = 240
 
 pytestmark = [
@@ -37,10 +35,8 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def server():
-    with Server(brokers=3, users=USERS, acls=[Acl("User:alice", "TOPIC", "alice.", "ALL", pattern="PREFIXED")],
-                allow_everyone_if_no_acl_found=True) as srv:
+    with users_server() as srv:
         yield srv
-    assert srv.cluster.internal_errors == []
 
 
 def run_batch(server, scenarios: list[str]) -> dict[str, dict]:

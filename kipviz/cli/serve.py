@@ -129,6 +129,23 @@ def _authorizer_line(cluster) -> str:
             f"{'true' if a.allow_if_no_acl else 'false'}, super users {supers}")
 
 
+# who may connect and what they may do (kipviz.serve.listeners; docs/workshop.md, "A shared server")
+ACCESS_FLAGS = (
+    ("--users", {"metavar": "FILE", "help": "a SASL_PLAINTEXT listener too (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) "
+                 "with the users of FILE, one 'name = password' a line; the PLAINTEXT listener then stays on 127.0.0.1"}),
+    ("--sasl-port", {"type": int, "metavar": "PORT", "help": "first broker's SASL_PLAINTEXT port, the others "
+                     "consecutive (default: the port after the PLAINTEXT ones, 9093 for one broker; free ports with "
+                     "--port 0)"}),
+    ("--acls", {"metavar": "FILE", "help": "the authorizer's bindings, one 'ALLOW|DENY principal operation "
+                "resource-type name [LITERAL|PREFIXED]' a line (StandardAuthorizer's rules; default with --users: no "
+                "bindings and allow.everyone.if.no.acl.found=true)"}),
+    ("--super-users", {"metavar": "PRINCIPALS",
+                       "help": "super.users: principals allowed everything, e.g. 'User:host;User:admin'"}),
+    ("--allow-everyone-if-no-acl-found", {"choices": ("true", "false"), "help": "allow.everyone.if.no.acl.found "
+                                          "(default: false with --acls, as Kafka's; true with --users alone)"}),
+)
+
+
 def add_serve(sub) -> None:
     sv = sub.add_parser("serve", help="run the cluster model on real sockets for real Kafka clients")
     sv.add_argument("--brokers", type=int, default=1, help="modelled brokers, one listener each (default 1)")
@@ -162,20 +179,7 @@ def add_serve(sub) -> None:
                          f"(default {DEFAULT_SEGMENT_BYTES}, 1 MiB; Kafka's is 1 GiB)")
     sv.add_argument("--events-max", type=int, default=50_000, metavar="N",
                     help="events the server keeps in memory (older ones go to --record or are dropped; default 50000)")
-    sv.add_argument("--users", metavar="FILE", default=None,
-                    help="a SASL_PLAINTEXT listener too (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) with the users of FILE, "
-                         "one 'name = password' a line; the PLAINTEXT listener then stays on 127.0.0.1")
-    sv.add_argument("--sasl-port", type=int, default=None, metavar="PORT",
-                    help="first broker's SASL_PLAINTEXT port, the others consecutive (default: the port after the "
-                         "PLAINTEXT ones, 9093 for one broker; free ports with --port 0)")
-    sv.add_argument("--acls", metavar="FILE", default=None,
-                    help="the authorizer's bindings, one 'ALLOW|DENY principal operation resource-type name "
-                         "[LITERAL|PREFIXED]' a line (StandardAuthorizer's rules; default with --users: no bindings "
-                         "and allow.everyone.if.no.acl.found=true)")
-    sv.add_argument("--super-users", metavar="PRINCIPALS", default=None,
-                    help="super.users: principals allowed everything, e.g. 'User:host;User:admin'")
-    sv.add_argument("--allow-everyone-if-no-acl-found", choices=("true", "false"), default=None,
-                    help="allow.everyone.if.no.acl.found (default: false with --acls, as Kafka's; true with --users "
-                         "alone)")
+    for flag, kw in ACCESS_FLAGS:
+        sv.add_argument(flag, default=None, **kw)
     sv.add_argument("-v", "--verbose", action="store_true", help="one line per connection opened or closed")
     sv.set_defaults(func=cmd_serve)
