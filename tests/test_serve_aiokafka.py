@@ -284,8 +284,15 @@ def test_aiokafka_authenticates_and_is_told_the_sasl_ports(server, logs, mechani
         await p.start()
         meta = await p.send_and_wait(topic, b"hello")
         await p.stop()
-        return brokers, meta
-    brokers, meta = run(go())
+        c = AIOKafkaConsumer(topic, bootstrap_servers=server.sasl_bootstrap, group_id=name("alice.g"),
+                             auto_offset_reset="earliest", **sasl(mechanism))
+        await c.start()                     # its group coordinator is found, and reached, on a SASL port
+        got = await _consume(c, 1)
+        await c.commit()
+        await c.stop()
+        return brokers, meta, got
+    brokers, meta, got = run(go())
+    assert [m.value for m in got] == [b"hello"]
     assert sorted((b["host"], b["port"]) for b in brokers) == sorted(server.listeners[1].addresses)
     assert meta.offset == 0
     with server.lock:

@@ -238,6 +238,14 @@ def test_who_may_do_what_by_default():
         access_settings(users=False, acls=None, super_users=["User:h"])
 
 
+def test_a_cluster_passed_to_server_keeps_its_own_authorizer():
+    from kipviz.broker import Cluster
+    with pytest.raises(ValueError, match="are the cluster's settings"):
+        Server(Cluster(), users=USERS, acls=_acls())
+    with pytest.raises(ValueError, match="are the cluster's settings"):
+        Server(Cluster(), super_users=["User:admin"])
+
+
 def test_the_acl_file_format():
     text = "# who may do what\n\nALLOW User:ana ALL TOPIC ana. PREFIXED\nallow User:* idempotent_write cluster kafka-cluster\n" \
            "DENY User:ben WRITE TOPIC shared.orders\nALLOW User:ana READ TOPIC ana. prefixed\n"

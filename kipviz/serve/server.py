@@ -60,8 +60,8 @@ class Server:
 
     users (a dict name -> password, a Users, or a users file's path): a SASL_PLAINTEXT listener
     too, on sasl_port.. (None: after the plaintext ports; 0 with port 0); acls (Acl list or an ACL
-    file's path), super_users, allow_everyone_if_no_acl_found: the authorizer, with the defaults
-    kipviz.serve.listeners names."""
+    file's path), super_users, allow_everyone_if_no_acl_found: the authorizer of the cluster Server
+    makes, with the defaults kipviz.serve.listeners names (a Cluster passed in keeps its own)."""
 
     def __init__(self, cluster: Cluster | None = None, *, brokers: int | None = None, host: str = "127.0.0.1",
                  port: int = 0, speed: float = 1.0, verbose: bool = False,
@@ -69,6 +69,9 @@ class Server:
                  record=None, seed: int | None = None, users=None, sasl_port: int | None = None, acls=None,
                  super_users=None, allow_everyone_if_no_acl_found: bool | None = None, **cluster_settings):
         users = None if users is None else users_from(users)
+        if cluster is not None and (acls, super_users, allow_everyone_if_no_acl_found) != (None, None, None):
+            raise ValueError("acls, super_users and allow_everyone_if_no_acl_found are the cluster's settings: "
+                             "give them to Cluster(...), or let Server make the cluster")
         if cluster is None:
             cluster_settings.update(access_settings(users=users is not None, acls=acls_from(acls), super_users=super_users,
                                                     allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found))     # Kafka's cluster id and member ids are random per cluster; seed=N repeats them
