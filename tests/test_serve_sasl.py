@@ -121,6 +121,30 @@ def test_librdkafka_with_a_wrong_password_gets_its_authentication_error(server, 
     expect_only(logs["lines"].lines, "invalid credentials with SASL mechanism SCRAM-SHA-256")
 
 
+def test_librdkafka_without_group_or_transactional_id_acls_gets_their_authorization_errors(server, logs):
+    # alice may use her topics only: FindCoordinator asks DESCRIBE on the group, and on the
+    # transactional id, before anything else (KafkaApis.handleFindCoordinatorRequest)
+    common = {"bootstrap.servers": server.sasl_bootstrap, "security.protocol": "SASL_PLAINTEXT",
+              "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice", "sasl.password": USERS["alice"],
+              "error_cb": logs["errors"].append, "logger": logs["logger"]}
+    c = ck.Consumer({**common, "group.id": "alice.g", "auto.offset.reset": "earliest"})
+    c.subscribe(["alice.any"])
+    deadline, got = time.monotonic() + WAIT_S, None
+    while got is None and time.monotonic() < deadline:
+        m = c.poll(0.2)
+        got = m.error() if m is not None and m.error() else None
+    c.close()
+    assert got is not None and got.code() == ck.KafkaError.GROUP_AUTHORIZATION_FAILED, got
+    p = ck.Producer({**common, "transactional.id": "alice.tx"})
+    with pytest.raises(ck.KafkaException) as e:
+        p.init_transactions(WAIT_S)
+    assert e.value.args[0].code() == ck.KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED and e.value.args[0].fatal()
+    del p
+    assert [e.code() for e in logs["errors"]] in ([], [ck.KafkaError._FATAL])
+    # librdkafka logs the fatal error (TXNERR, FATAL) when its log queue is next served, if at all
+    expect_only(logs["lines"].lines, optional=("Transactional Id authorization failed",))
+
+
 # ---- kafka-python --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_kafka_python_authenticates_is_told_the_sasl_ports_and_meets_the_acls(server, logs, mechanism):
@@ -155,6 +179,25 @@ def test_kafka_python_with_a_wrong_password_is_refused(server, logs):
     expect_only(logs["lines"].lines, "Unable to bootstrap",
                 optional=("SaslAuthenticationFailedError: Authentication failed: Invalid username or password",
                           "socket disconnected", "RequestTimedOutError: Request timed out after"))
+
+
+def test_kafka_python_without_group_or_transactional_id_acls_gets_their_authorization_errors(server, logs):
+    kw = dict(bootstrap_servers=server.sasl_bootstrap, security_protocol="SASL_PLAINTEXT", sasl_mechanism="SCRAM-SHA-256",
+              sasl_plain_username="bob", sasl_plain_password=USERS["bob"], request_timeout_ms=WAIT_S * 1000)
+    c = kafka.KafkaConsumer("bob.any", group_id="bob.g", **kw)
+    try:
+        with pytest.raises(kafka.errors.GroupAuthorizationFailedError):
+            c.poll(WAIT_S * 1000)
+    finally:
+        c.close()
+    p = kafka.KafkaProducer(transactional_id="bob.tx", **kw)
+    try:
+        with pytest.raises(kafka.errors.TransactionalIdAuthorizationFailedError):
+            p.init_transactions()
+    finally:
+        p.close(0)
+    expect_only(logs["lines"].lines, "Group Coordinator Request failed: [Error 30] GroupAuthorizationFailedError: bob.g",
+                "FindCoordinatorRequest: [Error 53] TransactionalIdAuthorizationFailedError")
 
 
 def _sasl_failures(server) -> list[tuple[int, str]]:
