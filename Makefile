@@ -10,13 +10,13 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON ?= $(abspath $(PY))
 
-.PHONY: setup lab git-filter test bench lint fresh-check dot java tools browser js voila clean sample-data audit notebooks
+.PHONY: setup lab git-filter test bench lint fresh-check dot java tools browser js voila clean sample-data audit notebooks lite
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kipviz needs Python 3.11 or newer")'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,lite]'
 	@touch $(STAMP)
 
 setup: $(STAMP) dot java tools
@@ -101,6 +101,15 @@ lab: setup git-filter
 # notebooks/*.ipynb and notebooks/voila/ rebuilt from their sources in notebooks/src/ (jupytext percent files)
 notebooks: $(STAMP)
 	$(PY) tools/build_notebooks.py
+
+# the browser kit: site/, a JupyterLite site of the notebooks that run without Spark or a socket
+# (kipviz/lite/; built from PyPI and npm, downloads cached in ~/.cache/kipviz-lite; then any static
+# host serves it, e.g. `python -m http.server -d site`). Runs the Spark cells once here to save
+# their output for the browser, hence setup (Java).
+# (LITE_OUT=lite-site keeps a `kipviz export` site in site/)
+LITE_OUT ?= site
+lite: setup
+	$(VENV)/bin/kipviz lite -o $(LITE_OUT)
 
 # the dashboards (explorer, transaction animation) with their code hidden
 voila: setup

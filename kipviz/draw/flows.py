@@ -5,7 +5,7 @@
     flow = regular_vs_share_flow(a, b)              # any two Traces, Clusters, event lists or scenario names
     flow.svg                                        # one self-contained SVG, two titled flows stacked
     flow.html                                       # a standalone page: the SVG, then the steps table
-    flow.steps                                      # pandas DataFrame: one row per step, both flows
+    flow.steps                                      # pandas DataFrame (a kipviz.table.Table without pandas)
     flow.save("flows.html")                         # or .svg
 
 Each flow (a "column" in the SVG's classes) is a kipviz.draw.sequence diagram with its status
@@ -66,6 +66,7 @@ from ..scenarios.flows import (
 )
 from ..schema import events as E
 from ..schema.error_codes import name_of
+from ..table import frame
 from .render import to_html
 from .sequence import (
     C_MUTED,
@@ -232,15 +233,16 @@ class Flow:
         return self.regular, self.share
 
     # ---- steps table ----
-    @property
-    def steps(self):
-        import pandas as pd
+    def _step_rows(self) -> list[dict]:
         a, b = (_summaries(s.window, s.steps) for s in self.sides)
-        rows = [{"step": n, "what": STEPS[n],
+        return [{"step": n, "what": STEPS[n],
                  "regular": a[n]["text"], "regular_status": a[n]["status"],
                  "share": b[n]["text"], "share_status": b[n]["status"],
                  "regular_events": a[n]["seqs"], "share_events": b[n]["seqs"]} for n in STEPS]
-        return pd.DataFrame(rows)
+
+    @property
+    def steps(self):
+        return frame(self._step_rows())
 
     # ---- SVG ----
     def _column(self, side: _Side, layout: dict) -> str:
@@ -293,10 +295,10 @@ class Flow:
 
     # ---- HTML ----
     def _table_html(self) -> str:
-        df = self.steps[["step", "what", "regular", "regular_status", "share", "share_status"]]
-        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
-                       for row in df.itertuples(index=False))
+        cols = ["step", "what", "regular", "regular_status", "share", "share_status"]
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(row[c]))}</td>" for c in cols) + "</tr>"
+                       for row in self._step_rows())
         a, b = self.sides
         table = (f'<h2 style="font:bold 15px {FONT}">The steps of both flows: {html.escape(a.title)} '
                  f'({a.status}) and {html.escape(b.title)} ({b.status})</h2>'

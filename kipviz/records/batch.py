@@ -68,14 +68,13 @@ from __future__ import annotations
 
 import struct
 
-from crc32c import crc32c as _crc32c
-
 from ..codec.plan import Span
 from ..codec.varint import read_uvarint, read_uvarlong, write_uvarint
 from ..errors import DecodeError, EncodeError
 from ..gcpause import gc_paused
 from .compression import CODEC_NAMES, MAX_DECOMPRESSED, codec_id, compress, decompress
 from .control import parse_control
+from .crc import crc32c as _crc32c
 from .header import (  # noqa: F401 - the header layout lives in records/header.py; these names stay here too
     COMPRESSION_MASK,
     CONTROL_MASK,

@@ -1,19 +1,19 @@
 # %% [markdown]
 # # 05 · TxnOffsetCommit v6 (KIP-1319, released in Kafka 4.4)
 #
-# A transactional producer commits a consumer group's offsets with **TxnOffsetCommit**. Until v5 the
-# broker hid two distinct problems behind one error (ILLEGAL_GENERATION) and took topic **names**.
-# KIP-1319's v6 returns GROUP_ID_NOT_FOUND and STALE_MEMBER_EPOCH directly, takes topic **IDs**, and
+# A transactional producer commits a consumer group's offsets with **TxnOffsetCommit**. Before v6 the
+# broker hid two distinct problems (a missing group, a stale member epoch) behind one error and took
+# topic **names**. KIP-1319's v6 names each problem with its own error, takes topic **IDs**, and
 # persists the real ID in the offsets record. v6 was merged on Kafka trunk in May–June 2026 (the
 # [KAFKA-20444](https://issues.apache.org/jira/browse/KAFKA-20444) series; [apache/kafka#22523](https://github.com/apache/kafka/pull/22523) marked it
-# stable) and shipped in **Kafka 4.4.0**, the newest release. Brokers of Kafka 4.0–4.3 serve up to
-# v5, so in a fleet that mixes releases the producer still meets v5 (section 3). kipviz labels v6
+# stable) and shipped in **Kafka 4.4.0**, the newest release. Brokers of earlier releases do not serve
+# it, so in a fleet that mixes releases the producer meets older versions too (section 3). kipviz labels v6
 # *released in 4.4*, and its cluster model plays Kafka 4.4 unless told otherwise.
 #
 # **Learning objectives** — after this notebook you can
 # 1. predict the TxnOffsetCommit error at v5 and at v6 for a missing group and a stale member epoch;
 # 2. apply v6's per-partition error order (unknown ID → authorization → unknown partition);
-# 3. explain when the producer falls back from v6 to v5, and which version producers and brokers of Kafka 4.0–4.4 agree on;
+# 3. explain when the producer sends an older version than v6, and which version producers and brokers of Kafka 4.0–4.4 agree on;
 # 4. follow a whole read-process-write transaction through the transaction state machine;
 # 5. predict which authorization error a TxnOffsetCommit meets first when ACLs are missing.
 #
@@ -21,7 +21,6 @@
 # **Sources:** [KIP-1319](https://cwiki.apache.org/confluence/display/KAFKA/KIP-1319:+Align+TxnOffsetCommit+API+with+OffsetCommit+API), [KIP-848](https://cwiki.apache.org/confluence/display/KAFKA/KIP-848%3A+The+Next+Generation+of+the+Consumer+Rebalance+Protocol), [KIP-516](https://cwiki.apache.org/confluence/display/KAFKA/KIP-516%3A+Topic+Identifiers).
 
 # %%
-import pandas as pd
 from IPython.display import HTML, SVG, display
 
 from kipviz import scenarios
@@ -30,6 +29,7 @@ from kipviz.draw import state_diagram, tables, to_svg
 from kipviz.draw.animate import animation
 from kipviz.draw.sequence import sequence_svg
 from kipviz.scenarios.report import report
+from kipviz.table import Table
 from kipviz.widgets import player
 
 
@@ -52,26 +52,26 @@ answer = (..., ...)   # (the error at v5, the error at v6)
 # %% deletable=false editable=false kipviz={"check": "05-1"}
 exercise('05-1').check(answer)
 
-# %%
-cases = ["group_id_not_found", "stale_member_epoch"]
-runs = {(c, v): scenarios.run(f"kip1319.{c}_v{v}") for c in cases for v in (5, 6)}
-pd.DataFrame([{"case": c, "version": v, "error": runs[c, v].result["error"] if "error" in runs[c, v].result else "",
-               "all checks passed": runs[c, v].passed,
-               "finding": runs[c, v].findings[0].what if runs[c, v].findings else ""} for (c, v) in runs])
+# %% kipviz={"outcome": "05-1"}
+runs = exercise("05-1").traces()      # the runs this section shows: two mistakes, each at v5 and at v6
+Table([{"scenario": name, "error": t.result.get("error", ""), "all checks passed": t.passed,
+          "finding": t.findings[0].what if t.findings else ""} for name, t in runs.items()])
 
-# %%
-HTML(sequence_svg(runs["stale_member_epoch", 6]))
+# %% kipviz={"outcome": "05-1"}
+HTML(sequence_svg(runs["kip1319.stale_member_epoch_v6"]))
 
 # %% [markdown]
 # **In the logs.** Each run above, written as sample logs and read back in PySpark (one
 # SparkSession for the notebook: `local[2]`, small, no UI): the TxnOffsetCommit answers by request
 # version — the same mistakes, two different error codes.
 
-# %%
+# %% kipviz={"outcome": "05-1", "needs": "spark"}
+import pandas as pd
+
 from kipviz import spark as ks
 
 spark = ks.session()
-errs = [ks.request_errors(ks.scenario_logs(t), "TxnOffsetCommit").toPandas().assign(case=c) for (c, v), t in runs.items()]
+errs = [ks.request_errors(ks.scenario_logs(t), "TxnOffsetCommit").toPandas().assign(case=name) for name, t in runs.items()]
 pd.concat(errs).pivot_table(index=["case", "version"], columns="error", values="responses", fill_value=0)
 
 # %% [markdown]
@@ -99,10 +99,10 @@ answer = (..., ..., ...)   # the errors of (a), (b), (c)
 # %% deletable=false editable=false kipviz={"check": "05-2"}
 exercise('05-2').check(answer)
 
-# %%
+# %% kipviz={"outcome": "05-2"}
 order = scenarios.run("kip1319.error_order_v6")
 show(order)
-pd.DataFrame({"v6": pd.Series(order.result["v6"]), "v5 (by name)": pd.Series(order.result["v5"])})
+Table({"v6": order.result["v6"], "v5 (by name)": order.result["v5"]})
 
 # %% [markdown]
 # ### v5 and v6 on the wire
@@ -117,7 +117,7 @@ pd.DataFrame({"v6": pd.Series(order.result["v6"]), "v5 (by name)": pd.Series(ord
 import uuid
 
 from kipviz.draw import wire_diagram
-from kipviz.draw.diff import diff_table
+from kipviz.draw.diff import version_diff
 from kipviz.schema.error_codes import CODE
 
 offsets = [{"PartitionIndex": 3, "CommittedOffset": 150382, "CommittedLeaderEpoch": 12, "CommittedMetadata": None}]
@@ -130,11 +130,11 @@ display(SVG(to_svg(wire_diagram("TxnOffsetCommitRequest", 6, example=v6_value)))
 
 # %%
 # what changed from v5 to v6: fields (from the definitions), then the error codes v6 adds
-display(pd.concat({m: diff_table(f"TxnOffsetCommit{m}", 5, 6) for m in ("Request", "Response")}))
+display(Table([{"message": m} | r for m in ("Request", "Response") for r in version_diff(f"TxnOffsetCommit{m}", 5, 6)]))
 NEW_AT_V6 = {"GROUP_ID_NOT_FOUND": "the group does not exist (v5: ILLEGAL_GENERATION)",
              "STALE_MEMBER_EPOCH": "the member epoch is not the member's current one (v5: ILLEGAL_GENERATION)",
              "UNKNOWN_TOPIC_ID": "a topic ID the broker cannot resolve (v5 names topics, so never)"}
-pd.DataFrame([{"error": e, "code": CODE[e], "returned at v6 when": why} for e, why in NEW_AT_V6.items()])
+Table([{"error": e, "code": CODE[e], "returned at v6 when": why} for e, why in NEW_AT_V6.items()])
 
 # %% [markdown]
 # ### Errors by version
@@ -153,7 +153,7 @@ from kipviz.broker.api_errors import new_errors
 
 table = errors_by_version("TxnOffsetCommit")
 names = sorted({e for errs in table.values() for e in errs})
-by_version = pd.DataFrame({f"v{v}": ["✓" if e in table[v] else "" for e in names] for v in sorted(table)}, index=names)
+by_version = Table({f"v{v}": ["✓" if e in table[v] else "" for e in names] for v in sorted(table)}, index=names)
 display(by_version)
 new_errors("TxnOffsetCommit", 5, 6)
 
@@ -161,17 +161,17 @@ new_errors("TxnOffsetCommit", 5, 6)
 persisted = scenarios.run("kip1319.topic_id_persisted")
 show(persisted)
 
-# %%
+# %% kipviz={"needs": "spark"}
 # in the logs: the committed offsets decoded from __consumer_offsets, topic IDs resolved to names
 logs = ks.scenario_logs(persisted)
 ks.committed_offsets(logs).select("group", "topic", "partition", "topic_id", "resolved_name", "value_version",
                                   "status").toPandas()
 
 # %% [markdown]
-# ## 3. Falling back to v5
+# ## 3. Which version the producer sends
 #
 # The producer uses v6 only when the broker supports it **and** every topic has a known ID; otherwise
-# the whole request goes at v5.
+# it sends the whole request at an older version.
 #
 # ### Exercise 3 — predict
 # A Kafka 4.4 producer commits through a Kafka 4.3 broker (the release before 4.4). Which
@@ -183,15 +183,15 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "05-3"}
 exercise('05-3').check(answer)
 
-# %%
+# %% kipviz={"outcome": "05-3"}
 for name in ("kip1319.fallback_old_broker", "kip1319.fallback_unknown_topic_id", "kip1319.producer_error_classes"):
     t = scenarios.run(name)
     print(name, "->", "all checks passed" if t.passed else t.failures(), t.result.get("version_sent", ""))
     for f in t.findings:
         print("  !", f.what)
 
-# %%
-# in the logs: without topic IDs the whole request goes at v5
+# %% kipviz={"outcome": "05-3", "needs": "spark"}
+# in the logs: the version a producer without topic IDs sends
 logs = ks.scenario_logs("kip1319.fallback_unknown_topic_id")
 ks.request_errors(logs, "TxnOffsetCommit").toPandas()
 
@@ -206,13 +206,13 @@ ks.request_errors(logs, "TxnOffsetCommit").toPandas()
 # fleet that is upgraded one part at a time. The producer agrees versions with each broker it talks
 # to, so during a rolling upgrade the version follows the broker that coordinates the group.
 
-# %%
+# %% kipviz={"outcome": "05-3"}
 from kipviz.broker.config import ClusterConfig, served_versions
 from kipviz.schema.releases import RELEASES
 
 newest = {r: served_versions("TxnOffsetCommit", ClusterConfig(release=r))[1] for r in RELEASES}
-display(pd.DataFrame([newest], index=["newest TxnOffsetCommit version served"]).rename_axis(columns="Kafka"))
-pd.DataFrame({f"broker {b}": {f"producer {p}": min(newest[p], newest[b]) for p in RELEASES} for b in RELEASES})
+display(Table([newest], index=["newest TxnOffsetCommit version served"], index_name="Kafka"))
+Table({f"broker {b}": {f"producer {p}": min(newest[p], newest[b]) for p in RELEASES} for b in RELEASES})
 
 # %% [markdown]
 # Only a 4.4 producer with a 4.4 broker uses v6: a 4.4 producer against 4.0–4.3 brokers falls back
@@ -239,7 +239,7 @@ HTML(sequence_svg(rpw))
 aborted = scenarios.run("txn.read_process_write_abort")
 show(aborted)
 
-# %%
+# %% kipviz={"needs": "spark"}
 # in the logs: one row per transaction from __transaction_state, the abort and the retry
 logs = ks.scenario_logs(aborted)
 ks.transactions(logs).select("transactional_id", "txn", "outcome", "duration_ms", "partitions").toPandas()
@@ -263,7 +263,7 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "05-4"}
 exercise('05-4').check(answer)
 
-# %%
+# %% kipviz={"outcome": "05-4"}
 acl_run = scenarios.run("acls.txn_offset_commit_order")
 show(acl_run)
 

@@ -9,7 +9,7 @@
 # **Learning objectives** — after this notebook you can
 # 1. start a modelled cluster from a notebook (or `kipviz serve` from a shell) and point any client's `bootstrap.servers` at it;
 # 2. follow a transactional producer and a read_committed consumer request by request, and find the transaction coordinator's state changes;
-# 3. explain why a new share group sees nothing produced before it existed, and change that with `share.auto.offset.reset`;
+# 3. explain where a new share group starts reading, and change it with `share.auto.offset.reset`;
 # 4. record a session and analyse it with the same Spark functions as the sample logs.
 #
 # **Prerequisites:** `05_txn_offset_commit_v6`, `06_share_group_eos` (and `07_spark_log_analysis` for section 5).
@@ -145,7 +145,7 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "09-1"}
 exercise('09-1').check(answer)
 
-# %%
+# %% kipviz={"outcome": "09-1"}
 plain = Producer(BASE)
 for i in range(4):
     plain.produce("payments", value=b"pay-%d" % i, partition=i % 2)
@@ -164,13 +164,12 @@ def share_read(group, n, seconds):
 print("auditors got:", share_read("auditors", 4, seconds=3))
 
 # %% [markdown]
-# Nothing: as in Kafka, a new share group starts at the **latest** offset, so records produced
-# before the group existed are not delivered. A group's own `share.auto.offset.reset` changes that
+# A group's own `share.auto.offset.reset` sets where it starts
 # (in Kafka: `kafka-configs --alter --entity-type groups --entity-name G --add-config
 # share.auto.offset.reset=earliest`; here the server's model holds the same setting). A new group
 # `auditors-2` with `earliest` gets all four:
 
-# %%
+# %% kipviz={"outcome": "09-1"}
 with srv.lock:
     srv.cluster.config.share_group_offset_reset["auditors-2"] = "earliest"
 print("auditors-2 got:", sorted(share_read("auditors-2", 4, seconds=WAIT_S)))

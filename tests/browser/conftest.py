@@ -128,6 +128,7 @@ def _env(base: Path) -> dict:
         (base / sub).mkdir(parents=True, exist_ok=True)
         env[var] = str(base / sub)
     env.pop("JUPYTER_TOKEN", None)
+    env.pop("KIPVIZ_SHOW_OUTCOMES", None)      # the learner's view: outcomes folded (kipviz.course.reveal)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     env.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -227,25 +228,26 @@ def voila(work_tree, tmp_path_factory):
 
 # ---- browser -------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def browser_context(tmp_path_factory):
+def playwright():
+    """The worker's one Playwright: a second sync_playwright() in the same thread refuses to start
+    ("Sync API inside the asyncio loop"), so every browser fixture launches from this one."""
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"{CHROMIUM} is missing: `make browser` installs Debian's chromium (as root); "
                     "otherwise install it, or point KIPVIZ_CHROMIUM at a Chromium binary")
     from playwright.sync_api import sync_playwright
-    profile = tmp_path_factory.mktemp("chromium-profile")
     pw = sync_playwright().start()
-    try:
-        ctx = pw.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS,
-            viewport={"width": 1400, "height": 1000}, ignore_default_args=["--enable-automation"])
-    except BaseException:
-        pw.stop()
-        raise
+    yield pw
+    pw.stop()
+
+
+@pytest.fixture(scope="session")
+def browser_context(playwright, tmp_path_factory):
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    ctx = playwright.chromium.launch_persistent_context(
+        str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS,
+        viewport={"width": 1400, "height": 1000}, ignore_default_args=["--enable-automation"])
     yield ctx
-    try:
-        ctx.close()
-    finally:
-        pw.stop()
+    ctx.close()
 
 
 @pytest.fixture

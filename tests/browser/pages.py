@@ -222,3 +222,28 @@ def open_dashboard(page, voila, name: str) -> None:
     page.goto(f"{voila.url}/voila/render/{urllib.parse.quote(name)}", timeout=120_000)
     page.wait_for_function("() => document.querySelector('#rendered_cells')?.style.display !== 'none'"
                            " && !document.querySelector('#loading')?.offsetParent", timeout=300_000)
+
+
+def answer_exercise(page, index: int, code: str, timeout_ms: int = 120_000) -> None:
+    """Type `code` into the learner's cell `index` as a person does (click, select all, type), run it
+    with Shift+Enter, then the check cell below it with Shift+Enter; wait until the check has run."""
+    before = cells(page)[index + 1]["execution_count"]
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+    cell.locator(".cm-content").click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type(code)
+    assert "".join(cells(page)[index]["source"]) == code
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_function(
+        f"""([i, before]) => {{ const w = {_CURRENT}; const c = w.content.model.toJSON().cells[i];
+             return w.sessionContext.session?.kernel?.status === 'idle' && c.execution_count !== null
+                    && c.execution_count !== before; }}""",
+        arg=[index + 1, before], timeout=timeout_ms)
+
+
+def open_folds(page) -> None:
+    """Open every folded outcome (kipviz.course.reveal) as a learner would, one click each."""
+    closed = page.locator("details.kv-fold:not([open]) > summary")
+    for _ in range(closed.count()):
+        closed.first.click()

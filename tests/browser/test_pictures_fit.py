@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 from kipviz import cli
+from kipviz.course.reveal import SHOW_ENV
 
 from . import fit, pages
 from .conftest import ARTIFACTS
@@ -25,7 +26,12 @@ SHOTS = ARTIFACTS / "pictures"
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     out = tmp_path_factory.mktemp("site")
-    assert cli.main(["export", *map(str, pages.NOTEBOOKS), "-o", str(out), "-q"]) == 0
+    mp = pytest.MonkeyPatch()
+    mp.setenv(SHOW_ENV, "1")            # every picture measured, the folded outcomes' too (kipviz.course.reveal)
+    try:
+        assert cli.main(["export", *map(str, pages.NOTEBOOKS), "-o", str(out), "-q"]) == 0
+    finally:
+        mp.undo()
     return out
 
 
