@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _acls():
     return [Acl("User:alice", "TOPIC", "alice.", "ALL", pattern="PREFIXED"),
+            Acl("User:alice", "TRANSACTIONAL_ID", "alice.", "ALL", pattern="PREFIXED"),
             Acl("User:bob", "TOPIC", "bob.", "ALL", pattern="PREFIXED"),
             Acl("User:*", "CLUSTER", "kafka-cluster", "DESCRIBE")]
 
@@ -121,12 +122,16 @@ def test_librdkafka_with_a_wrong_password_gets_its_authentication_error(server, 
     expect_only(logs["lines"].lines, "invalid credentials with SASL mechanism SCRAM-SHA-256")
 
 
+def _rd_common(server, logs, mechanism="SCRAM-SHA-512", user="alice"):
+    return {"bootstrap.servers": server.sasl_bootstrap, "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": USERS[user],
+            "error_cb": logs["errors"].append, "logger": logs["logger"]}
+
+
 def test_librdkafka_without_group_or_transactional_id_acls_gets_their_authorization_errors(server, logs):
-    # alice may use her topics only: FindCoordinator asks DESCRIBE on the group, and on the
-    # transactional id, before anything else (KafkaApis.handleFindCoordinatorRequest)
-    common = {"bootstrap.servers": server.sasl_bootstrap, "security.protocol": "SASL_PLAINTEXT",
-              "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice", "sasl.password": USERS["alice"],
-              "error_cb": logs["errors"].append, "logger": logs["logger"]}
+    # alice has no GROUP binding, and transactional ids under "alice." only: FindCoordinator asks
+    # DESCRIBE on the group, and on the transactional id, first (KafkaApis.handleFindCoordinatorRequest)
+    common = _rd_common(server, logs)
     c = ck.Consumer({**common, "group.id": "alice.g", "auto.offset.reset": "earliest"})
     c.subscribe(["alice.any"])
     deadline, got = time.monotonic() + WAIT_S, None
@@ -135,7 +140,7 @@ def test_librdkafka_without_group_or_transactional_id_acls_gets_their_authorizat
         got = m.error() if m is not None and m.error() else None
     c.close()
     assert got is not None and got.code() == ck.KafkaError.GROUP_AUTHORIZATION_FAILED, got
-    p = ck.Producer({**common, "transactional.id": "alice.tx"})
+    p = ck.Producer({**common, "transactional.id": "shared.tx"})
     with pytest.raises(ck.KafkaException) as e:
         p.init_transactions(WAIT_S)
     assert e.value.args[0].code() == ck.KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED and e.value.args[0].fatal()
@@ -143,6 +148,35 @@ def test_librdkafka_without_group_or_transactional_id_acls_gets_their_authorizat
     assert [e.code() for e in logs["errors"]] in ([], [ck.KafkaError._FATAL])
     # librdkafka logs the fatal error (TXNERR, FATAL) when its log queue is next served, if at all
     expect_only(logs["lines"].lines, optional=("Transactional Id authorization failed",))
+
+
+def test_librdkafka_send_offsets_without_a_group_acl_is_group_authorization_failed_and_abortable(server, logs):
+    # her transactional id is allowed, the group is not: AddOffsetsToTxn checks WRITE on the
+    # transactional id, then READ on the group (KafkaApis.handleAddOffsetsToTxnRequest); the error
+    # aborts the transaction, it is not fatal
+    common = _rd_common(server, logs, "PLAIN")
+    topic = f"alice.{uuid.uuid4().hex[:6]}"
+    admin = AdminClient(common)
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(WAIT_S)
+    with server.lock:
+        before = len(server.cluster.events)
+    p = ck.Producer({**common, "transactional.id": f"alice.tx-{topic}"})
+    p.init_transactions(WAIT_S)
+    p.begin_transaction()
+    p.produce(topic, b"kept out")
+    c = ck.Consumer({**common, "group.id": "alice.g"})
+    with pytest.raises(ck.KafkaException) as e:
+        p.send_offsets_to_transaction([ck.TopicPartition(topic, 0, 1)], c.consumer_group_metadata(), WAIT_S)
+    err = e.value.args[0]
+    assert err.code() == ck.KafkaError.GROUP_AUTHORIZATION_FAILED and err.txn_requires_abort() and not err.fatal()
+    p.abort_transaction(WAIT_S)
+    c.close()
+    del p, admin
+    with server.lock:
+        answers = [(e.api, e.body["ErrorCode"]) for e in list(server.cluster.events)[before:]
+                   if type(e).__name__ == "ResponseSent" and e.api in ("AddOffsetsToTxn", "TxnOffsetCommit")]
+    assert answers == [("AddOffsetsToTxn", 30)]              # never as far as TxnOffsetCommit
+    expect_only(logs["lines"].lines, "Group authorization failed")
 
 
 # ---- kafka-python --------------------------------------------------------------------------------------------
