@@ -424,7 +424,7 @@ BROKER_CONFIGS: dict[str, Key] = {k.name: k for k in (
     _b("broker.id", "INT", "This broker's id (the same as node.id in KRaft)."),
     _b("node.id", "INT", "This node's id in the KRaft quorum."),
     _b("process.roles", "LIST", "broker, controller or both."),
-    _b("advertised.listeners", "LIST", "The addresses clients are told to connect to."),
+    _b("advertised.listeners", "LIST", "NAME://host:port per listener: where a client that came in on it is told to connect."),
     _b("auto.create.topics.enable", "BOOLEAN", "Whether a Metadata request may create a missing topic."),
     _b("num.partitions", "INT", "Partitions of a topic created without a count."),
     _b("offsets.topic.num.partitions", "INT", "Partitions of __consumer_offsets."),
