@@ -10,7 +10,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON ?= $(abspath $(PY))
 
-.PHONY: setup lab git-filter test bench lint fresh-check dot java tools browser js voila clean sample-data audit notebooks lite
+.PHONY: setup lab lab-settings git-filter test bench lint fresh-check dot java tools browser js voila clean sample-data audit notebooks lite
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kipviz needs Python 3.11 or newer")'
@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,lite]'
 	@touch $(STAMP)
 
-setup: $(STAMP) dot java tools
+setup: $(STAMP) dot java tools lab-settings
 
 # tshark lets the capture tests check that Wireshark reads kipviz's pcaps (installed when root).
 tools:
@@ -83,8 +83,16 @@ js:
 	  npm ci --prefix tests/js --no-audit --no-fund --loglevel=error && touch $(JS_STAMP); \
 	fi
 
-# JupyterLab refuses to run as root unless told (containers, CI machines)
-LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
+# make lab PORT=8889 HOST=0.0.0.0: JupyterLab's port and address (given on the command line; default
+# 8888, or the next free one, on localhost). LAB_FLAGS: any other `jupyter lab` flags, added to these.
+# JupyterLab refuses to run as root unless told (containers, CI machines): --allow-root is added as root.
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+LAB_PORT := $(if $(filter command line,$(origin PORT)),--port=$(PORT),)
+LAB_HOST := $(if $(filter command line,$(origin HOST)),--ip=$(HOST),)
+LAB_FLAGS ?=
+# the kit's JupyterLab settings (tools/jupyterlab_overrides.json: no news pop-up over the notebooks), as
+# defaults of the virtualenv's JupyterLab; Binder's postBuild and the browser tests use the same file
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 
 # Saving a notebook in JupyterLab writes its outputs into the file: this git clean filter (named in
 # .gitattributes) stores notebooks without them. Local config of this clone only; idempotent.
@@ -95,8 +103,11 @@ git-filter:
 	  echo "git: notebooks are stored without outputs (filter kipviz-strip: tools/strip_outputs.py)"; \
 	fi
 
-lab: setup git-filter
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(LAB_FLAGS)
+lab-settings: $(STAMP)
+	@mkdir -p $(dir $(LAB_OVERRIDES)) && cp tools/jupyterlab_overrides.json $(LAB_OVERRIDES)
+
+lab: setup git-filter lab-settings
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(LAB_ROOT) $(LAB_PORT) $(LAB_HOST) $(LAB_FLAGS)
 
 # notebooks/*.ipynb and notebooks/voila/ rebuilt from their sources in notebooks/src/ (jupytext percent files)
 notebooks: $(STAMP)

@@ -10,9 +10,11 @@ on the desktop (diff_table, capture.to_dataframe, ...) hand back one of these wh
     Table(rows, index="metric")                 that column as the row labels
     t.rows, t.columns, t.column("api"), list(t) (dicts), len(t), t.to_pandas()
 
-    frame(rows, columns=...)                    a pandas DataFrame where pandas is installed, else a Table"""
+    frame(rows, columns=...)                    a pandas DataFrame where pandas is installed, else a Table
+                                                (shown with every cell whole, as a Table is)"""
 from __future__ import annotations
 
+import functools
 import html
 from collections.abc import Mapping
 
@@ -120,10 +122,39 @@ class Table:
                          for line in [cols, *lines])
 
 
+@functools.cache
+def _whole_frame():
+    """pandas.DataFrame shown with every cell whole: pandas cuts text longer than its
+    display.max_colwidth (50) with "...", which hid half of a teaching table's sentences."""
+    import pandas as pd
+
+    class WholeFrame(pd.DataFrame):
+        @property
+        def _constructor(self):             # a slice or a copy is shown whole too
+            return WholeFrame
+
+        def _repr_html_(self):
+            with pd.option_context("display.max_colwidth", None):
+                return super()._repr_html_()
+
+        def __repr__(self) -> str:
+            with pd.option_context("display.max_colwidth", None):
+                return super().__repr__()
+
+    WholeFrame.__module__, WholeFrame.__qualname__ = __name__, "WholeFrame"    # pickled by name (below)
+    return WholeFrame
+
+
+def __getattr__(name: str):
+    if name == "WholeFrame":                # made on first use: importing this module needs no pandas
+        return _whole_frame()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def frame(data, columns=None):
-    """pandas.DataFrame(data, columns=columns) where pandas is installed, else Table(data, columns)."""
+    """A pandas DataFrame of (data, columns) shown with every cell whole where pandas is installed,
+    else Table(data, columns)."""
     try:
-        import pandas as pd
+        return _whole_frame()(data, columns=columns)
     except ImportError:
         return Table(data, columns=columns)
-    return pd.DataFrame(data, columns=columns)

@@ -54,6 +54,7 @@ class Cluster:
         self.seed = seed                         # the cluster id, topic ids and member ids follow from it
         self.rng = random.Random(seed)
         self.clock = VirtualClock(start_ms)
+        self.start_ms = start_ms                 # the run's start: pictures give times from it
         self.events: list[ev.Event] = []
         self.events_taken = 0                    # events handed over by take_events (seq numbers go on)
         self.internal_errors: list[str] = []     # model bugs caught in handle(); tests keep this empty
@@ -91,14 +92,27 @@ class Cluster:
         replicas = self.__dict__.get("replicas")
         if replicas is not None and replicas.deleting:
             replicas.poke()
+        auto = self.__dict__.get("auto_creates")
+        if auto is not None and auto.pending:      # the controller's bounded step (kipviz.broker.auto_create)
+            auto.step()
         cap = self.config.events_max
         if cap is not None and len(self.events) > cap:
             # keep the newest half of the bound; the rest goes to the spill callback (a recording)
             n = len(self.events) - cap // 2
             out, self.events = self.events[:n], self.events[n:]
             self.events_taken += n
+            buf = self.__dict__.get("event_buffer")
+            if buf is not None:
+                buf.forget_front(n)
             if self.config.events_spill is not None:
                 self.config.events_spill(out)
+        limit = self.config.events_max_bytes
+        if limit is not None:          # ... and about this many bytes (kipviz.broker.event_buffer)
+            buf = self.__dict__.get("event_buffer")
+            if buf is None:
+                from .event_buffer import EventBuffer
+                buf = self.event_buffer = EventBuffer()
+            buf.bound(self, limit)
 
     def start_log_retention(self) -> None:
         """Run log retention every log.retention.check.interval.ms of virtual time (LogManager's
@@ -172,6 +186,9 @@ class Cluster:
         seq numbers continue, so the chunks concatenate into one stream."""
         out, self.events = self.events, []
         self.events_taken += len(out)
+        buf = self.__dict__.get("event_buffer")
+        if buf is not None:
+            buf.reset()
         return out
 
     def transition(self, **fields) -> None:

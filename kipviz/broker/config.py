@@ -109,6 +109,9 @@ class ClusterConfig:
     # ones to events_spill (e.g. a recording) or dropping them.
     events_max: int | None = None
     events_spill: object = None            # callable(list[Event]) or None
+    # ... and about this many bytes (kipviz.broker.event_buffer): older events are slimmed (frames
+    # and long bytes dropped), spilled to events_spill, or dropped. None: no byte bound.
+    events_max_bytes: int | None = None
 
     # Bounds on the work one request can cause (docs/limits.md). message.max.bytes is Kafka's
     # (LogConfig.DEFAULT_MAX_MESSAGE_BYTES, 1 MiB + 12); the other two are the kit's own limits,

@@ -37,7 +37,8 @@ def cmd_serve(args) -> int:
         raise KipvizError(f"--port {args.port} is out of range for {args.brokers} brokers")
     # auto.create.topics.enable: Kafka's default is true (server-common/.../config/ServerLogConfigs.java:
     # AUTO_CREATE_TOPICS_ENABLE_DEFAULT); the model's scenarios keep it off, a served cluster plays Kafka
-    for flag in ("retention_bytes", "segment_bytes", "events_max"):
+    for flag in ("retention_bytes", "segment_bytes", "events_max", "events_max_bytes", "queued_max_request_bytes",
+                 "connections_max_idle_ms"):
         low = -1 if flag == "retention_bytes" else 1
         if getattr(args, flag) < low:
             raise KipvizError(f"--{flag.replace('_', '-')} must be >= {low}, got {getattr(args, flag)}")
@@ -51,7 +52,9 @@ def cmd_serve(args) -> int:
     settings.update(_access(args))
     try:
         srv = Server(brokers=args.brokers, host=args.host, port=args.port, speed=args.speed, verbose=args.verbose,
-                     record=args.record, events_max=args.events_max, seed=args.seed, **settings)
+                     record=args.record, events_max=args.events_max, events_max_bytes=args.events_max_bytes,
+                     queued_max_request_bytes=args.queued_max_request_bytes,
+                     connections_max_idle_ms=args.connections_max_idle_ms, seed=args.seed, **settings)
     except ValueError as e:          # a bad users file, overlapping ports, super users without an authorizer
         raise KipvizError(str(e)) from None
     stop = threading.Event()
@@ -179,7 +182,17 @@ def add_serve(sub) -> None:
                          f"(default {DEFAULT_SEGMENT_BYTES}, 1 MiB; Kafka's is 1 GiB)")
     sv.add_argument("--events-max", type=int, default=50_000, metavar="N",
                     help="events the server keeps in memory (older ones go to --record or are dropped; default 50000)")
+    sv.add_argument("--events-max-bytes", type=int, default=64 * 1024 * 1024, metavar="N",
+                    help="about this many bytes of events in memory: older ones lose their frames and long bytes "
+                         "(or go to --record) (default 67108864, 64 MiB)")
+    sv.add_argument("--queued-max-request-bytes", type=int, default=64 * 1024 * 1024, metavar="N",
+                    help="queued.max.request.bytes: request bytes being read, all connections; past it no "
+                         "connection is read from until requests are handled (default 67108864, 64 MiB)")
+    sv.add_argument("--connections-max-idle-ms", type=int, default=600000, metavar="MS",
+                    help="connections.max.idle.ms: a connection without traffic this long is closed "
+                         "(default 600000, Kafka's 10 minutes)")
     for flag, kw in ACCESS_FLAGS:
         sv.add_argument(flag, default=None, **kw)
-    sv.add_argument("-v", "--verbose", action="store_true", help="one line per connection opened or closed")
+    sv.add_argument("-v", "--verbose", action="store_true",
+                    help="one line per connection opened or closed, and the memory budget every 10 s when it changed")
     sv.set_defaults(func=cmd_serve)

@@ -27,6 +27,7 @@ from kipviz import scenarios
 from kipviz.course.exercises import exercise
 from kipviz.draw import state_diagram, tables, to_svg
 from kipviz.draw.animate import animation
+from kipviz.draw.render import FIT_PX
 from kipviz.draw.sequence import sequence_svg
 from kipviz.scenarios.report import report
 from kipviz.table import Table
@@ -58,7 +59,8 @@ Table([{"scenario": name, "error": t.result.get("error", ""), "all checks passed
           "finding": t.findings[0].what if t.findings else ""} for name, t in runs.items()])
 
 # %% kipviz={"outcome": "05-1"}
-HTML(sequence_svg(runs["kip1319.stale_member_epoch_v6"]))
+# the group forming folded into one band, one lane per broker, drawn at the output area's width (not scaled)
+HTML(sequence_svg(runs["kip1319.stale_member_epoch_v6"], fold_groups=True, lanes="broker", width=FIT_PX))
 
 # %% [markdown]
 # **In the logs.** Each run above, written as sample logs and read back in PySpark (one
@@ -72,7 +74,8 @@ from kipviz import spark as ks
 
 spark = ks.session()
 errs = [ks.request_errors(ks.scenario_logs(t), "TxnOffsetCommit").toPandas().assign(case=name) for name, t in runs.items()]
-pd.concat(errs).pivot_table(index=["case", "version"], columns="error", values="responses", fill_value=0)
+pd.concat(errs).pivot_table(index=["case", "version"], columns="error", values="responses",
+                            aggfunc="sum", fill_value=0)     # counts: sums of whole numbers
 
 # %% [markdown]
 # ## 2. Topic IDs and the error order
@@ -102,7 +105,13 @@ exercise('05-2').check(answer)
 # %% kipviz={"outcome": "05-2"}
 order = scenarios.run("kip1319.error_order_v6")
 show(order)
-Table({"v6": order.result["v6"], "v5 (by name)": order.result["v5"]})
+# v6 names each topic by its ID: the topic's name beside it (the run's IDs: order.result["ids"])
+names = {tid: name for name, tid in order.result["ids"].items()}
+v6 = [(*k.rsplit("-", 1), err) for k, err in order.result["v6"].items()]    # (topic ID, partition, answer)
+v5 = [(*k.rsplit("-", 1), err) for k, err in order.result["v5"].items()]    # (topic name, partition, answer)
+display(Table([{"topic": names.get(tid, "?"), "topic ID (v6)": tid, "partition": int(p),
+                "v6 answer": err} for tid, p, err in v6]))
+Table([{"topic (v5, by name)": t, "partition": int(p), "v5 answer": err} for t, p, err in v5])
 
 # %% [markdown]
 # ### v5 and v6 on the wire

@@ -116,13 +116,13 @@ player(animation(slow, "share-record"))
 # `__share_group_state`) — KIP-1289, **proposed**. Both are drawn from real runs of the model, one
 # lane per broker, each step on the broker where it happens.
 #
-# The share side runs KIP-1289 **as written** on 3 brokers: `in-0` is led by broker 0, where
-# TxnShareAcknowledge stages the records; the COMMIT marker for `__share_group_state-28` goes to that
-# partition's leader, broker 1. The KIP's hook "broadcasts to all SharePartition instances **on that
+# The share side runs KIP-1289 **as written** on 3 brokers (`kip1289.marker_not_colocated`): `in-0`
+# is led by broker 0, where TxnShareAcknowledge stages the records; the COMMIT marker for
+# `__share_group_state-31` goes to that partition's leader, broker 1. The KIP's hook "broadcasts to all SharePartition instances **on that
 # broker**", and broker 1 does not lead `in-0`: step 7 shows the records left TX_PENDING.
 
 # %%
-from kipviz.draw.flows import regular_vs_share_flow
+from kipviz.draw.flows import regular_vs_share_flow, share_flow
 
 flow = regular_vs_share_flow()
 flow          # the two sequence diagrams, then the steps table (flow.save("flows.html") writes a page)
@@ -152,12 +152,15 @@ flow          # the two sequence diagrams, then the steps table (flow.save("flow
 stuck = scenarios.run("kip1289.marker_not_colocated")
 show(stuck)
 print(stuck.result["eos"].summary(limit=2))
+strip = record_strip(stuck.events)
+display(SVG(strip.svg(strip.missed[0])))   # where it breaks: the marker resolves nothing
+strip_player(strip)                        # the whole run, attempt after attempt
 
 # %%
-regular_vs_share_flow(share="kip1289.marker_forwarded")   # the kit's suggestion: forward, then resolve on broker 0
+share_flow("kip1289.marker_forwarded")   # the kit's suggestion: forward, then resolve on broker 0 (the regular flow is above)
 
 # %%
-regular_vs_share_flow(share="kip1289.marker_participants")   # the kit's other suggestion: the coordinator marks the share partition on its leader
+share_flow("kip1289.marker_participants")   # the kit's other suggestion: the coordinator marks the share partition on its leader
 
 # %% [markdown]
 # ## 3. The happy paths, record by record

@@ -277,9 +277,13 @@ findings(tags)
 # Exit status 0 means no error-level finding, 1 means at least one, 2 means the file could not be read.
 
 # %%
+import contextlib
+import sys
+
 work = Path(tempfile.mkdtemp())
 (work / "TxnShareAcknowledgeRequest.json").write_text(as_on_kip_page)       # the KIP page's api key 93
-status = cli.main(["review", str(work / "TxnShareAcknowledgeRequest.json"), "--html", str(work / "review.html")])
+with contextlib.redirect_stderr(sys.stdout):     # the CLI says "wrote ..." on stderr: shown as plain output here
+    status = cli.main(["review", str(work / "TxnShareAcknowledgeRequest.json"), "--html", str(work / "review.html")])
 print("exit status", status, "-", (work / "review.html").stat().st_size, "bytes in review.html")
 
 # %% [markdown]

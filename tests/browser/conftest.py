@@ -135,15 +135,17 @@ def _env(base: Path) -> dict:
     return env
 
 
+KIT_LAB_SETTINGS = ROOT / "tools" / "jupyterlab_overrides.json"    # what `make lab` and Binder give JupyterLab
+
+
 def _lab_settings(base: Path) -> None:
-    """No autosave, no news/update checks, and every cell rendered (not windowed) so the page shows
-    all outputs at once."""
-    settings = {
-        "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
-        "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-        "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
-            {"fetchNews": "false", "checkForUpdates": False},
-    }
+    """The kit's settings (no news pop-up: tools/jupyterlab_overrides.json, as `make lab` and Binder
+    set them), and for the tests no autosave and every cell rendered (not windowed) so the page
+    shows all outputs at once."""
+    settings = {"@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+                "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"}}
+    for plugin, value in json.loads(KIT_LAB_SETTINGS.read_text()).items():    # "pkg/ext:plugin" -> its file
+        settings[plugin.replace(":", "/") + ".jupyterlab-settings"] = value
     for rel, value in settings.items():
         p = base / "lab-settings" / rel
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -189,6 +191,16 @@ def _start(name: str, cmd: list[str], *, base: Path, env: dict, cwd: Path, url: 
         _stop(server)
         raise
     return server
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory) -> Path:
+    """Every notebook exported once for the session (`kipviz export`: run, then nbconvert's lab
+    template), for the checks on the exported pages."""
+    from kipviz import cli
+    out = tmp_path_factory.mktemp("site")
+    assert cli.main(["export", *map(str, sorted((ROOT / "notebooks").glob("*.ipynb"))), "-o", str(out), "-q"]) == 0
+    return out
 
 
 @pytest.fixture(scope="session")

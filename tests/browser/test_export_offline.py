@@ -8,20 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from kipviz import cli
-
 from . import folds, pages
 
 pytestmark = pytest.mark.xdist_group("browser")     # one worker: one notebook at a time
 
-WITH_PLAYER = [p for p in pages.NOTEBOOKS if "player(" in p.read_text()]
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site")
-    assert cli.main(["export", *map(str, WITH_PLAYER), "-o", str(out), "-q"]) == 0
-    return out
+WITH_PLAYER = [p for p in pages.NOTEBOOKS if "player(" in p.read_text()]     # on the session's site (conftest)
 
 
 def test_some_notebook_shows_a_player():

@@ -7,12 +7,14 @@ diagram changes; an animation's Play advances frames). Screenshots under tests/b
 (lab-NN-folded, lab-NN-answered). New notebooks are picked up by the glob."""
 from __future__ import annotations
 
+import re
+
 import nbformat
 import pytest
 
 from tests import answer_text
 
-from . import folds, pages
+from . import fit, folds, pages
 
 pytestmark = pytest.mark.xdist_group("browser")     # one worker: one notebook at a time
 
@@ -26,6 +28,7 @@ def test_there_are_notebooks():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs_in_jupyterlab(lab, page, path):
     rel = f"notebooks/{path.name}"
+    page.set_viewport_size({"width": 1280, "height": 900})      # a newcomer's window (issue 31)
     try:
         pages.open_notebook(page, lab, rel)
         took = pages.run_all(page)
@@ -50,6 +53,17 @@ def test_notebook_runs_in_jupyterlab(lab, page, path):
             assert f1 > f0
             if i == 0:
                 pages.screenshot(page, f"lab-{stem}-player{i}", pl.nth(i))
+            bad = pages.lab_player_problems(page, pl.nth(i))
+            if bad:
+                pages.screenshot(page, f"lab-{stem}-player{i}-unreadable", pl.nth(i))
+            assert not bad, f"{path.name}: player {i}: {bad}"
+            if i == 0:
+                assert pages.speed_changes_the_rate(page, pl.nth(i)), "the speed choice does not change the rate"
+        # what a newcomer could not read (issue 31): tables and pictures in JupyterLab's own rendering
+        unreadable = fit.table_problems(page) + fit.picture_problems(page)
+        assert not unreadable, f"{path.name}: {len(unreadable)} problem(s):\n" + "\n".join(unreadable[:30])
+        news = page.locator(".Toastify__toast, .jp-Notification-Toast").filter(has_text=re.compile("news", re.I))
+        assert news.count() == 0, "JupyterLab's news pop-up covers the notebook"
     finally:
         pages.shutdown_sessions(lab, rel)
 

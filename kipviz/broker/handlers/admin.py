@@ -28,7 +28,6 @@ from __future__ import annotations
 from ...schema.error_codes import CODE
 from ..error_rows import kafka_only, rows
 from ..retention import held_bytes, move_log_start
-from ..topics import PartitionLog
 from . import Request, handles
 from .metadata import (
     CLUSTER_OPERATIONS,
@@ -103,7 +102,7 @@ def grow_topic(cluster, topic, count: int, assignments: list | None) -> None:
     n = cluster.config.brokers
     for i, p in enumerate(range(len(topic.partitions), count)):
         leader = assignments[i]["BrokerIds"][0] if assignments is not None else p % n
-        topic.partitions.append(PartitionLog(topic.name, p, topic.topic_id, leader=leader))
+        topic.partitions.append(cluster.topics.new_log(topic.name, p, topic.topic_id, leader))
         if isinstance(current, dict):
             current[p] = list(assignments[i]["BrokerIds"]) if assignments is not None else [leader]
 

@@ -13,20 +13,28 @@ from . import HANDLERS, Request, handles
 
 API_KEY = 18
 
+_ADVERTISED: dict = {}      # what the served versions depend on -> the ApiKeys rows (made once per setting)
+
 
 def advertised(config) -> list[dict]:
     """The APIs and versions the broker serves: the configured release's (from the kit's labels),
     for the APIs the model has a handler for -- exactly what it answers (a defined RPC the model
     does not serve, such as ElectLeaders, is not listed, as a broker lists only what it handles)."""
-    out = []
-    for _, spec in sorted(registry.messages().items(), key=lambda kv: registry.api_key(kv[1]) or 0):
-        if spec.type != "request" or spec.api in ("LeaderAndIsr", "StopReplica", "UpdateMetadata") \
-                or spec.api not in HANDLERS:      # what the model cannot answer is not served (a closed connection)
-            continue
-        rng = served_versions(spec.api, config)
-        if rng is not None:
-            out.append({"ApiKey": registry.api_key(spec), "MinVersion": rng[0], "MaxVersion": rng[1]})
-    return out
+    key = (config.release, tuple(sorted(config.api_versions.items())), config.proposals())
+    rows_ = _ADVERTISED.get(key)
+    if rows_ is None:
+        rows_ = []
+        for _, spec in sorted(registry.messages().items(), key=lambda kv: registry.api_key(kv[1]) or 0):
+            if spec.type != "request" or spec.api in ("LeaderAndIsr", "StopReplica", "UpdateMetadata") \
+                    or spec.api not in HANDLERS:      # what the model cannot answer is not served (a closed connection)
+                continue
+            rng = served_versions(spec.api, config)
+            if rng is not None:
+                rows_.append((registry.api_key(spec), rng[0], rng[1]))
+        if len(_ADVERTISED) > 64:
+            _ADVERTISED.clear()
+        _ADVERTISED[key] = rows_
+    return [{"ApiKey": k, "MinVersion": lo, "MaxVersion": hi} for k, lo, hi in rows_]
 
 
 def unknown_version(config, frame) -> tuple[int, dict] | None:

@@ -204,17 +204,21 @@ def _topic_error(code: int, name, topic_id=ZERO_UUID, internal: bool = False) ->
 
 
 def _auto_create(cluster, req: Request, name: str) -> dict:
-    """Metadata with AllowAutoTopicCreation on a broker with auto.create.topics.enable: the topic is
-    created (num.partitions) and this answer still says LEADER_NOT_AVAILABLE; the next Metadata
-    request sees it (AutoTopicCreationManager)."""
+    """Metadata with AllowAutoTopicCreation on a broker with auto.create.topics.enable: the
+    topic's creation (num.partitions) goes to the controller and this answer says
+    UNKNOWN_TOPIC_OR_PARTITION, as does one while it is in flight (AutoTopicCreationManager,
+    kipviz.broker.auto_create); a later Metadata request sees it."""
     if not (cluster.authorized(req.principal, "CLUSTER", CLUSTER_RESOURCE, "CREATE")
             or cluster.authorized(req.principal, "TOPIC", name, "CREATE")):
         return _topic_error(CODE["TOPIC_AUTHORIZATION_FAILED"], name)
-    if topic_name_problem(name) or name == METADATA_TOPIC or _collision(cluster, name):
+    if topic_name_problem(name) or name == METADATA_TOPIC or cluster.topics.colliding(name):
         return _topic_error(CODE["INVALID_TOPIC_EXCEPTION"], name)
-    cluster.create_topic(name, cluster.config.default_partitions)
-    cluster.note(f"topic {name} auto-created by a Metadata request", topic=name, api="Metadata")
-    return _topic_error(CODE["LEADER_NOT_AVAILABLE"], name)
+    queue = cluster.__dict__.get("auto_creates")
+    if queue is None:
+        from ..auto_create import AutoCreates
+        queue = cluster.auto_creates = AutoCreates(cluster)
+    queue.request(name)
+    return _topic_error(CODE["UNKNOWN_TOPIC_OR_PARTITION"], name)
 
 
 # The errors each metadata RPC can return, declared above its handler (kipviz.broker.api_errors
@@ -291,11 +295,7 @@ def metadata(cluster, req: Request) -> dict:
 # ---- CreateTopics -----------------------------------------------------------------------------------
 def _collision(cluster, name: str) -> str | None:
     """Topic.hasCollision: '.' and '_' collide in metric names."""
-    key = name.replace(".", "_")
-    for other in cluster.topics.by_name:
-        if other != name and other.replace(".", "_") == key:
-            return other
-    return None
+    return cluster.topics.colliding(name)
 
 
 # size: CreateTopics' validation rules for one topic, first failing rule wins: the order of the checks is the answer

@@ -37,11 +37,10 @@ def active_producers(cluster, log) -> list[dict]:
         if tid != log.topic_id or p != log.partition:
             continue
         epoch, coordinator_epoch = entry["epoch"], -1
-        for e in reversed(log.entries):             # a marker after the data counts (TV2 bumps the epoch)
-            if e.producer_id == pid:
-                epoch = e.producer_epoch
-                break
-        if any(e.producer_id == pid and e.control is not None for e in log.entries):
+        newest = log.last_epoch(pid)                # a marker after the data counts (TV2 bumps the epoch)
+        if newest is not None:
+            epoch = newest
+        if log.has_marker(pid):
             coordinator_epoch = 0                   # the kit's markers are written at coordinator epoch 0
         batches = entry["batches"]
         out.append({"ProducerId": pid, "ProducerEpoch": epoch, "LastSequence": batches[-1][1] if batches else -1,
