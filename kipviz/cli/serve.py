@@ -60,18 +60,7 @@ def cmd_serve(args) -> int:
     stop = threading.Event()
     old = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     srv.start()
-    exposed = [h for h, _ in srv.addresses if not _loopback(h)]
-    if exposed:
-        print(f"kipviz serve: warning: listening on {exposed[0]}, not a loopback address: anyone who reaches it "
-              "can read, write and delete every topic (no authentication: --users adds a SASL listener and "
-              "keeps this one on loopback)", file=sys.stderr, flush=True)
-    print(f"kipviz serve: {args.brokers} broker(s), bootstrap.servers={srv.bootstrap}"
-          f" (release {args.release or 'newest'}, speed x{args.speed:g}, cluster id {srv.cluster.cluster_id},"
-          f" seed {srv.cluster.seed}); Ctrl-C stops", flush=True)
-    if srv.sasl_bootstrap:
-        print(f"kipviz serve: SASL_PLAINTEXT bootstrap.servers={srv.sasl_bootstrap} "
-              f"({', '.join(srv.listeners[1].mechanisms)}; {len(srv.listeners[1].users.passwords)} user(s)); "
-              + _authorizer_line(srv.cluster), flush=True)
+    _say_started(args, srv)
     try:
         while not stop.wait(0.2):
             pass
@@ -89,6 +78,22 @@ def cmd_serve(args) -> int:
             print(f"kipviz serve: recorded {args.record} (sample-data layout and traffic.pcap; "
                   f"`kipviz analyze {args.record}`)", flush=True)
     return 0
+
+
+def _say_started(args, srv) -> None:
+    """The warning for a PLAINTEXT listener off loopback, then the bootstrap line(s)."""
+    exposed = [h for h, _ in srv.addresses if not _loopback(h)]
+    if exposed:
+        print(f"kipviz serve: warning: listening on {exposed[0]}, not a loopback address: anyone who reaches it "
+              "can read, write and delete every topic (no authentication: --users adds a SASL listener and "
+              "keeps this one on loopback)", file=sys.stderr, flush=True)
+    print(f"kipviz serve: {args.brokers} broker(s), bootstrap.servers={srv.bootstrap}"
+          f" (release {args.release or 'newest'}, speed x{args.speed:g}, cluster id {srv.cluster.cluster_id},"
+          f" seed {srv.cluster.seed}); Ctrl-C stops", flush=True)
+    if srv.sasl_bootstrap:
+        print(f"kipviz serve: SASL_PLAINTEXT bootstrap.servers={srv.sasl_bootstrap} "
+              f"({', '.join(srv.listeners[1].mechanisms)}; {len(srv.listeners[1].users.passwords)} user(s)); "
+              + _authorizer_line(srv.cluster), flush=True)
 
 
 def _loopback(host: str) -> bool:

@@ -104,6 +104,36 @@ def _warm_up(config) -> None:
             pass
 
 
+def _cluster_for(cluster, brokers, seed, users, access: dict, cluster_settings: dict) -> Cluster:
+    """Server's cluster: the one given (which keeps its own authorizer), or a new one with the
+    access settings kipviz.serve.listeners derives from users and ACLs."""
+    if cluster is not None:
+        if tuple(access.values()) != (None, None, None):
+            raise ValueError("acls, super_users and allow_everyone_if_no_acl_found are the cluster's settings: "
+                             "give them to Cluster(...), or let Server make the cluster")
+        if brokers is not None and brokers != cluster.config.brokers:
+            raise ValueError(f"the cluster has {cluster.config.brokers} brokers, not {brokers}")
+        if seed is not None and seed != cluster.seed:
+            raise ValueError(f"the cluster was made with seed {cluster.seed}, not {seed}")
+        return cluster
+    settings = dict(cluster_settings, **access_settings(users=users is not None, acls=acls_from(access["acls"]),
+                                                        super_users=access["super_users"],
+                                                        allow_everyone_if_no_acl_found=access[
+                                                            "allow_everyone_if_no_acl_found"]))
+    seed = secrets.randbits(63) if seed is None else seed       # Kafka's ids are random per cluster; seed=N repeats them
+    return Cluster(brokers=brokers or 1, seed=seed, start_ms=int(time.time() * 1000), **settings)
+
+
+def _check_bounds(*, speed: float, **bounds) -> None:
+    if speed <= 0:
+        raise ValueError(f"--speed must be > 0, got {speed}")
+    for name, v in bounds.items():
+        if name in ("queued_max_request_bytes", "socket_request_max_bytes") and v < 1:
+            raise ValueError(f"{name} must be >= 1, got {v}")
+        if v is not None and v < 1:
+            raise ValueError(f"{name} must be >= 1 (or None for no bound), got {v}")
+
+
 class Server:
     """The model behind `brokers` TCP listeners on `host`: port, port+1, ... (0: free ports).
     start() returns once every listener is bound; stop() closes them and waits for the thread.
@@ -119,6 +149,7 @@ class Server:
     file's path), super_users, allow_everyone_if_no_acl_found: the authorizer of the cluster Server
     makes, with the defaults kipviz.serve.listeners names (a Cluster passed in keeps its own)."""
 
+    # size: the constructor's body is one assignment per attribute of the server; the checks are _cluster_for's and _check_bounds'
     def __init__(self, cluster: Cluster | None = None, *, brokers: int | None = None, host: str = "127.0.0.1",
                  port: int = 0, speed: float = 1.0, verbose: bool = False,
                  log: Callable[[str], None] | None = None, events_max: int | None = DEFAULT_EVENTS_MAX,
@@ -130,27 +161,12 @@ class Server:
                  record=None, seed: int | None = None, users=None, sasl_port: int | None = None, acls=None,
                  super_users=None, allow_everyone_if_no_acl_found: bool | None = None, **cluster_settings):
         users = None if users is None else users_from(users)
-        if cluster is not None and (acls, super_users, allow_everyone_if_no_acl_found) != (None, None, None):
-            raise ValueError("acls, super_users and allow_everyone_if_no_acl_found are the cluster's settings: "
-                             "give them to Cluster(...), or let Server make the cluster")
-        if cluster is None:     # Kafka's cluster id and member ids are random per cluster; seed=N repeats them
-            cluster_settings.update(access_settings(users=users is not None, acls=acls_from(acls), super_users=super_users,
-                                                    allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found))
-            seed = secrets.randbits(63) if seed is None else seed
-            cluster = Cluster(brokers=brokers or 1, seed=seed, start_ms=int(time.time() * 1000), **cluster_settings)
-        elif brokers is not None and brokers != cluster.config.brokers:
-            raise ValueError(f"the cluster has {cluster.config.brokers} brokers, not {brokers}")
-        elif seed is not None and seed != cluster.seed:
-            raise ValueError(f"the cluster was made with seed {cluster.seed}, not {seed}")
-        if speed <= 0:
-            raise ValueError(f"--speed must be > 0, got {speed}")
-        for name, v in (("queued_max_request_bytes", queued_max_request_bytes),
-                        ("socket_request_max_bytes", socket_request_max_bytes)):
-            if v < 1:
-                raise ValueError(f"{name} must be >= 1, got {v}")
-        for name, v in (("connections_max_idle_ms", connections_max_idle_ms), ("frame_timeout_ms", frame_timeout_ms)):
-            if v is not None and v < 1:
-                raise ValueError(f"{name} must be >= 1 (or None for no bound), got {v}")
+        access = {"acls": acls, "super_users": super_users,
+                  "allow_everyone_if_no_acl_found": allow_everyone_if_no_acl_found}
+        cluster = _cluster_for(cluster, brokers, seed, users, access, cluster_settings)
+        _check_bounds(speed=speed, queued_max_request_bytes=queued_max_request_bytes,
+                      socket_request_max_bytes=socket_request_max_bytes,
+                      connections_max_idle_ms=connections_max_idle_ms, frame_timeout_ms=frame_timeout_ms)
         self.cluster = cluster
         cluster.config.long_poll = True             # a live broker holds Fetch/ShareFetch (DelayedFetch)
         if events_max is not None and cluster.config.events_max is None:
