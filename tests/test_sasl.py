@@ -65,13 +65,14 @@ def test_plain_through_frames_then_the_cluster_sees_the_principal():
     c = Cluster(acls=[Acl("User:alice", "TOPIC", "alice.", "ALL", pattern="PREFIXED"),
                       Acl("User:alice", "CLUSTER", "kafka-cluster", "DESCRIBE")])
     auth = Authenticator(c, Users.parse(USERS), client="10.0.0.1:5000", seed=1)
+    assert auth.max_receive == 524288               # sasl.server.max.receive.size until authenticated
     kind, out = auth.handle(frame("ApiVersions", 3, {"ClientSoftwareName": "t", "ClientSoftwareVersion": "1"}))
     assert kind == "send" and answer(out, "ApiVersions", 3)["ErrorCode"] == 0
     kind, hs = _handshake(auth, "PLAIN")
     assert (kind, hs["ErrorCode"], hs["Mechanisms"]) == ("send", 0, ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
     kind, out = auth.handle(frame("SaslAuthenticate", 2, {"AuthBytes": b"\0alice\0alice-secret"}))
     assert kind == "send" and answer(out, "SaslAuthenticate", 2)["ErrorCode"] == 0
-    assert auth.principal == "User:alice" and auth.state == "COMPLETE"
+    assert auth.principal == "User:alice" and auth.state == "COMPLETE" and auth.max_receive is None
     # now every frame is the cluster's, with alice's principal: her prefix is hers, bob's is not
     body = {"Topics": [{"Name": n, "NumPartitions": 1, "ReplicationFactor": 1, "Assignments": [], "Configs": []}
                        for n in ("alice.orders", "bob.orders")], "timeoutMs": 1000, "validateOnly": False}

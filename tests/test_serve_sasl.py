@@ -281,6 +281,25 @@ def test_a_request_before_authentication_closes_the_connection(server, first):
     assert "SASL: Unexpected Kafka request of type Metadata during SASL handshake. (connection closed)" in notes
 
 
+@pytest.mark.parametrize("size", [524289, -1])
+def test_a_frame_over_sasl_server_max_receive_size_before_authentication_is_a_failed_authentication(server, size):
+    # SaslServerAuthenticator reads at most sasl.server.max.receive.size (512 KiB) before the client
+    # is authenticated: a bigger (or negative) size prefix fails the authentication, unanswered, and
+    # the connection closes after the failed-authentication delay; nothing of the frame is read
+    with _conn(server.listeners[1].addresses[0]) as s:
+        _request(s, *API_VERSIONS)
+        assert _response(s, *API_VERSIONS[:2])["ErrorCode"] == 0
+        t0 = time.monotonic()
+        s.sendall(struct.pack(">i", size) + b"\0" * 100)
+        assert _response(s, "Metadata", 12) is None
+        assert time.monotonic() - t0 >= FAILED_AUTHENTICATION_DELAY_MS / 1000 * 0.9
+    with server.lock:
+        notes = [e.text for e in server.cluster.events if type(e).__name__ == "Note"]
+    assert f"SASL: Failing SASL authentication due to invalid receive size ({size} bytes; " \
+           "sasl.server.max.receive.size 524288) (connection closed)" in notes
+    assert server.pool.in_use == 0                 # the request pool never reserved its bytes
+
+
 def test_each_listener_advertises_its_own_ports_and_plaintext_is_anonymous(server):
     with _conn(server.addresses[0]) as s:              # PLAINTEXT: no authentication, User:ANONYMOUS
         _request(s, *METADATA)

@@ -43,6 +43,9 @@ from .respond import error_response
 from .tables import sasl as st
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# sasl.server.max.receive.size (BrokerSecurityConfigs.DEFAULT_SASL_SERVER_MAX_RECEIVE_SIZE): the largest
+# frame SaslServerAuthenticator.authenticate reads before the client is authenticated
+SASL_SERVER_MAX_RECEIVE_SIZE = 524288
 SCRAM = {"SCRAM-SHA-256": ("sha256", 4096), "SCRAM-SHA-512": ("sha512", 4096)}   # ScramMechanism: hash, min iterations
 _NAME = re.compile(r"[^=,\s]+\Z")
 _PRINTABLE = r"[\x21-\x2b\x2d-\x7e]+"              # ScramMessages.PRINTABLE: \x21-\x7E but ","
@@ -215,6 +218,17 @@ class Authenticator:
     @property
     def state(self) -> str:
         return self.machine.state
+
+    @property
+    def max_receive(self) -> int | None:
+        """The largest frame size the connection may announce now (None: the listener's own bound)."""
+        return None if self.state == st.COMPLETE else SASL_SERVER_MAX_RECEIVE_SIZE
+
+    def refuse_size(self, size: int) -> tuple[str, bytes]:
+        """A size prefix outside 0..max_receive (NetworkReceive's InvalidReceiveException, which
+        SaslServerAuthenticator.authenticate turns into a failed authentication): closed unanswered."""
+        return self._fail("receive-too-large", f"Failing SASL authentication due to invalid receive size ({size} "
+                          f"bytes; sasl.server.max.receive.size {SASL_SERVER_MAX_RECEIVE_SIZE})", b"")
 
     def handle(self, frame: bytes) -> tuple[str, bytes]:
         if self.state == st.COMPLETE:

@@ -51,6 +51,7 @@ class _Direct:
     """A PLAINTEXT connection: each frame straight to the model."""
     principal = ANONYMOUS
     close_delay_s = 0.0
+    max_receive = None                    # socket.request.max.bytes only
 
     def __init__(self, cluster, broker: int, client: str):
         self.cluster, self.broker, self.client = cluster, broker, client

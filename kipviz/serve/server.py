@@ -579,6 +579,13 @@ class _Connection(asyncio.Protocol):
                 if len(self.buf) < 4:
                     break
                 size, = _SIZE.unpack_from(self.buf, 0)
+                limit = self.session.max_receive       # SASL before authentication: sasl.server.max.receive.size
+                if limit is not None and not 0 <= size <= limit:
+                    self.busy = True
+                    with srv.lock:
+                        self.session.refuse_size(size)
+                    self._broker_close(b"")
+                    return
                 if size < 0 or size > srv.socket_request_max_bytes:
                     srv._note(self, f"connection closed: request size {size} out of range")
                     self.close(f"bad size {size}")
@@ -639,11 +646,7 @@ class _Connection(asyncio.Protocol):
         srv.pool.release(reserved)              # Kafka releases a request's buffer once it is handled
         srv._route(done)
         if kind == "close":
-            delay = self.session.close_delay_s
-            if delay:                   # a failed authentication's answer and close wait (listeners.py)
-                srv._loop.call_later(delay, self._close_after, out)
-            else:
-                self._close_after(out)
+            self._broker_close(out)
             return
         if kind == "held":
             # the channel stays muted (the next request waits for this answer); a client that
@@ -656,6 +659,13 @@ class _Connection(asyncio.Protocol):
             self.busy = False
         if kind == "send":
             srv.timings.append((model_s, time.perf_counter() - t0))
+
+    def _broker_close(self, out: bytes) -> None:
+        delay = self.session.close_delay_s
+        if delay:                       # a failed authentication's answer and close wait (listeners.py)
+            self.srv._loop.call_later(delay, self._close_after, out)
+        else:
+            self._close_after(out)
 
     def _close_after(self, out: bytes) -> None:
         """Kafka's close, after its last answer if there is one (a failed SASL authentication's)."""
