@@ -10,7 +10,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON ?= $(abspath $(PY))
 
-.PHONY: setup lab lab-settings git-filter test bench lint fresh-check dot java tools browser voila clean sample-data audit notebooks lite
+.PHONY: setup lab lab-settings git-filter test bench lint fresh-check dot java tools browser js voila clean sample-data audit notebooks lite
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kipviz needs Python 3.11 or newer")'
@@ -69,6 +69,20 @@ browser:
 	  exit 1; \
 	fi
 
+# KafkaJS for the real-client tests (tests/test_serve_kafkajs.py): `npm ci` in tests/js from its
+# committed package-lock.json, again only when the lock file changed. Without node the tests skip.
+JS_STAMP := tests/js/node_modules/.kipviz-installed
+js:
+	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+	  echo "node/npm not found: the KafkaJS tests (tests/test_serve_kafkajs.py) will be skipped."; \
+	  echo "  Debian/Ubuntu: sudo apt-get install -y nodejs npm   (then: make js)"; \
+	  exit 0; \
+	fi; \
+	if [ ! -f $(JS_STAMP) ] || [ tests/js/package-lock.json -nt $(JS_STAMP) ]; then \
+	  echo "installing KafkaJS for the client tests (npm ci in tests/js)"; \
+	  npm ci --prefix tests/js --no-audit --no-fund --loglevel=error && touch $(JS_STAMP); \
+	fi
+
 # make lab PORT=8889 HOST=0.0.0.0: JupyterLab's port and address (given on the command line; default
 # 8888, or the next free one, on localhost). LAB_FLAGS: any other `jupyter lab` flags, added to these.
 # JupyterLab refuses to run as root unless told (containers, CI machines): --allow-root is added as root.
@@ -113,7 +127,7 @@ voila: setup
 	$(VENV)/bin/voila notebooks/voila
 
 # loadgroup + tests/browser/xdist_group.py: the browser tests share one worker (one notebook at a time)
-test: setup browser
+test: setup browser js
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -n 2 --dist loadgroup -p tests.browser.xdist_group -q
 
@@ -141,4 +155,4 @@ fresh-check:
 	git clone --quiet . "$$d/kipviz" && env -u VIRTUAL_ENV -u PYSPARK_PYTHON $(MAKE) -C "$$d/kipviz" test; rc=$$?; rm -rf "$$d"; exit $$rc
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis test-artifacts tests/browser/artifacts
+	rm -rf $(VENV) .pytest_cache .hypothesis test-artifacts tests/browser/artifacts tests/js/node_modules

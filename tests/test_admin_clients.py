@@ -5,7 +5,6 @@ cluster described, ACLs, and the hanging-transaction tools (KIP-664). Every wait
 client error line, an error callback or a model internal error fails the test."""
 from __future__ import annotations
 
-import logging
 import uuid
 
 import pytest
@@ -30,7 +29,7 @@ from confluent_kafka.admin import (  # noqa: E402
 from kafka.admin import KafkaAdminClient  # noqa: E402
 
 from kipviz.serve import Server  # noqa: E402
-from tests.client_logs import ErrorLines  # noqa: E402
+from tests.client_logs import rdkafka_and_kafka_python_logs  # noqa: E402
 
 WAIT_S = 20
 
@@ -46,16 +45,9 @@ def server():
 
 @pytest.fixture
 def logs(server):
-    h = ErrorLines()
-    rd = logging.getLogger(f"rdkafka.adm.{uuid.uuid4().hex[:6]}")
-    rd.propagate = False
-    rd.addHandler(h)
-    kp = logging.getLogger("kafka")
-    kp.addHandler(h)
-    errors: list[str] = []
-    yield {"logger": rd, "error_cb": lambda e: errors.append(str(e))}
-    kp.removeHandler(h)
-    assert h.lines == [] and errors == []
+    with rdkafka_and_kafka_python_logs("rdkafka.adm") as got:
+        yield {"logger": got["logger"], "error_cb": lambda e: got["errors"].append(str(e))}
+    assert got["lines"].lines == [] and got["errors"] == []
     assert server.cluster.internal_errors == []
 
 

@@ -1,14 +1,12 @@
 """SASL PLAIN and SCRAM-SHA-256/512 (kipviz.broker.sasl): through frames against the sans-IO
-Authenticator, the SCRAM arithmetic against RFC 7677's worked example, and real clients
-(librdkafka through confluent-kafka, kafka-python) with security.protocol=SASL_PLAINTEXT against a
-test-only listener (tests/sasl_listener.py) that puts an Authenticator in front of the model."""
+Authenticator and the SCRAM arithmetic against RFC 7677's worked example. Real clients through the
+SASL_PLAINTEXT listener of `kipviz serve`: tests/test_serve_sasl.py (librdkafka, kafka-python),
+test_serve_aiokafka.py and test_serve_kafkajs.py."""
 from __future__ import annotations
 
 import base64
 import hashlib
 import hmac
-import logging
-import uuid
 
 import pytest
 
@@ -67,13 +65,14 @@ def test_plain_through_frames_then_the_cluster_sees_the_principal():
     c = Cluster(acls=[Acl("User:alice", "TOPIC", "alice.", "ALL", pattern="PREFIXED"),
                       Acl("User:alice", "CLUSTER", "kafka-cluster", "DESCRIBE")])
     auth = Authenticator(c, Users.parse(USERS), client="10.0.0.1:5000", seed=1)
+    assert auth.max_receive == 524288               # sasl.server.max.receive.size until authenticated
     kind, out = auth.handle(frame("ApiVersions", 3, {"ClientSoftwareName": "t", "ClientSoftwareVersion": "1"}))
     assert kind == "send" and answer(out, "ApiVersions", 3)["ErrorCode"] == 0
     kind, hs = _handshake(auth, "PLAIN")
     assert (kind, hs["ErrorCode"], hs["Mechanisms"]) == ("send", 0, ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
     kind, out = auth.handle(frame("SaslAuthenticate", 2, {"AuthBytes": b"\0alice\0alice-secret"}))
     assert kind == "send" and answer(out, "SaslAuthenticate", 2)["ErrorCode"] == 0
-    assert auth.principal == "User:alice" and auth.state == "COMPLETE"
+    assert auth.principal == "User:alice" and auth.state == "COMPLETE" and auth.max_receive is None
     # now every frame is the cluster's, with alice's principal: her prefix is hers, bob's is not
     body = {"Topics": [{"Name": n, "NumPartitions": 1, "ReplicationFactor": 1, "Assignments": [], "Configs": []}
                        for n in ("alice.orders", "bob.orders")], "timeoutMs": 1000, "validateOnly": False}
@@ -146,100 +145,3 @@ def test_users_file_errors_are_one_readable_line(tmp_path):
     path = tmp_path / "users"
     path.write_text(USERS)
     assert sorted(Users.load(path).passwords) == ["alice", "bob"]
-
-
-# ---- real clients --------------------------------------------------------------------------------
-ck = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-
-from tests.client_logs import ErrorLines  # noqa: E402
-from tests.sasl_listener import SaslListener  # noqa: E402
-
-WAIT_S = 20
-
-
-def _acls():
-    return [Acl("User:alice", "TOPIC", "alice.", "ALL", pattern="PREFIXED"),
-            Acl("User:bob", "TOPIC", "bob.", "ALL", pattern="PREFIXED"),
-            Acl("User:*", "CLUSTER", "kafka-cluster", "DESCRIBE")]
-
-
-def _admin(srv, mechanism, user, password, errors, logs):
-    """A librdkafka admin client whose log lines and errors are collected (none may be an error)."""
-    log = logging.getLogger(f"rdkafka.sasl.{uuid.uuid4().hex[:6]}")
-    log.propagate = False
-    log.addHandler(logs)
-    return AdminClient({"bootstrap.servers": srv.bootstrap, "security.protocol": "SASL_PLAINTEXT",
-                        "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password,
-                        "error_cb": errors.append, "logger": log})
-
-
-@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
-def test_librdkafka_authenticates_and_meets_the_acls(mechanism):
-    errors, logs = [], ErrorLines()
-    with SaslListener({"alice": "alice-secret", "bob": "bob-secret"}, acls=_acls()) as srv:
-        admin = _admin(srv, mechanism, "alice", "alice-secret", errors, logs)
-        done = admin.create_topics([NewTopic(f"alice.{uuid.uuid4().hex[:6]}", 1, 1),
-                                    NewTopic("bob.not-yours", 1, 1)], request_timeout=WAIT_S)
-        results = {}
-        for name, fut in done.items():
-            try:
-                fut.result(WAIT_S)
-                results[name] = "ok"
-            except ck.KafkaException as e:
-                results[name] = e.args[0].name()
-        assert results["bob.not-yours"] == "TOPIC_AUTHORIZATION_FAILED"
-        assert [v for k, v in results.items() if k.startswith("alice.")] == ["ok"]
-        assert srv.authenticated and set(srv.authenticated) == {"User:alice"}
-        assert srv.cluster.internal_errors == []
-        del admin                                   # gone before the listener closes
-    assert errors == [] and logs.lines == []
-
-
-def test_librdkafka_with_a_wrong_password_gets_an_authentication_error():
-    errors, logs = [], ErrorLines()
-    with SaslListener({"alice": "alice-secret"}, acls=_acls()) as srv:
-        admin = _admin(srv, "SCRAM-SHA-256", "alice", "wrong", errors, logs)
-        with pytest.raises(ck.KafkaException):
-            admin.list_topics(timeout=3)
-        admin.poll(1)
-        del admin
-    assert any(e.code() == ck.KafkaError._AUTHENTICATION for e in errors), errors
-    assert any("invalid credentials with SASL mechanism SCRAM-SHA-256" in line for line in logs.lines)
-
-
-def test_kafka_python_authenticates_with_scram_and_is_refused_outside_its_prefix():
-    kafka = pytest.importorskip("kafka")
-    from kafka.admin import KafkaAdminClient
-    logging.getLogger("kafka").setLevel(logging.WARNING)
-    with SaslListener({"bob": "bob-secret"}, acls=_acls()) as srv:
-        admin = KafkaAdminClient(bootstrap_servers=srv.bootstrap, security_protocol="SASL_PLAINTEXT",
-                                 sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="bob",
-                                 sasl_plain_password="bob-secret", request_timeout_ms=WAIT_S * 1000)
-        try:
-            admin.create_topics({"bob.mine": {"num_partitions": 1, "replication_factor": 1}})
-            with pytest.raises(kafka.errors.TopicAuthorizationFailedError):
-                admin.create_topics({"alice.theirs": {"num_partitions": 1, "replication_factor": 1}})
-        finally:
-            admin.close()
-        assert "bob.mine" in srv.cluster.topics.by_name and "alice.theirs" not in srv.cluster.topics.by_name
-        assert srv.cluster.internal_errors == []
-
-
-def test_the_workshop_guides_shared_server_snippet_runs_and_isolates_learners():
-    """docs/workshop.md, 'A shared server': its code, run as written."""
-    from pathlib import Path
-    text = (Path(__file__).resolve().parent.parent / "docs" / "workshop.md").read_text()
-    block = text.split("## A shared server", 1)[1].split("```python", 1)[1].split("```", 1)[0]
-    scope = {"frame": frame("ApiVersions", 3, {"ClientSoftwareName": "t", "ClientSoftwareVersion": "1"})}
-    exec(compile(block, "workshop.md", "exec"), scope)             # noqa: S102 - the project's own doc
-    c = scope["cluster"]
-    assert scope["kind"] == "send" and scope["auth"].principal is None
-    assert c.authorized("User:ana", "TOPIC", "ana.orders", "WRITE")
-    assert c.authorized("User:ana", "GROUP", "ana.app", "READ")
-    assert not c.authorized("User:ana", "TOPIC", "ben.orders", "DESCRIBE")
-    assert c.authorized("User:host", "TOPIC", "ben.orders", "DELETE")
-    auth = Authenticator(c, scope["users"], seed=5)
-    _handshake(auth, "PLAIN")
-    auth.handle(frame("SaslAuthenticate", 2, {"AuthBytes": b"\0ana\0ana-pw"}))
-    assert auth.principal == "User:ana"

@@ -301,26 +301,27 @@ class Cluster:
 
     # ---- the front door ------------------------------------------------------------------------
     def handle(self, frame: bytes, *, broker: int = 0, client: str = "client-1",
-               principal: str = "User:ANONYMOUS") -> bytes:
+               principal: str = "User:ANONYMOUS", listener: str = "PLAINTEXT") -> bytes:
         """One request frame in, its response frame out; b"" when nothing is sent now (acks=0, a
         held request, or Kafka would close the connection: `dispatch` tells these apart)."""
-        return self.dispatch(frame, broker=broker, client=client, principal=principal)[1]
+        return self.dispatch(frame, broker=broker, client=client, principal=principal, listener=listener)[1]
 
     def dispatch(self, frame: bytes, *, broker: int = 0, client: str = "client-1",
-                 principal: str = "User:ANONYMOUS") -> tuple[str, bytes]:
+                 principal: str = "User:ANONYMOUS", listener: str = "PLAINTEXT") -> tuple[str, bytes]:
         """Like handle, with what the connection does: ("send", frame), ("none", b"") for a request
         Kafka never answers (acks=0), ("held", b"") for a request answered later (take_completed),
-        ("close", b"") where Kafka closes the connection. A frame that is not bytes is the caller's
-        mistake, not the model's: TypeError."""
+        ("close", b"") where Kafka closes the connection. `listener`: the listener the connection
+        came in on (brokers are advertised at their endpoints on it). A frame that is not bytes is
+        the caller's mistake, not the model's: TypeError."""
         if not isinstance(frame, (bytes, bytearray, memoryview)):
             raise TypeError(f"Cluster.handle takes a request frame as bytes, not {type(frame).__name__}")
         try:
-            out = self._dispatch(frame, broker, client, principal)
+            out = self._dispatch(frame, broker, client, principal, listener)
         finally:
             self._after()
         return out
 
-    def _dispatch(self, frame, broker, client, principal) -> tuple[str, bytes]:
+    def _dispatch(self, frame, broker, client, principal, listener) -> tuple[str, bytes]:
         try:
             unknown = api_versions.unknown_version(self.config, frame)     # answered in v0, body unread
             req = None if unknown is not None else codec.decode_request(frame, trailing_ok=True)  # FACTS (i)
@@ -348,7 +349,7 @@ class Cluster:
                 return "send", self._respond(broker, client, api, version, cid,
                                              error_response(api, version, req["body"], CODE["UNSUPPORTED_VERSION"]))
             return "close", self._unserved(api, version, served, broker, client, cid)
-        request = Request(api, version, cid, req["header"], req["body"], broker, client, principal)
+        request = Request(api, version, cid, req["header"], req["body"], broker, client, principal, listener)
         try:
             body = HANDLERS[api](self, request)
         except Exception as e:  # noqa: BLE001 - a model bug becomes UNKNOWN_SERVER_ERROR, and is recorded

@@ -75,6 +75,9 @@ class ClusterConfig:
     # ---- fields for a live cluster (kipviz serve); defaults keep the scenarios' frames as they were ----
     # advertised.listeners per broker id: (host, port). None: "broker-N":9092 for every broker.
     advertised_listeners: dict[int, tuple[str, int]] | None = None
+    # advertised.listeners on other listeners (`kipviz serve --users`: SASL_PLAINTEXT): listener name ->
+    # broker id -> (host, port). The PLAINTEXT ones are advertised_listeners above.
+    named_listeners: dict[str, dict[int, tuple[str, int]]] = field(default_factory=dict)
     # Fetch/ShareFetch long polling (Kafka's DelayedFetch / DelayedShareFetch): with nothing to return
     # the request is held up to MaxWaitMs or until MinBytes arrive. False (the kit's scenarios, which
     # drive time themselves): answered at once, as if MaxWaitMs were 0. `kipviz serve` sets True.
@@ -120,8 +123,13 @@ class ClusterConfig:
     def share_offset_reset(self, group_id: str) -> str:
         return self.share_group_offset_reset.get(group_id, self.share_auto_offset_reset)
 
-    def advertised(self, broker: int) -> tuple[str, int]:
-        """The host and port clients are told to reach `broker` at (advertised.listeners)."""
+    def advertised(self, broker: int, listener: str = "PLAINTEXT") -> tuple[str, int]:
+        """The host and port clients on `listener` are told to reach `broker` at (advertised.listeners:
+        a client is told the endpoints of the listener it connected to, as KafkaApis answers by
+        request.context.listenerName)."""
+        named = self.named_listeners.get(listener) if listener != "PLAINTEXT" else None
+        if named and broker in named:
+            return named[broker]
         if self.advertised_listeners and broker in self.advertised_listeners:
             return self.advertised_listeners[broker]
         return f"broker-{broker}", 9092

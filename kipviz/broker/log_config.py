@@ -324,9 +324,9 @@ def static_value(cluster, name: str, broker: int | None = None) -> str | None:
     if name == "super.users":
         return ";".join(cfg.super_users) or None
     if broker is not None and name in _PER_BROKER:
-        if name == "advertised.listeners":
-            host, port = cfg.advertised(broker)
-            return f"PLAINTEXT://{host}:{port}"
+        if name == "advertised.listeners":       # one NAME://host:port per listener, PLAINTEXT first
+            names = ["PLAINTEXT", *(n for n, by_broker in cfg.named_listeners.items() if broker in by_broker)]
+            return ",".join("{}://{}:{}".format(n, *cfg.advertised(broker, n)) for n in names)
         return "broker,controller" if name == "process.roles" else str(broker)
     return None
 
@@ -424,7 +424,7 @@ BROKER_CONFIGS: dict[str, Key] = {k.name: k for k in (
     _b("broker.id", "INT", "This broker's id (the same as node.id in KRaft)."),
     _b("node.id", "INT", "This node's id in the KRaft quorum."),
     _b("process.roles", "LIST", "broker, controller or both."),
-    _b("advertised.listeners", "LIST", "The addresses clients are told to connect to."),
+    _b("advertised.listeners", "LIST", "NAME://host:port per listener: where a client that came in on it is told to connect."),
     _b("auto.create.topics.enable", "BOOLEAN", "Whether a Metadata request may create a missing topic."),
     _b("num.partitions", "INT", "Partitions of a topic created without a count."),
     _b("offsets.topic.num.partitions", "INT", "Partitions of __consumer_offsets."),

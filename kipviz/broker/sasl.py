@@ -43,6 +43,9 @@ from .respond import error_response
 from .tables import sasl as st
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# sasl.server.max.receive.size (BrokerSecurityConfigs.DEFAULT_SASL_SERVER_MAX_RECEIVE_SIZE): the largest
+# frame SaslServerAuthenticator.authenticate reads before the client is authenticated
+SASL_SERVER_MAX_RECEIVE_SIZE = 524288
 SCRAM = {"SCRAM-SHA-256": ("sha256", 4096), "SCRAM-SHA-512": ("sha512", 4096)}   # ScramMechanism: hash, min iterations
 _NAME = re.compile(r"[^=,\s]+\Z")
 _PRINTABLE = r"[\x21-\x2b\x2d-\x7e]+"              # ScramMessages.PRINTABLE: \x21-\x7E but ","
@@ -197,11 +200,12 @@ class Authenticator:
     """One connection's SASL server (see the module text). `mechanisms`: sasl.enabled.mechanisms."""
 
     def __init__(self, cluster, users: Users, *, broker: int = 0, client: str = "client-1",
-                 mechanisms=MECHANISMS, seed: int | None = None):
+                 mechanisms=MECHANISMS, seed: int | None = None, listener: str = "SASL_PLAINTEXT"):
         unknown = [m for m in mechanisms if m not in MECHANISMS]
         if unknown or not mechanisms:
             raise ValueError(f"SASL mechanisms must be some of {', '.join(MECHANISMS)}, not {list(mechanisms)}")
         self.cluster, self.users, self.broker, self.client = cluster, users, broker, client
+        self.listener = listener           # the listener name Cluster.dispatch is told
         self.mechanisms = list(mechanisms)
         self.machine = Machine(st.TABLE, client, cluster.transition)
         self.principal: str | None = None
@@ -215,9 +219,21 @@ class Authenticator:
     def state(self) -> str:
         return self.machine.state
 
+    @property
+    def max_receive(self) -> int | None:
+        """The largest frame size the connection may announce now (None: the listener's own bound)."""
+        return None if self.state == st.COMPLETE else SASL_SERVER_MAX_RECEIVE_SIZE
+
+    def refuse_size(self, size: int) -> tuple[str, bytes]:
+        """A size prefix outside 0..max_receive (NetworkReceive's InvalidReceiveException, which
+        SaslServerAuthenticator.authenticate turns into a failed authentication): closed unanswered."""
+        return self._fail("receive-too-large", f"Failing SASL authentication due to invalid receive size ({size} "
+                          f"bytes; sasl.server.max.receive.size {SASL_SERVER_MAX_RECEIVE_SIZE})", b"")
+
     def handle(self, frame: bytes) -> tuple[str, bytes]:
         if self.state == st.COMPLETE:
-            return self.cluster.dispatch(frame, broker=self.broker, client=self.client, principal=self.principal)
+            return self.cluster.dispatch(frame, broker=self.broker, client=self.client, principal=self.principal,
+                                         listener=self.listener)
         if self.state == st.FAILED:
             return "close", b""
         if self._raw:
@@ -230,7 +246,7 @@ class Authenticator:
                               "with the wrong security protocol, it does not support KIP-43 or it is not a kafka "
                               "client.", b"")
         if api == "ApiVersions" and self.state == st.INITIAL:
-            kind, out = self.cluster.dispatch(frame, broker=self.broker, client=self.client)
+            kind, out = self.cluster.dispatch(frame, broker=self.broker, client=self.client, listener=self.listener)
             # an ApiVersions that failed (unsupported version, invalid fields) leaves the state as it is
             if kind == "send" and _error_code(out) == 0:
                 self.machine.fire("api-versions")

@@ -5,13 +5,17 @@
     kipviz serve --record out/live                # also write the session (kipviz analyze out/live)
     kipviz serve --retention-bytes -1             # keep every record (the default keeps 16 MiB per partition)
     kipviz serve --seed 7                         # the same cluster id, topic ids and member ids every start
+    kipviz serve --host 0.0.0.0 --users users.txt --acls acls.txt --super-users User:host
+                                                  # a shared server: SASL_PLAINTEXT on 9093 for learners,
+                                                  # PLAINTEXT on 127.0.0.1:9092 for the host's own tools
 
 Prints the bootstrap address and serves until Ctrl-C. Bad input (a release the kit does not model,
-a port in use, --speed <= 0): one line on stderr, exit 2. Listening on an address other than
-loopback prints one warning line on stderr: the server has no authentication."""
+a port in use, --speed <= 0, a bad users or ACL file): one line on stderr, exit 2. A PLAINTEXT
+listener on an address other than loopback prints one warning line on stderr: it has no
+authentication (with --users it stays on loopback; learners use SASL_PLAINTEXT). Who may do what
+with --users / --acls: kipviz.serve.listeners (docs/workshop.md, "A shared server")."""
 from __future__ import annotations
 
-import ipaddress
 import signal
 import sys
 import threading
@@ -45,20 +49,18 @@ def cmd_serve(args) -> int:
                 "log_segment_bytes": args.segment_bytes}
     if args.release is not None:
         settings["release"] = args.release
-    srv = Server(brokers=args.brokers, host=args.host, port=args.port, speed=args.speed, verbose=args.verbose,
-                 record=args.record, events_max=args.events_max, events_max_bytes=args.events_max_bytes,
-                 queued_max_request_bytes=args.queued_max_request_bytes,
-                 connections_max_idle_ms=args.connections_max_idle_ms, seed=args.seed, **settings)
+    settings.update(_access(args))
+    try:
+        srv = Server(brokers=args.brokers, host=args.host, port=args.port, speed=args.speed, verbose=args.verbose,
+                     record=args.record, events_max=args.events_max, events_max_bytes=args.events_max_bytes,
+                     queued_max_request_bytes=args.queued_max_request_bytes,
+                     connections_max_idle_ms=args.connections_max_idle_ms, seed=args.seed, **settings)
+    except ValueError as e:          # a bad users file, overlapping ports, super users without an authorizer
+        raise KipvizError(str(e)) from None
     stop = threading.Event()
     old = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     srv.start()
-    exposed = [h for h, _ in srv.addresses if not _loopback(h)]
-    if exposed:
-        print(f"kipviz serve: warning: listening on {exposed[0]}, not a loopback address: anyone who reaches it "
-              "can read, write and delete every topic (no authentication yet)", file=sys.stderr, flush=True)
-    print(f"kipviz serve: {args.brokers} broker(s), bootstrap.servers={srv.bootstrap}"
-          f" (release {args.release or 'newest'}, speed x{args.speed:g}, cluster id {srv.cluster.cluster_id},"
-          f" seed {srv.cluster.seed}); Ctrl-C stops", flush=True)
+    _say_started(args, srv)
     try:
         while not stop.wait(0.2):
             pass
@@ -78,19 +80,86 @@ def cmd_serve(args) -> int:
     return 0
 
 
+def _say_started(args, srv) -> None:
+    """The warning for a PLAINTEXT listener off loopback, then the bootstrap line(s)."""
+    exposed = [h for h, _ in srv.addresses if not _loopback(h)]
+    if exposed:
+        print(f"kipviz serve: warning: listening on {exposed[0]}, not a loopback address: anyone who reaches it "
+              "can read, write and delete every topic (no authentication: --users adds a SASL listener and "
+              "keeps this one on loopback)", file=sys.stderr, flush=True)
+    print(f"kipviz serve: {args.brokers} broker(s), bootstrap.servers={srv.bootstrap}"
+          f" (release {args.release or 'newest'}, speed x{args.speed:g}, cluster id {srv.cluster.cluster_id},"
+          f" seed {srv.cluster.seed}); Ctrl-C stops", flush=True)
+    if srv.sasl_bootstrap:
+        print(f"kipviz serve: SASL_PLAINTEXT bootstrap.servers={srv.sasl_bootstrap} "
+              f"({', '.join(srv.listeners[1].mechanisms)}; {len(srv.listeners[1].users.passwords)} user(s)); "
+              + _authorizer_line(srv.cluster), flush=True)
+
+
 def _loopback(host: str) -> bool:
+    from ..serve.listeners import is_loopback
+    return is_loopback(host)
+
+
+def _access(args) -> dict:
+    """--users, --sasl-port, --acls, --super-users, --allow-everyone-if-no-acl-found as Server's arguments."""
+    from ..broker.sasl import UsersError
+    from ..serve.acl_file import AclFileError, load_acls
+    from ..serve.listeners import users_from
     try:
-        return ipaddress.ip_address(host.split("%")[0]).is_loopback
-    except ValueError:
-        return False
+        out = {"users": None if args.users is None else users_from(args.users),
+               "acls": None if args.acls is None else load_acls(args.acls)}
+    except (UsersError, AclFileError) as e:
+        raise KipvizError(str(e)) from None
+    if args.sasl_port is not None:
+        if args.users is None:
+            raise KipvizError("--sasl-port needs --users (the SASL_PLAINTEXT listener's users)")
+        if not 0 <= args.sasl_port <= 65535 - args.brokers + 1:
+            raise KipvizError(f"--sasl-port {args.sasl_port} is out of range for {args.brokers} brokers")
+        out["sasl_port"] = args.sasl_port
+    if args.super_users is not None:
+        names = [p.strip() for p in args.super_users.replace(",", ";").split(";") if p.strip()]
+        bad = [p for p in names if ":" not in p]
+        if bad or not names:
+            raise KipvizError(f"--super-users {args.super_users!r}: principals like User:host, separated by ';'")
+        out["super_users"] = tuple(names)
+    if args.allow_everyone_if_no_acl_found is not None:
+        out["allow_everyone_if_no_acl_found"] = args.allow_everyone_if_no_acl_found == "true"
+    return out
+
+
+def _authorizer_line(cluster) -> str:
+    a = cluster.authorizer
+    if not a.enabled:
+        return "no authorizer"
+    supers = ", ".join(sorted(a.super_users)) or "none"
+    return (f"authorizer: {len(a.acls)} binding(s), allow.everyone.if.no.acl.found="
+            f"{'true' if a.allow_if_no_acl else 'false'}, super users {supers}")
+
+
+# who may connect and what they may do (kipviz.serve.listeners; docs/workshop.md, "A shared server")
+ACCESS_FLAGS = (
+    ("--users", {"metavar": "FILE", "help": "a SASL_PLAINTEXT listener too (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) "
+                 "with the users of FILE, one 'name = password' a line; the PLAINTEXT listener then stays on 127.0.0.1"}),
+    ("--sasl-port", {"type": int, "metavar": "PORT", "help": "first broker's SASL_PLAINTEXT port, the others "
+                     "consecutive (default: the port after the PLAINTEXT ones, 9093 for one broker; free ports with "
+                     "--port 0)"}),
+    ("--acls", {"metavar": "FILE", "help": "the authorizer's bindings, one 'ALLOW|DENY principal operation "
+                "resource-type name [LITERAL|PREFIXED]' a line (StandardAuthorizer's rules; default with --users: no "
+                "bindings and allow.everyone.if.no.acl.found=true)"}),
+    ("--super-users", {"metavar": "PRINCIPALS",
+                       "help": "super.users: principals allowed everything, e.g. 'User:host;User:admin'"}),
+    ("--allow-everyone-if-no-acl-found", {"choices": ("true", "false"), "help": "allow.everyone.if.no.acl.found "
+                                          "(default: false with --acls, as Kafka's; true with --users alone)"}),
+)
 
 
 def add_serve(sub) -> None:
     sv = sub.add_parser("serve", help="run the cluster model on real sockets for real Kafka clients")
     sv.add_argument("--brokers", type=int, default=1, help="modelled brokers, one listener each (default 1)")
     sv.add_argument("--host", default="127.0.0.1",
-                    help="address to listen on and advertise (default 127.0.0.1); any other than a loopback "
-                         "address prints a warning: the server has no authentication yet")
+                    help="address to listen on and advertise (default 127.0.0.1); without --users any other than "
+                         "a loopback address prints a warning: the PLAINTEXT listener has no authentication")
     sv.add_argument("--port", type=int, default=9092,
                     help="first broker's port, the others consecutive; 0 for free ports (default 9092)")
     sv.add_argument("--release", default=None, help="the Kafka release the brokers play (default: the newest)")
@@ -127,6 +196,8 @@ def add_serve(sub) -> None:
     sv.add_argument("--connections-max-idle-ms", type=int, default=600000, metavar="MS",
                     help="connections.max.idle.ms: a connection without traffic this long is closed "
                          "(default 600000, Kafka's 10 minutes)")
+    for flag, kw in ACCESS_FLAGS:
+        sv.add_argument(flag, default=None, **kw)
     sv.add_argument("-v", "--verbose", action="store_true",
                     help="one line per connection opened or closed, and the memory budget every 10 s when it changed")
     sv.set_defaults(func=cmd_serve)

@@ -10,14 +10,12 @@ The edge lives here (sockets, wall clock, one asyncio loop in a background threa
 does is the sans-IO model's (kipviz.broker), reached only through Cluster.dispatch,
 Cluster.take_completed, Cluster.advance and Cluster.connection_closed.
 
-A SASL_PLAINTEXT listener (not wired here yet) puts one kipviz.broker.sasl.Authenticator in front of
-each connection and calls it instead of Cluster.dispatch; it answers with the same kinds plus
-"close" after a failed authentication, and hands the frames to the cluster with the connection's
-principal once authenticated (Authenticator.principal):
+With users, a SASL_PLAINTEXT listener runs beside the plaintext one (kipviz.serve.listeners):
+each of its connections authenticates through a kipviz.broker.sasl.Authenticator before the model
+sees a request, then its frames reach Cluster.dispatch with the authenticated principal:
 
-    users = Users.load(path)                            # "name = password" per line
-    auth = Authenticator(srv.cluster, users, broker=b, client=peer)    # per connection
-    kind, out = auth.handle(frame)                      # under srv.lock, like Cluster.dispatch"""
+    with Server(users={"ana": "ana-pw"}, acls="acls.txt", super_users=("User:host",)) as srv:
+        print(srv.sasl_bootstrap)             # security.protocol=SASL_PLAINTEXT, sasl.mechanism=SCRAM-SHA-256, ..."""
 from __future__ import annotations
 
 from ..broker.sasl import Authenticator, Users

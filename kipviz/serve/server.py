@@ -20,7 +20,11 @@ than frame_timeout_ms ago but is still incomplete closes its connection (a slowl
 
 The virtual clock follows wall time (times `speed`), so MaxWaitMs, session timeouts, lock expiry and
 transaction timeouts fire as they would on a broker. One lock guards the model; the event loop and
-any notebook thread take it before touching the cluster."""
+any notebook thread take it before touching the cluster.
+
+Listeners (kipviz.serve.listeners): PLAINTEXT on port, port+1, ...; with `users`, also
+SASL_PLAINTEXT on sasl_port, sasl_port+1, ..., whose connections authenticate before the model
+sees a request. Each connection's frames go through the session its listener gives it."""
 from __future__ import annotations
 
 import asyncio
@@ -35,6 +39,7 @@ from collections.abc import Callable
 
 from ..broker import Cluster
 from .budget import DEFAULT_EVENTS_MAX_BYTES, DEFAULT_QUEUED_MAX_REQUEST_BYTES, RequestPool, lines
+from .listeners import PLAINTEXT, access_settings, acls_from, listeners_for, users_from
 
 MAX_REQUEST_BYTES = 104857600      # socket.request.max.bytes: a bigger size prefix closes the connection
 MIN_TICK_S, MAX_TICK_S = 0.002, 0.1    # virtual time catches up with the wall clock at the next timer
@@ -99,6 +104,36 @@ def _warm_up(config) -> None:
             pass
 
 
+def _cluster_for(cluster, brokers, seed, users, access: dict, cluster_settings: dict) -> Cluster:
+    """Server's cluster: the one given (which keeps its own authorizer), or a new one with the
+    access settings kipviz.serve.listeners derives from users and ACLs."""
+    if cluster is not None:
+        if tuple(access.values()) != (None, None, None):
+            raise ValueError("acls, super_users and allow_everyone_if_no_acl_found are the cluster's settings: "
+                             "give them to Cluster(...), or let Server make the cluster")
+        if brokers is not None and brokers != cluster.config.brokers:
+            raise ValueError(f"the cluster has {cluster.config.brokers} brokers, not {brokers}")
+        if seed is not None and seed != cluster.seed:
+            raise ValueError(f"the cluster was made with seed {cluster.seed}, not {seed}")
+        return cluster
+    settings = dict(cluster_settings, **access_settings(users=users is not None, acls=acls_from(access["acls"]),
+                                                        super_users=access["super_users"],
+                                                        allow_everyone_if_no_acl_found=access[
+                                                            "allow_everyone_if_no_acl_found"]))
+    seed = secrets.randbits(63) if seed is None else seed       # Kafka's ids are random per cluster; seed=N repeats them
+    return Cluster(brokers=brokers or 1, seed=seed, start_ms=int(time.time() * 1000), **settings)
+
+
+def _check_bounds(*, speed: float, **bounds) -> None:
+    if speed <= 0:
+        raise ValueError(f"--speed must be > 0, got {speed}")
+    for name, v in bounds.items():
+        if name in ("queued_max_request_bytes", "socket_request_max_bytes") and v < 1:
+            raise ValueError(f"{name} must be >= 1, got {v}")
+        if v is not None and v < 1:
+            raise ValueError(f"{name} must be >= 1 (or None for no bound), got {v}")
+
+
 class Server:
     """The model behind `brokers` TCP listeners on `host`: port, port+1, ... (0: free ports).
     start() returns once every listener is bound; stop() closes them and waits for the thread.
@@ -107,8 +142,14 @@ class Server:
     queued_max_request_bytes of request frames being read; socket_request_max_bytes per frame;
     connections_max_idle_ms without traffic and frame_timeout_ms for a started frame (None: no
     bound). log_dir: where partition logs keep their batches (None: a temporary directory removed
-    when the cluster is gone; False: in memory)."""
+    when the cluster is gone; False: in memory).
 
+    users (a dict name -> password, a Users, or a users file's path): a SASL_PLAINTEXT listener
+    too, on sasl_port.. (None: after the plaintext ports; 0 with port 0); acls (Acl list or an ACL
+    file's path), super_users, allow_everyone_if_no_acl_found: the authorizer of the cluster Server
+    makes, with the defaults kipviz.serve.listeners names (a Cluster passed in keeps its own)."""
+
+    # size: the constructor's body is one assignment per attribute of the server; the checks are _cluster_for's and _check_bounds'
     def __init__(self, cluster: Cluster | None = None, *, brokers: int | None = None, host: str = "127.0.0.1",
                  port: int = 0, speed: float = 1.0, verbose: bool = False,
                  log: Callable[[str], None] | None = None, events_max: int | None = DEFAULT_EVENTS_MAX,
@@ -117,23 +158,15 @@ class Server:
                  socket_request_max_bytes: int = MAX_REQUEST_BYTES,
                  connections_max_idle_ms: int | None = CONNECTIONS_MAX_IDLE_MS,
                  frame_timeout_ms: int | None = FRAME_TIMEOUT_MS, log_dir=None,
-                 record=None, seed: int | None = None, **cluster_settings):
-        if cluster is None:     # Kafka's cluster id and member ids are random per cluster; seed=N repeats them
-            seed = secrets.randbits(63) if seed is None else seed
-            cluster = Cluster(brokers=brokers or 1, seed=seed, start_ms=int(time.time() * 1000), **cluster_settings)
-        elif brokers is not None and brokers != cluster.config.brokers:
-            raise ValueError(f"the cluster has {cluster.config.brokers} brokers, not {brokers}")
-        elif seed is not None and seed != cluster.seed:
-            raise ValueError(f"the cluster was made with seed {cluster.seed}, not {seed}")
-        if speed <= 0:
-            raise ValueError(f"--speed must be > 0, got {speed}")
-        for name, v in (("queued_max_request_bytes", queued_max_request_bytes),
-                        ("socket_request_max_bytes", socket_request_max_bytes)):
-            if v < 1:
-                raise ValueError(f"{name} must be >= 1, got {v}")
-        for name, v in (("connections_max_idle_ms", connections_max_idle_ms), ("frame_timeout_ms", frame_timeout_ms)):
-            if v is not None and v < 1:
-                raise ValueError(f"{name} must be >= 1 (or None for no bound), got {v}")
+                 record=None, seed: int | None = None, users=None, sasl_port: int | None = None, acls=None,
+                 super_users=None, allow_everyone_if_no_acl_found: bool | None = None, **cluster_settings):
+        users = None if users is None else users_from(users)
+        access = {"acls": acls, "super_users": super_users,
+                  "allow_everyone_if_no_acl_found": allow_everyone_if_no_acl_found}
+        cluster = _cluster_for(cluster, brokers, seed, users, access, cluster_settings)
+        _check_bounds(speed=speed, queued_max_request_bytes=queued_max_request_bytes,
+                      socket_request_max_bytes=socket_request_max_bytes,
+                      connections_max_idle_ms=connections_max_idle_ms, frame_timeout_ms=frame_timeout_ms)
         self.cluster = cluster
         cluster.config.long_poll = True             # a live broker holds Fetch/ShareFetch (DelayedFetch)
         if events_max is not None and cluster.config.events_max is None:
@@ -157,10 +190,11 @@ class Server:
             self.recorder = Recorder(record, cluster)
             cluster.config.events_spill = self.recorder.spill
         self.host, self.port, self.speed = host, port, speed
+        self.listeners = listeners_for(host, port, cluster.config.brokers, users, sasl_port)
         self.verbose = verbose
         self.log = log or (lambda line: print(line, flush=True))
         self.lock = threading.RLock()
-        self.addresses: list[tuple[str, int]] = []
+        self.addresses: list[tuple[str, int]] = self.listeners[0].addresses    # PLAINTEXT's
         self.connections = 0                         # accepted so far
         self.open_connections = 0
         self.requests = 0
@@ -189,6 +223,11 @@ class Server:
     def bootstrap(self) -> str:
         """bootstrap.servers for a client: every broker's host:port."""
         return ",".join(f"{h}:{p}" for h, p in self.addresses)
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        """bootstrap.servers for a SASL_PLAINTEXT client ("" without users)."""
+        return ",".join(f"{h}:{p}" for li in self.listeners[1:] for h, p in li.addresses)
 
     @property
     def log_dir(self):
@@ -324,14 +363,17 @@ class Server:
     async def _serve_until_stopped(self) -> None:
         n = self.cluster.config.brokers
         loop = asyncio.get_running_loop()
-        for b in range(n):
-            port = 0 if self.port == 0 else self.port + b
-            srv = await loop.create_server(lambda b=b: _Connection(self, b), self.host, port, reuse_address=True)
-            self._servers.append(srv)
-            self.addresses.append(srv.sockets[0].getsockname()[:2])
+        for li in self.listeners:
+            for b in range(n):
+                srv = await loop.create_server(lambda b=b, li=li: _Connection(self, b, li), li.host, li.port_of(b),
+                                               reuse_address=True)
+                self._servers.append(srv)
+                li.addresses.append(srv.sockets[0].getsockname()[:2])
         with self.lock:
             # advertised.listeners: the real addresses, told to clients by the model itself
             self.cluster.config.advertised_listeners = {b: a for b, a in enumerate(self.addresses)}
+            self.cluster.config.named_listeners = {li.name: dict(enumerate(li.addresses)) for li in self.listeners
+                                                   if li.name != PLAINTEXT}
         self._stop_event = asyncio.Event()
         self._ready.set()
         ticker = asyncio.ensure_future(self._tick())
@@ -428,8 +470,9 @@ class Server:
 class _Connection(asyncio.Protocol):
     """One client connection (SocketServer's KafkaChannel, with the Processor's muting)."""
 
-    def __init__(self, server: Server, broker: int):
-        self.srv, self.broker = server, broker
+    def __init__(self, server: Server, broker: int, listener):
+        self.srv, self.broker, self.listener = server, broker, listener
+        self.session = None               # the listener's (kipviz.serve.listeners): Kafka's authenticator, or none
         self.transport: asyncio.Transport | None = None
         self.client = "?"
         self.buf = bytearray()
@@ -454,6 +497,8 @@ class _Connection(asyncio.Protocol):
         self.client = f"{peer[0]}:{peer[1]}"
         self.active = srv._loop.time()
         srv._conns[(self.client, self.broker)] = self
+        with srv.lock:
+            self.session = self.listener.session(srv.cluster, self.broker, self.client)
         srv.connections += 1
         srv.open_connections += 1
         srv._say(f"broker {self.broker}: connection from {self.client}")
@@ -534,6 +579,13 @@ class _Connection(asyncio.Protocol):
                 if len(self.buf) < 4:
                     break
                 size, = _SIZE.unpack_from(self.buf, 0)
+                limit = self.session.max_receive       # SASL before authentication: sasl.server.max.receive.size
+                if limit is not None and not 0 <= size <= limit:
+                    self.busy = True
+                    with srv.lock:
+                        self.session.refuse_size(size)
+                    self._broker_close(b"")
+                    return
                 if size < 0 or size > srv.socket_request_max_bytes:
                     srv._note(self, f"connection closed: request size {size} out of range")
                     self.close(f"bad size {size}")
@@ -587,14 +639,14 @@ class _Connection(asyncio.Protocol):
             if srv.recorder is not None:
                 srv.recorder.sent((self.client, self.broker), True, frame)
             t1 = time.perf_counter()
-            kind, out = c.dispatch(frame, broker=self.broker, client=self.client)
+            kind, out = self.session.handle(frame)
             model_s = time.perf_counter() - t1
             done = c.take_completed()
         reserved, self.reserved = self.reserved, 0
         srv.pool.release(reserved)              # Kafka releases a request's buffer once it is handled
         srv._route(done)
         if kind == "close":
-            self.close("closed by the broker (a request it cannot read or does not serve, or an acks=0 error)")
+            self._broker_close(out)
             return
         if kind == "held":
             # the channel stays muted (the next request waits for this answer); a client that
@@ -607,6 +659,20 @@ class _Connection(asyncio.Protocol):
             self.busy = False
         if kind == "send":
             srv.timings.append((model_s, time.perf_counter() - t0))
+
+    def _broker_close(self, out: bytes) -> None:
+        delay = self.session.close_delay_s
+        if delay:                       # a failed authentication's answer and close wait (listeners.py)
+            self.srv._loop.call_later(delay, self._close_after, out)
+        else:
+            self._close_after(out)
+
+    def _close_after(self, out: bytes) -> None:
+        """Kafka's close, after its last answer if there is one (a failed SASL authentication's)."""
+        if out:
+            self._send(out)
+        self.close("closed by the broker (a request it cannot read or does not serve, an acks=0 error, "
+                   "or a failed authentication)")
 
     def _send(self, out: bytes) -> None:
         srv = self.srv

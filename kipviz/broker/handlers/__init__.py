@@ -27,6 +27,9 @@ class Request:
     broker: int
     client: str
     principal: str
+    # the listener the connection came in on (RequestContext.listenerName): brokers are told at
+    # their endpoint on the same listener
+    listener: str = "PLAINTEXT"
 
 
 def handles(*apis: str):

@@ -233,7 +233,7 @@ def describe_cluster(cluster, req: Request) -> dict:
     for b in range(cluster.config.brokers):
         if b in cluster.down and not fenced:
             continue
-        host, port = cluster.config.advertised(b)
+        host, port = cluster.config.advertised(b, req.listener)
         top["Brokers"].append({"BrokerId": b, "Host": host, "Port": port, "Rack": None, "IsFenced": b in cluster.down})
     cid = controller_id(cluster)
     top["ControllerId"] = cid if any(x["BrokerId"] == cid for x in top["Brokers"]) else -1

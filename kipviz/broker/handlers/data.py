@@ -408,7 +408,7 @@ def produce(cluster, req: Request) -> dict:
             return CLOSE
         return None
     return shape("ProduceResponse", v, {"Responses": responses, "ThrottleTimeMs": 0,
-                                        "NodeEndpoints": [node(cluster, b) for b in sorted(leaders)]})
+                                        "NodeEndpoints": [node(cluster, b, req.listener) for b in sorted(leaders)]})
 
 
 # ---- Fetch ------------------------------------------------------------------------------------------
@@ -562,7 +562,7 @@ def _fetch(cluster, req: Request) -> dict:
             parts.append(r)
         top["Responses"].append({"Topic": t.get("Topic"), "TopicId": t.get("TopicId") or ZERO_UUID,
                                  "Partitions": parts})
-    top["NodeEndpoints"] = [node(cluster, b) for b in sorted(leaders)]
+    top["NodeEndpoints"] = [node(cluster, b, req.listener) for b in sorted(leaders)]
     return shape("FetchResponse", v, top)
 
 

@@ -83,9 +83,10 @@ def is_zero(topic_id) -> bool:
     return topic_id is None or topic_id == ZERO_UUID
 
 
-def node(cluster, broker: int) -> dict:
-    """A broker as clients see it: its advertised listener (ClusterConfig.advertised_listeners)."""
-    host, port = cluster.config.advertised(broker)
+def node(cluster, broker: int, listener: str = "PLAINTEXT") -> dict:
+    """A broker as clients see it: its advertised endpoint on the request's listener
+    (ClusterConfig.advertised; KafkaApis asks the metadata cache by request.context.listenerName)."""
+    host, port = cluster.config.advertised(broker, listener)
     return {"NodeId": broker, "Host": host, "Port": port, "Rack": None}
 
 
@@ -239,7 +240,7 @@ def metadata(cluster, req: Request) -> dict:
     all_topics = requested is None or (v == 0 and not requested)
     include_ops = v >= 8 and bool(body.get("IncludeTopicAuthorizedOperations"))
     topics: list[dict] = []
-    top = {"ThrottleTimeMs": 0, "Brokers": [node(cluster, b) for b in live_brokers(cluster)],
+    top = {"ThrottleTimeMs": 0, "Brokers": [node(cluster, b, req.listener) for b in live_brokers(cluster)],
            "ClusterId": cluster_id(cluster), "ControllerId": controller_id(cluster), "Topics": topics,
            "ClusterAuthorizedOperations": INT32_MIN, "ErrorCode": 0}
     if v >= 8 and body.get("IncludeClusterAuthorizedOperations"):
@@ -581,7 +582,7 @@ def coordinator(cluster, req: Request, key_type: int, key: str) -> tuple[int, di
     log = cluster.topics.partition(topic, p)
     if log is None or not leader_alive(cluster, log):
         return CODE["COORDINATOR_NOT_AVAILABLE"], NO_NODE
-    return 0, node(cluster, log.leader)
+    return 0, node(cluster, log.leader, req.listener)
 
 
 ERRORS["FindCoordinator"] = (

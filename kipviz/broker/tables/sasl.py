@@ -38,5 +38,10 @@ TABLE = Table(
             note="SASL_AUTHENTICATION_FAILED (or ILLEGAL_SASL_STATE for another request), then the connection closes"),
         Row(INITIAL, "unexpected-request", FAILED, note="not ApiVersions or SaslHandshake: the connection closes"),
         Row(HANDSHAKE, "unexpected-request", FAILED, note="as from INITIAL_REQUEST (also a second ApiVersions)"),
+        Row(INITIAL, "receive-too-large", FAILED,
+            note="a size prefix over sasl.server.max.receive.size (512 KiB) before authentication: "
+                 "'Failing SASL authentication due to invalid receive size', no answer, the connection closes"),
+        Row(HANDSHAKE, "receive-too-large", FAILED, note="as from INITIAL_REQUEST"),
+        Row(AUTHENTICATE, "receive-too-large", FAILED, note="as from INITIAL_REQUEST"),
     ),
 )
