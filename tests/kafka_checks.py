@@ -56,8 +56,29 @@ def produce(bootstrap: str) -> dict:
                 committed.append([v, offset])
             offset += 1
         offset += 1                                   # the marker takes an offset
-    tx.close(WAIT_S) if hasattr(tx, "close") else None
+    # the timestamps as the cluster stores them, read by a plain librdkafka consumer (kipviz's broker
+    # keeps its append time: kipviz/broker/handlers/data.py)
+    stamps = _stored_timestamps(bootstrap, PLAIN, 2)
+    for row in plain:
+        row["timestamp_ms"] = stamps[(row["partition"], row["offset"])]
+    plain.sort(key=lambda r: (r["partition"], r["offset"]))
     return {"plain": plain, "txn_all": everything, "txn_committed": committed}
+
+
+def _stored_timestamps(bootstrap: str, topic: str, partitions: int) -> dict:
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "log_level": 3, "group.id": "checks",
+                  "enable.partition.eof": True, "isolation.level": "read_uncommitted"})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out, eof, end = {}, set(), time.monotonic() + WAIT_S
+    while len(eof) < partitions and time.monotonic() < end:
+        for m in c.consume(100, 0.5):
+            if m.error() is None:
+                out[(m.partition(), m.offset())] = m.timestamp()[1]
+            else:
+                eof.add(m.partition())
+    c.close()
+    return out
 
 
 def _rows(df) -> list[dict]:
@@ -116,7 +137,7 @@ def streaming_pickup(spark, bootstrap: str, n: int = 6, timeout_s: float = 90) -
         batches = [pr for pr in q.recentProgress if pr["numInputRows"]]
         return {"before": before, "seen": seen, "seconds": round(took, 2), "batches_with_rows": len(batches),
                 "max_rows_per_batch": max((pr["numInputRows"] for pr in batches), default=0),
-                "exception": None if q.exception() is None else str(q.exception())[:300]}
+                "exception": None if q.exception() is None else str(q.exception())[-3000:]}
     finally:
         q.stop()
 

@@ -17,6 +17,8 @@ connector/kafka-0-10-sql/.../kafka010/KafkaSourceProvider.scala):
     kafkaConsumer.pollTimeoutMs        how long a task waits for a record before it fails (Spark: 120000;
                                        the kit: 30000, so a dead broker fails a notebook cell in seconds)
     groupIdPrefix, kafka.group.id      the group.id of the reading consumers (they assign, never join)
+    metadataTimeoutMs                  the kit's: how long the driver waits for partitions and watermarks
+                                       (default 10000)
 
 Pure Python with confluent-kafka: what the driver (Spark's Python planner worker) asks the cluster
 -- partitions, watermarks -- lives here too, so a bad option or an unreachable cluster is one
@@ -27,7 +29,7 @@ import json
 import math
 import re
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..errors import KipvizError
 
@@ -109,7 +111,7 @@ class Options:
     fail_on_data_loss: bool = True
     poll_timeout_ms: int = POLL_TIMEOUT_MS
     read_committed: bool = False
-    extra: dict = field(default_factory=dict)
+    metadata_timeout_s: float = METADATA_TIMEOUT_S
 
     @property
     def bootstrap(self) -> str:
@@ -160,6 +162,7 @@ def parse(options, *, streaming: bool) -> Options:
     o.max_offsets = _int(opts, "maxOffsetsPerTrigger", None)
     o.min_partitions = _int(opts, "minPartitions", None)
     o.poll_timeout_ms = _int(opts, "kafkaConsumer.pollTimeoutMs", POLL_TIMEOUT_MS)
+    o.metadata_timeout_s = _int(opts, "metadataTimeoutMs", int(METADATA_TIMEOUT_S * 1000)) / 1000
     level = conf.get("isolation.level", "read_uncommitted").lower()
     if level not in ("read_uncommitted", "read_committed"):
         raise _error(f"kafka.isolation.level must be read_uncommitted or read_committed, got {level!r}")
@@ -188,8 +191,8 @@ def _kafka_text(e) -> str:
 class Cluster:
     """The driver's view of the cluster: partitions and watermarks, each call bounded in time."""
 
-    def __init__(self, o: Options, timeout_s: float = METADATA_TIMEOUT_S):
-        self.o, self.timeout_s = o, timeout_s
+    def __init__(self, o: Options):
+        self.o, self.timeout_s = o, o.metadata_timeout_s
         self.c = consumer(o.conf)
 
     def close(self) -> None:

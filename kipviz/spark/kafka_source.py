@@ -170,7 +170,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         latest = {tp: max(marks[tp][1], frm[tp]) for tp in tps}
         self._latest = ko.to_json(latest)
         if isinstance(limit, ReadMaxRows):
-            latest = ko.rate_limit(limit.maxRows, frm, latest)
+            latest = ko.rate_limit(limit.max_rows, frm, latest)      # (its docstring says maxRows)
         return ko.to_json(latest)
 
     def reportLatestOffset(self):

@@ -1,0 +1,187 @@
+"""Real Spark clusters for the tests, started from the pyspark wheel on 127.0.0.1, one of each per
+test process (session-scoped), each stopped by its PID and bounded in time:
+
+    standalone     a standalone master and two workers (1 core, 512 MB each): "spark://127.0.0.1:P"
+    connect        a Spark Connect server on local[2]: "sc://127.0.0.1:P"
+    kafka_cluster  a `kipviz serve` cluster holding tests.kafka_checks.produce()'s records
+
+Test modules import the fixtures (`from tests.spark_cluster import standalone  # noqa: F401`). The
+drivers that use the clusters run in subprocesses (kipviz's CLI, tests.kafka_checks): a classic
+and a Connect session do not mix in one Python process, and the tests' own local[2] session holds
+this one."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+START_TIMEOUT_S = 120
+DAEMON_MEMORY = "160m"           # the master's and workers' own JVMs
+WORKER_MEMORY = "512m"           # what each worker offers its executor
+
+
+def spark_home() -> str:
+    from pyspark.find_spark_home import _find_spark_home
+    return _find_spark_home()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def env() -> dict:
+    """The environment of every Spark process the tests start: loopback, errors-only logging,
+    this interpreter for the Python workers."""
+    from kipviz.spark.session import LOG4J2
+    e = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_HOME=spark_home(), PYSPARK_PYTHON=sys.executable,
+             SPARK_DAEMON_MEMORY=DAEMON_MEMORY, SPARK_CONNECT_MODE="0",
+             SPARK_DAEMON_JAVA_OPTS=f"-Dlog4j.configurationFile={LOG4J2.as_uri()} -XX:+UseSerialGC")
+    for k in ("KIPVIZ_SPARK_MASTER", "KIPVIZ_SPARK_REMOTE", "SPARK_REMOTE", "PYSPARK_SUBMIT_ARGS"):
+        e.pop(k, None)
+    return e
+
+
+def _wait(what: str, ready, procs, timeout_s: float = START_TIMEOUT_S, log: Path | None = None):
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        for p in procs:
+            if p.poll() is not None:
+                raise RuntimeError(f"{what} exited with {p.returncode}: {log.read_text()[-2000:] if log else ''}")
+        got = ready()
+        if got:
+            return got
+        time.sleep(0.5)
+    raise RuntimeError(f"{what} not ready within {timeout_s} s: {log.read_text()[-2000:] if log else ''}")
+
+
+def stop(procs, timeout_s: float = 20) -> None:
+    """SIGTERM each process by its PID, then SIGKILL what is still there after timeout_s."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    end = time.monotonic() + timeout_s
+    for p in procs:
+        try:
+            p.wait(max(0.1, end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(5)
+
+
+def _alive_workers(ui_port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=2) as r:
+            return json.load(r).get("aliveworkers", 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def start_standalone(workdir: Path, workers: int = 2):
+    """(master URL, processes, log): a master and `workers` workers, each a JVM of the wheel."""
+    home, e = spark_home(), env()
+    port, ui = free_port(), free_port()
+    log = workdir / "standalone.log"
+    out = open(log, "ab")
+    cls = [f"{home}/bin/spark-class"]
+    procs = [subprocess.Popen(cls + ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
+                                     str(port), "--webui-port", str(ui)], env=e, stdout=out, stderr=out)]
+    url = f"spark://127.0.0.1:{port}"
+    try:
+        for i in range(workers):
+            procs.append(subprocess.Popen(cls + ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                                                 "--cores", "1", "--memory", WORKER_MEMORY, "--webui-port",
+                                                 str(free_port()), "--work-dir", str(workdir / f"worker{i}"), url],
+                                          env=e, stdout=out, stderr=out))
+        _wait("the standalone cluster", lambda: _alive_workers(ui) >= workers, procs, log=log)
+    except BaseException:
+        stop(procs)
+        raise
+    return url, procs, log
+
+
+def start_connect(workdir: Path):
+    """(sc:// URL, process, log): a Spark Connect server on local[2] (one JVM for every client)."""
+    from kipviz.spark.session import DEFAULTS, JAVA_OPTIONS, LOG4J2
+    home, port = spark_home(), free_port()
+    log = workdir / "connect.log"
+    conf = {**DEFAULTS, "spark.connect.grpc.binding.address": "127.0.0.1", "spark.connect.grpc.binding.port": port,
+            "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+            "spark.sql.shuffle.partitions": "2", "spark.sql.adaptive.enabled": "false",
+            "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile={LOG4J2.as_uri()} {JAVA_OPTIONS}"}
+    cmd = [f"{home}/bin/spark-submit", "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+           "--name", "kipviz Spark Connect", "--master", "local[2]", "--driver-memory", "768m"]
+    for k, v in conf.items():
+        cmd += ["--conf", f"{k}={v}"]
+    p = subprocess.Popen(cmd, env=env(), stdout=open(log, "ab"), stderr=subprocess.STDOUT)
+
+    def listening():
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+    try:
+        _wait("the Spark Connect server", listening, [p], log=log)
+    except BaseException:
+        stop([p])
+        raise
+    return f"sc://127.0.0.1:{port}", p, log
+
+
+@pytest.fixture(scope="session")
+def standalone():
+    with tempfile.TemporaryDirectory(prefix="kipviz-standalone-") as d:
+        url, procs, _ = start_standalone(Path(d))
+        try:
+            yield url
+        finally:
+            stop(procs)
+
+
+@pytest.fixture(scope="session")
+def connect():
+    with tempfile.TemporaryDirectory(prefix="kipviz-connect-") as d:
+        url, p, _ = start_connect(Path(d))
+        try:
+            yield url
+        finally:
+            stop([p])
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster():
+    """(bootstrap, what a reader must see) of a kipviz serve cluster holding the checks' records."""
+    from kipviz.serve import Server
+    from tests.kafka_checks import produce
+    srv = Server(brokers=1, log=lambda line: None).start()
+    try:
+        yield srv.bootstrap, produce(srv.bootstrap)
+    finally:
+        srv.stop()
+
+
+def run_checks(bootstrap: str, *, master: str | None = None, remote: str | None = None, timeout_s: float = 300):
+    """tests.kafka_checks in a subprocess on `master` or `remote`: what it read, as JSON."""
+    where = ["--master", master] if master else ["--remote", remote]
+    done = subprocess.run([sys.executable, "-m", "tests.kafka_checks", *where, bootstrap], cwd=ROOT, env=env(),
+                          capture_output=True, text=True, timeout=timeout_s)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def cli(*args: str, timeout_s: float = 300) -> subprocess.CompletedProcess:
+    """`kipviz ARGS` as a user runs it, in this environment."""
+    return subprocess.run([sys.executable, "-c", "import sys; from kipviz.cli import main; sys.exit(main())", *args],
+                          cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout_s)
