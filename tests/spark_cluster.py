@@ -25,9 +25,22 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-START_TIMEOUT_S = 120
+START_TIMEOUT_S = 240
 DAEMON_MEMORY = "160m"           # the master's and workers' own JVMs
-WORKER_MEMORY = "512m"           # what each worker offers its executor
+WORKER_MEMORY = "640m"           # what each worker offers its executor ...
+# ... which must fit the executor Spark asks for (1g by default): the drivers' spark-defaults.conf
+DRIVER_DEFAULTS = {"spark.executor.memory": "512m", "spark.executor.cores": "1", "spark.cores.max": "2",
+                   "spark.executor.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"}
+_CONF_DIR: list = []
+
+
+def conf_dir() -> str:
+    """A SPARK_CONF_DIR whose spark-defaults.conf holds DRIVER_DEFAULTS (made once per process)."""
+    if not _CONF_DIR:
+        d = tempfile.mkdtemp(prefix="kipviz-spark-conf-")
+        Path(d, "spark-defaults.conf").write_text("".join(f"{k} {v}\n" for k, v in DRIVER_DEFAULTS.items()))
+        _CONF_DIR.append(d)
+    return _CONF_DIR[0]
 
 
 def spark_home() -> str:
@@ -46,8 +59,11 @@ def env() -> dict:
     this interpreter for the Python workers."""
     from kipviz.spark.session import LOG4J2
     e = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_HOME=spark_home(), PYSPARK_PYTHON=sys.executable,
-             SPARK_DAEMON_MEMORY=DAEMON_MEMORY, SPARK_CONNECT_MODE="0",
-             SPARK_DAEMON_JAVA_OPTS=f"-Dlog4j.configurationFile={LOG4J2.as_uri()} -XX:+UseSerialGC")
+             SPARK_DAEMON_MEMORY=DAEMON_MEMORY, SPARK_CONNECT_MODE="0", SPARK_CONF_DIR=conf_dir(),
+             SPARK_DAEMON_JAVA_OPTS=f"-Dlog4j.configurationFile={LOG4J2.as_uri()} -XX:+UseSerialGC "
+                                    "-XX:TieredStopAtLevel=1",
+             # the master's REST submission server would take port 6066 (fixed): off
+             SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false")
     for k in ("KIPVIZ_SPARK_MASTER", "KIPVIZ_SPARK_REMOTE", "SPARK_REMOTE", "PYSPARK_SUBMIT_ARGS"):
         e.pop(k, None)
     return e
