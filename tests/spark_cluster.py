@@ -140,7 +140,9 @@ def start_connect(workdir: Path):
            "--name", "kipviz Spark Connect", "--master", "local[2]", "--driver-memory", "768m"]
     for k, v in conf.items():
         cmd += ["--conf", f"{k}={v}"]
-    p = subprocess.Popen(cmd, env=env(), stdout=open(log, "ab"), stderr=subprocess.STDOUT)
+    # the launcher counts the Connect server as a daemon: without this its heap would be DAEMON_MEMORY
+    e = {k: v for k, v in env().items() if k not in ("SPARK_DAEMON_MEMORY", "SPARK_DAEMON_JAVA_OPTS")}
+    p = subprocess.Popen(cmd, env=e, stdout=open(log, "ab"), stderr=subprocess.STDOUT)
 
     def listening():
         try:
