@@ -134,9 +134,10 @@ def streaming_pickup(spark, bootstrap: str, n: int = 6, timeout_s: float = 90) -
             time.sleep(0.3)
             seen = sorted(r.value for r in spark.sql(f"SELECT value FROM {name}").collect())
         took = time.monotonic() - t0
-        batches = [pr for pr in q.recentProgress if pr["numInputRows"]]
+        # the property, not pr["numInputRows"]: a Connect client's progress (from JSON) has only the sources' counts
+        batches = [pr.numInputRows for pr in q.recentProgress if pr.numInputRows]
         return {"before": before, "seen": seen, "seconds": round(took, 2), "batches_with_rows": len(batches),
-                "max_rows_per_batch": max((pr["numInputRows"] for pr in batches), default=0),
+                "max_rows_per_batch": max(batches, default=0),
                 "exception": None if q.exception() is None else str(q.exception())[-3000:]}
     finally:
         q.stop()
