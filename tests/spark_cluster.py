@@ -190,7 +190,7 @@ def kafka_cluster():
         srv.stop()
 
 
-def run_checks(bootstrap: str, *, master: str | None = None, remote: str | None = None, timeout_s: float = 300):
+def run_checks(bootstrap: str, *, master: str | None = None, remote: str | None = None, timeout_s: float = 600):
     """tests.kafka_checks in a subprocess on `master` or `remote`: what it read, as JSON."""
     where = ["--master", master] if master else ["--remote", remote]
     done = subprocess.run([sys.executable, "-m", "tests.kafka_checks", *where, bootstrap], cwd=ROOT, env=env(),
