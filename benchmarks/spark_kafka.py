@@ -99,6 +99,7 @@ def latency(spark, bootstrap: str, rate: int = 20, seconds: float = 10) -> dict:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    from kipviz.spark.kafka_source import start_query
     from kipviz.spark.plots import step_chart
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
     for f in admin.create_topics([NewTopic("latency", 1, 1)]).values():
@@ -112,12 +113,10 @@ def latency(spark, bootstrap: str, rate: int = 20, seconds: float = 10) -> dict:
         xs.append(drawn)
         step_chart(xs, {"records": list(range(len(xs)))}, title="latency", ylabel="n", xlabel="t")
         lat.extend(drawn - float(r.value.decode()) for r in rows)
-    q = (spark.readStream.format("kipviz-kafka").option("kafka.bootstrap.servers", bootstrap)
-         .option("subscribe", "latency").option("startingOffsets", "earliest").load()
-         .writeStream.foreachBatch(batch).trigger(processingTime="500 milliseconds").start())
+    q = start_query(lambda: spark.readStream.format("kipviz-kafka").option("kafka.bootstrap.servers", bootstrap)
+                    .option("subscribe", "latency").option("startingOffsets", "earliest").load()
+                    .writeStream.foreachBatch(batch).trigger(processingTime="500 milliseconds").start())
     end = time.monotonic() + 180
-    while not q.recentProgress and time.monotonic() < end:
-        time.sleep(0.2)
     p = Producer({"bootstrap.servers": bootstrap, "log_level": 3, "linger.ms": 0})
     total = int(rate * seconds)
     for _ in range(total):

@@ -2,7 +2,8 @@
 run on local[2] (in the test process), on the standalone cluster and on Spark Connect (each in a
 subprocess: one Python process holds one kind of session):
 
-    python -m tests.kafka_checks (--master URL | --remote sc://...) BOOTSTRAP   # prints JSON
+    python -m tests.kafka_checks (--master URL | --remote sc://...) BOOTSTRAP --out FILE \
+        [--sample DIR --cli analyze --cli verify-eos]       # the CLI on the same driver first
 
 produce() writes the records into a `kipviz serve` cluster and returns what a reader must see."""
 from __future__ import annotations
@@ -113,16 +114,17 @@ def streaming_pickup(spark, bootstrap: str, n: int = 6, timeout_s: float = 90) -
     """A streaming query over a new topic, started before any record exists; n records produced
     once its first (empty) micro-batch ran; the values it saw, and how long they took to show."""
     from confluent_kafka import Producer
+
+    from kipviz.spark.kafka_source import start_query
     topic, name = f"stream-{uuid.uuid4().hex[:8]}", f"kipviz_stream_{uuid.uuid4().hex[:8]}"
     _admin_topics(bootstrap, {topic: 2})
-    q = (spark.readStream.format("kipviz-kafka").option("kafka.bootstrap.servers", bootstrap)
-         .option("subscribe", topic).option("startingOffsets", "latest").option("maxOffsetsPerTrigger", "4").load()
-         .selectExpr("CAST(value AS STRING) AS value", "partition", "offset")
-         .writeStream.format("memory").queryName(name).trigger(processingTime="500 milliseconds").start())
+    q = start_query(lambda: spark.readStream.format("kipviz-kafka").option("kafka.bootstrap.servers", bootstrap)
+                    .option("subscribe", topic).option("startingOffsets", "latest").option("maxOffsetsPerTrigger", "4")
+                    .load().selectExpr("CAST(value AS STRING) AS value", "partition", "offset")
+                    .writeStream.format("memory").queryName(name).trigger(processingTime="500 milliseconds").start(),
+                    timeout_s=timeout_s)
     try:
         end = time.monotonic() + timeout_s
-        while not q.recentProgress and time.monotonic() < end:
-            time.sleep(0.2)
         before = spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0]
         p = Producer({"bootstrap.servers": bootstrap, "log_level": 3})
         for i in range(n):
@@ -149,16 +151,50 @@ def run_all(spark, bootstrap: str) -> dict:
             "stream": streaming_pickup(spark, bootstrap)}
 
 
+def run_cli(argv: list[str]) -> dict:
+    """`kipviz ARGV` in this process (kipviz.cli.main, what the console script calls): its exit
+    status, stdout and stderr. Several commands in one process share its driver (the CLI
+    reuses the session running), so a cluster's driver and executors start once for all."""
+    import contextlib
+    import io
+
+    from kipviz.cli import main as cli_main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = cli_main(argv)
+    return {"rc": rc, "stdout": out.getvalue(), "stderr": err.getvalue()}
+
+
 def main(argv=None) -> int:
+    """Each --cli COMMAND on --sample (`kipviz COMMAND SAMPLE --master/--remote URL`), then the
+    source's checks, in one driver; the results as JSON in --out (a failure is recorded, not
+    raised, so that one does not hide the others)."""
+    import traceback
     ap = argparse.ArgumentParser()
     ap.add_argument("bootstrap")
     where = ap.add_mutually_exclusive_group(required=True)
     where.add_argument("--master")
     where.add_argument("--remote")
+    ap.add_argument("--cli", action="append", default=[], help="a kipviz command to run on --sample first")
+    ap.add_argument("--sample")
+    ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
-    from kipviz.spark import session
-    spark = session(a.master) if a.master else session(remote=a.remote)
-    print(json.dumps(run_all(spark, a.bootstrap)))
+    at = ["--master", a.master] if a.master else ["--remote", a.remote]
+    res: dict = {"cli": {}, "checks": None, "error": None, "seconds": {}}
+    for cmd in a.cli:
+        t0 = time.monotonic()
+        res["cli"][cmd] = run_cli([cmd, a.sample, *at])
+        res["seconds"][cmd] = round(time.monotonic() - t0, 1)
+    try:
+        from kipviz.spark import session
+        t0 = time.monotonic()
+        spark = session(a.master) if a.master else session(remote=a.remote)
+        res["checks"] = run_all(spark, a.bootstrap)
+        res["seconds"]["checks"] = round(time.monotonic() - t0, 1)
+    except Exception:  # noqa: BLE001 - written into the results, read by the test
+        res["error"] = traceback.format_exc()[-4000:]
+    with open(a.out, "w") as fh:
+        json.dump(res, fh)
     return 0
 
 

@@ -1,14 +1,16 @@
-"""Real Spark clusters for the tests, started from the pyspark wheel on 127.0.0.1, one of each per
-test process (session-scoped), each stopped by its PID and bounded in time:
+"""Real Spark clusters for the tests, started from the pyspark wheel on 127.0.0.1, once per test
+session, each stopped by its PID and bounded in time:
 
-    standalone     a standalone master and two workers (1 core, 512 MB each): "spark://127.0.0.1:P"
-    connect        a Spark Connect server on local[2]: "sc://127.0.0.1:P"
     kafka_cluster  a `kipviz serve` cluster holding tests.kafka_checks.produce()'s records
+    cluster_runs   a standalone master and two workers (1 core, 512 MB executor each) and a Spark
+                   Connect server on local[2], and on each one driver (DriverRun) that runs the
+                   CLI commands and tests.kafka_checks, while the test process works on local[2]
 
-Test modules import the fixtures (`from tests.spark_cluster import standalone  # noqa: F401`). The
-drivers that use the clusters run in subprocesses (kipviz's CLI, tests.kafka_checks): a classic
-and a Connect session do not mix in one Python process, and the tests' own local[2] session holds
-this one."""
+Test modules import the fixtures (`from tests.spark_cluster import cluster_runs  # noqa: F401`);
+tests/test_spark_clusters.py is the one module that does, so that the xdist scheduler
+(tests/browser/xdist_group.py) keeps it on one worker: one set of clusters per `make test`. The
+drivers run in subprocesses: a process holds one SparkContext, and the tests' own local[2]
+session holds this one."""
 from __future__ import annotations
 
 import json
@@ -159,26 +161,6 @@ def start_connect(workdir: Path):
 
 
 @pytest.fixture(scope="session")
-def standalone():
-    with tempfile.TemporaryDirectory(prefix="kipviz-standalone-") as d:
-        url, procs, _ = start_standalone(Path(d))
-        try:
-            yield url
-        finally:
-            stop(procs)
-
-
-@pytest.fixture(scope="session")
-def connect():
-    with tempfile.TemporaryDirectory(prefix="kipviz-connect-") as d:
-        url, p, _ = start_connect(Path(d))
-        try:
-            yield url
-        finally:
-            stop([p])
-
-
-@pytest.fixture(scope="session")
 def kafka_cluster():
     """(bootstrap, what a reader must see) of a kipviz serve cluster holding the checks' records."""
     from kipviz.serve import Server
@@ -190,13 +172,63 @@ def kafka_cluster():
         srv.stop()
 
 
-def run_checks(bootstrap: str, *, master: str | None = None, remote: str | None = None, timeout_s: float = 600):
-    """tests.kafka_checks in a subprocess on `master` or `remote`: what it read, as JSON."""
-    where = ["--master", master] if master else ["--remote", remote]
-    done = subprocess.run([sys.executable, "-m", "tests.kafka_checks", *where, bootstrap], cwd=ROOT, env=env(),
-                          capture_output=True, text=True, timeout=timeout_s)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+RUN_TIMEOUT_S = 900              # one driver's whole run (its CLI commands and the checks)
+SAMPLE = "sample_data/share_eos"
+
+
+class DriverRun:
+    """tests.kafka_checks in a subprocess on one cluster, started now; result() waits for its JSON."""
+
+    def __init__(self, bootstrap: str, where: list[str], commands: list[str], out: Path):
+        self.out, self.log = out, out.with_suffix(".log")
+        self.t0 = time.monotonic()
+        args = [sys.executable, "-m", "tests.kafka_checks", bootstrap, *where, "--sample", SAMPLE, "--out", str(out)]
+        for c in commands:
+            args += ["--cli", c]
+        with open(self.log, "wb") as log:
+            self.p = subprocess.Popen(args, cwd=ROOT, env=env(), stdout=log, stderr=subprocess.STDOUT)
+        self._result = None
+
+    def result(self) -> dict:
+        if self._result is None:
+            try:
+                self.p.wait(max(1.0, RUN_TIMEOUT_S - (time.monotonic() - self.t0)))
+            except subprocess.TimeoutExpired:
+                stop([self.p])
+                raise AssertionError(f"{self.p.args[3:]} did not finish within {RUN_TIMEOUT_S} s: "
+                                     f"{self.log.read_text()[-2000:]}") from None
+            assert self.p.returncode == 0 and self.out.exists(), self.log.read_text()[-3000:]
+            self._result = json.loads(self.out.read_text())
+            self._result["seconds"]["all"] = round(time.monotonic() - self.t0, 1)
+        return self._result
+
+
+@pytest.fixture(scope="session")
+def cluster_runs(kafka_cluster, tmp_path_factory):
+    """{"standalone": DriverRun, "connect": DriverRun}: a standalone master with two workers and a
+    Spark Connect server, started together, and on each one driver that runs the CLI commands
+    (analyze and verify-eos on the standalone cluster, analyze on Connect) and then the source's
+    checks (tests.kafka_checks). Both drivers run while the test process works on local[2]; each
+    cluster starts once per test session, and its driver once (one set of executors). The logs,
+    the workers' directories and the drivers' JSON (with their timings) stay in pytest's basetemp."""
+    from concurrent.futures import ThreadPoolExecutor
+    work = tmp_path_factory.mktemp("clusters")
+    with ThreadPoolExecutor(2) as pool:
+        started = [pool.submit(start_standalone, work), pool.submit(start_connect, work)]
+        # both waited for (exception() waits), so that neither is left running when the other failed
+        up = [f.result() for f in started if f.exception() is None]
+        procs = [p for _, ps, _ in up for p in (ps if isinstance(ps, list) else [ps])]
+        try:
+            master, remote = (f.result()[0] for f in started)
+            boot = kafka_cluster[0]
+            runs = {"standalone": DriverRun(boot, ["--master", master], ["analyze", "verify-eos"], work / "sa.json"),
+                    "connect": DriverRun(boot, ["--remote", remote], ["analyze"], work / "sc.json")}
+            try:
+                yield runs
+            finally:
+                stop([r.p for r in runs.values()])
+        finally:
+            stop(procs)
 
 
 def cli(*args: str, timeout_s: float = 300) -> subprocess.CompletedProcess:

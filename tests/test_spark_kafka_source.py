@@ -1,9 +1,7 @@
 """kipviz-kafka, the Python data source for Kafka (kipviz.spark.kafka_source): its options as
-Spark's Kafka source reads them; a batch read equal to the records produced into a `kipviz serve`
-cluster, read_committed hiding aborted records, a streaming query picking up records produced after
-it started -- on local[2] (the tests' shared session), on a standalone cluster and on Spark Connect;
-read_kafka's frames equal read_samples' for the same records; bad input as one clear line, in
-bounded time."""
+Spark's Kafka source reads them; read_kafka's frames equal read_samples' for the same records; bad
+input as one clear line, in bounded time. What it reads on local[2], a standalone cluster and
+Spark Connect: tests/test_spark_clusters.py."""
 from __future__ import annotations
 
 import time
@@ -14,7 +12,7 @@ from hypothesis import strategies as st
 
 from kipviz.errors import KipvizError
 from kipviz.spark import kafka_options as ko
-from tests.spark_cluster import connect, kafka_cluster, run_checks, standalone  # noqa: F401
+from tests.spark_cluster import kafka_cluster  # noqa: F401
 from tests.spark_session import spark  # noqa: F401
 
 BOOT = {"kafka.bootstrap.servers": "127.0.0.1:9"}
@@ -80,52 +78,6 @@ def test_rate_limit_splits_the_limit_as_spark_does(parts, limit):
     assert sum(end[tp] - start[tp] for tp in latest) <= max(limit, 0) + len(waiting)
     if sum(latest[tp] - start[tp] for tp in latest) <= limit:
         assert end == latest
-
-
-# ---- must show: local[2], a standalone cluster, Spark Connect -----------------------------------
-@pytest.fixture(scope="module")
-def local_results(spark, kafka_cluster):  # noqa: F811
-    from tests.kafka_checks import run_all
-    return run_all(spark, kafka_cluster[0])
-
-
-@pytest.fixture(scope="module")
-def standalone_results(standalone, kafka_cluster):  # noqa: F811
-    return run_checks(kafka_cluster[0], master=standalone)
-
-
-@pytest.fixture(scope="module")
-def connect_results(connect, kafka_cluster):  # noqa: F811
-    return run_checks(kafka_cluster[0], remote=connect)
-
-
-WHERE = ["local_results", "standalone_results", "connect_results"]
-
-
-@pytest.mark.spark
-@pytest.mark.parametrize("where", WHERE)
-def test_batch_read_equals_the_records_produced(where, request, kafka_cluster):  # noqa: F811
-    got = request.getfixturevalue(where)
-    assert got["plain"] == kafka_cluster[1]["plain"]          # keys, values, headers, offsets, timestamps
-    assert sum(r["headers"] is None for r in got["plain"]) == 8   # no headers: null, as Spark's source gives
-
-
-@pytest.mark.spark
-@pytest.mark.parametrize("where", WHERE)
-def test_read_committed_hides_aborted_records(where, request, kafka_cluster):  # noqa: F811
-    got, want = request.getfixturevalue(where), kafka_cluster[1]
-    assert got["txn_all"] == want["txn_all"] and got["txn_committed"] == want["txn_committed"]
-    assert {"a0", "a1"} <= {v for v, _ in got["txn_all"]} and not {"a0", "a1"} & {v for v, _ in got["txn_committed"]}
-
-
-@pytest.mark.spark
-@pytest.mark.parametrize("where", WHERE)
-def test_streaming_picks_up_records_produced_after_it_started(where, request):
-    got = request.getfixturevalue(where)["stream"]
-    assert got["exception"] is None
-    assert got["before"] == 0 and got["seen"] == [f"s{i}" for i in range(6)]
-    # maxOffsetsPerTrigger=4: six records take at least two micro-batches, none over four
-    assert got["batches_with_rows"] >= 2 and got["max_rows_per_batch"] <= 4
 
 
 # ---- read_kafka: the same frames as read_samples ------------------------------------------------
@@ -206,15 +158,17 @@ def test_a_broker_that_dies_mid_stream_fails_the_query_in_bounded_time(spark):  
     from confluent_kafka import Producer
 
     from kipviz.serve import Server
+    from kipviz.spark.kafka_source import start_query
     from kipviz.spark.session import error_line
     from tests.kafka_checks import _admin_topics
     srv = Server(brokers=1, log=lambda line: None).start()
     try:
         _admin_topics(srv.bootstrap, {"dying": 1})
-        q = (spark.readStream.format("kipviz-kafka").option("kafka.bootstrap.servers", srv.bootstrap)
-             .option("subscribe", "dying").option("startingOffsets", "earliest")
-             .option("metadataTimeoutMs", "2000").option("kafkaConsumer.pollTimeoutMs", "2000").load()
-             .writeStream.format("memory").queryName("kipviz_dying").trigger(processingTime="300 milliseconds").start())
+        q = start_query(lambda: spark.readStream.format("kipviz-kafka").option("kafka.bootstrap.servers", srv.bootstrap)
+                        .option("subscribe", "dying").option("startingOffsets", "earliest")
+                        .option("metadataTimeoutMs", "2000").option("kafkaConsumer.pollTimeoutMs", "2000").load()
+                        .writeStream.format("memory").queryName("kipviz_dying")
+                        .trigger(processingTime="300 milliseconds").start())
         p = Producer({"bootstrap.servers": srv.bootstrap, "log_level": 3})
         p.produce("dying", value=b"x")
         assert p.flush(10) == 0

@@ -49,8 +49,13 @@ def check_remote(remote: str) -> tuple[str, int]:
 def remote_session(remote: str, *, app_name: str = "kipviz", conf: dict | None = None, defaults: dict | None = None):
     """A Spark Connect session on `remote` with the runtime SQL settings of `defaults` (kipviz's,
     kipviz.spark.session.DEFAULTS: UTC, Arrow, small splits) set for this session, then `conf`."""
+    import warnings
+
     from pyspark.sql import SparkSession
     check_remote(remote)
+    # the Connect client repeats, as a Python warning, a JVM log line kipviz's local sessions keep
+    # out of sight (errors-only logging): the analyses' windows over a whole (small) frame are meant
+    warnings.filterwarnings("ignore", message="WARN WindowExpression: No Partition Defined", category=UserWarning)
     spark = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
     for k, v in (defaults or {}).items():
         if k.startswith(_RUNTIME_PREFIX):      # this session's own: the same answers as on local[2]

@@ -25,7 +25,8 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from . import kafka_options as ko
 from . import schemas
 
-__all__ = ["KafkaDataSource", "NAME", "check_batch", "read_range", "ARROW_SCHEMA", "ARROW_SCHEMA_NO_HEADERS", "BATCH_ROWS"]
+__all__ = ["KafkaDataSource", "NAME", "check_batch", "read_range", "start_query", "ARROW_SCHEMA",
+           "ARROW_SCHEMA_NO_HEADERS", "BATCH_ROWS"]
 
 NAME = ko.NAME
 # Spark's Kafka source gives Spark timestamps (microseconds); the records hold milliseconds
@@ -189,6 +190,28 @@ class KafkaStreamReader(DataSourceStreamReader):
 
     def commit(self, end):
         """Nothing to do: like Spark's Kafka source, the query's checkpoint holds the offsets."""
+
+
+# Spark runs a Python streaming source's driver side (initialOffset, latestOffset, ...) in a fresh
+# Python process that must connect back within a fixed 10 s (PythonWorkerFactory.createSimpleWorker,
+# not configurable); on an overloaded machine it can miss that, and the query dies initialising
+_CONNECT_BACK = "Python worker failed to connect back"
+
+
+def start_query(start, *, attempts: int = 3, timeout_s: float = 180.0):
+    """start() -> a started StreamingQuery over kipviz-kafka, once its first micro-batch ran (or
+    it stopped, or timeout_s passed). A query whose Python side did not connect back in time
+    (see _CONNECT_BACK) is started again, up to `attempts` times in all; any other failure is
+    left on the query (q.exception()) for the caller to report."""
+    for attempt in range(1, attempts + 1):
+        q = start()
+        end = time.monotonic() + timeout_s
+        while q.isActive and not q.recentProgress and time.monotonic() < end:
+            time.sleep(0.2)
+        failed = None if q.isActive else q.exception()
+        if failed is None or _CONNECT_BACK not in str(failed) or attempt == attempts:
+            return q
+    raise AssertionError("unreachable")
 
 
 class KafkaDataSource(DataSource):

@@ -50,14 +50,16 @@ class LiveMetrics:
 
     # ---- the query --------------------------------------------------------------------------------
     def start(self) -> LiveMetrics:
+        """Start the query; returns once its first micro-batch ran (kafka_source.start_query)."""
         topics = ",".join((CONSUMER_OFFSETS, TRANSACTION_STATE, SHARE_GROUP_STATE, self.output_topic))
         reader = (self.spark.readStream.format("kipviz-kafka").option("kafka.bootstrap.servers", self.bootstrap)
                   .option("subscribe", topics).option("startingOffsets", "earliest"))
         for k, v in self.options.items():
             reader = reader.option(k, str(v))
+        from .kafka_source import start_query
         self._t0 = self._last = time.monotonic()
-        self.query = (reader.load().writeStream.queryName(self.name).foreachBatch(self._batch)
-                      .trigger(processingTime=f"{int(self.trigger_s * 1000)} milliseconds").start())
+        self.query = start_query(lambda: reader.load().writeStream.queryName(self.name).foreachBatch(self._batch)
+                                 .trigger(processingTime=f"{int(self.trigger_s * 1000)} milliseconds").start())
         return self
 
     def stop(self, timeout_s: float = 30) -> None:

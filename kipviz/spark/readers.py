@@ -417,9 +417,11 @@ def _read_parquet(spark, path: Path, ddl: str):
         have = pq.read_schema(path)
     except (OSError, ValueError):
         have = None
+    # absolute: a Spark Connect server resolves a relative path against its own working directory
+    where = str(path.absolute())
     if want is not None and have is not None and have.remove_metadata().equals(want):
-        return spark.read.schema(ddl).parquet(str(path))
-    return spark.read.parquet(str(path))
+        return spark.read.schema(ddl).parquet(where)
+    return spark.read.parquet(where)
 
 
 # Spark's own Kafka source (spark-sql-kafka-0-10), when it is on the classpath
