@@ -13,8 +13,10 @@ drivers run in subprocesses: a process holds one SparkContext, and the tests' ow
 session holds this one."""
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -32,15 +34,25 @@ DAEMON_MEMORY = "160m"           # the master's and workers' own JVMs
 WORKER_MEMORY = "640m"           # what each worker offers its executor ...
 # ... which must fit the executor Spark asks for (1g by default): the drivers' spark-defaults.conf
 DRIVER_DEFAULTS = {"spark.executor.memory": "512m", "spark.executor.cores": "1", "spark.cores.max": "2",
-                   "spark.executor.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"}
+                   # a two-core cluster, sized as kipviz sizes local[2] (kipviz.spark.session's
+                   # LOCAL_DEFAULTS): Spark's 200 shuffle partitions made `kipviz analyze` on the
+                   # sample run ~4,700 tasks, 269 s on the cluster at load 8-12 (Connect: 108 s)
+                   "spark.sql.shuffle.partitions": "4", "spark.sql.adaptive.enabled": "false",
+                   # a task waits for neither executor's data: both are on this machine
+                   "spark.locality.wait": "0s"}
 _CONF_DIR: list = []
 
 
 def conf_dir() -> str:
-    """A SPARK_CONF_DIR whose spark-defaults.conf holds DRIVER_DEFAULTS (made once per process)."""
+    """A SPARK_CONF_DIR whose spark-defaults.conf holds DRIVER_DEFAULTS (made once per process,
+    removed when it exits); the executors log errors only, as kipviz's drivers do."""
     if not _CONF_DIR:
+        from kipviz.spark.session import LOG4J2
         d = tempfile.mkdtemp(prefix="kipviz-spark-conf-")
-        Path(d, "spark-defaults.conf").write_text("".join(f"{k} {v}\n" for k, v in DRIVER_DEFAULTS.items()))
+        atexit.register(shutil.rmtree, d, True)
+        opts = {**DRIVER_DEFAULTS, "spark.executor.extraJavaOptions":
+                f"-Dlog4j.configurationFile={LOG4J2.as_uri()} -XX:+UseSerialGC -XX:TieredStopAtLevel=1"}
+        Path(d, "spark-defaults.conf").write_text("".join(f"{k} {v}\n" for k, v in opts.items()))
         _CONF_DIR.append(d)
     return _CONF_DIR[0]
 
