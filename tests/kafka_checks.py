@@ -137,7 +137,13 @@ def streaming_pickup(spark, bootstrap: str, n: int = 6, timeout_s: float = 90) -
             seen = sorted(r.value for r in spark.sql(f"SELECT value FROM {name}").collect())
         took = time.monotonic() - t0
         # the property, not pr["numInputRows"]: a Connect client's progress (from JSON) has only the sources' counts
-        batches = [pr.numInputRows for pr in q.recentProgress if pr.numInputRows]
+        def counted():
+            return [pr.numInputRows for pr in q.recentProgress if pr.numInputRows]
+        # a micro-batch's rows reach the memory sink before its progress is posted (a Connect client
+        # once saw all six rows and one batch's progress of two): wait, bounded, for every row's
+        while sum(counted()) < len(seen) and q.isActive and time.monotonic() < end:
+            time.sleep(0.3)
+        batches = counted()
         return {"before": before, "seen": seen, "seconds": round(took, 2), "batches_with_rows": len(batches),
                 "max_rows_per_batch": max(batches, default=0),
                 "exception": None if q.exception() is None else str(q.exception())[-3000:]}
