@@ -10,16 +10,16 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 export SPARK_LOCAL_IP ?= 127.0.0.1
 export PYSPARK_PYTHON ?= $(abspath $(PY))
 
-.PHONY: setup lab git-filter test bench lint fresh-check dot java tools browser voila clean sample-data audit notebooks
+.PHONY: setup lab lab-settings git-filter test bench lint fresh-check dot java tools browser voila clean sample-data audit notebooks lite
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kipviz needs Python 3.11 or newer")'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,lite]'
 	@touch $(STAMP)
 
-setup: $(STAMP) dot java tools
+setup: $(STAMP) dot java tools lab-settings
 
 # tshark lets the capture tests check that Wireshark reads kipviz's pcaps (installed when root).
 tools:
@@ -69,8 +69,16 @@ browser:
 	  exit 1; \
 	fi
 
-# JupyterLab refuses to run as root unless told (containers, CI machines)
-LAB_FLAGS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
+# make lab PORT=8889 HOST=0.0.0.0: JupyterLab's port and address (given on the command line; default
+# 8888, or the next free one, on localhost). LAB_FLAGS: any other `jupyter lab` flags, added to these.
+# JupyterLab refuses to run as root unless told (containers, CI machines): --allow-root is added as root.
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+LAB_PORT := $(if $(filter command line,$(origin PORT)),--port=$(PORT),)
+LAB_HOST := $(if $(filter command line,$(origin HOST)),--ip=$(HOST),)
+LAB_FLAGS ?=
+# the kit's JupyterLab settings (tools/jupyterlab_overrides.json: no news pop-up over the notebooks), as
+# defaults of the virtualenv's JupyterLab; Binder's postBuild and the browser tests use the same file
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 
 # Saving a notebook in JupyterLab writes its outputs into the file: this git clean filter (named in
 # .gitattributes) stores notebooks without them. Local config of this clone only; idempotent.
@@ -81,12 +89,24 @@ git-filter:
 	  echo "git: notebooks are stored without outputs (filter kipviz-strip: tools/strip_outputs.py)"; \
 	fi
 
-lab: setup git-filter
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(LAB_FLAGS)
+lab-settings: $(STAMP)
+	@mkdir -p $(dir $(LAB_OVERRIDES)) && cp tools/jupyterlab_overrides.json $(LAB_OVERRIDES)
+
+lab: setup git-filter lab-settings
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks $(LAB_ROOT) $(LAB_PORT) $(LAB_HOST) $(LAB_FLAGS)
 
 # notebooks/*.ipynb and notebooks/voila/ rebuilt from their sources in notebooks/src/ (jupytext percent files)
 notebooks: $(STAMP)
 	$(PY) tools/build_notebooks.py
+
+# the browser kit: site/, a JupyterLite site of the notebooks that run without Spark or a socket
+# (kipviz/lite/; built from PyPI and npm, downloads cached in ~/.cache/kipviz-lite; then any static
+# host serves it, e.g. `python -m http.server -d site`). Runs the Spark cells once here to save
+# their output for the browser, hence setup (Java).
+# (LITE_OUT=lite-site keeps a `kipviz export` site in site/)
+LITE_OUT ?= site
+lite: setup
+	$(VENV)/bin/kipviz lite -o $(LITE_OUT)
 
 # the dashboards (explorer, transaction animation) with their code hidden
 voila: setup

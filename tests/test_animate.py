@@ -142,6 +142,12 @@ def test_caption_says_when_what_why_and_which_request(scenario):
     assert frames[2].caption.split("\n")[2] == "no request: a timer or a coordinator-internal step"
 
 
+def test_captions_give_times_from_the_runs_start(scenario):
+    """t0: the run's start in the events' clock (a live server's is epoch ms, issue 31)."""
+    frames = Animation(TXN, scenario, key="tx-1", t0=10).frames
+    assert frames[1].caption.startswith("2/3 · t=20 ms · transaction tx-1")
+
+
 def test_following_all_instances_shows_where_the_others_are(scenario):
     anim = Animation(TXN, scenario)
     last = anim.frames[-1]
@@ -354,18 +360,22 @@ def test_player_widget_links_play_slider_and_view_in_the_browser(scenario):
     anim = Animation(TXN, scenario)
     p = player(anim, fps=4)
     assert isinstance(p.play, W.Play) and isinstance(p.slider, W.IntSlider) and isinstance(p.view, FrameView)
-    assert (p.play.min, p.play.max, p.slider.max) == (0, 5, 5) and p.play.interval == 250
-    (a, b) = p.links
-    assert isinstance(a, Link) and isinstance(b, Link)
+    # frames counted from 1, as the captions count them ("6/6" with the slider at 6)
+    assert (p.play.min, p.play.max, p.slider.min, p.slider.max) == (1, 6, 1, 6) and p.play.interval == 250
+    (a, b, c) = p.links
+    assert isinstance(a, Link) and isinstance(b, Link) and isinstance(c, Link)
     assert a.source == (p.play, "value") and a.target == (p.slider, "value")
-    assert b.source == (p.slider, "value") and b.target == (p.view, "index")
+    assert b.source == (p.slider, "value") and b.target == (p.view, "frame")
+    assert c.source == (p.speed, "interval") and c.target == (p.play, "interval") and p.speed.interval == 250
     # every frame is in the browser before playing: pictures once, captions per frame
-    assert p.view.frames == [{"p": f.picture, "caption": f.caption} for f in anim.frames]
+    assert p.view.frames == [{"p": f.picture, "caption": f.caption, "focus": node_id(TXN, f.state)}
+                             for f in anim.frames]
     assert len(p.view.pictures) == len(anim.pictures()) and all("<svg" in s for s in p.view.pictures)
-    assert {"pictures", "frames", "index"} <= set(p.view.keys)          # synced traits
+    assert {"pictures", "frames", "frame"} <= set(p.view.keys)          # synced traits
     p.index = 4
-    assert (p.slider.value, p.view.index) == (4, 4)
-    assert p.play in p.children[1].children and p.slider in p.children[1].children and p.view in p.children
+    assert (p.slider.value, p.view.frame, p.index) == (5, 5, 4)
+    assert p.view.frames[4]["caption"].startswith("5/6 ")
+    assert all(w in p.children[1].children for w in (p.play, p.slider, p.speed)) and p.view in p.children
 
 
 def test_player_widget_of_no_frames_is_disabled():

@@ -316,7 +316,9 @@ def _judged() -> dict:
 
 
 JUDGED = _judged() if reference_root() else {}
-NO_KAFKA_FILE = {"TxnShareAcknowledge", "StopReplica", "LeaderAndIsr"}   # proposed, or removed in 4.0
+# proposed, removed in 4.0, or (KIP-932's admin RPCs) in no reference snapshot: judged below by golden lists
+NO_KAFKA_FILE = {"TxnShareAcknowledge", "StopReplica", "LeaderAndIsr", "DescribeShareGroupOffsets",
+                 "AlterShareGroupOffsets", "DeleteShareGroupOffsets"}
 
 
 def test_every_api_is_judged_or_has_no_kafka_file_or_no_error_comment():
@@ -371,6 +373,21 @@ KAFKA_SHARE_ERRORS = {
     "ShareGroupDescribe": ("GROUP_AUTHORIZATION_FAILED", "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE",
                            "COORDINATOR_LOAD_IN_PROGRESS", "INVALID_REQUEST", "INVALID_GROUP_ID", "GROUP_ID_NOT_FOUND"),
 }
+# KIP-932's admin RPCs, in no reference snapshot: Kafka 4.4's lists (apache/kafka 4.4 branch,
+# clients/src/main/resources/common/message/{Describe,Alter,Delete}ShareGroupOffsetsResponse.json;
+# every entry "(version 0+)")
+KAFKA_SHARE_ADMIN_ERRORS = {
+    "DescribeShareGroupOffsets": ("GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED", "NOT_COORDINATOR",
+                                  "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS", "GROUP_ID_NOT_FOUND",
+                                  "INVALID_REQUEST", "UNKNOWN_SERVER_ERROR"),
+    "AlterShareGroupOffsets": ("GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED", "NOT_COORDINATOR",
+                               "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS", "GROUP_ID_NOT_FOUND",
+                               "NON_EMPTY_GROUP", "KAFKA_STORAGE_ERROR", "INVALID_REQUEST", "UNKNOWN_SERVER_ERROR"),
+    "DeleteShareGroupOffsets": ("GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED", "NOT_COORDINATOR",
+                                "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS", "GROUP_ID_NOT_FOUND",
+                                "NON_EMPTY_GROUP", "KAFKA_STORAGE_ERROR", "INVALID_REQUEST", "UNKNOWN_SERVER_ERROR",
+                                "UNKNOWN_TOPIC_OR_PARTITION"),
+}
 @pytest.mark.parametrize("api", sorted(KAFKA_SHARE_ERRORS))
 def test_the_golden_share_lists_match_the_reference_snapshot(api):
     ref = reference_root()
@@ -382,9 +399,9 @@ def test_the_golden_share_lists_match_the_reference_snapshot(api):
     assert {v for _, v in listed} == {"0"}
 
 
-@pytest.mark.parametrize("api", sorted(KAFKA_SHARE_ERRORS))
+@pytest.mark.parametrize("api", sorted(KAFKA_SHARE_ERRORS | KAFKA_SHARE_ADMIN_ERRORS))
 def test_share_rows_match_kafkas_supported_errors(api):
-    kafka = set(KAFKA_SHARE_ERRORS[api]) - {"UNKNOWN_SERVER_ERROR"}
+    kafka = set((KAFKA_SHARE_ERRORS | KAFKA_SHARE_ADMIN_ERRORS)[api]) - {"UNKNOWN_SERVER_ERROR"}
     rows = ERROR_ROWS[api]
     ours = {r.error for r in rows}
     # every error Kafka lists is declared from version 0 (codes the kit's table lacks excepted)

@@ -172,6 +172,8 @@ def test_binder_build_replayed_in_a_fresh_virtualenv_runs_the_welcome_notebook(t
     run([str(vbin / "python"), "-m", "pip", "install", "-q", "-r", "binder/requirements.txt"], 400)
     post = run(["./binder/postBuild"], 300)
     assert "kipviz definitions" in post.stdout and "runs" in post.stdout
+    overrides = venv / "share" / "jupyter" / "lab" / "settings" / "overrides.json"   # the kit's lab settings
+    assert json.loads(overrides.read_text()) == json.loads((ROOT / "tools" / "jupyterlab_overrides.json").read_text())
     out = run(["./binder/start", str(vbin / "python"), "-c", RUN_WELCOME], 300)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     prefix, module = result["last"].split()

@@ -27,15 +27,18 @@ def test_api_versions_follow_the_release_played():
 
 
 def test_unsupported_version_and_api_versions_v0_fallback():
+    # a version the broker does not serve closes the connection (Processor.parseRequestHeader)
     c = Cluster(release="4.0")
-    out = c.handle(codec.encode_request("TxnOffsetCommit", 6, {
+    assert c.dispatch(codec.encode_request("TxnOffsetCommit", 6, {
         "TransactionalId": "t", "GroupId": "g", "ProducerId": 1, "ProducerEpoch": 0,
-        "GenerationIdOrMemberEpoch": -1, "MemberId": "", "GroupInstanceId": None, "Topics": []}, correlation_id=5))
-    assert codec.decode_response(out, "TxnOffsetCommit", 6)["correlation_id"] == 5
+        "GenerationIdOrMemberEpoch": -1, "MemberId": "", "GroupInstanceId": None, "Topics": []},
+        correlation_id=5)) == ("close", b"")
+    assert "TxnOffsetCommit v6 is not served (this broker serves v0-v5)" in c.events[-1].text
+    # ...only ApiVersions is answered, in v0, naming the ApiVersions versions served (KIP-511)
     future = codec.encode_request("ApiVersions", 4, {"ClientSoftwareName": "x", "ClientSoftwareVersion": "1"})
     c2 = Cluster(api_versions={"ApiVersions": (0, 3)})
     body = codec.decode_response(c2.handle(future), "ApiVersions", 0)["body"]
-    assert body["ErrorCode"] == CODE["UNSUPPORTED_VERSION"] and body["ApiKeys"]
+    assert body == {"ErrorCode": CODE["UNSUPPORTED_VERSION"], "ApiKeys": [{"ApiKey": 18, "MinVersion": 0, "MaxVersion": 3}]}
 
 
 def test_malformed_requests_never_raise():

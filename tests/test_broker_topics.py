@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kipviz import codec
-from kipviz.broker import Acl, Cluster
+from kipviz.broker import Acl, Cluster, served_versions
 from kipviz.broker.handlers.metadata import shape
 from kipviz.records import (
     group_coordinator_partition,
@@ -75,7 +75,8 @@ def delete(cluster, version, names=(), ids=(), **kw):
 
 
 def batch(*values, pid=-1, epoch=-1, seq=-1, txn=False, **header):
-    return write_batch([(b"k%d" % i, v) for i, v in enumerate(values)], producer_id=pid, producer_epoch=epoch,
+    ts = header.get("base_timestamp")
+    return write_batch([(b"k%d" % i, v, [], ts) for i, v in enumerate(values)], producer_id=pid, producer_epoch=epoch,
                        base_sequence=seq, is_transactional=txn, **header)
 
 
@@ -189,13 +190,15 @@ def test_metadata_auto_creation_needs_the_request_flag_and_the_broker_setting():
     assert metadata(off, 12, by_name(["new"]), auto=True)["Topics"][0]["ErrorCode"] == E["UNKNOWN_TOPIC_OR_PARTITION"]
     on = Cluster(seed=1, auto_create_topics=True, default_partitions=2)
     assert metadata(on, 12, by_name(["new"]), auto=False)["Topics"][0]["ErrorCode"] == E["UNKNOWN_TOPIC_OR_PARTITION"]
+    # AutoTopicCreationManager.sendCreateTopicRequest: the controller creates it after this answer
     first = metadata(on, 12, by_name(["new"]), auto=True)["Topics"][0]
-    assert first["ErrorCode"] == E["LEADER_NOT_AVAILABLE"]
+    assert first["ErrorCode"] == E["UNKNOWN_TOPIC_OR_PARTITION"]
     second = metadata(on, 12, by_name(["new"]), auto=True)["Topics"][0]
     assert second["ErrorCode"] == 0 and len(second["Partitions"]) == 2
     assert second["TopicId"] == on.topics.get("new").topic_id
     # v1-3 have no AllowAutoTopicCreation field: it counts as true
-    assert metadata(on, 1, by_name(["other"]))["Topics"][0]["ErrorCode"] == E["LEADER_NOT_AVAILABLE"]
+    assert metadata(on, 1, by_name(["other"]))["Topics"][0]["ErrorCode"] == E["UNKNOWN_TOPIC_OR_PARTITION"]
+    assert on.topics.get("other") is not None
     assert metadata(on, 12, by_name(["bad name"]), auto=True)["Topics"][0]["ErrorCode"] == E["INVALID_TOPIC_EXCEPTION"]
 
 
@@ -448,16 +451,6 @@ def test_produce_appends_one_batch_and_emits_record_appended_per_record(cluster)
         (1, 0, b"a", 1234), (1, 1, b"b", 1234), (1, 2, b"c", 1234), (1, 3, b"d", 1234)]
 
 
-def _reencoded(log, raw: bytes) -> bytes:
-    """The log's batch as PartitionLog.append encodes it when it does not keep the producer's bytes."""
-    b = read_batches(raw)[0]
-    return write_batch([(r["key"], r["value"], r["headers"], None) for r in b["records"]],
-                       base_offset=b["base_offset"], base_timestamp=b["base_timestamp"],
-                       producer_id=b["producer_id"], producer_epoch=b["producer_epoch"],
-                       base_sequence=b["base_sequence"], is_transactional=b["is_transactional"],
-                       partition_leader_epoch=log.leader_epoch)
-
-
 def test_the_log_keeps_the_producers_batch_with_its_offsets_and_leader_epoch_assigned(cluster, monkeypatch):
     from kipviz.broker import topics
     encoded = []
@@ -474,8 +467,7 @@ def test_the_log_keeps_the_producers_batch_with_its_offsets_and_leader_epoch_ass
     assert stored[16:] == sent[16:] and stored[8:12] == sent[8:12]            # CRC and records as sent
     b = read_batches(stored, strict=True)[0]                                   # the CRC still holds
     assert (b["base_offset"], b["partition_leader_epoch"], b["crc_valid"]) == (1, 7, True)
-    assert stored == _reencoded(log, stored)          # exactly what the log would have encoded itself
-    assert encoded == []                              # ... without encoding it
+    assert encoded == []                              # not encoded again
 
 
 @pytest.mark.parametrize("what,header,records", [
@@ -484,29 +476,57 @@ def test_the_log_keeps_the_producers_batch_with_its_offsets_and_leader_epoch_ass
     ("compressed", {"compression": "gzip"}, [(b"k", b"v", [], 1234)] * 2),
     ("LogAppendTime", {"timestamp_type": "LogAppendTime"}, [(b"k", b"v", [], 1234)] * 2),
     ("record attributes", {}, [{"key": b"k", "value": b"v", "timestamp": 1234, "attributes": 1}] * 2),
+    ("a wrong MaxTimestamp", {"max_timestamp": 5}, [(b"k", b"v", [], 1000), (b"k", b"v", [], 1300)]),
 ])
-def test_the_log_encodes_its_own_batch_when_the_producers_is_not_it(cluster, what, header, records):
-    from kipviz.broker.handlers.data import sent_as_stored
+def test_the_log_keeps_the_producers_records_in_place_as_logvalidator_does(cluster, what, header, records):
+    """LogValidator.assignOffsetsNonCompressed / validateMessagesAndAssignOffsetsCompressed: the
+    producer's records and timestamps are kept; only the base offset, the leader epoch and the
+    CreateTime max timestamp are assigned (the CRC follows when the last two change)."""
+    from kipviz.broker import topics
+    encoded = []
     cluster.advance(1234)
     sent = write_batch(records, **header)
-    assert not sent_as_stored(read_batches(sent, strict=True)[0], 1234)
+    b_sent = read_batches(sent, strict=True)[0]
+    real = topics.rec.write_batch
+    try:
+        topics.rec.write_batch = lambda *a, **k: encoded.append(1) or real(*a, **k)
+        r, _ = produce(cluster, 9, "orders", 0, sent)
+    finally:
+        topics.rec.write_batch = real
+    assert r["ErrorCode"] == 0 and encoded == []
+    stored = cluster.topics.partition("orders", 0).batches[0]
+    assert stored[61:] == sent[61:]                                   # the records as sent
+    b = read_batches(stored, strict=True)[0]
+    assert b["crc_valid"] and b["compression"] == b_sent["compression"]
+    assert [r["timestamp"] for r in b["records"]] == [b_sent["base_timestamp"] + r["timestamp_delta"]
+                                                       for r in b_sent["records"]]
+    assert (b["timestamp_type"], b["max_timestamp"]) == ("CreateTime", max(r["timestamp"] for r in b_sent["records"]))
+    fetched = cluster.topics.partition("orders", 0).entries
+    assert [e.timestamp for e in fetched] == [r["timestamp"] for r in b["records"]]
+
+
+def test_a_compressed_batch_with_offset_gaps_is_built_again_with_its_compression_and_times(cluster):
+    """validateMessagesAndAssignOffsetsCompressed: a record whose offset is not the expected one
+    turns inPlaceAssignment off; buildRecordsAndAssignOffsets writes the records again."""
+    from kipviz.broker.handlers.data import kept_as_sent
+    cluster.advance(1234)
+    sent = write_batch([{"key": b"k", "value": b"v%d" % i, "timestamp": 1000 + i, "offset_delta": d}
+                        for i, d in enumerate((0, 2, 2))], compression="gzip", last_offset_delta=2)
+    assert not kept_as_sent(read_batches(sent, strict=True)[0])
     r, _ = produce(cluster, 9, "orders", 0, sent)
     assert r["ErrorCode"] == 0
-    stored = cluster.topics.partition("orders", 0).batches[0]
-    assert stored[16:] != sent[16:]                  # not the producer's bytes ...
-    assert stored == _reencoded(cluster.topics.partition("orders", 0), stored)     # ... but the log's own
-    b = read_batches(stored)[0]
-    assert [r["timestamp"] for r in b["records"]] == [1234, 1234]
-    assert (b["compression"], b["timestamp_type"]) == ("none", "CreateTime")
+    b = read_batches(cluster.topics.partition("orders", 0).batches[0], strict=True)[0]
+    assert b["compression"] == "gzip" and [r["offset_delta"] for r in b["records"]] == [0, 1, 2]
+    assert [(r["value"], r["timestamp"]) for r in b["records"]] == [(b"v0", 1000), (b"v1", 1001), (b"v2", 1002)]
 
 
-def test_offset_deltas_with_a_gap_are_not_kept_as_sent():
-    from kipviz.broker.handlers.data import sent_as_stored
-    plain = read_batches(write_batch([(b"k", b"v", [], 5)] * 3))[0]
-    assert sent_as_stored(plain, 5)
-    gap = read_batches(write_batch([{"key": b"k", "value": b"v", "timestamp": 5, "offset_delta": d}
-                                    for d in (0, 2, 3)]))[0]
-    assert not sent_as_stored(gap, 5)
+def test_a_batch_whose_offsets_disagree_with_its_count_is_invalid_record(cluster):
+    """LogValidator.validateBatch: lastOffset - baseOffset + 1 must be the record count."""
+    gap = write_batch([{"key": b"k", "value": b"v", "timestamp": 5, "offset_delta": d} for d in (0, 2, 3)])
+    r, _ = produce(cluster, 9, "orders", 0, gap)
+    assert r["ErrorCode"] == E["INVALID_RECORD"]
+    assert r["ErrorMessage"] == "Inconsistent batch offset range [0, 3] and count of records 3 in topic partition orders-0"
+    assert cluster.topics.partition("orders", 0).log_end_offset == 0
 
 
 def test_produce_v3_by_name_and_v13_by_topic_id():
@@ -703,10 +723,9 @@ def test_fetch_returns_at_least_one_batch_then_respects_max_bytes(cluster):
 
 # ---- ListOffsets ------------------------------------------------------------------------------------
 def test_list_offsets_latest_earliest_and_timestamps(cluster):
-    cluster.advance(1000)
-    produce(cluster, 9, "orders", 0, batch(b"a", b"b"))
-    cluster.advance(1000)
-    produce(cluster, 9, "orders", 0, batch(b"c"))
+    # the records' own (CreateTime) timestamps count, as the producer stamped them
+    produce(cluster, 9, "orders", 0, batch(b"a", b"b", base_timestamp=1000))
+    produce(cluster, 9, "orders", 0, batch(b"c", base_timestamp=2000))
     assert list_offset(cluster, 1, "orders", 0, -1)["Offset"] == 3
     assert list_offset(cluster, 11, "orders", 0, -2)["Offset"] == 0
     found = list_offset(cluster, 11, "orders", 0, 1500)
@@ -721,7 +740,8 @@ def test_list_offsets_latest_earliest_and_timestamps(cluster):
     old.create_topic("orders", 1)
     produce(old, 9, "orders", 0, batch(b"a", b"b"))
     assert list_offset(old, 0, "orders", 0, -1)["OldStyleOffsets"] == [2]              # v0 (removed in 4.0)
-    assert list_offset(cluster, 0, "orders", 0, -1)["ErrorCode"] == E["UNSUPPORTED_VERSION"]
+    v0 = codec.encode_request("ListOffsets", 0, shape("ListOffsetsRequest", 0, {"ReplicaId": -1, "Topics": []}))
+    assert cluster.dispatch(v0) == ("close", b"")                 # 4.4 does not serve v0: the connection closes
 
 
 def test_list_offsets_goes_to_the_leader():
@@ -839,6 +859,9 @@ def test_random_requests_never_raise_and_always_decode(seed, steps):
         if broker in c.down:
             assert (kind, out) == ("close", b"")
             continue
+        served = served_versions(api, c.config)
+        if kind == "close" and (served is None or not served[0] <= version <= served[1]):
+            continue                   # a version the broker does not serve closes the connection
         if kind in ("none", "close"):  # acks=0 Produce: no response; with an error the connection closes
             assert api == "Produce" and body.get("Acks") == 0
             continue

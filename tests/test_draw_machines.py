@@ -33,6 +33,7 @@ from kipviz.draw.machines import (
     state_diagram,
     tables,
 )
+from kipviz.schema.status import kip_release
 
 needs_dot = pytest.mark.skipif(not dot_available(), reason="graphviz `dot` not installed")
 
@@ -93,8 +94,21 @@ def dot_edges(source: str) -> list[str]:
 
 
 def row_text(r: Row) -> str:
-    """A row's lines in its arrow's label, run together: its event, and its KIP line if it has one."""
-    return r.event + ("" if r.status == "released" else " · ".join(p for p in (r.kip, r.status) if p))
+    """A row's lines in its arrow's label, run together: its event, and its KIP line if it has one
+    (a shipped KIP's row that Kafka never ran: "KIP-516 page · not shipped")."""
+    if r.status == "released":
+        return r.event
+    if r.kip and kip_release(r.kip):
+        return r.event + f"{r.kip} page · not shipped"
+    return r.event + " · ".join(p for p in (r.kip, r.status) if p)
+
+
+def test_a_shipped_kips_page_only_rows_are_not_called_proposed():
+    """Issue 31: KIP-516 shipped in 2.8; its page's rows Kafka never ran read "not shipped", not "proposed"."""
+    src = state_diagram(tables()["replica"]).source
+    assert "KIP-516 · proposed" not in src and src.count("KIP-516 page · not shipped") == 6   # labels, tooltips
+    assert "as the KIP-516 page says, not shipped (KIP-516 released in 2.8)" in src
+    assert "KIP-1289 · proposed" in state_diagram(tables()["share-record"]).source      # a proposal stays one
 
 
 def label_of(edge: str) -> str:

@@ -52,3 +52,23 @@ def test_member_ids_in_notes_are_the_lane_names():
     text = _text(sequence_svg(t, fold=False))
     assert not any(mid in text for mid in names)
     assert "member cg/consumer-2" in text
+
+
+def test_a_group_forming_folds_into_one_band_on_request():
+    """Issue 31: 05's stale-member-epoch diagram ran to 133 events, most of them the group forming."""
+    t = scenarios.run("kip1319.stale_member_epoch_v6")
+    folded = sequence_svg(t, fold_groups=True)
+    assert sequence_svg(t) == sequence_svg(t, fold_groups=False)                # off unless asked
+    assert "group membership folded: 4× ConsumerGroupHeartbeat of consumer-1, consumer-2" in folded
+    heads = set(re.findall(r'<g class="kv-head kv-client"><title>([^<]*)</title>', folded))
+    assert heads == {"producer"}                                     # the consumers only heartbeat: no lanes
+    assert "TxnOffsetCommit v6" in folded and "STALE_MEMBER_EPOCH" in folded      # the case itself stays
+    assert folded.count('class="kv-req"') < sequence_svg(t).count('class="kv-req"') - 3
+
+
+def test_lane_titles_wrap_at_spaces_and_hyphens_never_inside_a_word():
+    from kipviz.draw.sequence import _head_parts, wrap_name
+    assert [p[0] for p in _head_parts("enricher-consumer", 86)] == ["enricher-", "consumer"]
+    assert [p[0] for p in _head_parts("reader-uncommitted", 86)] == ["reader-", "uncommitted"]   # a size smaller
+    # a word longer than the lane: cut with a hyphen added, never silently
+    assert wrap_name("averyveryverylongclientid", 60, 10) == ["averyvery-", "verylongc-", "lientid"]

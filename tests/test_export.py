@@ -107,6 +107,7 @@ function el(attrs) {
   e.setAttribute = (k, v) => { e.attrs[k] = String(v); };
   e.addEventListener = (t, f) => { (e.listeners[t] = e.listeners[t] || []).push(f); };
   e.appendChild = c => { e.children.push(c); return c; };
+  e.querySelector = () => null;                 // a picture's highlighted node (none drawn here)
   e.fire = (t, ev) => (e.listeners[t] || []).forEach(f => f(ev || {preventDefault() {}}));
   return e;
 }

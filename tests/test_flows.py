@@ -11,7 +11,7 @@ import pytest
 
 from kipviz import scenarios
 from kipviz.broker import Cluster
-from kipviz.draw.flows import STEPS, Flow, FlowError, classify, flow_window, regular_vs_share_flow
+from kipviz.draw.flows import STEPS, Flow, FlowError, classify, flow_window, regular_vs_share_flow, share_flow
 from kipviz.draw.sequence import C_PROPOSED
 from kipviz.scenarios import kip1289_errors as k
 
@@ -273,7 +273,7 @@ def test_any_two_traces_clusters_or_event_lists():
 def test_default_runs():
     f = regular_vs_share_flow(seed=1)
     assert f.regular.source.startswith("txn.read_process_write_commit")
-    assert f.share.source.startswith(("kip1289.happy_commit", "kip1289.share_commit_run"))
+    assert f.share.source.startswith("kip1289.marker_not_colocated")     # named for what it shows
     assert "AddOffsetsToTxn v4" in labels(column(f.svg, "regular"), "kv-req")
     assert any(r.startswith("TxnShareAcknowledge v0 · proposed") for r in labels(column(f.svg, "share"), "kv-req"))
 
@@ -401,20 +401,32 @@ def lane_of(col: ET.Element, g: ET.Element) -> str:
 
 def test_default_share_flow_is_the_kip_as_written_and_shows_the_records_stuck():
     """The measured case: 3 brokers, seed 0: staged on broker 0 (in-0's leader), the COMMIT marker for
-    __share_group_state-28 to broker 1, which does not lead in-0: nothing resolves them."""
+    __share_group_state-N to broker 1, which does not lead in-0: nothing resolves them. The run is
+    named for that (kip1289.marker_not_colocated), not happy_commit (issue 31)."""
     f = regular_vs_share_flow()
-    assert f.share.source.startswith("kip1289.happy_commit")
+    assert f.share.source.startswith("kip1289.marker_not_colocated")
     df = f.steps.set_index("step")
+    state = re.search(r"__share_group_state-(\d+)", df.loc[6, "share"]).group(0)
     assert "TxnShareAcknowledge v0 (proposed) → partition leader (broker 0)" in df.loc[3, "share"]
-    assert "WriteTxnMarkers COMMIT → broker 1: __share_group_state-28" in df.loc[6, "share"]
+    assert f"WriteTxnMarkers COMMIT → broker 1: {state}" in df.loc[6, "share"]
     assert "resolved nothing on broker 1 for in-0 @0,1,2,3, led by broker 0" in df.loc[7, "share"]
     assert "ACKNOWLEDGED" not in df.loc[7, "share"]
     col = column(f.svg, "share")
     assert set(lanes(col)) == {"broker 0 (leader, txn coordinator)", "broker 1 (share coordinator, leader)"}
     staged = [g for g in groups(col, "kv-state") if "ACQUIRED → TX_PENDING" in text_of(g)]
     assert len(staged) == 4 and {lane_of(col, g) for g in staged} == {"broker 0 (leader, txn coordinator)"}
-    (marker,) = [g for g in groups(col, "kv-marker") if "__share_group_state-28" in text_of(g)]
+    (marker,) = [g for g in groups(col, "kv-marker") if state in text_of(g)]
     assert lane_of(col, marker) == "broker 1 (share coordinator, leader)"
+
+
+def test_share_flow_draws_the_share_side_alone():
+    """Issue 31: the forwarded and participants runs were drawn below the same regular flow each time."""
+    f = share_flow("kip1289.marker_forwarded")
+    root = ET.fromstring(f.svg)
+    assert [g.get("data-side") for g in root.iter(NS + "g") if g.get("class") == "kv-flow-column"] == ["share"]
+    assert f.share.source.startswith("kip1289.marker_forwarded") and f.regular is None
+    assert list(f.steps.columns) == ["step", "what", "share", "share_status", "share_events"]
+    assert "Regular consumer group" not in f.html and "TxnShareAcknowledge v0" in f.html
 
 
 def test_forwarded_flow_resolves_on_the_broker_that_resolved_it():

@@ -26,6 +26,7 @@ def _saved_by_jupyterlab(nb: dict) -> dict:
     nb = json.loads(json.dumps(nb))
     nb["metadata"]["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {"x": 1}}}
     nb["metadata"]["language_info"] = {"name": "python", "version": "3.12.3", "mimetype": "text/x-python"}
+    nb["metadata"]["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     for n, cell in enumerate(c for c in nb["cells"] if c["cell_type"] == "code"):
         cell["execution_count"] = n + 1
         cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["x" * 80 + "\n"] * 50}]

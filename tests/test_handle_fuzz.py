@@ -11,6 +11,10 @@ kept consistent so that the body parser and the handlers see the damage. For eve
   ResponseSent event);
 * one call does a small, bounded amount of work: CPU time and the events it records.
 
+"Every served API and version" is every one some configuration of the model serves: the releases
+the kit plays, trunk's accepted versions, share.version 2's proposed RPC and the ZooKeeper-mode
+controller requests a scenario turns on (LeaderAndIsr, StopReplica: ClusterConfig.api_versions).
+
 Two tests: a seeded sweep (the same mutations every run, every API and version) and a hypothesis
 test with its own settings profile (moderate example count, a few seconds on two slow cores)."""
 from __future__ import annotations
@@ -31,6 +35,7 @@ from kipviz.broker.handlers import HANDLERS, load_all
 from kipviz.clients import Consumer, Producer
 from kipviz.records.examples import TOPIC_IDS, example_value
 from kipviz.schema.events import ResponseSent
+from kipviz.schema.releases import RELEASES
 
 # KIPVIZ_FUZZ_EXAMPLES=20000 for a long campaign
 settings.register_profile("handle-fuzz", max_examples=int(os.environ.get("KIPVIZ_FUZZ_EXAMPLES", 400)), deadline=None,
@@ -41,19 +46,29 @@ MAX_CPU_PER_CALL = 1.0        # seconds; the valid examples take about 2 ms
 MAX_EVENTS_PER_CALL = 2_000   # the examples record a handful
 
 
-def _frames() -> list[tuple[str, int, bytes, int]]:
-    """(api, version, frame, share.version) for every API and version the model serves."""
+# the cluster settings that serve each API and version (the first that does, in this order)
+PROFILES = ({}, {"share_version": 2}, {"release": None}, *({"release": r} for r in RELEASES),
+            {"api_versions": {"LeaderAndIsr": (0, 7), "StopReplica": (0, 4)}})
+
+
+def _serves(config, api: str, version: int) -> bool:
+    served = served_versions(api, config)
+    return served is not None and served[0] <= version <= served[1]
+
+
+def _frames() -> list[tuple[str, int, bytes, dict]]:
+    """(api, version, frame, cluster settings) for every API and version some configuration serves."""
     load_all()
-    out = []
-    for api in sorted(HANDLERS):
-        for share_version in (1, 2):          # share.version 2 serves KIP-1289's proposed RPC
-            served = served_versions(api, Cluster(share_version=share_version).config)
-            if served is None:
-                continue
-            for v in range(served[0], served[1] + 1):
-                out.append((api, v, codec.encode_request(api, v, example_value(api + "Request", v),
-                                                         correlation_id=v + 1), share_version))
-            break
+    out, seen = [], set()
+    for settings_ in PROFILES:
+        config = Cluster(**settings_).config
+        for api in sorted(HANDLERS):
+            served = served_versions(api, config)
+            for v in range(served[0], served[1] + 1) if served is not None else ():
+                if (api, v) not in seen:
+                    seen.add((api, v))
+                    out.append((api, v, codec.encode_request(api, v, example_value(api + "Request", v),
+                                                             correlation_id=v + 1), settings_))
     return out
 
 
@@ -61,9 +76,9 @@ FRAMES = _frames()
 _EXAMPLE_TOPICS = {"orders": TOPIC_IDS[0], "payments": TOPIC_IDS[1]}
 
 
-def _cluster(share_version: int, brokers: int = 3) -> Cluster:
+def _cluster(settings_: dict, brokers: int = 3) -> Cluster:
     """A cluster holding the topics (and topic ids) the examples name, with a few records."""
-    c = Cluster(brokers=brokers, seed=1, share_version=share_version)
+    c = Cluster(brokers=brokers, seed=1, **settings_)
     reg = c.topics
     for name, tid in _EXAMPLE_TOPICS.items():
         c.create_topic(name, 8)
@@ -80,13 +95,13 @@ def _cluster(share_version: int, brokers: int = 3) -> Cluster:
     return c
 
 
-def _warm(share_version: int) -> tuple[Cluster, tuple, tuple]:
+def _warm(settings_: dict) -> tuple[Cluster, tuple, tuple]:
     """A one-broker cluster (every request reaches its handler, coordinators included) with live
     state made by the kit's clients: an open transaction of "tx-orders-001", a classic group
     "order-processors" and a KIP-848 group "g848" that have consumed. Also returns the ints and
     strings that state is keyed by (producer id and epoch, generation, member ids and epochs), for
     the mutations to use: a request naming a live member reaches deeper than one naming nobody."""
-    c = _cluster(share_version, brokers=1)
+    c = _cluster(settings_, brokers=1)
     p = Producer(c, "tx-orders-001")
     pid, epoch = p.init_transactions()
     p.begin_transaction()
@@ -154,8 +169,8 @@ OPS = st.lists(st.tuples(st.sampled_from(("flip", "set", "cut", "insert", "delet
 @given(which=st.integers(0, len(FRAMES) - 1), ops=OPS, fix_size=st.integers(0, 9).map(lambda x: x < 8),
        twice=st.booleans(), warm=st.booleans())
 def test_mutated_frames_of_every_api_and_version(which, ops, fix_size, twice, warm):
-    api, version, frame, share_version = FRAMES[which]
-    c = _warm(share_version)[0] if warm else _cluster(share_version)
+    api, version, frame, settings_ = FRAMES[which]
+    c = _warm(settings_)[0] if warm else _cluster(settings_)
     bad = mutate(frame, ops, fix_size)
     check(c, bad)
     if twice:                  # the state the first one left must not trip the model either
@@ -170,24 +185,24 @@ def test_seeded_sweep_over_every_api_and_version():
     rng = random.Random(21)
     seen: dict[str, int] = {}
     kinds = ("flip", "set", "cut", "insert", "delete", "huge")
-    for _api, _version, frame, share_version in FRAMES:
-        c = _cluster(share_version)
+    for _api, _version, frame, settings_ in FRAMES:
+        c = _cluster(settings_)
         assert check(c, frame) in ("response", "error response", "no response")
         for _ in range(24):
             ops = [(rng.choice(kinds), rng.randrange(1 << 16), rng.randrange(1 << 16))
                    for _ in range(rng.randint(1, 3))]
             got = check(c, mutate(frame, ops, rng.random() < 0.9))
             seen[got] = seen.get(got, 0) + 1
-    assert len(FRAMES) >= 170
+    assert len(FRAMES) >= 200 and {("LeaderAndIsr", 0), ("StopReplica", 0)} <= {f[:2] for f in FRAMES}
     assert set(seen) == {"response", "error response", "no response"}, seen
 
 
 def test_every_valid_example_is_served_cleanly_in_sequence():
-    """All the valid examples, one after another, on one cluster per share.version."""
-    for share_version in (1, 2):
-        c = _cluster(share_version)
-        for _api, _version, frame, sv in FRAMES:
-            if sv <= share_version:
+    """All the valid examples, one after another, on one cluster per configuration."""
+    for settings_ in PROFILES:
+        c = _cluster(settings_)
+        for api, version, frame, _ in FRAMES:
+            if _serves(c.config, api, version):
                 check(c, frame)
 
 
@@ -237,8 +252,8 @@ def _replace(value, path, new):
 @settings(FUZZ)
 @given(which=st.integers(0, len(FRAMES) - 1), data=st.data(), warm=st.booleans())
 def test_valid_frames_with_odd_values(which, data, warm):
-    api, version, _frame, share_version = FRAMES[which]
-    c, ints, strs = _warm(share_version) if warm else (_cluster(share_version), (), ())
+    api, version, _frame, settings_ = FRAMES[which]
+    c, ints, strs = _warm(settings_) if warm else (_cluster(settings_), (), ())
     value = example_value(api + "Request", version)
     for _ in range(data.draw(st.integers(1, 3), label="changes")):
         paths = [p for p, v in _paths(value) if p and _candidates(v)]
@@ -266,8 +281,8 @@ def _later(c: Cluster, ms: int) -> None:
     valid example is still served."""
     c.advance(ms)
     assert c.internal_errors == [], c.internal_errors
-    for _api, _version, frame, sv in FRAMES[::7]:
-        if sv <= c.config.share_version:
+    for api, version, frame, _ in FRAMES[::7]:
+        if _serves(c.config, api, version):
             check(c, frame)
 
 
@@ -277,11 +292,11 @@ def test_the_checks_catch_a_model_bug(monkeypatch):
     def broken(cluster, req):
         raise KeyError("a model bug")
     monkeypatch.setitem(HANDLERS, "Heartbeat", broken)
-    api, version, frame, share_version = next(f for f in FRAMES if f[0] == "Heartbeat")
-    c = _cluster(share_version)
+    api, version, frame, settings_ = next(f for f in FRAMES if f[0] == "Heartbeat")
+    c = _cluster(settings_)
     with pytest.raises(AssertionError, match="a model bug"):
         check(c, frame)
-    c = _cluster(share_version)
+    c = _cluster(settings_)
     with pytest.raises(TypeError):
         c.handle(None)
     assert c.internal_errors == []

@@ -117,7 +117,8 @@ def test_leader_and_isr_is_not_served_by_any_4x_release():
     c = Cluster(seed=0)
     out = c.call("LeaderAndIsr", 7, shape("LeaderAndIsrRequest", 7, {
         "ControllerId": 0, "ControllerEpoch": 1, "Type": 1, "TopicStates": [], "LiveLeaders": []}))
-    assert out["ErrorCode"] == CODE["UNSUPPORTED_VERSION"]
+    # Kafka 4.0 removed the key: the header does not parse and the connection closes, unanswered
+    assert out is None and "LeaderAndIsr v7 is not served" in c.events[-1].text
     adv = {k["ApiKey"] for k in c.call("ApiVersions", 3, {"ClientSoftwareName": "t", "ClientSoftwareVersion": "1"})
            ["ApiKeys"]}
     assert not adv & {4, 5, 6}

@@ -79,6 +79,10 @@ def test_contents_table_links_every_notebook():
         assert f'href="{path.name}"' in html
     assert table.minutes == sum(course.outline(p).minutes for p in NOTEBOOKS)
     assert f"{table.minutes} min" in html and f"{table.minutes} min" in repr(table)
+    # the share-group notebooks name KIP-932, which they build on (issue 31), with a link to its page
+    kips = {r["notebook"]: r["KIPs"].split(", ") for r in table.rows()}
+    assert "KIP-932" in kips["06_share_group_eos"] and "KIP-932" in kips["09_live_cluster"]
+    assert html.count(course.KIPS[932][1]) == 2
 
 
 # ---- the workshop guide -----------------------------------------------------------------------------

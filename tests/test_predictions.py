@@ -3,8 +3,11 @@
 A learner-editable cell is a code cell tagged {"kipviz": {"exercise": ID}} (in its source in
 notebooks/src/, the cell header `# %% kipviz={"exercise": ID}`); the cell after it, tagged
 {"kipviz": {"check": ID}}, is not editable and computes the answer in kipviz.course.exercises. For every
-exercise, the text of its expected answer must occur neither in its learner cell's source nor in its
-hint (as a whole token, so "5" does not match "15" or "v5")."""
+exercise, its expected answer (computed from the model) is written neither in its hint nor, for a
+prediction, in any cell above its check, nor in the sources right under it (tests/answer_text.py says
+how an answer is matched: names, their words in a row, numbers, versions). The cells under a
+prediction's check are its outcome: tagged {"kipviz": {"outcome": ID}}, folded until it is answered
+(kipviz.course.reveal; tests/browser/test_lab_notebooks.py checks the folding in the page)."""
 from __future__ import annotations
 
 import re
@@ -15,6 +18,7 @@ import pytest
 
 from kipviz.course.exercises import EXERCISES, exercise
 from kipviz.course.teach import check
+from tests import answer_text
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -79,12 +83,42 @@ def test_the_answer_is_not_given_away(ex_id):
     _assert_hidden(ex_id, ex.expected())
 
 
+def _notebook(ex_id: str) -> Path:
+    return next(p for p in NOTEBOOKS if p.name.startswith(ex_id.split("-")[0] + "_"))
+
+
 def _assert_hidden(ex_id, expected):
     ex = exercise(ex_id)
     nb, i, cell = LEARNER[ex_id]
     for text in texts(expected):
         assert not occurs(text, cell.source), f"{nb} cell {i}: the answer {text!r} is in the learner's cell"
         assert not occurs(text, ex.hint), f"{ex_id}: the hint gives the answer {text!r} away"
+    cells = answer_text.read(_notebook(ex_id))
+    problems = answer_text.given_away(ex, expected, cells, answer_text.places(cells)[ex_id])
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_outcomes_are_folded_behind_their_exercise(path):
+    cells = answer_text.read(path)
+    problems = answer_text.fold_problems(cells, answer_text.places(cells), EXERCISES)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_answer_text_matcher_finds_what_it_should():
+    pats = answer_text.patterns
+    def found(value, text, unit=""):
+        return [part for part, _, p in pats(value, unit) if p.search(text)]
+    assert found("PRODUCER_FENCED", "a producer fenced while staging") == ["PRODUCER_FENCED"]
+    assert found("PRODUCER_FENCED", "run kip1289.case03 ... # the zombie's call: PRODUCER_FENCED")
+    assert not found("PRODUCER_FENCED", "the producer is fenced") and not found("ACQUIRED", "NOT_ACQUIRED_YET")
+    assert found("STALE_MEMBER_EPOCH", "kip1289.case08_stale_member_epoch") and found("tag-reused", "tag reused")
+    assert found(5, "the limit (5)") and found(5, "the fifth delivery") and found(5, "five times")
+    assert not found(5, "v5, 15, 2.5, 5.0, KIP-516, 0-5 and 4.5") and found(5, "falls back to v5", "version")
+    assert found("3-6", "keep the field for v3–6") and not found("3-6", "13-6") and not found(True, "True/False")
+    assert answer_text.in_hint("PRODUCER_FENCED", "An older producer epoch is fenced: which error?")
+    assert not answer_text.in_hint("PRODUCER_FENCED", "Like a zombie's call.")
+    assert answer_text.comments("x = 5  # five\ny = '# not a comment'") == "# five"
 
 
 def test_notebook_inputs_exercises_are_hidden_too():

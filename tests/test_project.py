@@ -55,3 +55,22 @@ def test_notebooks_are_stored_without_outputs():
         for c in cells:
             if c["cell_type"] == "code":
                 assert not c.get("outputs") and not c.get("execution_count"), nb.name
+
+
+def _lab_command(*args: str) -> str:
+    """The `jupyter lab` line `make lab ARGS` would run (make -n: nothing is run)."""
+    import subprocess
+    out = subprocess.run(["make", "-n", "-s", "-C", str(ROOT), "lab", *args], capture_output=True, text=True,
+                         check=True, timeout=120).stdout
+    return next(line for line in out.splitlines() if "jupyter lab" in line)
+
+
+def test_make_lab_takes_port_and_host_and_keeps_allow_root_with_other_flags():
+    import os
+    cmd = _lab_command("PORT=8899", "HOST=0.0.0.0", "LAB_FLAGS=--no-browser").split()
+    assert {"--port=8899", "--ip=0.0.0.0", "--no-browser"} <= set(cmd)
+    assert ("--allow-root" in cmd) == (os.getuid() == 0)         # added as root, whatever LAB_FLAGS says
+    plain = _lab_command().split()
+    assert not [a for a in plain if a.startswith(("--port", "--ip"))]
+    readme = (ROOT / "README.md").read_text()
+    assert "make lab PORT=" in readme and "HOST=0.0.0.0" in readme

@@ -192,10 +192,11 @@ def test_strip_player_widget_reuses_the_player(run):
     from kipviz.widgets.strip_player import strip_player
     strip = record_strip(run[0])
     p = strip_player(strip, fps=4)
-    assert isinstance(p.play, W.Play) and isinstance(p.view, FrameView) and p.slider.max == len(strip) - 1
-    (a, b) = p.links
+    assert isinstance(p.play, W.Play) and isinstance(p.view, FrameView) and p.slider.max == len(strip)
+    (a, b, c) = p.links
     assert a.source == (p.play, "value") and a.target == (p.slider, "value")
-    assert b.source == (p.slider, "value") and b.target == (p.view, "index")
+    assert b.source == (p.slider, "value") and b.target == (p.view, "frame")
+    assert c.source == (p.speed, "interval") and c.target == (p.play, "interval")
     assert p.view.frames == strip.player_data()["frames"] and all("<svg" in s for s in p.view.pictures)
 
 
@@ -294,3 +295,36 @@ def test_every_state_label_is_the_full_name_and_fits_its_cell():
                 assert cx + 4 <= x - half and x + half <= cx + cw - 4, (t.text, cw)
     assert {"TX_PENDING", "ACKNOWLEDGED", "ACQUIRED", "ARCHIVED"} <= seen
     assert all(rs.label_width(s) + 8 <= rs.CELL_W for s in sr.TABLE.states)
+
+
+# ---- issue 31: the break drawn where it happens; times from the run's start; clients by client.id ---------------
+def test_a_marker_that_resolves_nothing_is_a_frame_with_its_records_dashed_red():
+    from kipviz import scenarios
+    from kipviz.draw.record_strip import C_MISSED
+    strip = record_strip(scenarios.run("kip1289.marker_not_colocated").events)
+    first = strip.frames[strip.missed[0]]
+    assert len(strip.missed) == 8 and first["changes"] == [] and first["index"] == 2      # after staging
+    assert first["caption"].split("\n")[1:] == [
+        "broker 1 does not lead in-0 (broker 0 does): the KIP's hook resolves only the share partitions of the "
+        "broker the marker reaches", "@0-3 stay TX_PENDING (dashed red) until their lock expires"]
+    assert "reached broker 1 and resolved nothing" in first["caption"]
+    svg = strip.svg(strip.missed[0])
+    assert len(re.findall(rf'stroke="{C_MISSED}" stroke-width="3" stroke-dasharray', svg)) == 4 + 1   # cells, legend
+    assert not record_strip(scenarios.run("kip1289.marker_colocated").events).missed
+
+
+def test_captions_give_times_from_t0_and_name_clients_by_client_id():
+    """A live server's clock is epoch ms and it names connections by address: the strip says neither."""
+    from kipviz import codec
+    from kipviz.draw import example_value
+    t0 = 1_796_174_194_000
+    frame = codec.encode_request("ShareFetch", 1, example_value("ShareFetchRequest", 1), correlation_id=1,
+                                 client_id="auditor")
+    events = [E.RequestReceived(seq=0, t=t0 + 25, broker=0, client="127.0.0.1:42454", api="ShareFetch", version=1,
+                                correlation_id=1, body={"MemberId": "m1"}, frame=frame),
+              E.StateChanged(seq=1, t=t0 + 25, machine="share-record", key="sg/t-0@0", from_state="AVAILABLE",
+                             to_state="ACQUIRED", cause="acquire")]
+    (f,) = record_strip(events, t0=t0).frames
+    assert f["caption"].startswith("1/1 · t=25 ms · ShareFetch v1 from auditor (member m1)")
+    assert f["lanes"][0]["cells"][0]["owner_client"] == "auditor"
+    assert "t=1796174194025 ms" in record_strip(events).frames[0]["caption"]      # without t0: the clock as it is

@@ -4,8 +4,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -96,9 +98,73 @@ def test_cli_serve_bad_input_is_one_line_and_exit_2(tmp_path):
                            timeout=60, env={**os.environ, "PYTHONPATH": os.getcwd()})
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("kipviz: error:"), r.stderr
     (tmp_path / "keep.txt").write_text("mine")
-    r = subprocess.run([sys.executable, "-m", "kipviz.cli", "serve", "--port", "0", "--record", str(tmp_path)],
-                       capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": os.getcwd()})
-    assert r.returncode == 2 and "not empty" in r.stderr
+    sample = tmp_path / "sample"             # a `kipviz sample-data` folder is not a recording's to replace
+    sample.mkdir()
+    (sample / "manifest.json").write_text(json.dumps({"generator": {"command": "kipviz sample-data --all"}}))
+    for folder, why in ((tmp_path, "not empty"), (sample, "not a kipviz recording")):
+        r = subprocess.run([sys.executable, "-m", "kipviz.cli", "serve", "--port", "0", "--record", str(folder)],
+                           capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": os.getcwd()})
+        assert r.returncode == 2 and why in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert (tmp_path / "keep.txt").read_text() == "mine" and (sample / "manifest.json").is_file()
+
+
+def _one_exchange(srv) -> None:
+    with socket.create_connection(srv.addresses[0], timeout=10) as s:
+        s.sendall(codec.encode_request("ApiVersions", 3, {"ClientSoftwareName": "t", "ClientSoftwareVersion": "1"}))
+        head = s.recv(4, socket.MSG_WAITALL)
+        assert len(s.recv(struct.unpack(">i", head)[0], socket.MSG_WAITALL)) > 100
+
+
+def test_a_new_recording_replaces_an_earlier_one_without_following_its_links(tmp_path):
+    out, victim, victim_dir = tmp_path / "live", tmp_path / "victim.pcap", tmp_path / "victim-dir"
+    victim.write_bytes(b"precious")
+    victim_dir.mkdir()
+    (victim_dir / "keep").write_text("mine")
+    with Server(record=out) as srv:
+        _one_exchange(srv)
+    (out / "traffic.pcap").unlink()
+    (out / "traffic.pcap").symlink_to(victim)          # was followed: the victim became the new pcap
+    shutil.rmtree(out / "topics")
+    (out / "topics").symlink_to(victim_dir)
+    (out / "notes.txt").write_text("my notes")         # the user's own file in the folder stays
+    out.chmod(0o755)
+    with Server(record=out) as srv:
+        _one_exchange(srv)
+    assert victim.read_bytes() == b"precious" and [p.name for p in victim_dir.iterdir()] == ["keep"]
+    assert not (out / "traffic.pcap").is_symlink() and not (out / "topics").is_symlink()
+    assert [e["api"] for e in read_pcap(out / "traffic.pcap", ports=None)] == ["ApiVersions"]
+    assert (out / "notes.txt").read_text() == "my notes"
+    modes = {p: stat.S_IMODE(p.lstat().st_mode) for p in [out, *out.rglob("*")] if p.name != "notes.txt"}
+    assert {m for p, m in modes.items() if p.is_dir()} == {0o700}            # was 0755
+    assert {m for p, m in modes.items() if not p.is_dir()} == {0o600}        # was 0644: the pcap holds all traffic
+
+
+def test_topics_whose_files_collided_are_recorded_apart_from_real_clients(tmp_path):
+    from kipviz.spark.readers import check_files, load_manifest
+    out = tmp_path / "live"
+    names = {"_consumer_offsets": b"u", ".transaction_state": b"d", "x" * 249: b"long"}
+    with Server(record=out, auto_create_topics=True) as srv:
+        p = ck.Producer({"bootstrap.servers": srv.bootstrap})
+        for name, value in names.items():
+            p.produce(name, value)
+        assert p.flush(20) == 0
+        c = ck.Consumer({"bootstrap.servers": srv.bootstrap, "group.id": "g", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+        c.subscribe(["_consumer_offsets"])
+        m, end = None, time.monotonic() + 20
+        while m is None and time.monotonic() < end:
+            m = c.poll(0.5)
+        c.commit(m, asynchronous=False)                 # an offset commit: a record of __consumer_offsets
+        c.close()
+        del p
+    manifest = load_manifest(out)                       # what analyze, verify-eos and read_samples read
+    check_files(out, manifest)
+    files = {t["name"]: t["dataset"] for t in manifest["topics"]}
+    assert len(set(files.values())) == len(files) == 6
+    for name, value in names.items():
+        assert pq.read_table(out / files[name]).column("value").to_pylist() == [value], name
+    offsets = pq.read_table(out / files["__consumer_offsets"]).column("value").to_pylist()
+    assert offsets and b"u" not in offsets and b"d" not in offsets
 
 
 def _record_real_transactions(out) -> dict:

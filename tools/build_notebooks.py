@@ -19,10 +19,11 @@ from pathlib import Path
 import jupytext
 import nbformat as nbf
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from strip_outputs import METADATA  # noqa: E402 - the metadata the git filter stores too: one definition
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT / "notebooks" / "src"
-METADATA = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-            "language_info": {"name": "python"}}
 NEW_CELL = {"code": nbf.v4.new_code_cell, "markdown": nbf.v4.new_markdown_cell}
 
 

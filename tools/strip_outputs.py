@@ -15,13 +15,15 @@ import sys
 # cell metadata the notebooks' sources carry (notebooks/src/, built by tools/build_notebooks.py); the rest is the
 # front end's
 KEEP_CELL = ("deletable", "editable", "kipviz", "tags")
+# the notebook metadata the kit stores (tools/build_notebooks.py writes the same): JupyterLab saves its
+# own kernelspec ("Python 3 (ipykernel)", or the kernel a learner picked) and language_info, which
+# would show every saved notebook as modified in `git status`
+METADATA = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+            "language_info": {"name": "python"}}
 
 
 def strip(nb: dict) -> dict:
-    meta = nb.get("metadata", {})
-    nb["metadata"] = {k: v for k, v in meta.items() if k in ("kernelspec", "language_info")}
-    if isinstance(meta.get("language_info"), dict) and "name" in meta["language_info"]:
-        nb["metadata"]["language_info"] = {"name": meta["language_info"]["name"]}
+    nb["metadata"] = json.loads(json.dumps(METADATA))
     for cell in nb.get("cells", []):
         cell["metadata"] = {k: v for k, v in cell.get("metadata", {}).items() if k in KEEP_CELL}
         if cell.get("cell_type") == "code":

@@ -20,15 +20,14 @@ from ..schema import events as ev
 from ..schema import registry
 from ..schema.error_codes import CODE
 from ..uuids import random_uuid, to_kafka_str
+from .authorizer import Authorizer
 from .clock import VirtualClock
-from .config import SHARE_MARKER_ROUTINGS, Acl, ClusterConfig, served_versions
-from .handlers import CLOSE, DEFERRED, HANDLERS, Request, load_all
+from .config import SHARE_MARKER_ROUTINGS, ClusterConfig, served_versions
+from .handlers import CLOSE, DEFERRED, HANDLERS, Request, api_versions, load_all
 from .machine import Machine
 from .respond import error_codes, error_response
 from .tables.topic_id import TABLE as TOPIC_ID
 from .topics import INTERNAL, TopicRegistry
-
-_IMPLIES = {"DESCRIBE": {"READ", "WRITE", "DELETE", "ALTER"}, "DESCRIBE_CONFIGS": {"ALTER_CONFIGS"}}
 
 # coordinators live in their own modules and are created on first use
 _COMPONENTS = {"delayed": ("kipviz.broker.delayed", "Delayed"),
@@ -52,14 +51,17 @@ class Cluster:
             raise ValueError(f"share_marker_routing {cfg.share_marker_routing!r} is not one of "
                              f"{', '.join(SHARE_MARKER_ROUTINGS)}")
         self.config = cfg
+        self.seed = seed                         # the cluster id, topic ids and member ids follow from it
         self.rng = random.Random(seed)
         self.clock = VirtualClock(start_ms)
+        self.start_ms = start_ms                 # the run's start: pictures give times from it
         self.events: list[ev.Event] = []
         self.events_taken = 0                    # events handed over by take_events (seq numbers go on)
         self.internal_errors: list[str] = []     # model bugs caught in handle(); tests keep this empty
         self.cluster_id = to_kafka_str(random_uuid(self.rng))
         self.topics = TopicRegistry(self.rng, cfg.brokers)
         self.down: set[int] = set()             # brokers that are crashed (scenario faults)
+        self.authorizer = Authorizer(cfg.acls, cfg.super_users, cfg.allow_everyone_if_no_acl_found)
         load_all()
         for name, n in zip(INTERNAL, (cfg.offsets_topic_partitions, cfg.transaction_topic_partitions,
                                       cfg.share_state_topic_partitions), strict=True):
@@ -90,14 +92,27 @@ class Cluster:
         replicas = self.__dict__.get("replicas")
         if replicas is not None and replicas.deleting:
             replicas.poke()
+        auto = self.__dict__.get("auto_creates")
+        if auto is not None and auto.pending:      # the controller's bounded step (kipviz.broker.auto_create)
+            auto.step()
         cap = self.config.events_max
         if cap is not None and len(self.events) > cap:
             # keep the newest half of the bound; the rest goes to the spill callback (a recording)
             n = len(self.events) - cap // 2
             out, self.events = self.events[:n], self.events[n:]
             self.events_taken += n
+            buf = self.__dict__.get("event_buffer")
+            if buf is not None:
+                buf.forget_front(n)
             if self.config.events_spill is not None:
                 self.config.events_spill(out)
+        limit = self.config.events_max_bytes
+        if limit is not None:          # ... and about this many bytes (kipviz.broker.event_buffer)
+            buf = self.__dict__.get("event_buffer")
+            if buf is None:
+                from .event_buffer import EventBuffer
+                buf = self.event_buffer = EventBuffer()
+            buf.bound(self, limit)
 
     def start_log_retention(self) -> None:
         """Run log retention every log.retention.check.interval.ms of virtual time (LogManager's
@@ -171,6 +186,9 @@ class Cluster:
         seq numbers continue, so the chunks concatenate into one stream."""
         out, self.events = self.events, []
         self.events_taken += len(out)
+        buf = self.__dict__.get("event_buffer")
+        if buf is not None:
+            buf.reset()
         return out
 
     def transition(self, **fields) -> None:
@@ -253,19 +271,12 @@ class Cluster:
                 sp.reload_from_state(f"leader change {old} -> {to_broker}")
 
     # ---- helpers for handlers ----------------------------------------------------------------
-    def authorized(self, principal: str, resource_type: str, name: str, operation: str) -> bool:
-        acls: list[Acl] | None = self.config.acls
-        if acls is None:
-            return True
-        # like Kafka's AclAuthorizer: DESCRIBE is implied by READ/WRITE/DELETE/ALTER,
-        # DESCRIBE_CONFIGS by ALTER_CONFIGS
-        ops = {operation, "ALL"} | _IMPLIES.get(operation, set())
-
-        def match(a: Acl) -> bool:
-            return (a.principal in ("*", principal) and a.resource_type == resource_type
-                    and a.resource_name in ("*", name) and a.operation in ops)
-        hits = [a for a in acls if match(a)]
-        return bool(hits) and all(a.allow for a in hits)
+    def authorized(self, principal: str, resource_type: str, name: str, operation: str,
+                   host: str | None = None) -> bool:
+        """May `principal` do `operation` on the resource? The authorizer's answer
+        (kipviz.broker.authorizer: StandardAuthorizer's rules); every handler asks it what
+        KafkaApis asks (core/src/main/scala/kafka/server/KafkaApis.scala)."""
+        return self.authorizer.authorize(principal, resource_type, name, operation, host)
 
     def coordinator_partition(self, key_type: int, key: str) -> tuple[str, int]:
         """(internal topic, partition) owning a group (0) or transactional id (1)."""
@@ -311,12 +322,21 @@ class Cluster:
 
     def _dispatch(self, frame, broker, client, principal) -> tuple[str, bytes]:
         try:
-            req = codec.decode_request(frame, trailing_ok=True)    # as a broker: FACTS (i)
+            unknown = api_versions.unknown_version(self.config, frame)     # answered in v0, body unread
+            req = None if unknown is not None else codec.decode_request(frame, trailing_ok=True)  # FACTS (i)
         except DecodeError as e:
             return "close", self._malformed(frame, e, broker, client)
         except Exception as e:  # noqa: BLE001 - a bytes-level bug must still not escape
             self.internal_errors.append(f"decode: {type(e).__name__}: {e}")
             return "close", b""
+        if unknown is not None:
+            version, header = unknown
+            self.emit(ev.RequestReceived, broker=broker, client=client, api="ApiVersions", version=version,
+                      correlation_id=header["CorrelationId"], body={}, frame=bytes(frame))
+            if broker in self.down:
+                return "close", b""
+            return "send", self._respond(broker, client, "ApiVersions", 0, header["CorrelationId"],
+                                         api_versions.unsupported_body(self.config))
         api, version, cid = req["api"], req["version"], req["correlation_id"]
         self.emit(ev.RequestReceived, broker=broker, client=client, api=api, version=version,
                   correlation_id=cid, body=req["body"], frame=bytes(frame))
@@ -324,12 +344,10 @@ class Cluster:
         if broker in self.down:
             return "close", b""
         if served is None or not served[0] <= version <= served[1] or api not in HANDLERS:
-            if api == "ApiVersions":   # answered in the v0 layout so any client can read it
-                from .handlers.api_versions import advertised
-                return "send", self._respond(broker, client, api, 0, cid, {
-                    "ErrorCode": CODE["UNSUPPORTED_VERSION"], "ApiKeys": advertised(self.config)})
-            return "send", self._respond(broker, client, api, version, cid,
-                                         error_response(api, version, req["body"], CODE["UNSUPPORTED_VERSION"]))
+            if api in HANDLERS and api_versions.feature_off(api, version, self.config):
+                return "send", self._respond(broker, client, api, version, cid,
+                                             error_response(api, version, req["body"], CODE["UNSUPPORTED_VERSION"]))
+            return "close", self._unserved(api, version, served, broker, client, cid)
         request = Request(api, version, cid, req["header"], req["body"], broker, client, principal)
         try:
             body = HANDLERS[api](self, request)
@@ -390,6 +408,21 @@ class Cluster:
         self.emit(ev.ResponseSent, broker=broker, client=client, api=api, version=version, correlation_id=cid,
                   body=body, error_codes=error_codes(body), frame=out)
         return out
+
+    def _unserved(self, api: str, version: int, served, broker: int, client: str, cid: int) -> bytes:
+        """An API or version this broker does not serve: Kafka's Processor.parseRequestHeader throws
+        and SocketServer closes the channel (core/src/main/scala/kafka/network/SocketServer.scala,
+        processCompletedReceives -> processChannelException); nothing is answered. Only ApiVersions
+        is answered, in v0 (api_versions.unknown_version)."""
+        if api not in HANDLERS:
+            why = f"the kit does not model {api}"
+        elif served is None:
+            why = f"this broker does not serve {api}"
+        else:
+            why = f"this broker serves v{served[0]}-v{served[1]}"
+        self.note(f"connection closed: {api} v{version} is not served ({why})", reason=why, broker=broker,
+                  client=client, api=f"{api} v{version}", correlation_id=cid)
+        return b""
 
     def _malformed(self, frame: bytes, err: DecodeError, broker: int, client: str) -> bytes:
         """A request that cannot be parsed: RequestContext.parseRequest throws InvalidRequestException

@@ -5,16 +5,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..schema import registry, releases
+from .authorizer import Acl
 
-
-@dataclass(frozen=True, slots=True)
-class Acl:
-    """Allow (or deny) `principal` the `operation` on a resource; "*" matches any name."""
-    principal: str                 # e.g. "User:alice", or "*"
-    resource_type: str             # TOPIC, GROUP, TRANSACTIONAL_ID, CLUSTER
-    resource_name: str             # a name, or "*"
-    operation: str                 # READ, WRITE, DESCRIBE, CREATE, DELETE, ALTER, CLUSTER_ACTION, ALL
-    allow: bool = True
+__all__ = ["Acl", "ClusterConfig", "served_versions", "SHARE_MARKER_ROUTINGS", "KIT_SUGGESTION"]
 
 
 # KIP-1289's marker hook, as written and as the kit suggests it could be (key -> what and whose).
@@ -47,7 +40,12 @@ class ClusterConfig:
     release: str | None = releases.NEWEST
     api_versions: dict[str, tuple[int, int]] = field(default_factory=dict)   # per-API override
     transaction_version: int = 2           # transaction.version feature: 1 or 2 (KIP-890 part 2)
-    acls: list[Acl] | None = None          # None: everyone may do everything
+    # The authorizer (kipviz.broker.authorizer, StandardAuthorizer's semantics). None: no authorizer
+    # is configured (everyone may do everything; CreateAcls answers SECURITY_DISABLED); a list (also
+    # []) switches it on with these bindings, which CreateAcls/DeleteAcls then change.
+    acls: list[Acl] | None = None
+    super_users: tuple[str, ...] = ()       # super.users: principals allowed everything
+    allow_everyone_if_no_acl_found: bool = False   # allow.everyone.if.no.acl.found
     offsets_topic_partitions: int = 50     # offsets.topic.num.partitions
     transaction_topic_partitions: int = 50  # transaction.state.log.num.partitions
     share_state_topic_partitions: int = 50  # share.coordinator.state.topic.num.partitions
@@ -108,6 +106,9 @@ class ClusterConfig:
     # ones to events_spill (e.g. a recording) or dropping them.
     events_max: int | None = None
     events_spill: object = None            # callable(list[Event]) or None
+    # ... and about this many bytes (kipviz.broker.event_buffer): older events are slimmed (frames
+    # and long bytes dropped), spilled to events_spill, or dropped. None: no byte bound.
+    events_max_bytes: int | None = None
 
     # Bounds on the work one request can cause (docs/limits.md). message.max.bytes is Kafka's
     # (LogConfig.DEFAULT_MAX_MESSAGE_BYTES, 1 MiB + 12); the other two are the kit's own limits,

@@ -21,6 +21,10 @@ class Held:
     attempt: Callable[[bool], dict | None]     # attempt(final) -> body, or None while not ready
     timer: int | None = None
     done: bool = field(default=False)
+    # key(cluster) -> what the request's readiness depends on; poke() tries again only when it
+    # changed (DelayedOperationPurgatory completes an operation on its watch keys' changes only)
+    key: Callable[[object], object] | None = None
+    last_key: object = None
 
 
 class Delayed:
@@ -29,16 +33,29 @@ class Delayed:
         self.held: list[Held] = []
         self.outbox: list[tuple[str, int, bytes]] = []
 
-    def hold(self, request: Request, max_wait_ms: int, attempt: Callable[[bool], dict | None]) -> None:
-        h = Held(request, self.cluster.now + max(0, max_wait_ms), attempt)
+    def hold(self, request: Request, max_wait_ms: int, attempt: Callable[[bool], dict | None],
+             key: Callable[[object], object] | None = None) -> None:
+        h = Held(request, self.cluster.now + max(0, max_wait_ms), attempt, key=key)
+        if key is not None:
+            h.last_key = key(self.cluster)
         self.held.append(h)
         h.timer = self.cluster.clock.schedule(h.deadline, lambda: self._finish(h, True))
 
     def poke(self) -> None:
-        """Retry every held request (cheap: a few per connected consumer)."""
+        """Retry the held requests whose key changed (all of those without a key): with a thousand
+        consumers waiting, a request costs a thousand cheap key checks, not a thousand fetches."""
+        keys: dict = {}                  # each key function once per poke
         for h in list(self.held):
-            if not h.done:
-                self._finish(h, False)
+            if h.done:
+                continue
+            if h.key is not None:
+                k = keys.get(h.key)
+                if k is None:
+                    k = keys[h.key] = h.key(self.cluster)
+                if k == h.last_key:
+                    continue
+                h.last_key = k
+            self._finish(h, False)
 
     def drop(self, client: str, broker: int | None = None) -> int:
         """Forget the held requests of a closed connection (nothing is sent); returns how many."""

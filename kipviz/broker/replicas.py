@@ -166,8 +166,10 @@ class ReplicaManager:
     # ---- LeaderAndIsr (ReplicaManager.becomeLeaderOrFollower) -------------------------------------
     def leader_and_isr(self, broker: int, version: int, body: dict) -> dict:
         epoch = body["ControllerEpoch"]
-        states = [(t["TopicName"], t.get("TopicId"), p) for t in body["TopicStates"] for p in t["PartitionStates"]]
-        ids = {t["TopicName"]: t.get("TopicId") for t in body["TopicStates"]}
+        # v0-v1 list the partitions ungrouped, each with its topic name (LeaderAndIsrRequest.partitionStates)
+        states = [(p["TopicName"], None, p) for p in body["UngroupedPartitionStates"]] if version < 2 else \
+            [(t["TopicName"], t.get("TopicId"), p) for t in body["TopicStates"] for p in t["PartitionStates"]]
+        ids = {name: tid for name, tid, _ in states}
         if epoch < self.controller_epoch.get(broker, -1):
             errors = {(name, p["PartitionIndex"]): "STALE_CONTROLLER_EPOCH" for name, _, p in states}
             return self._lisr_response(version, "STALE_CONTROLLER_EPOCH", errors, ids)
@@ -241,11 +243,15 @@ class ReplicaManager:
     # ---- StopReplica (ReplicaManager.stopReplicas): by topic NAME, never by id ----------------------
     def stop_replica(self, broker: int, version: int, body: dict) -> dict:
         epoch = body["ControllerEpoch"]
+        # v0 lists (topic, partition) pairs, v1-v2 topics with partition indexes, both sharing one
+        # DeletePartitions flag; v3+ per-partition states (StopReplicaRequest.partitionStates)
         if version >= 3:
             parts = [(t["TopicName"], s["PartitionIndex"], s["LeaderEpoch"], s["DeletePartition"])
                      for t in body["TopicStates"] for s in t["PartitionStates"]]
-        else:
+        elif version >= 1:
             parts = [(t["Name"], i, -1, body["DeletePartitions"]) for t in body["Topics"] for i in t["PartitionIndexes"]]
+        else:
+            parts = [(p["TopicName"], p["PartitionIndex"], -1, body["DeletePartitions"]) for p in body["UngroupedPartitions"]]
         if epoch < self.controller_epoch.get(broker, -1):
             return {"ErrorCode": CODE["STALE_CONTROLLER_EPOCH"], "PartitionErrors": [
                 {"TopicName": t, "PartitionIndex": p, "ErrorCode": CODE["STALE_CONTROLLER_EPOCH"]}

@@ -17,101 +17,47 @@ segment.ms, is not modelled). The kit's simplification: a segment holding an ope
 records is kept until the transaction ends (Kafka deletes it and lets the first unstable offset
 point at the log start).
 
-The model addresses entries by absolute offset (`log.entries[offset]`, `len(log.entries)` is the
-log end offset), so the released prefix is replaced by a count: `Tail` is a list of the remaining
-entries whose indexing, slicing and len() work in absolute offsets. Iteration (`for e in
-log.entries`, `reversed(...)`) sees the remaining entries only. The sample-data generator releases
-written prefixes through the same `release` (kipviz.sampledata.retention)."""
+A log addresses its records by absolute offset (`log.entries[offset]`, `len(log.entries)` is the
+log end offset) whatever was released; iteration sees the records still held only. The
+sample-data generator releases written prefixes through the same `release`
+(kipviz.sampledata.retention)."""
 from __future__ import annotations
 
-import struct
-
-_HEAD = struct.Struct(">qi")            # base offset, batch length - 12
-_DELTA = struct.Struct(">i")            # lastOffsetDelta at byte 23
-_MAX_TS = struct.Struct(">q")           # maxTimestamp at byte 35
-
-
-class Tail(list):
-    """Log entries from offset `base` on, addressed by absolute offset."""
-    __slots__ = ("base",)
-
-    def __init__(self, entries=(), base: int = 0):
-        super().__init__(entries)
-        self.base = base
-
-    def __len__(self) -> int:
-        return self.base + list.__len__(self)
-
-    def __getitem__(self, i):
-        b = self.base
-        if type(i) is int and i >= b:       # the common case first: one offset still in the log
-            return list.__getitem__(self, i - b)
-        if isinstance(i, slice):
-            if i.step not in (None, 1) or (i.start is not None and i.start < 0) or (i.stop is not None and i.stop < 0):
-                raise IndexError("released log: only forward slices by absolute offset")
-            start = 0 if i.start is None else max(i.start - b, 0)
-            stop = None if i.stop is None else max(i.stop - b, 0)
-            return list.__getitem__(self, slice(start, stop))
-        if i < 0:
-            return list.__getitem__(self, i)
-        if i < b:
-            raise IndexError(f"offset {i} was released (log starts at {b})")
-        return list.__getitem__(self, i - b)
-
-    def release(self, upto: int) -> int:
-        """Forget the entries below offset `upto`; returns how many were dropped."""
-        n = min(upto - self.base, list.__len__(self))
-        if n <= 0:
-            return 0
-        list.__delitem__(self, slice(0, n))
-        self.base += n
-        return n
+from .log_config import cleanup_policy, topic_value
 
 
 def release(log, upto: int) -> int:
-    """Drop `log`'s entries below `upto` and the batches that end below it; returns the number of
+    """Drop `log`'s records below `upto` and the batches that end below it; returns the number of
     batches dropped (also counted in log.batches_dropped). `upto` is capped at the last stable
-    offset: open transactions stay whole."""
-    upto = min(upto, log.last_stable_offset, log.log_end_offset)
-    if not isinstance(log.entries, Tail):
-        log.entries = Tail(log.entries)
-    log.entries.release(upto)
-    k = 0
-    for raw in log.batches:
-        if _HEAD.unpack_from(raw, 0)[0] + _DELTA.unpack_from(raw, 23)[0] >= upto:
-            break
-        k += 1
-    if k:
-        del log.batches[:k]
-        del log.batch_seqs[:k]
-        log.batches_dropped += k
-    return k
+    offset: open transactions stay whole (PartitionLog.release)."""
+    return log.release(upto)
 
 
 def held_bytes(log) -> int:
-    return sum(len(b) for b in log.batches)
+    return log.held_bytes
 
 
 def segments(log, segment_bytes: int) -> list[tuple[int, int, int]]:
     """(base offset, size in bytes, largest timestamp) of each segment, oldest first."""
     out: list[list[int]] = []
-    for raw in log.batches:
-        base = _HEAD.unpack_from(raw, 0)[0]
-        ts = _MAX_TS.unpack_from(raw, 35)[0] if len(raw) >= 43 else -1
-        if not out or out[-1][1] + len(raw) > segment_bytes:
-            out.append([base, len(raw), ts])
+    for base, size, ts in zip(*log.columns(), strict=True):
+        if not out or out[-1][1] + size > segment_bytes:
+            out.append([base, size, ts])
         else:
             s = out[-1]
-            s[1] += len(raw)
-            s[2] = max(s[2], ts)
+            s[1] += size
+            if ts > s[2]:
+                s[2] = ts
     return [tuple(s) for s in out]
 
 
 def new_log_start(log, now: int, retention_bytes: int, retention_ms: int, segment_bytes: int) -> tuple[int, str]:
     """Where the log start offset moves to after one retention pass, and why ("" if it stays)."""
+    oldest = log.oldest_max_timestamp()
+    if oldest is None or ((retention_bytes < 0 or log.held_bytes < retention_bytes)
+                          and (retention_ms < 0 or now - oldest <= retention_ms)):
+        return log.log_start_offset, ""      # nothing can go (the first segment is at least as new)
     segs = segments(log, segment_bytes)
-    if not segs:
-        return log.log_start_offset, ""
     ends = [s[0] for s in segs[1:]] + [log.log_end_offset]
     cap = log.last_stable_offset           # the kit keeps open transactions whole (see above)
     k, why = 0, ""
@@ -134,11 +80,8 @@ def new_log_start(log, now: int, retention_bytes: int, retention_ms: int, segmen
 
 def settings(cluster, topic) -> tuple[int, int, int]:
     """(retention.bytes, retention.ms, segment.bytes) for `topic`: its own config, else the broker's
-    log.retention.bytes / log.retention.ms / log.segment.bytes."""
-    cfg, own = cluster.config, topic.configs
-    return (int(own.get("retention.bytes", cfg.log_retention_bytes)),
-            int(own.get("retention.ms", cfg.log_retention_ms)),
-            int(own.get("segment.bytes", cfg.log_segment_bytes)))
+    (dynamic, then static log.retention.bytes / log.retention.ms / log.segment.bytes: kipviz.broker.log_config)."""
+    return tuple(topic_value(cluster, topic, n) for n in ("retention.bytes", "retention.ms", "segment.bytes"))
 
 
 def enforce(cluster) -> int:
@@ -146,15 +89,17 @@ def enforce(cluster) -> int:
     compacted in Kafka, not deleted by retention). Returns the number of batches deleted; each
     partition whose log start moves gets a Note."""
     total = 0
+    holding = {log.topic for log in cluster.topics.logs_with_data}    # (5,000 empty topics cost nothing)
     for topic in list(cluster.topics.by_name.values()):
-        if topic.internal:
-            continue
+        if topic.internal or topic.name not in holding or "delete" not in cleanup_policy(cluster, topic):
+            continue        # empty, or cleanup.policy=compact alone: the log cleaner's, not retention's
         rb, rms, sb = settings(cluster, topic)
         if rb < 0 and rms < 0:
             continue
         for log in topic.partitions:
             start, why = new_log_start(log, cluster.now, rb, rms, sb)
-            total += move_log_start(cluster, topic.name, log, start, f"log retention ({why})", why)
+            if why:
+                total += move_log_start(cluster, topic.name, log, start, f"log retention ({why})", why)
     return total
 
 

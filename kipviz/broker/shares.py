@@ -264,6 +264,35 @@ class ShareCoordinator:
             n += 1
         return n
 
+    # ---- KIP-932's admin (AlterShareGroupOffsets / DeleteShareGroupOffsets) ----------------------
+    def initialize_state(self, group_id: str, topic, partition: int, start_offset: int) -> SharePartition:
+        """InitializeShareGroupState, as AlterShareGroupOffsets asks the persister: the share
+        partition starts again at `start_offset`, with a new state epoch and nothing in flight; a
+        ShareSnapshot records it."""
+        sp = self.share_partition(group_id, topic, partition)
+        sp.records.clear()
+        sp.spso = sp.end = start_offset
+        sp.state_epoch += 1
+        self._updates[(group_id, topic.topic_id, partition)] = UPDATES_PER_SNAPSHOT   # a snapshot
+        self.persist(sp, [])
+        return sp
+
+    def delete_state(self, group_id: str, topic) -> list[int]:
+        """DeleteShareGroupState, as DeleteShareGroupOffsets asks the persister: the group's state
+        for every partition of `topic` goes (a ShareSnapshot tombstone each). Returns the partitions."""
+        gone = []
+        for k in [k for k in self.partitions if k[0] == group_id and k[1] == topic.topic_id]:
+            self.partitions.pop(k)
+            self._updates.pop(k, None)
+            p = share_coordinator_partition(group_id, topic.topic_id, k[2], self.cluster.config.share_state_topic_partitions)
+            self.snapshot_offsets.get(p, {}).pop(k, None)
+            key = {"GroupId": group_id, "TopicId": topic.topic_id, "Partition": k[2]}
+            kb, vb = encode_internal("ShareSnapshot", key, None)
+            self.cluster.append_internal(SHARE_STATE_TOPIC, p, kb, vb, {"type": "ShareSnapshot", "key": {
+                **key, "TopicId": str(topic.topic_id)}, "value": None})
+            gone.append(k[2])
+        return sorted(gone)
+
     # ---- share sessions -------------------------------------------------------------------------
     def session_step(self, group_id: str, member_id: str, epoch: int, *, opening_allowed: bool,
                      broker: int = 0, client: str | None = None) -> dict | None:

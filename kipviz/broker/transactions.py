@@ -474,8 +474,7 @@ class TransactionCoordinator:
         if log is not None and producer_id in log.open_txns:
             # UnifiedLog.hasOngoingTransaction: the leader already holds this producer's open
             # transaction at this epoch, so it does not ask the coordinator again
-            last = next((e for e in reversed(log.entries) if e.producer_id == producer_id), None)
-            if last is not None and last.producer_epoch == producer_epoch:
+            if log.last_epoch(producer_id) == producer_epoch:
                 return NONE
         op = self._operation(version, 12, 11, self.server_tv2)
         err = self._verify_or_add(transactional_id, producer_id, producer_epoch, (topic, partition), op,
@@ -755,13 +754,13 @@ class TransactionCoordinator:
             # records; under transaction version 2 (WriteTxnMarkers v2) it must be newer than
             # the epoch of the transaction it ends (KIP-1228)
             first = log.open_txns.get(producer_id)
-            epochs = [e.producer_epoch for e in log.entries if e.producer_id == producer_id]
-            latest = max(epochs, default=NO_PRODUCER_EPOCH)
+            latest = log.max_epoch(producer_id)
+            latest = NO_PRODUCER_EPOCH if latest is None else latest
             if producer_epoch < latest:
                 return E["INVALID_PRODUCER_EPOCH"]
             if transaction_version is not None and transaction_version >= 2 and first is not None:
-                txn_epoch = max(e.producer_epoch for e in log.entries[first:] if e.producer_id == producer_id)
-                if producer_epoch <= txn_epoch:
+                txn_epoch = log.max_epoch(producer_id, since=first)
+                if txn_epoch is not None and producer_epoch <= txn_epoch:
                     return E["INVALID_PRODUCER_EPOCH"]
         marker = "COMMIT" if commit else "ABORT"
         offset = log.append_marker(marker, cluster.now, producer_id, producer_epoch, coordinator_epoch,

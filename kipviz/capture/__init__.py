@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..schema.error_codes import error_codes as _error_codes
+from ..table import Table, frame
 from ._kafka import MAX_REQUEST, MAX_RESPONSE, api_name, exchanges_of
 from ._packets import CaptureError, tcp_segments
 from ._tcp import Tracker
@@ -171,9 +172,8 @@ def to_dataframe(exchanges, *, ports=DEFAULT_PORTS):
     """A pandas DataFrame with one row per exchange: time, client, server, api, api_key, version,
     correlation_id, error_codes (every *ErrorCode value in the response body; 0 means none),
     failed (a non-zero error code was found), latency_ms, request_bytes, response_bytes, kind,
-    errors (joined). `exchanges` may also be a capture path."""
-    import pandas as pd
-
+    errors (joined). `exchanges` may also be a capture path. Without pandas (the browser kit), the
+    same rows as a kipviz.table.Table."""
     if not isinstance(exchanges, list):
         exchanges = read_pcap(exchanges, ports=ports)
     rows = []
@@ -191,7 +191,9 @@ def to_dataframe(exchanges, *, ports=DEFAULT_PORTS):
         })
     cols = ["time", "client", "server", "api", "api_key", "version", "correlation_id", "error_codes",
             "failed", "latency_ms", "request_bytes", "response_bytes", "kind", "errors"]
-    df = pd.DataFrame(rows, columns=cols)
+    df = frame(rows, columns=cols)
+    if isinstance(df, Table):
+        return df
     for c in ("api_key", "version", "correlation_id", "request_bytes", "response_bytes"):
         df[c] = df[c].astype("Int64")
     df["time"] = df["time"].astype("float64")

@@ -325,6 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_spark(sub)
     from .serve import add_serve
     add_serve(sub)
+    from .lite import add_lite
+    add_lite(sub)
     return p
 
 

@@ -4,12 +4,16 @@
     kipviz serve --port 0 -v --speed 10           # free ports; connection lines; time 10x faster
     kipviz serve --record out/live                # also write the session (kipviz analyze out/live)
     kipviz serve --retention-bytes -1             # keep every record (the default keeps 16 MiB per partition)
+    kipviz serve --seed 7                         # the same cluster id, topic ids and member ids every start
 
 Prints the bootstrap address and serves until Ctrl-C. Bad input (a release the kit does not model,
-a port in use, --speed <= 0): one line on stderr, exit 2."""
+a port in use, --speed <= 0): one line on stderr, exit 2. Listening on an address other than
+loopback prints one warning line on stderr: the server has no authentication."""
 from __future__ import annotations
 
+import ipaddress
 import signal
+import sys
 import threading
 
 from ..errors import KipvizError
@@ -29,7 +33,8 @@ def cmd_serve(args) -> int:
         raise KipvizError(f"--port {args.port} is out of range for {args.brokers} brokers")
     # auto.create.topics.enable: Kafka's default is true (server-common/.../config/ServerLogConfigs.java:
     # AUTO_CREATE_TOPICS_ENABLE_DEFAULT); the model's scenarios keep it off, a served cluster plays Kafka
-    for flag in ("retention_bytes", "segment_bytes", "events_max"):
+    for flag in ("retention_bytes", "segment_bytes", "events_max", "events_max_bytes", "queued_max_request_bytes",
+                 "connections_max_idle_ms"):
         low = -1 if flag == "retention_bytes" else 1
         if getattr(args, flag) < low:
             raise KipvizError(f"--{flag.replace('_', '-')} must be >= {low}, got {getattr(args, flag)}")
@@ -41,12 +46,19 @@ def cmd_serve(args) -> int:
     if args.release is not None:
         settings["release"] = args.release
     srv = Server(brokers=args.brokers, host=args.host, port=args.port, speed=args.speed, verbose=args.verbose,
-                 record=args.record, events_max=args.events_max, **settings)
+                 record=args.record, events_max=args.events_max, events_max_bytes=args.events_max_bytes,
+                 queued_max_request_bytes=args.queued_max_request_bytes,
+                 connections_max_idle_ms=args.connections_max_idle_ms, seed=args.seed, **settings)
     stop = threading.Event()
     old = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     srv.start()
+    exposed = [h for h, _ in srv.addresses if not _loopback(h)]
+    if exposed:
+        print(f"kipviz serve: warning: listening on {exposed[0]}, not a loopback address: anyone who reaches it "
+              "can read, write and delete every topic (no authentication yet)", file=sys.stderr, flush=True)
     print(f"kipviz serve: {args.brokers} broker(s), bootstrap.servers={srv.bootstrap}"
-          f" (release {args.release or 'newest'}, speed x{args.speed:g}); Ctrl-C stops", flush=True)
+          f" (release {args.release or 'newest'}, speed x{args.speed:g}, cluster id {srv.cluster.cluster_id},"
+          f" seed {srv.cluster.seed}); Ctrl-C stops", flush=True)
     try:
         while not stop.wait(0.2):
             pass
@@ -66,10 +78,19 @@ def cmd_serve(args) -> int:
     return 0
 
 
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
 def add_serve(sub) -> None:
     sv = sub.add_parser("serve", help="run the cluster model on real sockets for real Kafka clients")
     sv.add_argument("--brokers", type=int, default=1, help="modelled brokers, one listener each (default 1)")
-    sv.add_argument("--host", default="127.0.0.1", help="address to listen on and advertise (default 127.0.0.1)")
+    sv.add_argument("--host", default="127.0.0.1",
+                    help="address to listen on and advertise (default 127.0.0.1); any other than a loopback "
+                         "address prints a warning: the server has no authentication yet")
     sv.add_argument("--port", type=int, default=9092,
                     help="first broker's port, the others consecutive; 0 for free ports (default 9092)")
     sv.add_argument("--release", default=None, help="the Kafka release the brokers play (default: the newest)")
@@ -78,8 +99,13 @@ def add_serve(sub) -> None:
     sv.add_argument("--auto-create-topics", choices=("true", "false"), default="true",
                     help="auto.create.topics.enable: a Metadata request for a missing topic creates it (Kafka's default true)")
     sv.add_argument("--speed", type=float, default=1.0, help="virtual time runs X times faster than wall time")
+    sv.add_argument("--seed", type=int, default=None, metavar="N",
+                    help="seed of the cluster id, topic ids and generated member ids: the same N gives the same ids "
+                         "(default: random per start, as Kafka's are)")
     sv.add_argument("--record", metavar="DIR", default=None,
-                    help="write the session to DIR: the sample-data layout plus traffic.pcap")
+                    help="write the session to DIR: the sample-data layout plus traffic.pcap (all the traffic, "
+                         "so the folder is made 0700 and its files 0600). DIR must be new, empty, or an "
+                         "earlier recording, which is replaced; any other folder is refused")
     # a teaching server runs for hours: Kafka's log retention, with a bounded default (Kafka's own
     # log.retention.bytes is -1, unbounded, which the model keeps everywhere else)
     sv.add_argument("--retention-bytes", type=int, default=DEFAULT_RETENTION_BYTES, metavar="N",
@@ -92,5 +118,15 @@ def add_serve(sub) -> None:
                          f"(default {DEFAULT_SEGMENT_BYTES}, 1 MiB; Kafka's is 1 GiB)")
     sv.add_argument("--events-max", type=int, default=50_000, metavar="N",
                     help="events the server keeps in memory (older ones go to --record or are dropped; default 50000)")
-    sv.add_argument("-v", "--verbose", action="store_true", help="one line per connection opened or closed")
+    sv.add_argument("--events-max-bytes", type=int, default=64 * 1024 * 1024, metavar="N",
+                    help="about this many bytes of events in memory: older ones lose their frames and long bytes "
+                         "(or go to --record) (default 67108864, 64 MiB)")
+    sv.add_argument("--queued-max-request-bytes", type=int, default=64 * 1024 * 1024, metavar="N",
+                    help="queued.max.request.bytes: request bytes being read, all connections; past it no "
+                         "connection is read from until requests are handled (default 67108864, 64 MiB)")
+    sv.add_argument("--connections-max-idle-ms", type=int, default=600000, metavar="MS",
+                    help="connections.max.idle.ms: a connection without traffic this long is closed "
+                         "(default 600000, Kafka's 10 minutes)")
+    sv.add_argument("-v", "--verbose", action="store_true",
+                    help="one line per connection opened or closed, and the memory budget every 10 s when it changed")
     sv.set_defaults(func=cmd_serve)

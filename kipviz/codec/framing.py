@@ -137,6 +137,17 @@ def decode_request(data, *, framed: bool = True, trailing_ok: bool = False) -> d
             "header": header, "body": body}
 
 
+def decode_request_header(data, *, framed: bool = True) -> dict:
+    """Only a request's header (RequestApiKey, RequestApiVersion, CorrelationId, ClientId from v1),
+    the body left undecoded: who sent a request, e.g. its client.id, without decoding all of it."""
+    payload, base = _payload(data, framed)
+    _, _, hv = _request_parts(payload, base)
+    try:
+        return plan_for(registry.get("RequestHeader"), hv).decode_at(payload, 0, "header.")[0]
+    except DecodeError as e:
+        raise _shift(e, base) from None
+
+
 def decode_response(data, api, version: int, *, framed: bool = True) -> dict:
     """Decode a response; the api and version come from the request it answers."""
     spec = _spec(api, "response")

@@ -4,6 +4,6 @@
 
 `from kipviz import course; course.contents(...)` keeps working: the outline functions are
 re-exported here; everything else is imported from its own module (kipviz.course.exercises, ...)."""
-from .outlines import Contents, Outline, contents, course, kip_link, outline, problems
+from .outlines import KIPS, Contents, Outline, contents, course, kip_link, outline, problems
 
-__all__ = ["Contents", "Outline", "contents", "course", "kip_link", "outline", "problems"]
+__all__ = ["KIPS", "Contents", "Outline", "contents", "course", "kip_link", "outline", "problems"]

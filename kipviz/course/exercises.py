@@ -5,6 +5,14 @@ learner does not edit, calls `exercise("03-1").check(answer)`. The expected answ
 from the kit's own model and codec (or from objects the notebook built, passed as keywords), and
 revealed by the check: right or wrong, a hint on a wrong answer, and a "Show solution" element that
 stays closed until clicked (an HTML <details>, so it works in JupyterLab and in `kipviz export`).
+Text that names an answer (why it is right, what the run showed) lives here too, as `explain`: the
+check shows it with the right answer and in the folded solution, never in the notebook's cells.
+
+The cells after the check that show the answer (the run, its tables and pictures) are tagged
+{"kipviz": {"outcome": "03-1"}} and stay folded until the right answer (kipviz.course.reveal, which
+importing this module installs in a kernel). A "predict" exercise's answer is in no cell above its
+check and not in its hint (tests/test_predictions.py reads the notebooks for it); a "read" exercise
+asks to read the answer off a table shown above it (its hint still must not name it).
 
     from kipviz.course.exercises import exercise, EXERCISES
     exercise("03-1").expected()                  # 'UNKNOWN_TOPIC_ID', computed from the scenario
@@ -17,6 +25,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from . import reveal
 from .teach import Check, check
 
 __all__ = ["Exercise", "EXERCISES", "exercise", "BROKEN_DRAFT", "SEED_HEX", "tag_reuse_draft"]
@@ -28,8 +37,12 @@ class Exercise:
     hint: str                       # guides without naming the answer (tests/test_predictions.py)
     solve: Callable[..., Any]       # the expected answer, computed (keyword inputs: objects of the notebook)
     solution: str                   # how to find the answer; shown with it under "Show solution"
-    explain: str = ""
+    explain: str = ""               # why it is the answer; shown with the right answer and in the solution
     inputs: tuple[str, ...] = field(default=())
+    kind: str = "predict"           # or "read": the answer is read off a table shown above the question
+    unit: str = ""                  # "version": the answer 5 is also written "v5" (tests/test_predictions.py)
+    vocabulary: Callable[[], Any] | None = None   # names the text above may use: the question's choices
+    runs: tuple[str, ...] = ()      # the scenarios its outcome cells show (traces() runs them)
 
     def expected(self, **inputs) -> Any:
         missing = [n for n in self.inputs if n not in inputs]
@@ -39,18 +52,29 @@ class Exercise:
 
     def check(self, answer, **inputs) -> Check:
         expected = self.expected(**inputs)
-        return check(answer, expected, self.hint, explain=self.explain,
-                     solution=f"The answer is {expected!r}. {self.solution}")
+        result = check(answer, expected, self.hint, explain=self.explain,
+                       solution=" ".join(t for t in (f"The answer is {expected!r}.", self.explain, self.solution) if t))
+        if result.ok:
+            reveal.answered(self.id)        # its folded outcome opens
+        return result
+
+    def traces(self) -> dict:
+        """The scenarios its outcome shows, run: {name: Trace} (the notebook need not spell them out
+        where a scenario's name would name the answer)."""
+        return {name: _run(name) for name in self.runs}
 
 
-def _ex(id: str, hint: str, solution: str, explain: str = "", inputs: tuple[str, ...] = ()):
+def _ex(id: str, hint: str, solution: str, explain: str = "", inputs: tuple[str, ...] = (), **more):
     def register(fn):
-        EXERCISES[id] = Exercise(id, hint, fn, solution, explain, inputs)
+        EXERCISES[id] = Exercise(id, hint, fn, solution, explain, inputs, **more)
         return fn
     return register
 
 
 EXERCISES: dict[str, Exercise] = {}
+
+
+reveal.install()
 
 
 def exercise(id: str) -> Exercise:
@@ -118,7 +142,7 @@ def _producer_epoch_offset():
 @_ex("01-3", hint="A name of n characters costs one length byte plus n; compare that with the ID's fixed size, "
                   "then look for the first row whose 'v6 saves' is positive.",
      solution='int(table[table["v6 saves"] > 0]["name length"].min()).',
-     explain="from that length on, the name costs more than the 16-byte ID.")
+     explain="From that length on, the name costs more than the 16-byte ID.", kind="read")
 def _shortest_name():
     return next(n for n in range(1, 64) if len(_toc_request(6)) < len(_toc_request(5, n)))
 
@@ -139,8 +163,11 @@ def _error_22():
 
 
 # ---- 03 topic ids ----------------------------------------------------------------------------------
-@_ex("03-1", hint="The broker cannot resolve the old ID to any live topic; the error names what is unknown.",
-     solution='scenarios.run("kip516.stale_read").result["fetch_by_old_id"].')
+@_ex("03-1", hint="An ID is never given to another topic, and the old one now belongs to none: the error says "
+                  "the broker does not recognise what the request names.",
+     solution='scenarios.run("kip516.stale_read").result["fetch_by_old_id"].',
+     explain="The old ID resolves to no live topic, so the broker answers UNKNOWN_TOPIC_ID instead of "
+             "silently reading the new topic of the same name.")
 def _stale_fetch():
     return _run("kip516.stale_read").result["fetch_by_old_id"]
 
@@ -153,14 +180,21 @@ def _late_commit_by_id():
 
 @_ex("03-3", hint="Shipped brokers never delete a log on their own word: the answer keys the partition by the new ID "
                   "and names the mismatch between the two IDs.",
-     solution='scenarios.run("kip516.broker_stale_state_released").result["broker1_answer"].')
+     solution='scenarios.run("kip516.broker_stale_state_released").result["broker1_answer"].',
+     explain="The shipped broker refuses the request with INCONSISTENT_TOPIC_ID and keeps the old log and its "
+             "partition.metadata, so an operator decides; under the page the stale log leaves at once.")
 def _stale_state_released():
     return _run("kip516.broker_stale_state_released").result["broker1_answer"]
 
 
 # ---- 04 consumer groups ----------------------------------------------------------------------------
-@_ex("04-1", hint="An epoch the coordinator never gave out is fenced; the stale-epoch error is for offset commits.",
+@_ex("04-1", hint="Two errors name a bad member epoch: one makes the member give up its partitions and rejoin, "
+                  "the other only asks it to retry with its current epoch. Which fits an epoch the coordinator "
+                  "never gave out?",
      solution="Send the heartbeat (the check cell does) and read its ErrorCode with name_of.",
+     explain="A heartbeat with an epoch the coordinator never gave out is fenced: the member gives up its "
+             "partitions and rejoins with epoch 0 (FENCED_MEMBER_EPOCH). STALE_MEMBER_EPOCH is what offset "
+             "commits and fetches answer (the table in section 3).",
      inputs=("response",))
 def _heartbeat_too_high(response):
     from ..schema.error_codes import name_of
@@ -169,14 +203,18 @@ def _heartbeat_too_high(response):
 
 @_ex("04-2", hint="Before v9 the coordinator had no error for a missing group: it reuses an older, generation-related one.",
      solution='commit(8, 3, group="no-such-group") — the table\'s "missing group" column at v8.',
-     inputs=("error",))
+     inputs=("error",), kind="read")
 def _missing_group_v8(error):
     return error
 
 
 # ---- 05 TxnOffsetCommit v6 -------------------------------------------------------------------------
-@_ex("05-1", hint="v0–5 keep the old mapping so old producers do not treat it as fatal; v6 says what happened.",
-     solution='(runs["group_id_not_found", 5].result["error"], runs["group_id_not_found", 6].result["error"]).')
+@_ex("05-1", hint="The old versions keep the error old producers already know, so they do not treat it as "
+                  "fatal; v6 says what happened.",
+     solution='the "error" column of the table below for kip1319.group_id_not_found_v5 and _v6.',
+     explain="Up to v5 the broker reports a missing group (and a stale member epoch) as ILLEGAL_GENERATION, "
+             "the error old producers know; v6 says GROUP_ID_NOT_FOUND (and STALE_MEMBER_EPOCH).",
+     runs=tuple(f"kip1319.{c}_v{v}" for c in ("group_id_not_found", "stale_member_epoch") for v in (5, 6)))
 def _missing_group_v5_v6():
     return tuple(_run(f"kip1319.group_id_not_found_v{v}").result["error"] for v in (5, 6))
 
@@ -185,94 +223,159 @@ def _missing_group_v5_v6():
                   "decides for every partition of that topic, and a later check never runs for it.",
      solution='order.result["v6"] names each topic-partition by its ID (order.result["ids"]): the deleted '
               "secret's ID fails before any ACL is read, the live secret fails its ACL before the broker asks "
-              "whether partition 9 exists, and orders reaches the last check.")
+              "whether partition 9 exists, and orders reaches the last check.",
+     # section 2 teaches the order by naming its three errors; the exercise applies it to three partitions
+     vocabulary=lambda: _error_order_v6())
 def _error_order_v6():
     t = _run("kip1319.error_order_v6")
     v6, ids = t.result["v6"], t.result["ids"]
     return (v6[f"{ids['secret (deleted)']}-0"], v6[f"{ids['secret']}-9"], v6[f"{ids['orders']}-7"])
 
 
-@_ex("05-3", hint="Brokers of 4.0–4.3 do not serve the version KIP-1319 added; the producer takes the newest both sides speak.",
-     solution='scenarios.run("kip1319.fallback_old_broker").result["version_sent"].')
+@_ex("05-3", hint="The producer and the broker agree on the newest version both of them know: which release "
+                  "added v6?",
+     explain="v6 arrived with Kafka 4.4: a 4.3 broker serves TxnOffsetCommit up to v5, so the 4.4 producer "
+             "sends v5, for the whole request.",
+     solution='scenarios.run("kip1319.fallback_old_broker").result["version_sent"].', unit="version")
 def _fallback_version():
     return int(_run("kip1319.fallback_old_broker").result["version_sent"])
 
 
+@_ex("05-4", hint="The broker asks the authorizer one question at a time, in a fixed order, and answers with the "
+                  "first refusal: which of the two does KafkaApis ask about before the other?",
+     solution='acl_run.result["outsider"] — scenarios.run("acls.txn_offset_commit_order"), check 1.',
+     explain="KafkaApis.handleTxnOffsetCommitRequest checks WRITE on the transactional id before READ on the "
+             "group, and the topics after both; app, granted its transactional ids only, meets the group check.",
+     vocabulary=lambda: ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"))   # the two choices
+def _acl_order():
+    return _run("acls.txn_offset_commit_order").result["outsider"]
+
+
 # ---- 06 share groups -------------------------------------------------------------------------------
-@_ex("06-1", hint="Each failed delivery increments the delivery count; group.share.delivery.count.limit "
-                  "(table above) archives the record when it is reached.",
-     solution='len(scenarios.run("kip932.lock_expiry_delivery_limit").result["delivery_counts"]).')
+@_ex("06-1", hint="Every lock expiry is a failed delivery and raises the record's delivery count; the record is "
+                  "archived when the count reaches group.share.delivery.count.limit. What is that limit by default?",
+     solution='len(scenarios.run("kip932.lock_expiry_delivery_limit").result["delivery_counts"]).',
+     explain="Every lock expiry is a failed delivery; group.share.delivery.count.limit is 5 by default, "
+             "so the record is archived after its 5th delivery.")
 def _deliveries():
     return len(_run("kip932.lock_expiry_delivery_limit").result["delivery_counts"])
 
 
 _CASE = "kip1289.case"
-for _id, _name, _hint, _solve, _how in [
+
+
+def _share_states():
+    from ..broker.tables import share_record
+    return share_record.TABLE.states
+
+
+# (id, scenario, hint, solve, how it is computed, explain: what the run shows, revealed with the answer)
+for _id, _name, _hint, _solve, _how, _explain in [
     ("06-2", "01_broker_crash_tx_pending",
-     "Persisted state saves TX_PENDING as AVAILABLE: what does the restarted leader hand out?",
-     lambda t: bool(t.result["redelivered"]), 'bool(case01.result["redelivered"])'),
+     "Where does the leader keep TX_PENDING: only in memory, or also in what it writes to __share_group_state? "
+     "A restarted leader knows only what was written.",
+     lambda t: bool(t.result["redelivered"]), 'bool(case01.result["redelivered"])',
+     "TX_PENDING lives only in the leader's memory (KIP-1289 leaves __share_group_state unchanged, and the "
+     "persisted state saves a TX_PENDING record as AVAILABLE). The crash wiped it: the records reloaded as "
+     "AVAILABLE, came back with a higher delivery count and were processed again. The first attempt's output "
+     "had already committed, so each record's output is visible twice: the at-least-once window the KIP "
+     "documents."),
     ("06-3", "02_coordinator_unavailable",
      "The broker registers with the transaction coordinator before it stages anything.",
-     lambda t: not _held(t, "nothing staged"), "the scenario's check 'nothing staged (registration failed)'"),
-    ("06-4", "03_zombie_producer", "An older producer epoch is fenced: which error says so?",
-     lambda t: t.result["error"], 'case03.result["error"]'),
+     lambda t: not _held(t, "nothing staged"), "the scenario's check 'nothing staged (registration failed)'",
+     "The registration of __share_group_state-N failed before anything was staged, so no record left ACQUIRED: "
+     "the error reached the producer, the application aborted and retried. Nothing was lost or duplicated."),
+    ("06-4", "03_zombie_producer",
+     "B's initialisation bumped the epoch of the transactional id, so A is a zombie: which error does Kafka "
+     "give any transactional write of a zombie?",
+     lambda t: t.result["error"], 'case03.result["error"]',
+     "A's call was refused with PRODUCER_FENCED before anything was staged, as any transactional write of a "
+     "zombie is; the new producer staged and committed the same records once."),
     ("06-5", "05_duplicate_marker", "After the first marker, is anything still TX_PENDING for that producer?",
-     lambda t: not _held(t, "the duplicate changes nothing"), "the scenario's check 'the duplicate changes nothing'"),
+     lambda t: not _held(t, "the duplicate changes nothing"), "the scenario's check 'the duplicate changes nothing'",
+     "The repeated marker found nothing in TX_PENDING (a no-op by state); the late copy carried an older epoch "
+     "than the new staging (a no-op by epoch). Every record changed state exactly once."),
     ("06-6", "06_lock_expiry_tx_pending",
-     "The member still holds the record when the lock runs out; the normal expiry comes one step later.",
+     "Leaving TX_PENDING is not the ordinary lock expiry: the record first goes where a staging that ends "
+     "without a commit sends it (section 3), and only a later expiry hands it to other members.",
      lambda t: next(e.to_state for e in t.events if getattr(e, "machine", "") == "share-record"
                     and e.from_state == "TX_PENDING" and "lock" in e.cause),
-     "the first share-record change out of TX_PENDING caused by the lock in case06.events"),
+     "the first share-record change out of TX_PENDING caused by the lock in case06.events",
+     "With the lock expired, TX_PENDING went back to ACQUIRED (where an ABORT sends it) and then AVAILABLE; "
+     "another member processed the records. If the stalled producer commits late, its output is a duplicate "
+     "the KIP does not list (the run's findings)."),
     ("06-7", "07_txn_timeout", "What do ABORT markers do to TX_PENDING records, and who gets them next?",
      lambda t: not _held(t, "the replacement worker gets every record again"),
-     "the scenario's check 'the replacement worker gets every record again'"),
+     "the scenario's check 'the replacement worker gets every record again'",
+     "The coordinator aborted the abandoned transaction, the ABORT marker returned the records to ACQUIRED, and "
+     "the next lock cycle made them AVAILABLE for the replacement worker: nothing is lost. This order needs "
+     "transaction.timeout.ms below the lock duration (the run's findings)."),
     ("06-8", "08_stale_member_epoch", "The epoch is checked when staging, not at commit.",
-     lambda t: t.result["errors"][0], 'case08.result["errors"][0]'),
+     lambda t: t.result["errors"][0], 'case08.result["errors"][0]',
+     "The staging call carried an outdated member epoch: STALE_MEMBER_EPOCH, and nothing was staged. The "
+     "retry with a fresh share_group_metadata() committed."),
     ("06-9", "09_old_broker", "The producer checks ApiVersions before it builds the request.",
      lambda t: not _held(t, "no TxnShareAcknowledge bytes went over the wire"),
-     "the scenario's check 'no TxnShareAcknowledge bytes went over the wire'"),
+     "the scenario's check 'no TxnShareAcknowledge bytes went over the wire'",
+     "No TxnShareAcknowledge bytes went to a broker that does not advertise the RPC: the producer failed "
+     "before sending. After the operator finalized share.version 2 the same records were staged and "
+     "committed."),
     ("06-10", "10_invalid_ack_type", "Only ACCEPT (1) and REJECT (3) have transactional meaning.",
-     lambda t: t.result["errors"]["RELEASE"][0], 'case10.result["errors"]["RELEASE"][0]'),
+     lambda t: t.result["errors"]["RELEASE"][0], 'case10.result["errors"]["RELEASE"][0]',
+     "RELEASE, RENEW and GAP have no meaning inside a transaction: each was answered INVALID_RECORD_STATE and "
+     "nothing was staged."),
     ("06-11", "11_partial_multi_partition", "One call, two partitions: is staging per partition or per call?",
-     lambda t: not _held(t, "nothing staged (partial failure)"), "the scenario's check 'nothing staged (partial failure)'"),
-    ("06-12", "12_leader_change_share_state", "Where does TX_PENDING live, and what happens to it with the old leader (compare case 1)?",
-     lambda t: bool(t.result["redelivered"]), 'bool(case12.result["redelivered"])'),
-    ("06-13", "13_markers_never_arrive", "Which timer keeps running when no marker comes, and what does a late marker find?",
-     lambda t: _held(t, "processed again and committed"), "the scenario's check 'processed again and committed'"),
+     lambda t: not _held(t, "nothing staged (partial failure)"), "the scenario's check 'nothing staged (partial failure)'",
+     "One bad partition failed the whole call: B got INVALID_RECORD_STATE, A OPERATION_NOT_ATTEMPTED, and "
+     "neither was staged (all or nothing); only a later, valid call staged."),
+    ("06-12", "12_leader_change_share_state",
+     "Where does TX_PENDING live, and what happens to it with the old leader (compare case 1)?",
+     lambda t: bool(t.result["redelivered"]), 'bool(case12.result["redelivered"])',
+     "The COMMIT marker reached the new leader of __share_group_state-N, which never saw the staging: the "
+     "records waited for the lock, were redelivered and processed again. At-least-once, as the KIP documents "
+     "for this window."),
+    ("06-13", "13_markers_never_arrive",
+     "Which timer keeps running when no marker comes, and what does a late marker find?",
+     lambda t: _held(t, "processed again and committed"), "the scenario's check 'processed again and committed'",
+     "The ABORT marker never reached the share-state leader; the lock expiry returned the records anyway, and "
+     "the late marker changed nothing. Convergence costs one lock cycle."),
     ("06-14", "14_concurrent_epochs", "A call with the previous epoch after a bump: like a zombie's.",
-     lambda t: t.result["stale_error"], 'case14.result["stale_error"]'),
+     lambda t: t.result["stale_error"], 'case14.result["stale_error"]',
+     "The old in-flight call (previous epoch) was fenced with PRODUCER_FENCED; the current transaction's "
+     "staging stayed untouched."),
 ]:
     EXERCISES[_id] = Exercise(_id, _hint, (lambda s, n: lambda: s(_run(_CASE + n)))(_solve, _name),
-                              f"Computed from the run: {_how}.")
+                              f"Computed from the run: {_how}.", _explain,
+                              vocabulary=_share_states if _id == "06-6" else None)
 
 
 # ---- 07 Spark (the notebook's DataFrames are the inputs) ---------------------------------------------
 @_ex("07-1", hint="count the fields printSchema shows: key, value, ...",
-     solution="len(orders.columns).", inputs=("orders",))
+     solution="len(orders.columns).", inputs=("orders",), kind="read")
 def _columns(orders):
     return len(orders.columns)
 
 
 @_ex("07-2", hint="count the rows named clicks in topic_ids(), deleted ones included",
-     solution="kip516.source.topic_ids().filter(\"name = 'clicks'\").count().", inputs=("kip516",))
+     solution="kip516.source.topic_ids().filter(\"name = 'clicks'\").count().", inputs=("kip516",), kind="read")
 def _clicks_ids(kip516):
     return kip516.source.topic_ids().filter("name = 'clicks'").count()
 
 
 @_ex("07-3", hint="filter txns on its outcome column and count",
-     solution="txns.filter(\"outcome = 'abort'\").count().", inputs=("txns",))
+     solution="txns.filter(\"outcome = 'abort'\").count().", inputs=("txns",), kind="read")
 def _aborts(txns):
     return txns.filter("outcome = 'abort'").count()
 
 
 @_ex("07-4", hint="look at the v5 row with answers > 0",
-     solution='errs.filter("version = 5 and answers > 0").first()["error"].', inputs=("errs",))
+     solution='errs.filter("version = 5 and answers > 0").first()["error"].', inputs=("errs",), kind="read")
 def _v5_error(errs):
     return errs.filter("version = 5 and answers > 0").first()["error"]
 
 
 @_ex("07-5", hint="the record was processed twice and both outputs committed: which kind names that?",
-     solution='sorted({r["kind"] for r in faulty.rows}) — one kind.', inputs=("faulty",))
+     solution='sorted({r["kind"] for r in faulty.rows}) — one kind.', inputs=("faulty",), kind="read")
 def _violation_kind(faulty):
     kinds = sorted({r["kind"] for r in faulty.rows})
     return kinds[0] if len(kinds) == 1 else kinds
@@ -295,7 +398,7 @@ BROKEN_DRAFT = """{
 
 @_ex("08-1", hint="KIP-1331 (streams group topology descriptions) added an RPC in 4.4; the history table names it.",
      solution='registry.api_key_history("TxnShareAcknowledge"): the row for key 93 and release 4.4, '
-              "or the review's error message for the draft numbered 93.")
+              "or the review's error message for the draft numbered 93.", kind="read")
 def _key_93_holder():
     from ..schema.registry import kafka_api_keys
     return kafka_api_keys("4.4")[93]
@@ -317,8 +420,10 @@ def _toc_v7(change) -> str:
     return json.dumps(obj, indent=2)
 
 
-@_ex("08-3", hint="GroupInstanceId arrived with v3 (KIP-447); which versions exist before v7?",
-     solution="deleted.errors[0].versions_text.")
+@_ex("08-3", hint="Which version added GroupInstanceId, and which is the newest version before the draft's new one?",
+     solution="deleted.errors[0].versions_text.",
+     explain="GroupInstanceId arrived with v3 (KIP-447) and v6 is the newest released version, so deleting "
+             "the field changes the bytes of v3-6; bound its versions instead.")
 def _deleted_versions():
     from ..review import review
 
@@ -341,7 +446,13 @@ def tag_reuse_draft() -> str:
     return json.dumps(av, indent=2)
 
 
-@_ex("08-4", hint="Look at the rules whose usual severity is error.", solution="tags.errors[0].rule.")
+def _rule_ids():
+    from ..review import RULES
+    return tuple(RULES)
+
+
+@_ex("08-4", hint="Look at the rules whose usual severity is error.", solution="tags.errors[0].rule.",
+     vocabulary=_rule_ids)         # the question's choices: the rule ids section 1's table lists
 def _tag_rule():
     from ..review import review
     return review(tag_reuse_draft()).errors[0].rule
@@ -351,7 +462,9 @@ def _tag_rule():
 @_ex("09-1", hint="A share group is like a consumer joining a running stream; the broker config "
                   "share.auto.offset.reset says where a group with no state begins (ClusterConfig models Kafka's default).",
      solution="kipviz.broker.ClusterConfig().share_offset_reset(group) — Kafka's GroupConfig "
-              "SHARE_AUTO_OFFSET_RESET_DEFAULT; a group's own setting overrides it.")
+              "SHARE_AUTO_OFFSET_RESET_DEFAULT; a group's own setting overrides it.",
+     explain="As in Kafka, a new share group starts at the latest offset, so the records produced before the "
+             "group existed are not delivered; share.auto.offset.reset=earliest for the group changes that.")
 def _share_reset_default():
     from ..broker.config import ClusterConfig
     return ClusterConfig().share_offset_reset("a-new-group")
@@ -359,6 +472,6 @@ def _share_reset_default():
 
 @_ex("09-2", hint="filter txns on its outcome column and count; a transaction librdkafka aborts before "
                   "any record reached a broker never appears in __transaction_state.",
-     solution="txns.filter(\"outcome = 'abort'\").count().", inputs=("txns",))
+     solution="txns.filter(\"outcome = 'abort'\").count().", inputs=("txns",), kind="read")
 def _live_aborts(txns):
     return txns.filter("outcome = 'abort'").count()

@@ -1,6 +1,8 @@
 """`kipviz export`: the notebooks, run, as a static HTML site that needs neither a kernel nor the
 internet to view: every script and style is inline, images are embedded, and widgets become HTML
-drawn from their saved state (animation players keep playing: kipviz.course.export_widgets).
+drawn from their saved state (animation players keep playing: kipviz.course.export_widgets). Each
+exercise's outcome stays folded under one line until clicked, as in JupyterLab before the answer
+(kipviz.course.reveal; KIPVIZ_SHOW_OUTCOMES=1 exports them unfolded, for a host's copy).
 
     from kipviz.course.export import export_site
     site = export_site("notebooks", "site")              # runs each notebook, writes site/*.html
@@ -17,6 +19,7 @@ from pathlib import Path
 from ..errors import KipvizError
 from . import outlines as course
 from .export_widgets import static_widgets
+from .reveal import fold_notebook
 from .runner import MB, Memory, read_notebook, run_notebook
 
 __all__ = ["Page", "Site", "export_site", "notebook_html", "external_refs", "find_notebooks"]
@@ -108,8 +111,8 @@ def _exporter():
 
 def notebook_html(nb, *, title: str, names: set[str] = frozenset(), exporter=None) -> str:
     """One run notebook as a self-contained page. `names`: the other pages of the site, so that a
-    link to "03_topic_ids.ipynb" becomes "03_topic_ids.html"."""
-    nb = static_widgets(nb)
+    link to "03_topic_ids.ipynb" becomes "03_topic_ids.html". Outcome cells start folded (reveal)."""
+    nb = static_widgets(fold_notebook(nb))
     nb.metadata["title"] = title
     page, _ = (exporter or _exporter()).from_notebook_node(nb)
 

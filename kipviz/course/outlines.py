@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["SEED_KIPS", "kip_link", "Outline", "outline", "course", "problems", "contents", "Contents"]
+__all__ = ["SEED_KIPS", "KIPS", "kip_link", "Outline", "outline", "course", "problems", "contents", "Contents"]
 
 # The KIPs of the seed documents (shared/seeds): the notebooks link each one they mention.
 SEED_KIPS: dict[int, tuple[str, str]] = {
@@ -34,9 +34,17 @@ SEED_KIPS: dict[int, tuple[str, str]] = {
 }
 
 
+# ...and the released KIPs the course builds on: a notebook that mentions one links its page, and the
+# contents table lists it (share groups, KIP-932, for 06 and 09)
+KIPS: dict[int, tuple[str, str]] = {
+    **SEED_KIPS,
+    932: ("Queues for Kafka", "https://cwiki.apache.org/confluence/display/KAFKA/KIP-932%3A+Queues+for+Kafka"),
+}
+
+
 def kip_link(number: int) -> str:
-    """Markdown link to a seed KIP's page: [KIP-516](https://cwiki...)."""
-    return f"[KIP-{number}]({SEED_KIPS[number][1]})"
+    """Markdown link to a KIP's page the course names: [KIP-516](https://cwiki...)."""
+    return f"[KIP-{number}]({KIPS[number][1]})"
 
 
 @dataclass
@@ -67,6 +75,11 @@ class Outline:
     def seed_kips(self) -> list[int]:
         """Seed KIPs this notebook links, in number order."""
         return sorted(k for k in self.kips_linked if k in SEED_KIPS)
+
+    @property
+    def kips(self) -> list[int]:
+        """The course's KIPs (KIPS: the seed KIPs and those it builds on) this notebook links."""
+        return sorted(k for k in self.kips_linked if k in KIPS)
 
 
 _HEADING = re.compile(r"^#{1,6}\s+(.*\S)\s*$", re.M)
@@ -199,7 +212,7 @@ def problems(o: Outline, known: set[str] | None = None) -> list[str]:
         p.append("no '## Summary' section")
     if not o.seed_kips:
         p.append("links no seed KIP page (" + ", ".join(f"KIP-{k}" for k in SEED_KIPS) + ")")
-    p += [f"mentions KIP-{k} without linking its page" for k in sorted(o.kips_mentioned & set(SEED_KIPS))
+    p += [f"mentions KIP-{k} without linking its page" for k in sorted(o.kips_mentioned & set(KIPS))
           if k not in o.kips_linked]
     if o.stored_outputs:
         p.append(f"{o.stored_outputs} code cell(s) stored with outputs or execution counts")
@@ -222,7 +235,7 @@ class Contents:
 
     def rows(self) -> list[dict]:
         return [{"notebook": o.name, "title": o.title, "minutes": o.minutes, "prerequisites": o.prerequisites,
-                 "KIPs": ", ".join(f"KIP-{k}" for k in o.seed_kips)} for o in self.outlines]
+                 "KIPs": ", ".join(f"KIP-{k}" for k in o.kips)} for o in self.outlines]
 
     def __repr__(self) -> str:
         lines = [f"{o.name:<28} {o.minutes or '?':>3} min  {o.title}" for o in self.outlines]
@@ -239,7 +252,7 @@ class Contents:
 
     def _repr_html_(self) -> str:
         def kips(o):
-            return ", ".join(f'<a href="{html.escape(SEED_KIPS[k][1])}">KIP-{k}</a>' for k in o.seed_kips)
+            return ", ".join(f'<a href="{html.escape(KIPS[k][1])}">KIP-{k}</a>' for k in o.kips)
         rows = "".join(
             f'<tr><td><a href="{html.escape(o.name + self.link_suffix)}">{html.escape(o.name)}</a></td>'
             f"<td>{html.escape(o.title)}</td><td>{o.minutes or '?'} min</td>"

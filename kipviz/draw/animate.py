@@ -41,12 +41,15 @@ from ..broker.machine import Row, Table
 from ..errors import KipvizError
 from ..schema import events as E
 from . import machines as M
+from .clients import client_names
 from .render import DotNotFoundError, halo, inline_svg, to_svg
 from .render import svg_text as _xml
 
-__all__ = ["Animation", "Frame", "player_html", "player_fragment", "changes", "render_many", "random_walk"]
+__all__ = ["Animation", "Frame", "player_html", "player_fragment", "changes", "render_many", "random_walk",
+           "SPEEDS"]
 
 C_BADGE = "#1a4f8b"
+SPEEDS = (0.5, 1, 2, 4, 8)          # frames per second a player's speed choice offers (page and widget)
 
 
 @dataclass(frozen=True)
@@ -85,10 +88,12 @@ class Animation:
     table: a kipviz.broker.machine.Table, or a table name found by machines.tables().
     events: a list of events, or anything with `.events` (a Cluster).
     key: follow one instance (a transactional id, a group id, "group/member"); None follows all.
-    machine: the StateChanged.machine to follow (default: the table's name)."""
+    machine: the StateChanged.machine to follow (default: the table's name).
+    t0: the run's start, in the events' clock: captions give times from it (a model run's virtual
+    clock starts at 0; a live server's is epoch milliseconds)."""
 
     def __init__(self, table: Table | str, events, *, key: str | None = None, machine: str | None = None,
-                 show_proposed: bool = True, title: str | None = None):
+                 show_proposed: bool = True, title: str | None = None, t0: int = 0):
         if isinstance(table, str):
             found = M.tables()
             if table not in found:
@@ -102,7 +107,10 @@ class Animation:
         self._rows = {(r.from_state, r.event, r.to_state): i for i, r in enumerate(table.rows)}
         self._pics: list[_Pic] = []
         self._pic_index: dict[_Pic, int] = {}
-        self.frames: list[Frame] = self._frames(list(getattr(events, "events", events)))
+        self.t0 = t0
+        events = list(getattr(events, "events", events))
+        self._clients = client_names(events)
+        self.frames: list[Frame] = self._frames(events)
         self._base: str | None = None
         self._segments: list[tuple[str | None, str]] | None = None
         self._svg_cache: dict[int, str] = {}
@@ -159,7 +167,7 @@ class Animation:
         return frames
 
     def _caption(self, i: int, n: int, ev: E.StateChanged, row: Row | None, req, states) -> str:
-        lines = [f"{i + 1}/{n} · t={ev.t} ms · {ev.machine} {ev.key}: {ev.from_state} → {ev.to_state}"]
+        lines = [f"{i + 1}/{n} · t={ev.t - self.t0} ms · {ev.machine} {ev.key}: {ev.from_state} → {ev.to_state}"]
         cause = f"event: {ev.cause}"
         if row is not None and row.status not in ("released", ""):
             cause += f" ({', '.join(p for p in (row.kip, row.status) if p)})"
@@ -167,7 +175,8 @@ class Animation:
             cause += " (no such row in the table)"
         lines.append(cause)
         if req is not None:
-            lines.append(f"request: {req.api} v{req.version} from {req.client} to broker {req.broker} "
+            lines.append(f"request: {req.api} v{req.version} from {self._clients.get(req.client, req.client)} "
+                         f"to broker {req.broker} "
                          f"(correlation id {req.correlation_id})")
         else:
             lines.append("no request: a timer or a coordinator-internal step")
@@ -314,9 +323,11 @@ class Animation:
 
     # ---- HTML player ------------------------------------------------------------------------------------
     def player_data(self) -> dict:
-        """What a player needs: distinct pictures and, per frame, its picture and caption."""
+        """What a player needs: distinct pictures and, per frame, its picture, caption and the id of
+        the highlighted state's node (`focus`: a player scrolls a tall picture to it)."""
         return {"title": self.title, "pictures": [_COMMENT.sub("", inline_svg(s)) for s in self.pictures()],
-                "frames": [{"p": f.picture, "caption": f.caption} for f in self.frames]}
+                "frames": [{"p": f.picture, "caption": f.caption, "focus": M.node_id(self.table, f.state)}
+                           for f in self.frames]}
 
     def html(self, *, title: str | None = None, fps: float = 2) -> str:
         """The standalone player page as text."""
@@ -574,10 +585,23 @@ _PLAYER_CSS = """
 .kv-count{font-variant-numeric:tabular-nums;min-width:5em;text-align:right}
 .kv-caption{white-space:pre-wrap;font-family:Helvetica,Arial,sans-serif;background:#f7f7f7;
   border-left:4px solid #e53e3e;padding:.4em .7em;margin:.4em 0;min-height:4.5em}
+.kv-stage{max-height:60vh;overflow:auto}
 .kv-stage svg{max-width:100%;height:auto}
 """
 
-_PLAYER_JS = r"""
+# a picture taller than its stage (60% of the window) scrolls inside it, to the highlighted state:
+# the caption above and that state are on screen together (shared with kipviz.widgets.player)
+FOCUS_JS = r"""
+function focus(stage, pic, id) {
+  var el = id && pic.querySelector('[id="' + id + '"]');
+  if (!el) return;
+  var s = stage.getBoundingClientRect(), r = el.getBoundingClientRect();
+  if (!s.height || (r.top >= s.top && r.bottom <= s.bottom)) return;
+  stage.scrollTop += (r.top + r.bottom) / 2 - (s.top + s.bottom) / 2;
+}
+"""
+
+_PLAYER_JS = FOCUS_JS + r"""
 (function () {
   document.querySelectorAll('.kv-player').forEach(function (root) {
     if (root.getAttribute('data-kv-ready')) return;   // several players on one page: set up each once
@@ -603,6 +627,7 @@ _PLAYER_JS = r"""
         nodes[p].style.display = '';
         shown = p;
       }
+      focus(stage, nodes[p], frames[i].focus);
       cap.textContent = frames[i].caption;
       slider.value = i;
       count.textContent = (i + 1) + ' / ' + n;
@@ -647,7 +672,7 @@ def player_fragment(data: dict, *, fps: float = 2) -> str:
     """The player as an HTML fragment (its own CSS and JS inline) to place inside another page,
     e.g. a notebook exported to static HTML; several fragments on one page play independently."""
     n = len(data["frames"])
-    speeds = sorted({0.5, 1, 2, 4, 8, float(fps)})
+    speeds = sorted({*SPEEDS, float(fps)})
     options = "".join(f'<option value="{s:g}"{" selected" if s == float(fps) else ""}>{s:g} fps</option>'
                       for s in speeds)
     return (f"<style>{_PLAYER_CSS}</style>\n"

@@ -2,7 +2,7 @@
 `change`, renames and the header version); this module adds the error rows and the pictures.
 
     version_diff(name, a, b, errors=False) -> [{"path", "change", "detail"}, ...]
-    diff_table(name, a, b)    -> pandas DataFrame of the same rows
+    diff_table(name, a, b)    -> pandas DataFrame of the same rows (a kipviz.table.Table without pandas)
     diff_diagram(name, a, b)  -> graphviz Digraph: version a and version b side by side, changes
                                  highlighted (added green, removed red, changed amber, renamed blue)"""
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ..schema.diff import version_diff as _fields_diff
 from ..schema.model import MessageSpec
 from ..schema.resolve import VField, resolve
 from ..schema.wiretype import wire_type
+from ..table import frame
 from .render import label_text
 
 __all__ = ["version_diff", "diff_table", "diff_diagram", "rename_version", "name_at", "path_at", "CHANGE_COLORS"]
@@ -41,9 +42,8 @@ def version_diff(name: str | MessageSpec, a: int, b: int, *, errors: bool = Fals
 
 
 def diff_table(name: str | MessageSpec, a: int, b: int):
-    """version_diff as a pandas DataFrame (columns path, change, detail)."""
-    import pandas as pd
-    return pd.DataFrame(version_diff(name, a, b), columns=["path", "change", "detail"])
+    """version_diff as a pandas DataFrame (columns path, change, detail); a Table where pandas is missing."""
+    return frame(version_diff(name, a, b), columns=["path", "change", "detail"])
 
 
 def _category(change: str) -> str:

@@ -3,9 +3,10 @@
 
     flow = regular_vs_share_flow()                  # runs both flows (defaults below)
     flow = regular_vs_share_flow(a, b)              # any two Traces, Clusters, event lists or scenario names
+    flow = share_flow("kip1289.marker_forwarded")   # the share flow alone (the regular one drawn once)
     flow.svg                                        # one self-contained SVG, two titled flows stacked
     flow.html                                       # a standalone page: the SVG, then the steps table
-    flow.steps                                      # pandas DataFrame: one row per step, both flows
+    flow.steps                                      # pandas DataFrame (a kipviz.table.Table without pandas)
     flow.save("flows.html")                         # or .svg
 
 Each flow (a "column" in the SVG's classes) is a kipviz.draw.sequence diagram with its status
@@ -41,11 +42,13 @@ Defaults (kipviz.scenarios.flows.flow_runs): the regular flow is "txn.read_proce
 a 3-broker Kafka 4.0 model with transaction.version 1, the path the KIP's text shows (explicit
 AddPartitionsToTxn and AddOffsetsToTxn); regular_transaction_version=2 gives Kafka 4.0's default
 instead (Produce v12 and TxnOffsetCommit v5 register the partitions on the broker, which is what
-KIP-1289's broker-internal registration mirrors). The share flow is "kip1289.happy_commit" at
-share.version 2 on 3 brokers, KIP-1289 as written: with seed 0 the records are staged on broker 0
-and the COMMIT marker for __share_group_state-28 goes to broker 1, which does not lead in-0 -- step
-7 shows the records left TX_PENDING. Pass share="kip1289.marker_forwarded" (the kit's suggestion)
-or "kip1289.marker_colocated" for the flows that resolve."""
+KIP-1289's broker-internal registration mirrors). The share flow is "kip1289.marker_not_colocated"
+on 3 brokers, KIP-1289 as written with the share partition and its state partition on different
+leaders: the records are staged on broker 0 and the COMMIT marker for __share_group_state-N goes to
+broker 1, which does not lead in-0 -- step 7 shows the records left TX_PENDING. Pass
+share="kip1289.marker_forwarded" (the kit's suggestion) or "kip1289.marker_colocated" for the flows
+that resolve; share_flow(share=...) draws such a run alone, below a regular_vs_share_flow() already
+shown, instead of the same regular flow again."""
 from __future__ import annotations
 
 import html
@@ -66,6 +69,7 @@ from ..scenarios.flows import (
 )
 from ..schema import events as E
 from ..schema.error_codes import name_of
+from ..table import frame
 from .render import to_html
 from .sequence import (
     C_MUTED,
@@ -83,7 +87,7 @@ from .sequence import (
 
 # STEPS, FlowError, Window, classify and flow_window live in kipviz.scenarios.flows (what the
 # flow is); they are re-exported here for the callers that import them from the drawing
-__all__ = ["regular_vs_share_flow", "Flow", "FlowError", "STEPS", "classify", "flow_window", "Window",
+__all__ = ["regular_vs_share_flow", "share_flow", "Flow", "FlowError", "STEPS", "classify", "flow_window", "Window",
            "REGULAR_SCENARIO", "SHARE_SCENARIO"]
 
 STATUS_ORDER = ("released", "accepted", "proposed")
@@ -221,26 +225,28 @@ class _Side:
 
 @dataclass
 class Flow:
-    """Two flows, the regular one above the share one; .svg / .html / .steps / .save()."""
-    regular: _Side
+    """Two flows, the regular one above the share one (or the share one alone: share_flow());
+    .svg / .html / .steps / .save()."""
+    regular: _Side | None
     share: _Side
     width: int = WIDTH
     _svg: str | None = field(default=None, repr=False)
 
     @property
-    def sides(self) -> tuple[_Side, _Side]:
-        return self.regular, self.share
+    def sides(self) -> tuple[_Side, ...]:
+        return (self.share,) if self.regular is None else (self.regular, self.share)
 
     # ---- steps table ----
+    def _step_rows(self) -> list[dict]:
+        done = {s.key: _summaries(s.window, s.steps) for s in self.sides}
+        return [{"step": n, "what": STEPS[n],
+                 **{k: v for s in self.sides for k, v in ((s.key, done[s.key][n]["text"]),
+                                                          (f"{s.key}_status", done[s.key][n]["status"]))},
+                 **{f"{s.key}_events": done[s.key][n]["seqs"] for s in self.sides}} for n in STEPS]
+
     @property
     def steps(self):
-        import pandas as pd
-        a, b = (_summaries(s.window, s.steps) for s in self.sides)
-        rows = [{"step": n, "what": STEPS[n],
-                 "regular": a[n]["text"], "regular_status": a[n]["status"],
-                 "share": b[n]["text"], "share_status": b[n]["status"],
-                 "regular_events": a[n]["seqs"], "share_events": b[n]["seqs"]} for n in STEPS]
-        return pd.DataFrame(rows)
+        return frame(self._step_rows())
 
     # ---- SVG ----
     def _column(self, side: _Side, layout: dict) -> str:
@@ -260,7 +266,8 @@ class Flow:
             layout: dict = {}
             drawn.append((side, self._column(side, layout), layout))
         total_w = max(self.width, *(layout["width"] for _, _, layout in drawn))
-        note = wrap_text("Numbered circles mark the same step in both flows (Flow.steps). Arrows of versions that are "
+        where = "the same step in both flows" if self.regular is not None else "the steps both flows share"
+        note = wrap_text(f"Numbered circles mark {where} (Flow.steps). Arrows of versions that are "
                      "not released are labelled accepted / proposed; dotted arrows are broker-to-broker calls.",
                      total_w - 20, 10, break_words=False)
         parts, y = [], 0
@@ -293,13 +300,13 @@ class Flow:
 
     # ---- HTML ----
     def _table_html(self) -> str:
-        df = self.steps[["step", "what", "regular", "regular_status", "share", "share_status"]]
-        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
-                       for row in df.itertuples(index=False))
-        a, b = self.sides
-        table = (f'<h2 style="font:bold 15px {FONT}">The steps of both flows: {html.escape(a.title)} '
-                 f'({a.status}) and {html.escape(b.title)} ({b.status})</h2>'
+        cols = ["step", "what", *(c for s in self.sides for c in (s.key, f"{s.key}_status"))]
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(row[c]))}</td>" for c in cols) + "</tr>"
+                       for row in self._step_rows())
+        which = " and ".join(f"{html.escape(s.title)} ({s.status})" for s in self.sides)
+        table = (f'<h2 style="font:bold 15px {FONT}">The steps of {"both flows" if self.regular else "the flow"}: '
+                 f'{which}</h2>'
                  f'<table class="kv-flow-steps" style="border-collapse:collapse;font:12px {FONT}">'
                  f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
                  "<style>.kv-flow-steps td,.kv-flow-steps th{border:1px solid #cbd5e0;padding:4px 6px;"
@@ -308,8 +315,7 @@ class Flow:
 
     @property
     def html(self) -> str:
-        a, b = self.sides
-        return to_html(self.svg + self._table_html(), title=f"{a.title} vs {b.title}")
+        return to_html(self.svg + self._table_html(), title=" vs ".join(s.title for s in self.sides))
 
     def _repr_html_(self) -> str:
         return self.svg + self._table_html()
@@ -359,6 +365,18 @@ def regular_vs_share_flow(regular=None, share=None, *, seed: int = 0, brokers: i
     return Flow(
         _side("regular", regular, title=titles[0], compact=compact,
               subtitle="sendOffsetsToTransaction: TxnOffsetCommit, markers to __consumer_offsets"),
-        _side("share", share, title=titles[1], compact=compact,
-              subtitle="sendShareAcknowledgementsToTransaction: TxnShareAcknowledge, markers to __share_group_state"),
-        width=width)
+        _share_side(share, titles[1], compact), width=width)
+
+
+def _share_side(share, title: str, compact: bool) -> _Side:
+    return _side("share", share, title=title, compact=compact,
+                 subtitle="sendShareAcknowledgementsToTransaction: TxnShareAcknowledge, markers to __share_group_state")
+
+
+def share_flow(share=None, *, seed: int = 0, brokers: int = 3, compact: bool = True, width: int = WIDTH,
+               title: str = "Share group (KIP-1289)") -> Flow:
+    """The share-group flow alone, numbered with the steps both flows share: another run to set
+    beside a regular_vs_share_flow() already shown (the regular flow drawn once, not again per run).
+    share: as in regular_vs_share_flow (None: its default)."""
+    _, share = flow_runs(False, share, seed=seed, brokers=brokers)
+    return Flow(None, _share_side(share, title, compact), width=width)

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 import graphviz
 
 from ..broker.machine import Row, Table
+from ..schema.status import kip_release
 from .render import label_text
 
 __all__ = ["state_diagram", "tables", "node_id", "edge_id", "edge_rows", "label_rows", "shown_rows", "row_index",
@@ -164,8 +165,16 @@ def _row_lines(row: Row, wrap: bool) -> list[tuple[str, str | None]]:
     """A row's lines in its arrow's label: (text, point size or None)."""
     lines: list[tuple[str, str | None]] = [(p, None) for p in (_split_event(row.event) if wrap else [row.event])]
     if not _released(row):
-        lines.append((" · ".join(p for p in (row.kip, row.status) if p), "10"))
+        lines.append((kip_label(row), "10"))
     return lines
+
+
+def kip_label(row: Row) -> str:
+    """A row Kafka never ran, as its arrow names it: "KIP-1289 · proposed"; a row of a KIP that has
+    shipped (its page says more than Kafka did) "KIP-516 page · not shipped", never "proposed"."""
+    if row.kip and kip_release(row.kip):
+        return f"{row.kip} page · not shipped"
+    return " · ".join(p for p in (row.kip, row.status) if p)
 
 
 def _edge_label(table: Table, rows: list[int], taken_i: int | None, wrap: bool = False, loop: bool = False) -> str:
@@ -209,10 +218,14 @@ def _title(table: Table, show_proposed: bool) -> str:
     # each part of the key on its own line: graphviz's SVG drops the spaces between FONT runs
     # (rendered "(11 rows)dashed:")
     lines.append(f'<FONT POINT-SIZE="10" COLOR="{C_RELEASED}">solid: released Kafka ({n_rel} rows)</FONT>')
-    if kips and show_proposed:
+    shipped = [k for k in kips if kip_release(k)]
+    for k in shipped if show_proposed else ():     # a released KIP's page, where it says more than Kafka did
+        lines.append(f'<FONT POINT-SIZE="10" COLOR="{C_PROPOSED}">dashed: as the {_e(k)} page says, not '
+                     f'shipped ({_e(k)} released in {_e(kip_release(k))})</FONT>')
+    if set(kips) - set(shipped) and show_proposed:
         lines.append(f'<FONT POINT-SIZE="10" COLOR="{C_PROPOSED}">dashed: accepted/proposed '
-                     f'({_e(", ".join(kips))})</FONT>')
-    elif kips:
+                     f'({_e(", ".join(k for k in kips if k not in shipped))})</FONT>')
+    if kips and not show_proposed:
         lines.append(f'<FONT POINT-SIZE="10" COLOR="#777777">({_e(", ".join(kips))} rows hidden)</FONT>')
     return "<" + '<BR ALIGN="LEFT"/>'.join(lines) + '<BR ALIGN="LEFT"/>>'
 
@@ -317,7 +330,7 @@ def state_graph(table: Table, cur: list[str], taken_i: int | None, show_proposed
 
 
 def _tip(r: Row) -> str:
-    tip = f"{r.from_state} → {r.to_state} on {r.event}" + (f" ({r.kip}, {r.status})" if not _released(r) else "")
+    tip = f"{r.from_state} → {r.to_state} on {r.event}" + (f" ({kip_label(r)})" if not _released(r) else "")
     return tip + (f": {r.note}" if r.note else "")
 
 

@@ -7,6 +7,8 @@
                                by="change": one frame per StateChanged
     strip.frames[i]            a dict: t, request, changes, lanes (one per share partition: spso and
                                cells of offset, state, delivery_count, owner, owner_client), caption
+    strip.missed               the frames where a KIP-1289 marker resolved nothing (a Note of step
+                               "marker-unreached": the records it left TX_PENDING drawn dashed red)
     strip.svg(i)               the frame as SVG text (caption on top, legend under the cells)
     strip.html() / to_html(p)  a standalone player (buttons, slider, keyboard; no CDN, no kernel)
     strip.to_gif(p, fps=2)     an animated GIF drawn with Pillow (no `dot`, no SVG renderer)
@@ -41,6 +43,7 @@ from pathlib import Path
 from ..broker.tables import share_record as sr
 from ..schema import events as E
 from .animate import caption_font, player_html, wrap_caption
+from .clients import client_names
 from .machines import state_diagram
 from .render import halo, svg_text
 
@@ -64,6 +67,7 @@ STATE_COLORS = {
     sr.TX_PENDING: ("#e9d8fd", "#6b46c1", "#1a202c"),
 }
 C_CHANGED = "#e53e3e"
+C_MISSED = "#c53030"       # a KIP-1289 marker that resolved nothing for these records (dashed)
 C_SPSO = "#c05621"
 C_HATCH = "#6b46c1"
 C_TEXT = "#1a202c"
@@ -130,12 +134,17 @@ class RecordStrip:
 
     def __init__(self, events, *, group: str | None = None, topic: str | None = None,
                  partition: int | None = None, by: str = "request", show_proposed: bool | None = None,
-                 title: str | None = None):
+                 title: str | None = None, t0: int = 0):
         if by not in ("request", "change"):
             raise ValueError(f"by must be 'request' or 'change', not {by!r}")
         self.group, self.topic, self.partition, self.by = group, topic, partition, by
+        self.t0 = t0
         events = list(getattr(events, "events", events))
+        self._clients = client_names(events)
         self.frames: list[dict] = self._frames(events)
+        # the frames of a KIP-1289 marker that resolved nothing for records it should have
+        self.missed = [f["index"] for f in self.frames if f["marker"]]
+        self.has_missed = bool(self.missed)
         seen = {c["state"] for f in self.frames for ln in f["lanes"] for c in ln["cells"]}
         self.has_proposed = bool(seen & PROPOSED_STATES)
         self.show_proposed = self.has_proposed if show_proposed is None else show_proposed
@@ -181,6 +190,11 @@ class RecordStrip:
                 if handling is not None and (handling.broker, handling.client, handling.correlation_id) == \
                         (ev.broker, ev.client, ev.correlation_id):
                     handling = None
+            elif isinstance(ev, E.Note) and (ev.detail or {}).get("step") == "marker-unreached":
+                missed = _missed(ev, self._wanted, bounds)
+                if missed:                  # a marker that resolved nothing here: a frame of its own
+                    groups.append((None, [ev]))
+                    last_key = None
             elif isinstance(ev, E.StateChanged) and ev.machine == MACHINE:
                 g, t, p, o = parse_key(ev.key)
                 if not self._wanted(g, t, p):
@@ -199,7 +213,9 @@ class RecordStrip:
             before = dict(spso)
             changed: dict[str, set[int]] = {}
             chg = []
-            for ev in evs:
+            note = evs[0] if isinstance(evs[0], E.Note) else None
+            missed = _missed(note, self._wanted, bounds) if note is not None else {}
+            for ev in evs if note is None else ():
                 g, t, p, o = parse_key(ev.key)
                 lane = f"{g}/{t}-{p}"
                 c = cells[lane][o]
@@ -207,7 +223,7 @@ class RecordStrip:
                 if ev.cause in ACQUIRE_CAUSES:
                     c.delivery_count += 1
                     c.owner = (req.body or {}).get("MemberId") if req is not None else None
-                    c.owner_client = req.client if req is not None else None
+                    c.owner_client = self._clients.get(req.client, req.client) if req is not None else None
                 elif ev.to_state in (sr.AVAILABLE, sr.ACKNOWLEDGED, sr.ARCHIVED):
                     c.owner = c.owner_client = None
                 changed.setdefault(lane, set()).add(o)
@@ -219,18 +235,19 @@ class RecordStrip:
                     s += 1
                 spso[lane] = s
             request = None if req is None else {
-                "api": req.api, "version": req.version, "client": req.client, "broker": req.broker,
+                "api": req.api, "version": req.version, "client": self._clients.get(req.client, req.client),
+                "broker": req.broker,
                 "correlation_id": req.correlation_id, "member": (req.body or {}).get("MemberId"), "seq": req.seq}
             lanes = [{"lane": ln, "group": meta[ln][0], "topic": meta[ln][1], "partition": meta[ln][2],
                       "spso": spso[ln], "spso_before": before[ln],
                       "cells": [{"offset": o, "state": c.state, "delivery_count": c.delivery_count,
                                  "owner": c.owner, "owner_client": c.owner_client,
-                                 "changed": o in changed.get(ln, ())}
+                                 "changed": o in changed.get(ln, ()), "missed": o in missed.get(ln, ())}
                                 for o, c in cells[ln].items()]}
                      for ln in order]
             f = {"index": len(frames), "t": evs[0].t, "seqs": [ev.seq for ev in evs], "request": request,
-                 "changes": chg, "lanes": lanes}
-            f["caption"] = _caption(f, n)
+                 "changes": chg, "lanes": lanes, "marker": _marker_of(note, missed) if note is not None else None}
+            f["caption"] = _caption(f, n, self.t0)
             frames.append(f)
         return frames
 
@@ -275,7 +292,7 @@ class RecordStrip:
             ops.append(("line", sx, top - 16, sx, top + CELL_H + 6, C_SPSO, 3, False))
             ops.append(("text", sx, top + CELL_H + 18, "SPSO", FS_SMALL, "middle", C_SPSO, True))
             y = top + CELL_H + 26
-        y = _legend_ops(ops, y + 10, self.show_proposed)
+        y = _legend_ops(ops, y + 10, self.show_proposed, self.has_missed)
         return int(width), int(y), ops
 
     def svg(self, i: int = -1, *, caption: bool = True) -> str:
@@ -409,11 +426,13 @@ C_PROPOSED_TEXT = "#553c9a"
 
 
 def record_strip(events, *, group: str | None = None, topic: str | None = None, partition: int | None = None,
-                 by: str = "request", show_proposed: bool | None = None, title: str | None = None) -> RecordStrip:
+                 by: str = "request", show_proposed: bool | None = None, title: str | None = None,
+                 t0: int = 0) -> RecordStrip:
     """The record strip of the share partitions in `events` (a list, or anything with .events),
-    optionally only one share group / topic / partition. See the module docstring."""
+    optionally only one share group / topic / partition. t0: the run's start in the events'
+    clock (captions say times from it). See the module docstring."""
     return RecordStrip(events, group=group, topic=topic, partition=partition, by=by,
-                       show_proposed=show_proposed, title=title)
+                       show_proposed=show_proposed, title=title, t0=t0)
 
 
 def share_state_diagrams(**kw):
@@ -435,7 +454,10 @@ def _cell_ops(ops: list[tuple], c: dict, x: float, top: float, spso: int) -> Non
     dashed = st is None or hatched
     if c["changed"]:
         stroke = C_CHANGED
-    ops.append(("rect", x, top, CELL_W, CELL_H, fill, stroke, 3 if c["changed"] else 1.5, dashed, hatched))
+    if c.get("missed"):
+        stroke, dashed = C_MISSED, True
+    ops.append(("rect", x, top, CELL_W, CELL_H, fill, stroke, 3 if c["changed"] or c.get("missed") else 1.5,
+                dashed, hatched))
     if st is None:
         ops.append(("text", x + CELL_W / 2, top + 32, "not fetched", FS_STATE, "middle", tcol, False))
         return
@@ -444,11 +466,11 @@ def _cell_ops(ops: list[tuple], c: dict, x: float, top: float, spso: int) -> Non
     ops.append(("text", x + CELL_W / 2, top + 33, f"dc {c['delivery_count']}", FS_SMALL, "middle", tcol,
                 False, halo))
     if c["owner"] or c["owner_client"]:
-        who = c["owner_client"] or c["owner"][:8]
-        ops.append(("text", x + CELL_W / 2, top + 49, who[:10], 10, "middle", tcol, False, halo))
+        who = c["owner_client"] or c["owner"]
+        ops.append(("text", x + CELL_W / 2, top + 49, _fit(who, CELL_W - 6, 10), 10, "middle", tcol, False, halo))
 
 
-def _legend_ops(ops: list[tuple], y: float, show_proposed: bool) -> float:
+def _legend_ops(ops: list[tuple], y: float, show_proposed: bool, missed: bool = False) -> float:
     """The legend under the lanes (the states, changed, not fetched); the y below it."""
     x = PAD
     items = [(s, s) for s in (sr.AVAILABLE, sr.ACQUIRED, sr.ACKNOWLEDGED, sr.ARCHIVED)]
@@ -468,6 +490,11 @@ def _legend_ops(ops: list[tuple], y: float, show_proposed: bool) -> float:
     ops.append(("rect", x, y, 18, 14, *NOT_FETCHED[:2], 1.5, True, False))
     ops.append(("text", x + 24, y + 11, "not fetched yet", FS_SMALL, "start", C_TEXT, False))
     x += 130
+    if missed:
+        ops.append(("rect", x, y, 18, 14, "#ffffff", C_MISSED, 3, True, False))
+        ops.append(("text", x + 24, y + 11, "a marker resolved nothing", FS_SMALL, "start", C_TEXT, False))
+        y += 22
+        x = PAD
     ops.append(("text", x, y + 11, "dc = delivery count · name = lock owner · faded = below the SPSO",
                 FS_SMALL, "start", C_MUTED, False))
     y += 14 + PAD
@@ -483,9 +510,11 @@ _TRIGGERS = {"lock-expired": "the acquisition lock expired", "lock-expired-at-li
              "txn-abort": "an ABORT marker", "txn-commit-accept": "a COMMIT marker", "txn-commit-reject": "a COMMIT marker"}
 
 
-def _caption(f: dict, n: int) -> str:
+def _caption(f: dict, n: int, t0: int = 0) -> str:
     req = f["request"]
-    head = f"{f['index'] + 1}/{n} · t={f['t']} ms · "
+    head = f"{f['index'] + 1}/{n} · t={f['t'] - t0} ms · "
+    if f.get("marker"):
+        return head + f["marker"]
     if req is not None:
         m = req.get("member") or ""
         member = f" (member {m[:8]}{'…' if len(m) > 8 else ''})" if m else ""
@@ -507,6 +536,46 @@ def _caption(f: dict, n: int) -> str:
     if spso:
         lines.append("SPSO advanced: " + " · ".join(spso))
     return "\n".join(lines)
+
+
+def _missed(note, wanted, bounds: dict) -> dict[str, set[int]]:
+    """{lane: offsets} a KIP-1289 marker left TX_PENDING (a Note of step "marker-unreached",
+    kipviz.broker.share_txn), for the lanes this strip draws."""
+    out: dict[str, set[int]] = {}
+    for u in (note.detail or {}).get("unreached") or ():
+        g, t, p = u.get("group"), u.get("topic"), u.get("partition")
+        lane = f"{g}/{t}-{p}"
+        if isinstance(p, int) and wanted(g, t, p) and lane in bounds:
+            out.setdefault(lane, set()).update(o for o in u.get("offsets") or () if isinstance(o, int))
+    return {ln: offs for ln, offs in out.items() if offs}
+
+
+_UNREACHED = {"not-colocated": "broker {b} does not lead {tp} (broker {leader} does): the KIP's hook resolves "
+                                "only the share partitions of the broker the marker reaches",
+              "leader-change": "{state}'s leader changed since the staging: broker {b} does not hold the "
+                               "TX_PENDING of {tp} (corner case 12)"}
+
+
+def _marker_of(note, missed: dict) -> str:
+    """The caption of a marker frame: where the marker went and which records it left TX_PENDING."""
+    d = note.detail or {}
+    kind = "COMMIT" if d.get("commit") else "ABORT"
+    state = f"__share_group_state-{d.get('partition')}"
+    lines = [f"{kind} marker on {state} reached broker {d.get('broker')} and resolved nothing [{PROPOSED_LEGEND}]"]
+    for u in d.get("unreached") or ():
+        lane = f"{u.get('group')}/{u.get('topic')}-{u.get('partition')}"
+        if lane in missed:
+            why = _UNREACHED.get(u.get("reason"), "broker {b} holds no staging of {tp}")
+            lines.append(why.format(b=d.get("broker"), tp=f"{u.get('topic')}-{u.get('partition')}",
+                                    leader=u.get("leader"), state=state))
+            lines.append(f"{_ranges(missed[lane])} stay TX_PENDING (dashed red) until their lock expires")
+    return "\n".join(lines)
+
+
+def _fit(text: str, width: float, size: float) -> str:
+    """`text` cut with an ellipsis to about `width` px at `size` (Helvetica: ~0.56 em a character)."""
+    n = max(3, int(width / (size * 0.56)))
+    return text if len(text) <= n else text[:n - 1] + "…"
 
 
 def _wrap_svg(caption: str, width: int) -> list[str]:

@@ -5,7 +5,9 @@
     to_html(svg_or_graph, title="…")  one HTML file, SVG inline, no external resources
     save(graph, "picture.svg")        format chosen by the suffix: .svg, .png or .html
 
-All of them need graphviz's `dot` program; DotNotFoundError says how to get it."""
+All of them need graphviz's `dot` program; DotNotFoundError says how to get it. In the browser kit
+(Pyodide, kipviz lite) SVG comes from Graphviz compiled to WebAssembly instead (draw/wasm.py): the
+same DOT, laid out in the page; that choice is made here, in _pipe, for every picture."""
 from __future__ import annotations
 
 import html
@@ -16,6 +18,7 @@ from pathlib import Path
 import graphviz
 
 from ..errors import KipvizError
+from . import wasm
 
 __all__ = ["to_svg", "to_png", "to_html", "save", "DotNotFoundError", "dot_available", "fit_width", "layout_size",
            "FIT_PX", "MIN_SCALE"]
@@ -34,10 +37,17 @@ class DotNotFoundError(KipvizError, RuntimeError):
 
 
 def dot_available() -> bool:
-    return shutil.which("dot") is not None
+    return shutil.which("dot") is not None or wasm.available()
+
+
+def prepare() -> None:
+    """Start the renderer ahead of the first picture where that takes a while (the browser's)."""
+    wasm.prepare()
 
 
 def _pipe(graph, fmt: str) -> bytes:
+    if wasm.available():
+        return wasm.render(graph if isinstance(graph, str) else graph.source, fmt)
     if isinstance(graph, str):
         graph = graphviz.Source(graph)
     try:

@@ -54,6 +54,7 @@ from ..schema import events as E
 from ..schema.error_codes import name_of
 from ..schema.status import version_status
 from ..schema.topics import INTERNAL_TOPICS
+from .clients import client_names
 from .render import halo, svg_text, to_html
 
 __all__ = ["sequence_diagram", "sequence_html", "lifeline_of", "record_summary", "state_summary", "error_places",
@@ -345,11 +346,13 @@ def member_names(events) -> dict[str, str]:
     """member id -> the client lane that uses it (from the heartbeats' answers), so that notes name
     members as the lanes do (consumer-1, not a 22-character id)."""
     names: dict[str, str] = {}
+    events = list(events)
+    clients = client_names(events)
     for ev in events:
         if isinstance(ev, E.ResponseSent) and ev.api.endswith("Heartbeat") and isinstance(ev.body, dict):
             mid = ev.body.get("MemberId")
             if isinstance(mid, str) and len(mid) >= 8 and mid not in names:
-                names[mid] = ev.client
+                names[mid] = clients.get(ev.client, ev.client)
     return names
 
 
@@ -364,8 +367,10 @@ class _Builder:
     """Events to diagram rows: one method per event kind, sharing the lifelines found so far and the
     request being handled (the model takes one at a time)."""
 
-    def __init__(self, marks: dict, status_labels: bool, internal_arrows: bool, on_broker: dict):
+    def __init__(self, marks: dict, status_labels: bool, internal_arrows: bool, on_broker: dict,
+                 names: dict | None = None):
         self.marks, self.status_labels = marks, status_labels
+        self.names = names or {}                # connection -> client.id (kipviz.draw.clients)
         self.internal_arrows, self.on_broker = internal_arrows, on_broker
         self.rows: list[_Row] = []
         self.clients: list[str] = []
@@ -376,7 +381,9 @@ class _Builder:
         self.role_broker: dict[str, int] = {}
         self.now = 0
 
-    def client_line(self, name: str) -> str:
+    def client_line(self, connection: str) -> str:
+        """The lane of a connection: its client.id (a live server names connections by address)."""
+        name = self.names.get(connection, connection)
         if name not in self.clients:
             self.clients.append(name)
         return name
@@ -542,7 +549,7 @@ def _error_lines(label: str, ev: E.ResponseSent) -> list[tuple[str, str]]:
 def _build(events, marks: dict | None = None, status_labels: bool = False,
            internal_arrows: bool = False, on_broker: dict | None = None) -> tuple[list[_Row], list[str], list[str]]:
     names = member_names(events)
-    b = _Builder(marks or {}, status_labels, internal_arrows, on_broker or {})
+    b = _Builder(marks or {}, status_labels, internal_arrows, on_broker or {}, client_names(events))
     for ev in events:
         b.add(ev)
     if names:
@@ -600,6 +607,56 @@ def _exchange(rows: list[_Row], i: int) -> int | None:
             and rows[j].mark == q.mark:
         j += 1
     return j
+
+
+MEMBER_APIS = frozenset({"ConsumerGroupHeartbeat", "ShareGroupHeartbeat", "StreamsGroupHeartbeat", "JoinGroup",
+                         "SyncGroup", "Heartbeat"})
+
+
+def _member_exchange(rows: list[_Row], i: int) -> int | None:
+    """If rows[i] starts a group-membership request answered without an error, the coordinator's
+    own rows in between (notes, bands: the group's records and state changes), the index after the
+    exchange (its client's notes that follow included); else None."""
+    q = rows[i]
+    if not (q.kind == "msg" and not q.dashed and not q.dotted and _api(q) in MEMBER_APIS):
+        return None
+    j = i + 1
+    while j < len(rows) and rows[j].kind != "msg" and rows[j].mark == q.mark:
+        j += 1
+    if j >= len(rows):
+        return None
+    a = rows[j]
+    if not (a.dashed and a.src == q.dst and a.dst == q.src and a.color != C_ERROR and _api(a) == _api(q)):
+        return None
+    j += 1
+    while j < len(rows) and rows[j].kind == "note" and rows[j].style == "action" and rows[j].src == q.src \
+            and rows[j].mark == q.mark:
+        j += 1
+    return j
+
+
+def _fold_members(rows: list[_Row]) -> list[_Row]:
+    """A run of two or more group-membership exchanges (heartbeats, joins: the group forming, with
+    its coordinator's records and state changes) becomes one band naming its clients."""
+    out: list[_Row] = []
+    i = 0
+    while i < len(rows):
+        j, n, apis, clients = i, 0, {}, []
+        while (end := _member_exchange(rows, j)) is not None and rows[j].mark == rows[i].mark:
+            apis[_api(rows[j])] = apis.get(_api(rows[j]), 0) + 1
+            if rows[j].src not in clients:
+                clients.append(rows[j].src)
+            j, n = end, n + 1
+        if n >= 2:
+            what = ", ".join(f"{k}× {a}" if k > 1 else a for a, k in apis.items())
+            out.append(_Row("band", rows[i].t, lines=[(f"group membership folded: {what} of {', '.join(clients)} "
+                                                       "(sequence_svg(fold=False) shows every event)", C_MUTED)],
+                            mark=rows[i].mark))
+            i = j
+            continue
+        out.append(rows[i])
+        i += 1
+    return out
 
 
 def _setup_band(r: _Row) -> bool:
@@ -662,6 +719,19 @@ def wrap_text(text: str, max_px: float, size: float, *, break_words: bool = True
     return textwrap.wrap(text, chars, break_long_words=break_words, break_on_hyphens=False) or [""]
 
 
+def wrap_name(text: str, max_px: float, size: float) -> list[str]:
+    """A name's lines: broken at spaces, then after its own hyphens ("enricher-" / "consumer"); a
+    part still too long is cut with a hyphen added at the end of each line ("127.0.0.1:4245-" / "4")."""
+    chars = max(6, int(max_px / (size * 0.55)))
+    out: list[str] = []
+    for line in textwrap.wrap(text, chars, break_long_words=False, break_on_hyphens=True) or [""]:
+        while len(line) > chars:
+            out.append(line[:chars - 1] + "-")
+            line = line[chars - 1:]
+        out.append(line)
+    return out
+
+
 # a message label crosses the lifelines between its ends: a halo hides the dashed line under it
 HALO = halo(width=4, round_joins=True)
 
@@ -677,9 +747,13 @@ def _head_parts(name: str, w: float) -> list[tuple[str, int, str | None, str]]:
     """A lane title's lines, wrapped to its box (a long title wraps rather than spilling out)."""
     a, b = (name.split(" (", 1) if " (" in name else (name, None))
     size = 12 if b is None else 11
-    parts = [(t, size, "bold", C_TEXT) for t in wrap_text(a, w - 8, size * 1.12)]
+    # a smaller size before a hyphen added inside a word ("reader-" / "uncommitted", not "uncommitt-")
+    longest = max(re.split(r"(?<=-)|\s+", a), key=len)
+    while size > 10 and _tw(longest, size * 1.12) > w - 8:
+        size -= 1
+    parts = [(t, size, "bold", C_TEXT) for t in wrap_name(a, w - 8, size * 1.12)]
     if b is not None:
-        parts += [(t, 10, None, C_MUTED) for t in wrap_text("(" + b, w - 8, 10)]
+        parts += [(t, 10, None, C_MUTED) for t in wrap_name("(" + b, w - 8, 10)]
     return parts
 
 
@@ -693,7 +767,8 @@ def _head(x, y, w, name, is_client, head_h: int = HEAD_H) -> str:
     fill, line = (C_CLIENT_BOX, C_CLIENT_LINE) if is_client else (C_SERVER_BOX, C_SERVER_LINE)
     parts = _head_parts(name, w)
     kind = "kv-head kv-client" if is_client else "kv-head kv-server"
-    out = [f'<g class="{kind}"><rect x="{x - w / 2:.1f}" y="{y}" width="{w:.1f}" height="{head_h - 6}" rx="4" '
+    out = [f'<g class="{kind}"><title>{_e(name)}</title>'
+           f'<rect x="{x - w / 2:.1f}" y="{y}" width="{w:.1f}" height="{head_h - 6}" rx="4" '
            f'fill="{fill}" stroke="{line}"/>']
     top = y + (head_h - 6 - 13 * len(parts)) / 2 + 10
     for j, (text, size, weight, color) in enumerate(parts):
@@ -821,12 +896,14 @@ def _draw_rows(rows: list[_Row], xs: dict, yy: float, note_max: float, total_w: 
     return body, yy
 
 
-def _title_block(title: str | None, events: list, hidden: int, t0: int | None, when) -> tuple[list[str], int]:
-    """The title and the line under it (how many events, over what time); the y below them."""
+def _title_block(title: str | None, events: list, hidden: int, t0: int | None, when,
+                 total_w: int = WIDTH) -> tuple[list[str], int]:
+    """The title (wrapped to the picture: a narrow one of few lanes) and the line under it (how many
+    events, over what time); the y below them."""
     out: list[str] = []
     y = 12
-    if title:
-        out.append(_text(10, y + 12, title, size=15, anchor="start", weight="bold"))
+    for line in wrap_text(title, total_w - 20, 15 * 1.1, break_words=False) if title else ():
+        out.append(_text(10, y + 12, line, size=15, anchor="start", weight="bold"))
         y += 22
     if events:
         sub = (f"{len(events)} events · t = {events[0].t} … {events[-1].t} ms (virtual time)" if t0 is None else
@@ -842,10 +919,12 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
                      width: int = WIDTH, marks: dict | None = None, align: dict | None = None,
                      layout: dict | None = None, status_labels: bool = False,
                      internal_arrows: bool = False, lanes: str = "role", on_broker: dict | None = None,
-                     fold: bool = False, t0: int | None = None) -> str:
+                     fold: bool = False, fold_groups: bool = False, t0: int | None = None) -> str:
     """SVG text of a scenario's events (a list of events, or anything with an `.events` list,
     such as a Cluster). max_events cuts the picture after that many events and says so.
     fold: set-up and repeated exchanges become one band each (Trace.sequence_svg folds by default).
+    fold_groups: so does each run of group-membership exchanges (a group forming: heartbeats and
+    joins with the coordinator's records and state changes between them).
     marks / align / layout / status_labels / internal_arrows: see the module docstring.
     t0: times are shown as seconds from t0 (a live cluster's clock is epoch milliseconds: thirteen
     digits would not fit the time column)."""
@@ -860,6 +939,10 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
     rows, clients, servers = _build(events, marks, status_labels, internal_arrows, on_broker)
     if lanes == "broker":
         rows, servers = _by_broker(rows, servers)
+    if fold_groups:
+        rows = _fold_members(rows)
+        used = {r.src for r in rows} | {r.dst for r in rows}
+        clients = [c for c in clients if c in used]      # a client seen only in a folded group: no lane
     if fold:
         rows = _fold(rows)
     if hidden:
@@ -874,7 +957,7 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
     total_w = int(GUTTER + colw * n + 10)
     xs = {name: GUTTER + colw * (i + 0.5) for i, name in enumerate(lines)}
 
-    out, y = _title_block(title, events, hidden, t0, when)
+    out, y = _title_block(title, events, hidden, t0, when, total_w)
     head_y = y + 4
     head_h = _head_h(lines, colw - 14)
     body_top = head_y + head_h

@@ -68,14 +68,13 @@ from __future__ import annotations
 
 import struct
 
-from crc32c import crc32c as _crc32c
-
 from ..codec.plan import Span
 from ..codec.varint import read_uvarint, read_uvarlong, write_uvarint
 from ..errors import DecodeError, EncodeError
 from ..gcpause import gc_paused
 from .compression import CODEC_NAMES, MAX_DECOMPRESSED, codec_id, compress, decompress
 from .control import parse_control
+from .crc import crc32c as _crc32c
 from .header import (  # noqa: F401 - the header layout lives in records/header.py; these names stay here too
     COMPRESSION_MASK,
     CONTROL_MASK,
@@ -267,10 +266,16 @@ def _walk(data: bytes, verify_crc: bool, strict: bool, limits: _Limits, spans) -
         if is_control or spans is not None:
             records = _careful(rb, count, ctx, headers_left)
         else:
+            done, at = [], [0, headers_left]
             try:
-                records = _fast(rb, count, h[0], h[7], lat, headers_left)
+                records = _fast(rb, count, h[0], h[7], lat, headers_left, recs=done, at=at)
             except Exception:
-                records = _careful(rb, count, ctx, headers_left)
+                # the careful reader goes on from the record the fast one stopped at (a batch bad near
+                # its end costs one careful record, not a second reading of the whole batch)
+                if lat is not None:
+                    for r in done:
+                        r["timestamp"] = lat
+                records = _careful(rb, count, ctx, at[1], done, at[0])
         limits.took(records)
         batch["records"] = records
         out.append(batch)
@@ -312,16 +317,20 @@ def _zz64(buf, p):
 
 # size: the records' fast decoder: one flat loop over the batch bytes with varints read inline is the codec's hot path (benchmarks/codec.py)
 def _fast(rb: bytes, count: int, base_offset: int, base_ts: int, lat, headers_left: int = 1 << 62,
-          _zz32=_zz32, _zz64=_zz64, len=len):
+          _zz32=_zz32, _zz64=_zz64, len=len, recs: list | None = None, at: list | None = None):
     """Tight loop for well-formed records; raises on anything odd (the caller then runs _careful).
+    `recs` gets the records read so far and `at` [byte, headers left] where the record being read
+    starts, so that after a failure the careful reader can go on from there (_walk).
 
     Varints of one and two bytes (the common case) are decoded inline; longer ones call _zz32/_zz64,
     which enforce the 5- and 10-byte limits."""
-    recs = []
+    recs = [] if recs is None else recs
+    at = [0, 0] if at is None else at
     append = recs.append
     n = len(rb)
     p = 0
     for _ in range(count):
+        at[0], at[1] = p, headers_left
         # record length
         b = rb[p]
         if b < 128:
@@ -455,6 +464,7 @@ def _fast(rb: bytes, count: int, base_offset: int, base_ts: int, lat, headers_le
                 "timestamp_delta": tsd, "attributes": attrs, "key": key, "value": value,
                 "headers": headers})
     if p != n:
+        at[0], at[1] = p, headers_left
         raise _Bad
     if lat is not None:
         for r in recs:
@@ -515,12 +525,15 @@ class _Cursor:
         return v
 
 
-def _careful(rb: bytes, count: int, ctx, headers_left: int = 1 << 62) -> list:
+def _careful(rb: bytes, count: int, ctx, headers_left: int = 1 << 62, done: list | None = None,
+             at: int = 0) -> list:
+    """`done`: records already read (by _fast) up to byte `at`; reading goes on from there."""
     base_offset, base_ts, lat, prefix, base, blob_at, is_control, spans = ctx
     outer = _Cursor(rb, base, blob_at, None)
-    recs = []
+    outer.p = at
+    recs = done if done is not None else []
     n = len(rb)
-    for j in range(count):
+    for j in range(len(recs), count):
         rp = f"{prefix}.records[{j}]"
         start = outer.p
         if start >= n:

@@ -127,7 +127,8 @@ def decompress(cid: int, data: bytes, *, limit: int = MAX_DECOMPRESSED, offset: 
 
 def _bounded(mod, data: bytes, limit: int, cname: str, offset: int, path: str) -> bytes:
     """cramjam's decompress_into stops when the output buffer is full ("failed to write whole
-    buffer"), so grow the buffer step by step up to limit + 1 bytes."""
+    buffer"), so a second try gets a buffer of limit + 1 bytes: a bomb costs two decompressions,
+    not one per growth step."""
     size = min(limit + 1, max(1 << 18, 8 * len(data)))
     while True:
         out = bytearray(size)
@@ -138,7 +139,7 @@ def _bounded(mod, data: bytes, limit: int, cname: str, offset: int, path: str) -
                 raise
             if size > limit:
                 raise _bomb(cname, limit, offset, path) from None
-            size = min(limit + 1, size * 8)
+            size = limit + 1
             continue
         if n > limit:
             raise _bomb(cname, limit, offset, path)

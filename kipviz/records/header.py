@@ -7,11 +7,14 @@ log and Produce/Fetch handlers, the sample-data rows).
     batch_bounds(raw)          -> (base offset, last offset)
     batch_summary(raw)         -> (base, last, producer id, producer epoch, transactional, control, LogAppendTime)
     is_transactional(raw)      -> a magic-2 batch with the transactional bit (False for anything shorter)
-    restamp(raw, base, epoch)  -> the same batch with its base offset and partition leader epoch replaced
+    restamp(raw, base, epoch[, max_timestamp, log_append_time]) -> the same batch with its base offset
+                                  and partition leader epoch (and max timestamp and type) assigned in place
     numpy_dtype(names)         -> the header as a packed numpy dtype (the columnar skim)"""
 from __future__ import annotations
 
 import struct
+
+from .crc import crc32c
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
@@ -47,6 +50,8 @@ _BOUNDS_BASE, _BOUNDS_DELTA = struct.Struct(">q"), struct.Struct(">i")
 _SUMMARY = struct.Struct(">q13xhi8xqqh")   # base offset, attributes, last offset delta, max ts, pid, epoch
 _ATTRS = struct.Struct(">h")
 _EPOCH = struct.Struct(">i")
+_MAX_TS = struct.Struct(">q")
+_CRC = struct.Struct(">I")
 assert (_AT["attributes"], _AT["last_offset_delta"], _AT["max_timestamp"], _AT["producer_id"],
         _AT["producer_epoch"]) == (8 + 13, 8 + 13 + 2, 8 + 13 + 2 + 4 + 8, 8 + 13 + 2 + 4 + 8 + 8,
                                    8 + 13 + 2 + 4 + 8 + 8 + 8)
@@ -83,11 +88,25 @@ def is_transactional(raw) -> bool:
             and bool(_ATTRS.unpack_from(raw, _AT["attributes"])[0] & TRANSACTIONAL_MASK))
 
 
-def restamp(raw: bytes, base_offset: int, leader_epoch: int) -> bytes:
+def restamp(raw: bytes, base_offset: int, leader_epoch: int, max_timestamp: int | None = None,
+            log_append_time: bool = False) -> bytes:
     """The batch with its base offset and partition leader epoch replaced, as Kafka's LogValidator
-    assigns them in place (neither is covered by the CRC)."""
-    return (_BOUNDS_BASE.pack(base_offset) + raw[8:_AT["partition_leader_epoch"]] + _EPOCH.pack(leader_epoch)
-            + raw[_AT["magic"]:])
+    assigns them in place (neither is covered by the CRC). With `max_timestamp`, also
+    DefaultRecordBatch.setMaxTimestamp: the timestamp type bit set for `log_append_time`
+    (LogAppendTime) or cleared (CreateTime) and MaxTimestamp set, the CRC computed again only when
+    either changes."""
+    out = bytearray(raw)
+    _BOUNDS_BASE.pack_into(out, _AT["base_offset"], base_offset)
+    _EPOCH.pack_into(out, _AT["partition_leader_epoch"], leader_epoch)
+    if max_timestamp is not None:
+        attrs, = _ATTRS.unpack_from(out, _AT["attributes"])
+        old, = _MAX_TS.unpack_from(out, _AT["max_timestamp"])
+        new = (attrs | TIMESTAMP_TYPE_MASK) if log_append_time else (attrs & ~TIMESTAMP_TYPE_MASK)
+        if new != attrs or old != max_timestamp:
+            _ATTRS.pack_into(out, _AT["attributes"], new)
+            _MAX_TS.pack_into(out, _AT["max_timestamp"], max_timestamp)
+            _CRC.pack_into(out, _AT["crc"], crc32c(memoryview(out)[_AT["attributes"]:]))
+    return bytes(out)
 
 
 _NUMPY = {"int64": ">i8", "int32": ">i4", "int16": ">i2", "int8": "i1", "uint32": ">u4"}

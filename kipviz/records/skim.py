@@ -13,10 +13,9 @@ record) gives None, never an error, so that the caller's read_batches decides an
 with that key (its value as text, None when null or not UTF-8 -- or when the record has none)."""
 from __future__ import annotations
 
-from crc32c import crc32c as _crc32c
-
 from ..codec.varint import read_uvarint, read_uvarlong
 from ..errors import DecodeError
+from .crc import crc32c as _crc32c
 from .header import COMPRESSION_MASK, CONTROL_MASK, HEADER, HEADER_SIZE, LOG_OVERHEAD
 
 __all__ = ["skim_batch"]

@@ -21,8 +21,8 @@ from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
-from crc32c import crc32c
 
+from .crc import crc32c
 from .header import COMPRESSION_MASK, CONTROL_MASK, HEADER_SIZE, LOG_OVERHEAD, TIMESTAMP_TYPE_MASK, numpy_dtype
 
 __all__ = ["skim_column", "Skimmed"]

@@ -18,6 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from ..errors import KipvizError
+from .files import PartStream
 from .offload import fork, read_ipc
 from .parquet import TableWriter
 from .schema import BATCH, TOPIC
@@ -26,18 +27,18 @@ STREAMS = ("events", "requests")       # chunk files appended to events.parquet 
 PART_SCHEMAS = {"batches": BATCH, "records": TOPIC}
 
 
-def write_part(parts: Path, writer, stem: str, schema: pa.Schema, rows):
+def write_part(parts: Path, writer, stem: str, schema: pa.Schema, rows, private: bool = False):
     """Append rows to the part stream `stem` (opened on its first rows); returns the stream."""
     if rows is None or not rows.num_rows:
         return writer
     if writer is None:
-        writer = pa.ipc.new_stream(str(parts / stem), schema)
+        writer = PartStream(parts / stem, schema, private)
     writer.write_batch(rows)
     return writer
 
 
 class FileWriterProcess:
-    def __init__(self, out: Path, parts: Path):
+    def __init__(self, out: Path, parts: Path, private: bool = False):
         self.out, self.parts = Path(out), Path(parts)
         read, self._pipe = os.pipe()
         self._pid: int | None = None
@@ -47,7 +48,7 @@ class FileWriterProcess:
             code = 1
             try:
                 gc.freeze()                     # what it inherited is never collected (nor copied by a scan)
-                _serve(read, self.out, self.parts)
+                _serve(read, self.out, self.parts, private)
                 code = 0
             except BaseException:
                 try:
@@ -110,9 +111,9 @@ class FileWriterProcess:
         raise KipvizError(f"writing the sample in a child process failed: {why}")
 
 
-def _serve(read_fd: int, out: Path, parts: Path) -> None:
-    tables = {"events": TableWriter(out / "events.parquet", "event"),
-              "requests": TableWriter(out / "requests.parquet", "request")}
+def _serve(read_fd: int, out: Path, parts: Path, private: bool) -> None:
+    tables = {"events": TableWriter(out / "events.parquet", "event", private),
+              "requests": TableWriter(out / "requests.parquet", "request", private)}
     streams: dict[str, object] = {}
     with os.fdopen(read_fd) as commands:
         for line in commands:
@@ -133,7 +134,7 @@ def _serve(read_fd: int, out: Path, parts: Path) -> None:
                 rows = read_ipc(path)[1] if path.is_file() else []
                 for stem, rb in zip(stems, rows, strict=True):
                     key = f"{stem}.{kind}"
-                    streams[key] = write_part(parts, streams.get(key), key, schema, rb)
+                    streams[key] = write_part(parts, streams.get(key), key, schema, rb, private)
         else:
             return                                  # the generator went away without close()
     for w in streams.values():

@@ -8,6 +8,7 @@ import hashlib
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .files import new_file
 from .schema import COMPRESSION, COMPRESSION_LEVEL, DICTIONARY, ROW_GROUP_ROWS, SCHEMAS
 
 
@@ -19,9 +20,10 @@ def record_batch(schema: pa.Schema, columns: dict) -> pa.RecordBatch:
 
 
 class TableWriter:
-    """Rows of one dataset kind ("topic", "batch", "request", "event") into one Parquet file."""
+    """Rows of one dataset kind ("topic", "batch", "request", "event") into one new Parquet file
+    (kipviz.sampledata.files.new_file: never an existing file or a link)."""
 
-    def __init__(self, path, kind: str):
+    def __init__(self, path, kind: str, private: bool = False):
         self.path = path
         self.kind = kind
         self.schema = SCHEMAS[kind]
@@ -29,8 +31,9 @@ class TableWriter:
         self.rows = 0
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
+        self._file = new_file(path, private)
         self._writer = pq.ParquetWriter(
-            path, self.schema, compression=COMPRESSION, compression_level=COMPRESSION_LEVEL,
+            self._file, self.schema, compression=COMPRESSION, compression_level=COMPRESSION_LEVEL,
             use_dictionary=DICTIONARY[kind], write_statistics=True, store_schema=True, version="2.6",
             data_page_version="1.0")
 
@@ -59,6 +62,7 @@ class TableWriter:
         if self._pending_rows:
             self._flush(self._pending_rows)
         self._writer.close()
+        self._file.close()
         return self.rows
 
 

@@ -13,6 +13,7 @@ from collections import deque
 import numpy as np
 import pyarrow as pa
 
+from ..records import read_batches
 from ..records.header import batch_summary
 from ..schema import events as ev
 from ..schema import registry
@@ -278,36 +279,35 @@ def _request_columns(rows: list[list]) -> dict[str, list]:
 batch_header = batch_summary   # (base, last, pid, epoch, transactional, control, LogAppendTime)
 
 
-_KEY, _VALUE, _OFFSET = operator.attrgetter("key"), operator.attrgetter("value"), operator.attrgetter("offset")
-_TIMESTAMP, _HEADERS = operator.attrgetter("timestamp"), operator.attrgetter("headers")
+_KEY, _VALUE = operator.itemgetter("key"), operator.itemgetter("value")
+_TIMESTAMP, _HEADERS = operator.itemgetter("timestamp"), operator.itemgetter("headers")
 
 
 def log_rows(topic: str, log, first: int = 0) -> tuple[pa.RecordBatch | None, pa.RecordBatch | None]:
     """Rows for `log`'s batches from index `first` of log.batches on: one batch row each (with its
-    log.batch_seqs entry), and a topic row per data record (taken from the log's entries at the
-    batch's offsets; control batches give no topic rows, as in Spark's Kafka source)."""
+    log.batch_seqs entry), and a topic row per data record, read from the batch's bytes (control
+    batches give no topic rows, as in Spark's Kafka source)."""
     batches, seqs = log.batches[first:], log.batch_seqs[first:]
     if not batches:
         return None, None
     b_base, b_last, b_pid, b_epoch, b_txn, b_ctl = [], [], [], [], [], []
     keys, values, offsets, stamps, ts_types, h_counts, h_keys, h_values = [], [], [], [], [], [], [], []
-    entries = log.entries
     for raw in batches:
         base, last, pid, epoch, txn, control, lat = batch_header(raw)
         b_base.append(base), b_last.append(last), b_pid.append(pid), b_epoch.append(epoch)
         b_txn.append(txn), b_ctl.append(control)
         if control:
             continue
-        ents = entries[base:last + 1]
-        if not ents or ents[0].offset != base or len(ents) != last - base + 1:
-            raise RuntimeError(f"{topic}-{log.partition}: batch at {base}..{last} does not match the log entries")
-        # column by column (attrgetter, in C): a long run writes millions of entries
-        keys += map(_KEY, ents)
-        values += map(_VALUE, ents)
-        offsets += map(_OFFSET, ents)
-        stamps += map(_TIMESTAMP, ents)
-        ts_types += [1 if lat else 0] * len(ents)
-        headers = list(map(_HEADERS, ents))
+        recs = read_batches(raw, verify_crc=False)[0]["records"]
+        if len(recs) != last - base + 1:
+            raise RuntimeError(f"{topic}-{log.partition}: batch at {base}..{last} holds {len(recs)} records")
+        # column by column (itemgetter, in C): a long run writes millions of records
+        keys += map(_KEY, recs)
+        values += map(_VALUE, recs)
+        offsets += range(base, last + 1)
+        stamps += map(_TIMESTAMP, recs)
+        ts_types += [1 if lat else 0] * len(recs)
+        headers = list(map(_HEADERS, recs))
         h_counts += map(len, headers)
         for hk, hv in itertools.chain.from_iterable(headers):
             h_keys.append(hk if type(hk) is str else bytes(hk).decode("utf-8", "replace"))

@@ -14,6 +14,7 @@ Large chunks have their rows built in a forked child while the run goes on
 of their own (kipviz.sampledata.filewriter); the bytes written are the same."""
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 import shutil
@@ -22,10 +23,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from ..broker.handlers.metadata import topic_name_problem
 from ..errors import KipvizError
 from ..uuids import to_kafka_str
+from . import files, retention
 from . import offload as offload_mod
-from . import retention
 from .filewriter import STREAMS, FileWriterProcess, write_part
 from .parquet import TableWriter, record_batch, sha256
 from .rows import RequestLog, event_columns, log_rows
@@ -43,34 +45,62 @@ class _LogState:
     batch_part: object = None
 
 
-def prepare_dir(out: Path) -> None:
-    """Make `out` ready: created if missing; a previous sample there is replaced; any other
-    non-empty directory is refused (nothing of the user's is deleted)."""
+def prepare_dir(out: Path, private: bool = False) -> None:
+    """Make `out` ready: created if missing; a previous sample there is replaced (only the kit's
+    own files, OUTPUTS; links are removed, never followed); any other non-empty directory is
+    refused (nothing of the user's is deleted). private: the directory becomes 0700."""
     if out.exists() and not out.is_dir():
         raise KipvizError(f"{out} exists and is not a directory")
     if out.is_dir() and any(out.iterdir()):
         if not (out / "manifest.json").is_file() and not (out / ".parts").is_dir():
             raise KipvizError(f"{out} is not empty and holds no kipviz sample (no manifest.json): "
                               "give a new or empty directory")
+        if private:
+            out.chmod(0o700)
         for name in OUTPUTS:
-            p = out / name
-            if p.is_dir():
-                shutil.rmtree(p)
-            elif p.exists():
-                p.unlink()
-    out.mkdir(parents=True, exist_ok=True)
+            files.remove(out / name)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(0o700 if private else 0o777)
+    except FileExistsError:
+        if private:
+            out.chmod(0o700)
 
 
-def dataset_stem(name: str, b64: str, live: bool) -> tuple[str, str]:
-    """(sub-directory, file stem) of a topic's files. Spark (and Hadoop) skip files whose names
-    start with "_" or ".", so the internal topics go to internal/ without their leading
-    underscores (__consumer_offsets -> internal/consumer_offsets); a deleted topic goes to
-    deleted/ as name@topic-id. manifest.json maps every file back to its topic."""
-    if not live:
-        return "deleted/", f"{name}@{b64}"
-    if name.startswith(("_", ".")):
-        return "internal/", name.lstrip("_.")
-    return "", name
+_SPELLED = str.maketrans({"_": "u", ".": "d"})
+MAX_STEM = 255 - len(".parquet")       # a file name is at most 255 bytes (ext4, APFS, NTFS)
+
+
+def dataset_stem(name: str, b64: str, live: bool, *, by_id: bool = False) -> tuple[str, str]:
+    """(sub-directory, file stem) of a topic's files; two topics of a run never share one.
+
+    Spark (and Hadoop) skip files whose names start with "_" or ".", so a name starting with one
+    goes to internal/: a leading "__" is dropped (the internal topics: __consumer_offsets ->
+    internal/consumer_offsets), any other leading run of them is spelled u/d before a "~"
+    (_consumer_offsets -> internal/u~consumer_offsets, .transaction_state -> internal/d~transaction_state;
+    "~" is not a legal topic character, so no legal name has that stem). A deleted topic goes to
+    deleted/ as name@topic-id; a live one with by_id is name@topic-id where it is (RunWriter.close:
+    names equal but for case, which one file name on macOS or Windows would hold). A name that is not a legal
+    Kafka topic name (a notebook's create_topic takes any string) is its hash; a stem longer
+    than a file name may be keeps its start and ends in "~~" and the name's hash. manifest.json
+    maps every file back to its topic."""
+    sub, stem = "", name
+    if topic_name_problem(name) is not None:
+        stem = "~~" + _digest(name)
+    elif name.startswith(("_", ".")):
+        rest = name.lstrip("_.")
+        lead = name[:len(name) - len(rest)]
+        sub, stem = "internal/", rest if lead == "__" and rest else f"{lead.translate(_SPELLED)}~{rest}"
+    if not live or by_id:
+        stem = f"{stem}@{b64}"
+        sub = "deleted/" if not live else sub
+    if len(stem.encode()) > MAX_STEM:
+        stem = stem[:MAX_STEM - 18] + "~~" + _digest(f"{name}@{b64}" if not live or by_id else name)
+    return sub, stem
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def event_batch(events) -> pa.RecordBatch:
@@ -100,13 +130,15 @@ def _chunk_rows(events, work, pairs=None, keep_pairs: bool = False) -> dict:
 class RunWriter:
     """offload: build the rows of large chunks (drain()) in a forked child while the run goes on
     (kipviz.sampledata.offload), and from the first large chunk on write the files in a process of
-    their own (kipviz.sampledata.filewriter); None = where available (Linux, more than one core)."""
+    their own (kipviz.sampledata.filewriter); None = where available (Linux, more than one core).
+    private: folders 0700 and files 0600 (a recording of live traffic). Every file is created new,
+    never through a link (kipviz.sampledata.files)."""
 
-    def __init__(self, out_dir, *, offload: bool | None = None):
+    def __init__(self, out_dir, *, offload: bool | None = None, private: bool = False):
         self.out = Path(out_dir)
-        prepare_dir(self.out)
-        self._parts = self.out / ".parts"
-        self._parts.mkdir()
+        self.private = private
+        prepare_dir(self.out, private)
+        self._parts = files.new_dirs(self.out, ".parts", private)
         self._tables: dict[str, TableWriter] | None = None     # in this process, opened at the first rows
         self._files: FileWriterProcess | None = None            # ... or in the writer process
         self._pairs = RequestLog()
@@ -127,7 +159,7 @@ class RunWriter:
         work, states = self._new_batches(cluster)
         if self._offload is not None and len(events) >= OFFLOAD_EVENTS:
             if self._files is None and self._tables is None:      # the first large chunk: nothing open yet
-                self._files = FileWriterProcess(self.out, self._parts)
+                self._files = FileWriterProcess(self.out, self._parts, self.private)
             pairs = self._pairs if self._files is not None else None
             if pairs is None:
                 self._write_requests(self._pairs.add(events))
@@ -188,8 +220,8 @@ class RunWriter:
         for b in rows.get("requests", (None, []))[1]:
             self._table("requests").write_batch(b)
         for st, b, t in zip(states, rows["batches"][1], rows["records"][1], strict=True):
-            st.batch_part = write_part(self._parts, st.batch_part, st.key + ".batches", BATCH, b)
-            st.topic_part = write_part(self._parts, st.topic_part, st.key + ".records", TOPIC, t)
+            st.batch_part = write_part(self._parts, st.batch_part, st.key + ".batches", BATCH, b, self.private)
+            st.topic_part = write_part(self._parts, st.topic_part, st.key + ".records", TOPIC, t, self.private)
 
     def _write_requests(self, columns: dict) -> None:
         if columns["seq"]:
@@ -197,8 +229,8 @@ class RunWriter:
 
     def _table(self, name: str) -> TableWriter:
         if self._tables is None:
-            self._tables = {"events": TableWriter(self.out / "events.parquet", "event"),
-                            "requests": TableWriter(self.out / "requests.parquet", "request")}
+            self._tables = {"events": TableWriter(self.out / "events.parquet", "event", self.private),
+                            "requests": TableWriter(self.out / "requests.parquet", "request", self.private)}
         return self._tables[name]
 
     def abandon(self) -> None:
@@ -223,15 +255,18 @@ class RunWriter:
             self._write_requests(last)
             rows = {name: self._table(name).close() for name in STREAMS}
         datasets = {"events.parquet": rows["events"], "requests.parquet": rows["requests"]}
-        topics = []
+        topics, taken = [], set()
         for topic in cluster.topics.by_id.values():
             b64 = to_kafka_str(topic.topic_id)
             live = topic.deleted_at is None
             sub, stem = dataset_stem(topic.name, b64, live)
+            if (sub + stem).casefold() in taken:       # "Orders" after "orders": one file on macOS or Windows
+                sub, stem = dataset_stem(topic.name, b64, live, by_id=True)
+            taken.add((sub + stem).casefold())
             paths = {"dataset": f"topics/{sub}{stem}.parquet", "batches": f"batches/{sub}{stem}.parquet"}
             for kind, rel, part in (("topic", paths["dataset"], "records"), ("batch", paths["batches"], "batches")):
-                (self.out / rel).parent.mkdir(parents=True, exist_ok=True)
-                w = TableWriter(self.out / rel, kind)
+                files.new_dirs(self.out, Path(rel).parent, self.private)
+                w = TableWriter(self.out / rel, kind, self.private)
                 for log in topic.partitions:
                     st = self._logs[(topic.topic_id, log.partition)]
                     writer = st.topic_part if part == "records" else st.batch_part
@@ -251,5 +286,6 @@ class RunWriter:
         manifest = {"format": FORMAT, **meta, "topics": topics,
                     "datasets": {rel: {"rows": rows, "sha256": sha256(self.out / rel)}
                                  for rel, rows in sorted(datasets.items())}}
-        (self.out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        with files.new_file(self.out / "manifest.json", self.private) as fh:
+            fh.write((json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
         return manifest

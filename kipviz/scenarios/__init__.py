@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..broker import Cluster
+from ..table import frame
 
 _REGISTRY: dict[str, "Scenario"] = {}
 
@@ -91,16 +92,14 @@ class Trace:
         return [c for c in self.checks if not c.passed]
 
     def requests(self):
-        """One row per request/response pair (pandas DataFrame)."""
-        import pandas as pd
-
+        """One row per request/response pair (pandas DataFrame; a kipviz.table.Table without pandas)."""
         from ..schema.error_codes import name_of
         from ..schema.events import ResponseSent
         rows = [{"t": e.t, "client": e.client, "broker": e.broker, "api": e.api, "version": e.version,
                  "correlation_id": e.correlation_id,
                  "errors": ", ".join(name_of(c) for c in e.error_codes) or "NONE"}
                 for e in self.events if isinstance(e, ResponseSent)]
-        return pd.DataFrame(rows)
+        return frame(rows)
 
 
 # The scenarios' share groups read their topics from the start (written before the group existed):

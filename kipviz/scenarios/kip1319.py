@@ -358,8 +358,8 @@ def _offsets_flow(trace: Trace) -> tuple[Producer, list[dict]]:
 def _api_versions_max(trace: Trace, api: str) -> int | None:
     from ..schema import registry
     key = registry.api_key(registry.get(api + "Request"))
-    for e in trace.events:
-        if e.kind == "ResponseSent" and e.api == "ApiVersions":
+    for e in trace.events:     # the answer the client negotiated with (an UNSUPPORTED_VERSION one lists only ApiVersions)
+        if e.kind == "ResponseSent" and e.api == "ApiVersions" and not e.body["ErrorCode"]:
             return next((k["MaxVersion"] for k in e.body["ApiKeys"] if k["ApiKey"] == key), None)
     return None
 

@@ -38,6 +38,14 @@ ERRORS: dict[str, tuple[int, bool]] = {
     "INVALID_SHARE_SESSION_EPOCH": (123, True), "FENCED_STATE_EPOCH": (124, False),
     "INVALID_REGULAR_EXPRESSION": (128, False), "REBOOTSTRAP_REQUIRED": (129, False),
     "SHARE_SESSION_LIMIT_REACHED": (133, True),
+    # the admin, ACL and SASL RPCs (issue 34); retriable where the exception is a RetriableException
+    # (the InvalidMetadataException family, ThrottlingQuotaExceededException, NotControllerException)
+    "UNSUPPORTED_SASL_MECHANISM": (33, False), "ILLEGAL_SASL_STATE": (34, False), "INVALID_CONFIG": (40, False),
+    "NOT_CONTROLLER": (41, True), "SECURITY_DISABLED": (54, False), "SASL_AUTHENTICATION_FAILED": (58, False),
+    "REASSIGNMENT_IN_PROGRESS": (60, False), "PREFERRED_LEADER_NOT_AVAILABLE": (80, True),
+    "ELIGIBLE_LEADERS_NOT_AVAILABLE": (83, True), "ELECTION_NOT_NEEDED": (84, True),
+    "GROUP_SUBSCRIBED_TO_TOPIC": (86, False), "THROTTLING_QUOTA_EXCEEDED": (89, True),
+    "MISMATCHED_ENDPOINT_TYPE": (114, False), "UNSUPPORTED_ENDPOINT_TYPE": (115, False),
     # Kafka 4.4 (FACTS.md (h): KIP-1331, KAFKA-20395). Their exception classes were not in any
     # source the kit could read; none is documented as retriable, so the kit treats them as not.
     "GROUP_DELETION_FAILED": (134, False), "STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED": (135, False),

@@ -8,9 +8,19 @@ kafka-python, the Java client) can talk to it while a notebook watches.
 
 The edge lives here (sockets, wall clock, one asyncio loop in a background thread); everything Kafka
 does is the sans-IO model's (kipviz.broker), reached only through Cluster.dispatch,
-Cluster.take_completed, Cluster.advance and Cluster.connection_closed."""
+Cluster.take_completed, Cluster.advance and Cluster.connection_closed.
+
+A SASL_PLAINTEXT listener (not wired here yet) puts one kipviz.broker.sasl.Authenticator in front of
+each connection and calls it instead of Cluster.dispatch; it answers with the same kinds plus
+"close" after a failed authentication, and hands the frames to the cluster with the connection's
+principal once authenticated (Authenticator.principal):
+
+    users = Users.load(path)                            # "name = password" per line
+    auth = Authenticator(srv.cluster, users, broker=b, client=peer)    # per connection
+    kind, out = auth.handle(frame)                      # under srv.lock, like Cluster.dispatch"""
 from __future__ import annotations
 
+from ..broker.sasl import Authenticator, Users
 from .server import Server
 
 
@@ -21,4 +31,4 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-__all__ = ["Server", "LiveView"]
+__all__ = ["Server", "LiveView", "Authenticator", "Users"]

@@ -19,6 +19,7 @@ import time
 
 import ipywidgets as W
 
+from ..draw.clients import client_names
 from ..draw.record_strip import parse_key
 from ..draw.sequence import GUTTER, MIN_COL, sequence_diagram
 from ..schema import events as ev
@@ -28,20 +29,21 @@ _STRIP_MACHINES = ("share-record",)
 _SHOWN = (ev.RequestReceived, ev.ResponseSent, ev.StateChanged, ev.RecordAppended, ev.Note)
 
 
-def _row(e) -> str:
+def _row(e, t0: int = 0, names: dict | None = None) -> str:
     kind = type(e).__name__
+    client = (names or {}).get(getattr(e, "client", None), getattr(e, "client", None))
     if isinstance(e, ev.RequestReceived):
-        what = f"{e.client} → broker {e.broker}: {e.api} v{e.version} #{e.correlation_id}"
+        what = f"{client} → broker {e.broker}: {e.api} v{e.version} #{e.correlation_id}"
     elif isinstance(e, ev.ResponseSent):
         errs = ",".join(str(c) for c in e.error_codes) or "ok"
-        what = f"broker {e.broker} → {e.client}: {e.api} v{e.version} #{e.correlation_id} ({errs})"
+        what = f"broker {e.broker} → {client}: {e.api} v{e.version} #{e.correlation_id} ({errs})"
     elif isinstance(e, ev.StateChanged):
         what = f"{e.machine} {e.key}: {e.from_state} → {e.to_state} ({e.cause})"
     elif isinstance(e, ev.RecordAppended):
         what = f"{e.topic}-{e.partition}@{e.offset}"
     else:
         what = getattr(e, "text", "")
-    return (f"<tr><td>{e.seq}</td><td>{e.t}</td><td>{kind}</td>"
+    return (f"<tr><td>{e.seq}</td><td>{e.t - t0}</td><td>{kind}</td>"
             f"<td style='text-align:left'>{html.escape(str(what))}</td></tr>")
 
 
@@ -95,6 +97,7 @@ class LiveView(W.VBox):
         self.machine_player = self.strip_player = None
         self.followed: dict[str, tuple] = {}           # "machine": (machine, key), "strip": (group,)
         self.players = players
+        self.t0 = getattr(self.cluster, "start_ms", 0)     # the run's start: times are shown from it
         # the players under the tabs (a player in a hidden tab could not be watched live), one above the
         # other at the notebook's width: side by side, a transaction machine (~1100 px) shrank to ~3 px text
         below = [self.machine_box, self.strip_box] if players else []
@@ -124,20 +127,28 @@ class LiveView(W.VBox):
         self.status.value = (f"<b>kipviz live</b> {html.escape(bootstrap)} · {seq} events · "
                              f"{getattr(self.server, 'requests', '?')} requests · "
                              f"{getattr(self.server, 'open_connections', '?')} open connections · "
-                             f"virtual t = {self.cluster.now} ms")
+                             f"t = {(self.cluster.now - self.t0) / 1000:.1f} s from the start" + self._budget())
         try:
             # times in seconds from the run's start; drawn for the tab's ~740 px, not scaled (live_diagram)
-            with self.lock:
-                t0 = self.cluster.events[0].t if self.cluster.events else None
-            self.diagram.value = live_diagram(wire, t0=t0) if wire else "<i>no requests yet</i>"
+            self.diagram.value = live_diagram(wire, t0=self.t0) if wire else "<i>no requests yet</i>"
         except Exception as e:  # noqa: BLE001 - a drawing problem is a readable line, never a dead view
             self.diagram.value = f"<i>cannot draw: {html.escape(str(e))}</i>"
-        body = "".join(_row(e) for e in reversed(recent[-self.rows:]))
-        self.table.value = ("<table><tr><th>seq</th><th>t (ms)</th><th>event</th><th>what</th></tr>"
+        names = client_names(recent)
+        body = "".join(_row(e, self.t0, names) for e in reversed(recent[-self.rows:]))
+        self.table.value = ("<table><tr><th>seq</th><th>t (ms from the start)</th><th>event</th><th>what</th></tr>"
                             + body + "</table>")
         if self.players and time.monotonic() - self._players_at >= self.players_every_s:
             self.refresh_players()
         return True
+
+    def _budget(self) -> str:
+        """What the server holds and its bounds (Server.budget, kipviz.serve.budget.lines)."""
+        budget = getattr(self.server, "budget", None)
+        if budget is None:
+            return ""
+        from .budget import lines
+        rows = "".join(f"<li>{html.escape(line)}</li>" for line in lines(budget()))
+        return f"<details><summary>memory budget</summary><ul style='margin:0'>{rows}</ul></details>"
 
     def refresh_players(self) -> bool:
         """Rebuild the state-machine player and the record strip from the newest events (True if
@@ -168,7 +179,7 @@ class LiveView(W.VBox):
         table = next((t for t in tables().values() if t.name == machine[0]), None)
         if table is None:
             return
-        anim = Animation(table, window, key=machine[1], title=f"{machine[0]} · {machine[1]} (live)")
+        anim = Animation(table, window, key=machine[1], title=f"{machine[0]} · {machine[1]} (live)", t0=self.t0)
         if self.machine_player is not None and self.followed.get("machine") == machine:
             self.machine_player.follow(anim)
         else:
@@ -180,7 +191,7 @@ class LiveView(W.VBox):
 
     def _follow_strip(self, group: str, window: list) -> None:
         from ..draw.record_strip import record_strip
-        strip = record_strip(window, group=group, title=f"share group {group} · records (live)")
+        strip = record_strip(window, group=group, title=f"share group {group} · records (live)", t0=self.t0)
         if not len(strip):
             return
         if self.strip_player is not None and self.followed.get("strip") == (group,):

@@ -5,24 +5,69 @@ plus `traffic.pcap`, the real TCP traffic of every connection (kipviz.capture's 
 
 Events reach the writer when the cluster's bounded event buffer spills (ClusterConfig.events_spill)
 and at the end. The pcap is written as the traffic comes (its last WINDOW seconds are held to keep
-it in time order), so a long session holds no more of it in memory than a short one."""
+it in time order), so a long session holds no more of it in memory than a short one.
+
+The pcap holds every byte the clients sent, so the folder is private: 0700, its files 0600, each
+created new and never through a link (kipviz.sampledata.files). DIR must be new, empty, or an
+earlier recording -- its manifest says `kipviz serve --record`, or an unfinished one (the server was
+killed: .parts or traffic.pcap and no manifest) -- whose files are replaced; anything else, a
+sample written by `kipviz sample-data` included, is refused with one line (KipvizError)."""
 from __future__ import annotations
 
+import json
+import os
 import time
 from pathlib import Path
 
+from ..errors import KipvizError
+
 PCAP = "traffic.pcap"
 WINDOW = 1.0          # seconds of packets held back; the server's threads add theirs within it
+COMMAND = "kipviz serve --record"      # the manifest's generator command: what makes a folder a recording
+
+
+def check_folder(out: Path) -> None:
+    """KipvizError unless `out` may hold a new recording: missing, empty, or an earlier recording of
+    this user's (never another user's folder, nor one that is not a recording)."""
+    if not out.exists() and not out.is_symlink():
+        return
+    if not out.is_dir():
+        raise KipvizError(f"--record {out}: exists and is not a folder")
+    if hasattr(os, "getuid") and out.stat().st_uid != os.getuid():
+        raise KipvizError(f"--record {out}: the folder belongs to another user")
+    names = {p.name for p in out.iterdir()}
+    if not names:
+        return
+    manifest = out / "manifest.json"
+    if "manifest.json" in names:
+        try:
+            if manifest.is_symlink():
+                raise ValueError("a link")
+            command = json.loads(manifest.read_bytes()).get("generator", {}).get("command", "")
+        except (ValueError, AttributeError, OSError):
+            command = None
+        if command != COMMAND:
+            what = f"a sample written by `{command}`" if isinstance(command, str) and command else "a manifest.json"
+            raise KipvizError(f"--record {out}: holds {what}, not a kipviz recording: give a new or empty folder, "
+                              "or an earlier recording")
+    elif not {".parts", PCAP} & names:
+        raise KipvizError(f"--record {out}: not empty and holds no kipviz recording (no manifest.json): give a "
+                          "new or empty folder, or an earlier recording")
 
 
 class Recorder:
     def __init__(self, out, cluster):
         from ..capture import PcapWriter
+        from ..sampledata import files
         from ..sampledata.writer import RunWriter
         self.out = Path(out)
         self.cluster = cluster
-        self.writer = RunWriter(self.out, offload=False)    # no forked helpers inside a threaded server
-        self.pcap = PcapWriter(self.out / PCAP, window=WINDOW)
+        check_folder(self.out)
+        files.remove(self.out / PCAP)
+        # no forked helpers inside a threaded server; 0700 folders and 0600 files
+        self.writer = RunWriter(self.out, offload=False, private=True)
+        self._file = files.new_file(self.out / PCAP, private=True, buffered=False)   # on disk as written
+        self.pcap = PcapWriter(self._file, format="pcap", window=WINDOW)
         self._conns: dict = {}
         self.closed = False
 
@@ -55,12 +100,13 @@ class Recorder:
         self.writer.drain(list(c.events), c)
         data = sum(1 for t in c.topics.by_id.values() if not t.internal
                    for log in t.partitions for e in log.entries if e.control is None)
-        meta = sample_meta("live", "serve", 0, data, c, "proposed" if c.config.share_version >= 2 else "released",
-                     None, None, None)
-        meta["generator"]["command"] = "kipviz serve --record"
+        meta = sample_meta("live", "serve", c.seed, data, c,
+                           "proposed" if c.config.share_version >= 2 else "released", None, None, None)
+        meta["generator"]["command"] = COMMAND
         meta["summary"] = dict(meta_extra or {})
         manifest = self.writer.close(c, meta)
         for key in list(self._conns):
             self.gone(key)
         self.pcap.close()
+        self._file.close()
         return manifest

@@ -21,14 +21,12 @@
 # `docs/workshop.md` ("When Binder is slow").
 
 # %%
-import pandas as pd
-
 from kipviz import codec
 from kipviz.course.exercises import exercise
 from kipviz.schema.catalog import catalog, summary
+from kipviz.table import Table
 
-pd.set_option("display.max_colwidth", 120)
-pd.DataFrame(summary())
+Table(summary())
 
 # %% [markdown]
 # ## 1. Released, accepted, proposed
@@ -41,14 +39,16 @@ pd.DataFrame(summary())
 # release the kit models. Every TxnOffsetCommit version is released now:
 
 # %%
-rows = pd.DataFrame(catalog("request"))
-rows[rows.api == "TxnOffsetCommit"][["version", "flexible", "status", "since", "kip", "change"]]
+rows = catalog("request")
+Table([r for r in rows if r["api"] == "TxnOffsetCommit"],
+      columns=["version", "flexible", "status", "since", "kip", "change"])
 
 # %% [markdown]
 # The versions that are not (only) released — accepted early-access versions and proposals:
 
 # %%
-rows[rows.status != "released"][["api", "version", "status", "since", "removed", "kip", "change"]]
+Table([r for r in rows if r["status"] != "released"],
+      columns=["api", "version", "status", "since", "removed", "kip", "change"])
 
 # %% [markdown]
 # ## 2. Bytes from a definition
@@ -73,9 +73,8 @@ codec.decode("TxnOffsetCommitRequest", 5, v5) == example
 # prefixes, array counts and tag buffers included. Together the spans cover every byte exactly once.
 
 # %%
-spans = pd.DataFrame(codec.annotate("TxnOffsetCommitRequest", 5, v5))
-spans["bytes"] = [v5[s:e].hex(" ") for s, e in zip(spans.start, spans.end, strict=True)]
-spans
+spans = codec.annotate("TxnOffsetCommitRequest", 5, v5)
+Table([s._asdict() | {"bytes": v5[s.start:s.end].hex(" ")} for s in spans])
 
 # %% [markdown]
 # ## 3. When bytes are wrong

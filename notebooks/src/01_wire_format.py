@@ -19,7 +19,6 @@
 # %%
 import uuid
 
-import pandas as pd
 from IPython.display import HTML, SVG, display
 
 from kipviz import codec
@@ -28,6 +27,7 @@ from kipviz.course.exercises import exercise
 from kipviz.draw import diff_diagram, diff_table, example_value, history_html, to_svg, wire_diagram
 from kipviz.draw.hexdump import hexdump_for, hexdump_request
 from kipviz.schema.model import FIXED_SIZES
+from kipviz.table import Table
 
 # %% [markdown]
 # ## 1. Primitive types and varints
@@ -37,7 +37,7 @@ from kipviz.schema.model import FIXED_SIZES
 # Signed varints (records) are zigzag-encoded first so small negative numbers stay short.
 
 # %%
-pd.DataFrame([{"type": t, "bytes": n} for t, n in FIXED_SIZES.items()])
+Table([{"type": t, "bytes": n} for t, n in FIXED_SIZES.items()])
 
 # %%
 rows = []
@@ -48,7 +48,7 @@ for n in (-1, 1, -64, 64):
     w = bytearray()
     varint.write_varint(w, n)
     rows.append({"value": n, "zigzag varint": bytes(w).hex(" "), "bytes": len(w)})
-pd.DataFrame(rows).fillna("")
+Table(rows)
 
 # %% [markdown]
 # ### Exercise 1
@@ -89,10 +89,10 @@ print(len(tagged), tagged.hex(" "), " <- tag count 1, tag 3, size 1, value 01")
 # that does not yet know the broker's versions must be able to read the answer.
 
 # %%
-pd.DataFrame([{"message": n, "version": v,
-               "request header": codec.request_header_version(codec.plan(n + "Request", v).spec, v),
-               "response header": codec.response_header_version(codec.plan(n + "Response", v).spec, v)}
-              for n, v in [("Metadata", 8), ("Metadata", 9), ("ApiVersions", 3), ("TxnOffsetCommit", 2), ("TxnOffsetCommit", 3)]])
+Table([{"message": n, "version": v,
+        "request header": codec.request_header_version(codec.plan(n + "Request", v).spec, v),
+        "response header": codec.response_header_version(codec.plan(n + "Response", v).spec, v)}
+       for n, v in [("Metadata", 8), ("Metadata", 9), ("ApiVersions", 3), ("TxnOffsetCommit", 2), ("TxnOffsetCommit", 3)]])
 
 # %%
 frame = codec.encode_request("Metadata", 9, example_value("MetadataRequest", 9), correlation_id=42)
@@ -166,15 +166,13 @@ def sizes(name_len):
     oc9["Topics"] = oc9["Topics"][:1]
     oc9["Topics"][0]["Name"] = name
     oc10 = dict(oc9, Topics=[{"TopicId": uuid.uuid4(), "Partitions": oc9["Topics"][0]["Partitions"]}])
-    return {"name length": name_len,
-            "TxnOffsetCommit v5": len(codec.encode("TxnOffsetCommitRequest", 5, toc5)),
-            "TxnOffsetCommit v6": len(codec.encode("TxnOffsetCommitRequest", 6, toc6)),
+    v5, v6 = len(codec.encode("TxnOffsetCommitRequest", 5, toc5)), len(codec.encode("TxnOffsetCommitRequest", 6, toc6))
+    return {"name length": name_len, "TxnOffsetCommit v5": v5, "TxnOffsetCommit v6": v6,
             "OffsetCommit v9": len(codec.encode("OffsetCommitRequest", 9, oc9)),
-            "OffsetCommit v10": len(codec.encode("OffsetCommitRequest", 10, oc10))}
+            "OffsetCommit v10": len(codec.encode("OffsetCommitRequest", 10, oc10)),
+            "v6 saves": v5 - v6}
 
-table = pd.DataFrame([sizes(n) for n in range(5, 31, 1)])
-table["v6 saves"] = table["TxnOffsetCommit v5"] - table["TxnOffsetCommit v6"]
-table
+Table([sizes(n) for n in range(5, 31, 1)])
 
 # %% [markdown]
 # ### Exercise 3

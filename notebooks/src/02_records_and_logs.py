@@ -21,12 +21,12 @@ import tempfile
 import uuid
 from pathlib import Path
 
-import pandas as pd
 from IPython.display import HTML
 
 from kipviz import capture, codec, records
 from kipviz.course.exercises import exercise
 from kipviz.draw.hexdump import hexdump_html
+from kipviz.table import Table
 
 # %% [markdown]
 # ## 1. A record batch, byte by byte
@@ -45,7 +45,7 @@ HTML(hexdump_html(batch, spans, title="record batch v2: 2 records"))
 # %%
 b = records.read_batches(batch)[0]
 print({k: b[k] for k in ("base_offset", "length", "magic", "crc", "crc_valid", "records_count", "compression")})
-pd.DataFrame(b["records"])
+Table(b["records"])
 
 # %% [markdown]
 # The CRC is CRC-32C over everything from `Attributes` to the end. Flip one byte of a record and
@@ -73,9 +73,9 @@ txn = records.write_batch([(b"k", b"processed-1"), (b"k", b"processed-2")], base
 marker = records.write_control_batch("COMMIT", producer_id=4000, producer_epoch=2,
                                      coordinator_epoch=7, base_offset=202, timestamp=1_700_000_000_500)
 log = txn + marker
-pd.DataFrame([{k: b[k] for k in ("base_offset", "is_transactional", "is_control", "producer_id", "producer_epoch")}
-              | {"records": len(b["records"]), "control": b["records"][0].get("control")}
-              for b in records.read_batches(log)])
+Table([{k: b[k] for k in ("base_offset", "is_transactional", "is_control", "producer_id", "producer_epoch")}
+       | {"records": len(b["records"]), "control": b["records"][0].get("control")}
+       for b in records.read_batches(log)])
 
 # %%
 HTML(hexdump_html(marker, records.annotate_batches(marker), title="COMMIT marker (control batch)"))
@@ -111,8 +111,8 @@ HTML(hexdump_html(v4, codec.annotate(records.internal.definitions()["OffsetCommi
 
 # %%
 groups = ["my-group", "test-group", "group1", "order-processors", "polygenelubricants"]
-pd.DataFrame([{"group": g, "java hashCode": records.java_string_hash(g),
-               "partition": records.group_coordinator_partition(g)} for g in groups])
+Table([{"group": g, "java hashCode": records.java_string_hash(g),
+        "partition": records.group_coordinator_partition(g)} for g in groups])
 
 # %% [markdown]
 # ### Exercise 1

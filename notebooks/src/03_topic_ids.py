@@ -17,7 +17,6 @@
 # **Sources:** [KIP-516](https://cwiki.apache.org/confluence/display/KAFKA/KIP-516%3A+Topic+Identifiers).
 
 # %%
-import pandas as pd
 from IPython.display import HTML, display
 
 from kipviz import scenarios, uuids
@@ -25,6 +24,7 @@ from kipviz.broker import Cluster
 from kipviz.course.exercises import exercise
 from kipviz.draw.sequence import sequence_svg
 from kipviz.scenarios.report import report
+from kipviz.table import Table
 
 
 def show(trace):
@@ -64,12 +64,12 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "03-1"}
 exercise('03-1').check(answer)
 
-# %%
+# %% kipviz={"outcome": "03-1"}
 stale_read = scenarios.run("kip516.stale_read")
 show(stale_read)
 stale_read.result
 
-# %%
+# %% kipviz={"outcome": "03-1"}
 HTML(sequence_svg(stale_read))
 
 # %% [markdown]
@@ -102,12 +102,12 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "03-2"}
 exercise('03-2').check(answer)
 
-# %%
+# %% kipviz={"outcome": "03-2"}
 offsets = scenarios.run("kip516.delete_recreate_committed_offsets")
 show(offsets)
 offsets.result
 
-# %%
+# %% kipviz={"outcome": "03-2"}
 ids = scenarios.run("kip516.ids_never_reused")
 show(ids)
 
@@ -133,31 +133,31 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "03-3"}
 exercise('03-3').check(answer)
 
-# %%
+# %% kipviz={"outcome": "03-3"}
 page = scenarios.run("kip516.broker_stale_state")
 shipped = scenarios.run("kip516.broker_stale_state_released")
-pd.DataFrame([{"behaviour": t.result["behaviour"], "broker 1 answers": t.result["broker1_answer"],
-               "old log moved to": t.result["stale_dir"] or "(kept in place)",
-               "partition.metadata says": t.result["partition_metadata"].replace("\n", " · ")}
-              for t in (page, shipped)])
+Table([{"behaviour": t.result["behaviour"], "broker 1 answers": t.result["broker1_answer"],
+        "old log moved to": t.result["stale_dir"] or "(kept in place)",
+        "partition.metadata says": t.result["partition_metadata"].replace("\n", " · ")}
+       for t in (page, shipped)])
 
-# %%
+# %% kipviz={"outcome": "03-3"}
 show(page)
 show(shipped)
 
 # %% [markdown]
-# What you just saw: under the page the stale log leaves at once (it goes to a `deleting/` folder
-# and is removed later); the shipped broker refuses the request with INCONSISTENT_TOPIC_ID and keeps
-# the old log and its `partition.metadata`, so an operator decides. The animation below steps through
-# the replica's moves — each frame is a row of the kit's `replica` table, the same rows the model ran.
+# Under the page the stale log leaves at once (it goes to a `deleting/` folder and is removed later);
+# what the shipped broker does instead is in the table above. The animation below steps through the
+# replica's moves under the page — each frame is a row of the kit's `replica` table, the same rows the
+# model ran.
 
-# %%
+# %% kipviz={"outcome": "03-3"}
 from kipviz.draw.animate import animation
 from kipviz.widgets import player
 
 player(animation(page, "replica"))
 
-# %%
+# %% kipviz={"outcome": "03-3"}
 HTML(sequence_svg(page))
 
 # %% [markdown]
@@ -171,7 +171,7 @@ HTML(sequence_svg(page))
 # %%
 from kipviz.scenarios.kip516_departures import DEPARTURES
 
-pd.DataFrame([{"RPC": d["topic"], "the page": d["page"], "what shipped": d["shipped"]} for d in DEPARTURES])
+Table([{"RPC": d["topic"], "the page": d["page"], "what shipped": d["shipped"]} for d in DEPARTURES])
 
 # %% [markdown]
 # A finding the page's design brings with it: its immediate deletion **retries** StopReplica, but
@@ -190,7 +190,7 @@ by_name.result
 # keyed by topic ID. The second incarnation's offsets start again at 0 — which is exactly why a
 # by-name position from the first one is meaningless.
 
-# %%
+# %% kipviz={"needs": "spark"}
 from kipviz import spark as ks
 
 logs = ks.scenario_logs("kip516.stale_read")

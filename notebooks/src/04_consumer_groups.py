@@ -17,13 +17,13 @@
 # released Kafka put it at **v10**), [KIP-516](https://cwiki.apache.org/confluence/display/KAFKA/KIP-516%3A+Topic+Identifiers) (topic IDs).
 
 # %%
-import pandas as pd
 from IPython.display import HTML, SVG, display
 
 from kipviz.broker import Cluster
 from kipviz.course.exercises import exercise
 from kipviz.draw import sequence_diagram, state_diagram, tables, to_svg
 from kipviz.schema.error_codes import name_of
+from kipviz.table import Table
 
 cluster = Cluster(brokers=3, seed=42)
 orders = cluster.create_topic("orders", 4)
@@ -64,20 +64,8 @@ answer = ...
 too_high = heartbeat("member-a", a2["MemberEpoch"] + 5)   # the experiment
 exercise('04-1').check(answer, response=too_high)
 
-# %% [markdown]
-# **Fenced or stale?** Two error codes name a bad member epoch, and released Kafka uses them in
-# different places ([GroupMetadataManager.java](https://github.com/apache/kafka/blob/trunk/group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupMetadataManager.java),
-# `throwIfMemberEpochIsInvalid`; [ConsumerGroup.java](https://github.com/apache/kafka/blob/trunk/group-coordinator/src/main/java/org/apache/kafka/coordinator/group/modern/consumer/ConsumerGroup.java),
-# `validateMemberEpoch`):
-#
-# | error | returned by | when | what the member does |
-# |---|---|---|---|
-# | FENCED_MEMBER_EPOCH (110) | ConsumerGroupHeartbeat | epoch higher than the coordinator's, or lower and not the previous epoch with a subset of the assignment | gives up its partitions and rejoins with epoch 0 |
-# | STALE_MEMBER_EPOCH (113) | OffsetCommit v9+, OffsetFetch, TxnOffsetCommit v6 | epoch not exactly the member's current one | keeps its partitions, waits for the next heartbeat's epoch and retries |
-#
-# KIP-848's page says OffsetCommit and OffsetFetch return FENCED_MEMBER_EPOCH; released Kafka returns
-# STALE_MEMBER_EPOCH there (a stale commit is not a reason to drop the partitions), and the kit models
-# released Kafka. The commit table in section 3 shows it.
+# %% kipviz={"outcome": "04-1"}
+print(name_of(too_high["ErrorCode"]), "-", too_high["ErrorMessage"])   # the coordinator's answer
 
 # %% [markdown]
 # ## 2. Listing groups (ListGroups v4 states, v5 types)
@@ -129,8 +117,8 @@ def commit(version, epoch, group="order-processors", member="member-a"):
     return name_of(out["Topics"][0]["Partitions"][0]["ErrorCode"])
 
 epoch_a = a2["MemberEpoch"]
-pd.DataFrame([{"version": v, "current epoch": commit(v, epoch_a), "stale epoch": commit(v, epoch_a - 1),
-               "missing group": commit(v, 3, group="no-such-group")} for v in (8, 9, 10)])
+Table([{"version": v, "current epoch": commit(v, epoch_a), "stale epoch": commit(v, epoch_a - 1),
+        "missing group": commit(v, 3, group="no-such-group")} for v in (8, 9, 10)])
 
 # %% [markdown]
 # ### Exercise 2
@@ -145,6 +133,21 @@ answer = ...   # the error a missing group gets at v8
 
 # %% deletable=false editable=false kipviz={"check": "04-2"}
 exercise('04-2').check(answer, error=commit(8, 3, group="no-such-group"))
+
+# %% [markdown]
+# **Fenced or stale?** Two error codes name a bad member epoch, and released Kafka uses them in
+# different places ([GroupMetadataManager.java](https://github.com/apache/kafka/blob/trunk/group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupMetadataManager.java),
+# `throwIfMemberEpochIsInvalid`; [ConsumerGroup.java](https://github.com/apache/kafka/blob/trunk/group-coordinator/src/main/java/org/apache/kafka/coordinator/group/modern/consumer/ConsumerGroup.java),
+# `validateMemberEpoch`):
+#
+# | error | returned by | when | what the member does |
+# |---|---|---|---|
+# | FENCED_MEMBER_EPOCH (110) | ConsumerGroupHeartbeat | epoch higher than the coordinator's, or lower and not the previous epoch with a subset of the assignment | gives up its partitions and rejoins with epoch 0 |
+# | STALE_MEMBER_EPOCH (113) | OffsetCommit v9+, OffsetFetch, TxnOffsetCommit v6 | epoch not exactly the member's current one | keeps its partitions, waits for the next heartbeat's epoch and retries |
+#
+# KIP-848's page says OffsetCommit and OffsetFetch return FENCED_MEMBER_EPOCH; released Kafka returns
+# STALE_MEMBER_EPOCH there (a stale commit is not a reason to drop the partitions), and the kit models
+# released Kafka. The commit table above shows it.
 
 # %%
 fetched = cluster.call("OffsetFetch", 10, {"Groups": [{"GroupId": "order-processors", "MemberId": "member-a",

@@ -18,25 +18,22 @@
 # **Sources:** [KIP-1289](https://cwiki.apache.org/confluence/display/KAFKA/KIP-1289+Support+Transactional+Acknowledgments+for+Share+Groups) (proposed); share groups are [KIP-932](https://cwiki.apache.org/confluence/display/KAFKA/KIP-932%3A+Queues+for+Kafka) (released in Kafka 4.2).
 
 # %%
-import pandas as pd
 from IPython.display import SVG, display
 
 from kipviz import scenarios
-from kipviz import spark as ks
 from kipviz.broker.share_metrics import readings
 from kipviz.course.exercises import exercise
 from kipviz.course.teach import check
 from kipviz.draw import record_strip, share_state_diagrams, to_svg
 from kipviz.draw.animate import animation
 from kipviz.scenarios.report import report
+from kipviz.table import Table
 from kipviz.widgets import player, strip_player
 
 
 def show(trace):
     """The run's findings (what goes wrong, who sees it, what the KIP says), then its own checks."""
     display(report(trace))
-
-spark = ks.session()      # one SparkSession for the notebook's log cells (local[2], small, no UI)
 
 def saw(trace):
     """The share partition's final state after the run (the last frame of its strip)."""
@@ -47,6 +44,16 @@ def verdict(trace):
     """The exactly-once checker's report over the run's events (None when the case never commits)."""
     report = trace.result.get("eos")
     print(report.summary() if report is not None else "no exactly-once report for this run")
+
+def case(n):
+    """KIP-1289's corner case n, run: the scenario kip1289.caseNN_... of the catalogue."""
+    return scenarios.run(next(c["name"] for c in scenarios.catalog() if c["name"].startswith(f"kip1289.case{n:02d}_")))
+
+
+# %% kipviz={"needs": "spark"}
+from kipviz import spark as ks
+
+spark = ks.session()      # one SparkSession for the notebook's log cells (local[2], small, no UI)
 
 
 # %% [markdown]
@@ -60,7 +67,7 @@ def verdict(trace):
 # | AVAILABLE | 0 | can be handed out by the next ShareFetch |
 # | ACQUIRED | 1 | handed to one member under a lock (`group.share.record.lock.duration.ms`, 30 s) |
 # | ACKNOWLEDGED | 2 | processed (ACCEPT) — terminal |
-# | ARCHIVED | 4 | rejected, or its delivery count hit `group.share.delivery.count.limit` (5) — terminal |
+# | ARCHIVED | 4 | rejected, or its delivery count hit `group.share.delivery.count.limit` — terminal |
 #
 # Acknowledge types: 0 gap, 1 ACCEPT, 2 RELEASE, 3 REJECT (4 RENEW is KIP-1222). The
 # share-partition start offset (SPSO) moves past every run of terminal records; the state is
@@ -94,7 +101,7 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "06-1"}
 exercise('06-1').check(answer)
 
-# %%
+# %% kipviz={"outcome": "06-1"}
 slow = scenarios.run("kip932.lock_expiry_delivery_limit")
 show(slow)
 print("delivery counts seen by the consumer:", slow.result["delivery_counts"])
@@ -109,13 +116,13 @@ player(animation(slow, "share-record"))
 # `__share_group_state`) — KIP-1289, **proposed**. Both are drawn from real runs of the model, one
 # lane per broker, each step on the broker where it happens.
 #
-# The share side runs KIP-1289 **as written** on 3 brokers: `in-0` is led by broker 0, where
-# TxnShareAcknowledge stages the records; the COMMIT marker for `__share_group_state-28` goes to that
-# partition's leader, broker 1. The KIP's hook "broadcasts to all SharePartition instances **on that
+# The share side runs KIP-1289 **as written** on 3 brokers (`kip1289.marker_not_colocated`): `in-0`
+# is led by broker 0, where TxnShareAcknowledge stages the records; the COMMIT marker for
+# `__share_group_state-31` goes to that partition's leader, broker 1. The KIP's hook "broadcasts to all SharePartition instances **on that
 # broker**", and broker 1 does not lead `in-0`: step 7 shows the records left TX_PENDING.
 
 # %%
-from kipviz.draw.flows import regular_vs_share_flow
+from kipviz.draw.flows import regular_vs_share_flow, share_flow
 
 flow = regular_vs_share_flow()
 flow          # the two sequence diagrams, then the steps table (flow.save("flows.html") writes a page)
@@ -145,12 +152,15 @@ flow          # the two sequence diagrams, then the steps table (flow.save("flow
 stuck = scenarios.run("kip1289.marker_not_colocated")
 show(stuck)
 print(stuck.result["eos"].summary(limit=2))
+strip = record_strip(stuck.events)
+display(SVG(strip.svg(strip.missed[0])))   # where it breaks: the marker resolves nothing
+strip_player(strip)                        # the whole run, attempt after attempt
 
 # %%
-regular_vs_share_flow(share="kip1289.marker_forwarded")   # the kit's suggestion: forward, then resolve on broker 0
+share_flow("kip1289.marker_forwarded")   # the kit's suggestion: forward, then resolve on broker 0 (the regular flow is above)
 
 # %%
-regular_vs_share_flow(share="kip1289.marker_participants")   # the kit's other suggestion: the coordinator marks the share partition on its leader
+share_flow("kip1289.marker_participants")   # the kit's other suggestion: the coordinator marks the share partition on its leader
 
 # %% [markdown]
 # ## 3. The happy paths, record by record
@@ -181,21 +191,23 @@ player(animation(abort, "share-record"))
 
 # %%
 # the KIP's metrics, computed from the events of the abort run
-pd.DataFrame(readings(abort.events)).set_index("metric")
+Table(readings(abort.events), index="metric")
 
 # %% [markdown]
 # ## The corner cases
 #
 # The KIP's page lists its corner cases numbered 1 to 14, but **there is no case 4**: the list goes
-# from 3 (a producer fenced while staging) to 5 (a duplicate marker), in the page version the kit
+# from 3 (a zombie producer) to 5 (a duplicate marker), in the page version the kit
 # follows. Nothing was left out here; the numbering below is the KIP's, so that each case can be
-# looked up on its page. Each case ends with its findings (above its checks), a run, its logs in
-# Spark, and a short "what you just saw" with the share partition's final state.
+# looked up on its page. Each case's exercise comes first; under it, folded until you answer it (or
+# click the fold), the run with its findings (above its checks), its logs in Spark, and the share
+# partition's final state. The check explains the answer.
 
 # %% [markdown]
 # ## Case 1 · Broker crash while records are TX_PENDING
 #
-# The share-partition leader stages acknowledgements, then crashes before the COMMIT marker. TX_PENDING lives only in memory (the KIP keeps `__share_group_state` unchanged).
+# The share-partition leader stages acknowledgements, then crashes before the COMMIT marker arrives; the
+# partition's next leader starts from what `__share_group_state` holds.
 #
 # ### Exercise 2 — predict
 # After the restart, are the staged records delivered again? (True/False)
@@ -206,21 +218,18 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "06-2"}
 exercise('06-2').check(answer)
 
-# %%
-case01 = scenarios.run('kip1289.case01_broker_crash_tx_pending')
+# %% kipviz={"outcome": "06-2"}
+case01 = case(1)
 show(case01)
 verdict(case01)
 strip_player(record_strip(case01.events))
 
-# %%
+# %% kipviz={"outcome": "06-2", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case01)
-ks.redeliveries(logs).toPandas()  # staged records delivered again after the crash
+ks.redeliveries(logs).toPandas()  # staged records delivered again, if any
 
-# %% [markdown]
-# **What you just saw.** The crash wiped TX_PENDING from memory; the records reloaded as AVAILABLE, came back with a higher delivery count and were processed again. The output of the first attempt had already committed, so each record's output is visible twice: the at-least-once window the KIP documents.
-
-# %%
+# %% kipviz={"outcome": "06-2"}
 saw(case01)
 
 # %% [markdown]
@@ -237,21 +246,18 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "06-3"}
 exercise('06-3').check(answer)
 
-# %%
-case02 = scenarios.run('kip1289.case02_coordinator_unavailable')
+# %% kipviz={"outcome": "06-3"}
+case02 = case(2)
 show(case02)
 verdict(case02)
 strip_player(record_strip(case02.events))
 
-# %%
+# %% kipviz={"outcome": "06-3", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case02)
 ks.tx_pending(logs).groupBy("exit_state", "exit_cause").count().toPandas()  # each TX_PENDING stay, how it ended
 
-# %% [markdown]
-# **What you just saw.** The registration of `__share_group_state-N` failed, so no record left ACQUIRED: the error reached the producer, the application aborted and retried. Nothing was lost or duplicated.
-
-# %%
+# %% kipviz={"outcome": "06-3"}
 saw(case02)
 
 # %% [markdown]
@@ -268,21 +274,18 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "06-4"}
 exercise('06-4').check(answer)
 
-# %%
-case03 = scenarios.run('kip1289.case03_zombie_producer')
+# %% kipviz={"outcome": "06-4"}
+case03 = case(3)
 show(case03)
 verdict(case03)
 strip_player(record_strip(case03.events))
 
-# %%
+# %% kipviz={"outcome": "06-4", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case03)
-ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # the zombie's call: PRODUCER_FENCED
+ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # the answers to A's and B's calls
 
-# %% [markdown]
-# **What you just saw.** The zombie's call was refused with PRODUCER_FENCED before anything was staged; the new producer staged and committed the same records once.
-
-# %%
+# %% kipviz={"outcome": "06-4"}
 saw(case03)
 
 # %% [markdown]
@@ -299,21 +302,18 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "06-5"}
 exercise('06-5').check(answer)
 
-# %%
-case05 = scenarios.run('kip1289.case05_duplicate_marker')
+# %% kipviz={"outcome": "06-5"}
+case05 = case(5)
 show(case05)
 verdict(case05)
 strip_player(record_strip(case05.events))
 
-# %%
+# %% kipviz={"outcome": "06-5", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case05)
 ks.request_errors(logs, "WriteTxnMarkers").toPandas()  # the markers arrive twice
 
-# %% [markdown]
-# **What you just saw.** The repeated marker found nothing in TX_PENDING (no-op by state); the late copy carried an older epoch than the new staging (no-op by epoch). Every record changed state exactly once.
-
-# %%
+# %% kipviz={"outcome": "06-5"}
 saw(case05)
 
 # %% [markdown]
@@ -330,22 +330,19 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "06-6"}
 exercise('06-6').check(answer)
 
-# %%
-case06 = scenarios.run('kip1289.case06_lock_expiry_tx_pending')
+# %% kipviz={"outcome": "06-6"}
+case06 = case(6)
 show(case06)
 verdict(case06)
 strip_player(record_strip(case06.events))
 
-# %%
+# %% kipviz={"outcome": "06-6", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case06)
 display(ks.tx_pending(logs).toPandas())  # residency and the lock-expired exits
 ks.kip1289_metrics(logs).toPandas()  # TxnPendingLockExpiredCount
 
-# %% [markdown]
-# **What you just saw.** With the lock expired, TX_PENDING went back to ACQUIRED and then AVAILABLE; another member processed the records. Read the findings above: if the stalled producer commits late, its output is a duplicate the KIP does not list.
-
-# %%
+# %% kipviz={"outcome": "06-6"}
 saw(case06)
 
 # %% [markdown]
@@ -362,22 +359,19 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "06-7"}
 exercise('06-7').check(answer)
 
-# %%
-case07 = scenarios.run('kip1289.case07_txn_timeout')
+# %% kipviz={"outcome": "06-7"}
+case07 = case(7)
 show(case07)
 verdict(case07)
 strip_player(record_strip(case07.events))
 
-# %%
+# %% kipviz={"outcome": "06-7", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case07)
 display(ks.transactions(logs).select("transactional_id", "outcome", "timed_out", "duration_ms").toPandas())
 ks.tx_pending(logs).groupBy("exit_state", "exit_cause").count().toPandas()  # ABORT reverts TX_PENDING
 
-# %% [markdown]
-# **What you just saw.** The coordinator aborted the abandoned transaction, the ABORT marker returned the records to ACQUIRED, and the next lock cycle made them AVAILABLE for the replacement worker. This order needs `transaction.timeout.ms` below the lock duration (see the findings).
-
-# %%
+# %% kipviz={"outcome": "06-7"}
 saw(case07)
 
 # %% [markdown]
@@ -394,21 +388,18 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "06-8"}
 exercise('06-8').check(answer)
 
-# %%
-case08 = scenarios.run('kip1289.case08_stale_member_epoch')
+# %% kipviz={"outcome": "06-8"}
+case08 = case(8)
 show(case08)
 verdict(case08)
 strip_player(record_strip(case08.events))
 
-# %%
+# %% kipviz={"outcome": "06-8", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case08)
-ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # STALE_MEMBER_EPOCH at staging
+ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # the answers to the staging calls
 
-# %% [markdown]
-# **What you just saw.** The staging call carried an outdated member epoch: STALE_MEMBER_EPOCH, nothing staged. The retry with a fresh `share_group_metadata()` committed.
-
-# %%
+# %% kipviz={"outcome": "06-8"}
 saw(case08)
 
 # %% [markdown]
@@ -425,21 +416,18 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "06-9"}
 exercise('06-9').check(answer)
 
-# %%
-case09 = scenarios.run('kip1289.case09_old_broker')
+# %% kipviz={"outcome": "06-9"}
+case09 = case(9)
 show(case09)
 verdict(case09)
 strip_player(record_strip(case09.events))
 
-# %%
+# %% kipviz={"outcome": "06-9", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case09)
 ks.request_errors(logs).filter("api in ('ApiVersions', 'TxnShareAcknowledge')").toPandas()
 
-# %% [markdown]
-# **What you just saw.** No TxnShareAcknowledge bytes went to a broker that does not advertise the RPC: the producer failed before sending. After the operator finalized `share.version` 2 the same records were staged and committed.
-
-# %%
+# %% kipviz={"outcome": "06-9"}
 saw(case09)
 
 # %% [markdown]
@@ -456,21 +444,18 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "06-10"}
 exercise('06-10').check(answer)
 
-# %%
-case10 = scenarios.run('kip1289.case10_invalid_ack_type')
+# %% kipviz={"outcome": "06-10"}
+case10 = case(10)
 show(case10)
 verdict(case10)
 strip_player(record_strip(case10.events))
 
-# %%
+# %% kipviz={"outcome": "06-10", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case10)
-ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # INVALID_RECORD_STATE
+ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # the answers to each acknowledge type
 
-# %% [markdown]
-# **What you just saw.** RELEASE, RENEW and GAP have no meaning inside a transaction: each was answered INVALID_RECORD_STATE and nothing was staged.
-
-# %%
+# %% kipviz={"outcome": "06-10"}
 saw(case10)
 
 # %% [markdown]
@@ -487,22 +472,19 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "06-11"}
 exercise('06-11').check(answer)
 
-# %%
-case11 = scenarios.run('kip1289.case11_partial_multi_partition')
+# %% kipviz={"outcome": "06-11"}
+case11 = case(11)
 show(case11)
 verdict(case11)
 strip_player(record_strip(case11.events))
 
-# %%
+# %% kipviz={"outcome": "06-11", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case11)
 display(ks.request_errors(logs, "TxnShareAcknowledge").toPandas())
-ks.tx_pending(logs).count()  # stays in TX_PENDING in the whole run: only the later, valid call staged
+ks.tx_pending(logs).count()  # stays in TX_PENDING in the whole run
 
-# %% [markdown]
-# **What you just saw.** One bad partition failed the whole call: B got INVALID_RECORD_STATE, A OPERATION_NOT_ATTEMPTED, and neither was staged (all or nothing).
-
-# %%
+# %% kipviz={"outcome": "06-11"}
 saw(case11)
 
 # %% [markdown]
@@ -519,21 +501,18 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "06-12"}
 exercise('06-12').check(answer)
 
-# %%
-case12 = scenarios.run('kip1289.case12_leader_change_share_state')
+# %% kipviz={"outcome": "06-12"}
+case12 = case(12)
 show(case12)
 verdict(case12)
 strip_player(record_strip(case12.events))
 
-# %%
+# %% kipviz={"outcome": "06-12", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case12)
-ks.redeliveries(logs).toPandas()  # TX_PENDING lost with the old leader: redelivered
+ks.redeliveries(logs).toPandas()  # staged records delivered again, if any
 
-# %% [markdown]
-# **What you just saw.** The COMMIT marker reached the new leader of `__share_group_state-N`, which never saw the staging; the records waited for the lock, were redelivered and processed again: at-least-once, as the KIP documents for this window.
-
-# %%
+# %% kipviz={"outcome": "06-12"}
 saw(case12)
 
 # %% [markdown]
@@ -550,22 +529,19 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "06-13"}
 exercise('06-13').check(answer)
 
-# %%
-case13 = scenarios.run('kip1289.case13_markers_never_arrive')
+# %% kipviz={"outcome": "06-13"}
+case13 = case(13)
 show(case13)
 verdict(case13)
 strip_player(record_strip(case13.events))
 
-# %%
+# %% kipviz={"outcome": "06-13", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case13)
-display(ks.tx_pending(logs).toPandas())  # exits by lock expiry
+display(ks.tx_pending(logs).toPandas())  # each stay in TX_PENDING, and how it ended
 ks.kip1289_metrics(logs).toPandas()
 
-# %% [markdown]
-# **What you just saw.** The ABORT marker never reached the share-state leader; the lock expiry returned the records anyway, and the late marker changed nothing. Convergence costs one lock cycle.
-
-# %%
+# %% kipviz={"outcome": "06-13"}
 saw(case13)
 
 # %% [markdown]
@@ -582,21 +558,18 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "06-14"}
 exercise('06-14').check(answer)
 
-# %%
-case14 = scenarios.run('kip1289.case14_concurrent_epochs')
+# %% kipviz={"outcome": "06-14"}
+case14 = case(14)
 show(case14)
 verdict(case14)
 strip_player(record_strip(case14.events))
 
-# %%
+# %% kipviz={"outcome": "06-14", "needs": "spark"}
 # in the logs: the run above, written by the sample-data writer and decoded in Spark
 logs = ks.scenario_logs(case14)
-ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # the stale epoch: PRODUCER_FENCED
+ks.request_errors(logs, "TxnShareAcknowledge").toPandas()  # the answers to the old and the current call
 
-# %% [markdown]
-# **What you just saw.** The old in-flight call (previous epoch) was fenced with PRODUCER_FENCED; the current transaction's staging stayed untouched.
-
-# %%
+# %% kipviz={"outcome": "06-14"}
 saw(case14)
 
 # %% [markdown]
@@ -607,7 +580,7 @@ saw(case14)
 # %%
 runs = {c["name"]: scenarios.run(c["name"]) for c in scenarios.catalog() if c["name"].startswith("kip1289.")}
 print(check(all(t.passed for t in runs.values()), True, hint="every corner case's checks pass"))
-pd.DataFrame([{"scenario": n, "status": t.scenario.status, "checks": len(t.checks), "passed": t.passed} for n, t in runs.items()])
+Table([{"scenario": n, "status": t.scenario.status, "checks": len(t.checks), "passed": t.passed} for n, t in runs.items()])
 
 # %% [markdown]
 # ## Summary

@@ -29,6 +29,8 @@ from kipviz import spark as ks
 from kipviz.course.exercises import exercise
 from kipviz.spark import plots
 
+pd.set_option("display.max_colwidth", None)     # whole cells in every table: no "..." cut
+
 # one SparkSession for the whole notebook: local[2], ~768 MB driver, no web UI, errors-only logging
 spark = ks.session()
 SAMPLES = next(p for p in (Path("../sample_data"), Path("sample_data")) if p.is_dir())
@@ -95,7 +97,7 @@ bad = [dict(good[0], offset=9001, value=good[0]["value"][:5]),
 frame = spark.createDataFrame(pa.Table.from_pylist(good + bad, schema=schemas.KAFKA).to_pandas(), schemas.KAFKA_DDL).drop("timestamp")
 broken = ks.decode_all(ks.from_kafka_frame(spark, frame, ["__consumer_offsets"]))
 print("decoded offset commits:", broken.offsets.count())
-ks.table(broken.errors.select("dataset", "offset", "error_kind", "error"), truncate=70)
+ks.table(broken.errors.select("dataset", "offset", "error_kind", "error"))
 
 # %% [markdown]
 # ## 3. Committed offsets and lag; [KIP-516](https://cwiki.apache.org/confluence/display/KAFKA/KIP-516%3A+Topic+Identifiers) topic ids

@@ -25,7 +25,6 @@ import json
 import tempfile
 from pathlib import Path
 
-import pandas as pd
 from IPython.display import HTML, SVG, display
 
 from kipviz import cli
@@ -34,13 +33,14 @@ from kipviz.draw import diff_diagram, to_svg
 from kipviz.review import RULES, review
 from kipviz.schema import jsonc, registry
 from kipviz.schema.check import reference_root
+from kipviz.table import Table
 
 
 def findings(r):
     """A review's findings as a table."""
-    return pd.DataFrame([{"severity": f.severity, "rule": f.rule, "field": f.path, "versions": f.versions_text,
-                          "line": f.line or "", "what": f.message} for f in r.findings],
-                        columns=["severity", "rule", "field", "versions", "line", "what"])
+    return Table([{"severity": f.severity, "rule": f.rule, "field": f.path, "versions": f.versions_text,
+                   "line": f.line or "", "what": f.message} for f in r.findings],
+                 columns=["severity", "rule", "field", "versions", "line", "what"])
 
 
 # %% [markdown]
@@ -52,7 +52,7 @@ def findings(r):
 # the thread.
 
 # %%
-pd.DataFrame([{"rule": k, "usual severity": sev, "catches": what} for k, (what, sev) in RULES.items()])
+Table([{"rule": k, "usual severity": sev, "catches": what} for k, (what, sev) in RULES.items()])
 
 # %% [markdown]
 # ## 2. KIP-1289's TxnShareAcknowledge, numbered as the KIP page numbers it
@@ -65,12 +65,12 @@ pd.DataFrame([{"rule": k, "usual severity": sev, "catches": what} for k, (what, 
 # together (the `trunk only` column: an RPC that held the key on trunk but never shipped):
 
 # %%
-pd.DataFrame(registry.api_key_history("TxnShareAcknowledge"))
+Table(registry.api_key_history("TxnShareAcknowledge"))
 
 # %% [markdown]
 # We review the kit's file with the KIP page's key.
 #
-# ### Exercise 1 — predict
+# ### Exercise 1 — read the table
 # Which RPC holds api key 93 in Kafka 4.4, the newest release? (a string, e.g. `"Produce"`)
 
 # %% kipviz={"exercise": "08-1"}
@@ -147,7 +147,7 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "08-2"}
 exercise('08-2').check(answer)
 
-# %%
+# %% kipviz={"outcome": "08-2"}
 bad = review(broken)
 print(bad.summary())
 HTML(bad._repr_html_())
@@ -157,7 +157,7 @@ HTML(bad._repr_html_())
 # stopped — usually the line after the missing comma. Once both are fixed the draft loads, and the
 # review moves on to compatibility.
 
-# %%
+# %% kipviz={"outcome": "08-2"}
 print(review(broken.replace('"about": "The share group." },', '"about": "The share group." }')).summary())
 fixed = review(broken.replace('"tag": 0,', '"tag": 0, "taggedVersions": "0+",'))
 print(fixed.summary())
@@ -185,7 +185,6 @@ def delete_group_instance_id(obj):
 
 
 deleted = review(draft_v7(delete_group_instance_id))
-print(deleted.summary())
 
 # %% [markdown]
 # ### Exercise 3 — predict
@@ -198,23 +197,26 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "08-3"}
 exercise('08-3').check(answer)
 
+# %% kipviz={"outcome": "08-3"}
+print(deleted.summary())
+
 # %% [markdown]
 # The review proves the point with bytes: the draft's example for v5 is decoded with the released
 # definition, which expects a GroupInstanceId that is not there.
 
-# %%
+# %% kipviz={"outcome": "08-3"}
 for ex in deleted.examples:
     print(f"v{ex.version}:", ex.base_reading or "(no released v%d to compare)" % ex.version)
 
 
 # %% [markdown]
-# The fix is a version bound: keep the field for v3–6 and leave it out of v7. Existing versions
-# keep their bytes, and the diff of v6 and v7 shows the one intended change.
+# The fix is a version bound: keep the field for the versions the finding names and leave it out of
+# v7. Existing versions keep their bytes, and the diff of v6 and v7 shows the one intended change.
 
-# %%
+# %% kipviz={"outcome": "08-3"}
 def bound_group_instance_id(obj):
     f = next(f for f in obj["fields"] if f["name"] == "GroupInstanceId")
-    f["versions"] = f["nullableVersions"] = "3-6"
+    f["versions"] = f["nullableVersions"] = deleted.errors[0].versions_text     # the versions that had it
 
 
 bounded = review(draft_v7(bound_group_instance_id))
@@ -227,7 +229,7 @@ SVG(to_svg(diff_diagram(bounded.spec, 6, 7)))
 # released v5 and v6: a peer built from the released definition reads its byte as the start of
 # the next field.
 
-# %%
+# %% kipviz={"outcome": "08-3"}
 def add_to_old_versions(obj):
     obj["fields"].insert(4, {"name": "TransactionVersion", "type": "int8", "versions": "5+",
                              "about": "Transaction version of the producer."})
@@ -253,7 +255,7 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "08-4"}
 exercise('08-4').check(answer)
 
-# %%
+# %% kipviz={"outcome": "08-4"}
 from kipviz.course.exercises import tag_reuse_draft  # the draft the check reviews too
 
 draft = tag_reuse_draft()
@@ -275,9 +277,13 @@ findings(tags)
 # Exit status 0 means no error-level finding, 1 means at least one, 2 means the file could not be read.
 
 # %%
+import contextlib
+import sys
+
 work = Path(tempfile.mkdtemp())
 (work / "TxnShareAcknowledgeRequest.json").write_text(as_on_kip_page)       # the KIP page's api key 93
-status = cli.main(["review", str(work / "TxnShareAcknowledgeRequest.json"), "--html", str(work / "review.html")])
+with contextlib.redirect_stderr(sys.stdout):     # the CLI says "wrote ..." on stderr: shown as plain output here
+    status = cli.main(["review", str(work / "TxnShareAcknowledgeRequest.json"), "--html", str(work / "review.html")])
 print("exit status", status, "-", (work / "review.html").stat().st_size, "bytes in review.html")
 
 # %% [markdown]

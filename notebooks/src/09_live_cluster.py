@@ -9,20 +9,22 @@
 # **Learning objectives** — after this notebook you can
 # 1. start a modelled cluster from a notebook (or `kipviz serve` from a shell) and point any client's `bootstrap.servers` at it;
 # 2. follow a transactional producer and a read_committed consumer request by request, and find the transaction coordinator's state changes;
-# 3. explain why a new share group sees nothing produced before it existed, and change that with `share.auto.offset.reset`;
+# 3. explain where a new share group starts reading, and change it with `share.auto.offset.reset`;
 # 4. record a session and analyse it with the same Spark functions as the sample logs;
 # 5. follow a live cluster's coordinators with a Structured Streaming query while clients run.
 #
 # **Prerequisites:** `05_txn_offset_commit_v6`, `06_share_group_eos` (and `07_spark_log_analysis` for section 5).
 # **Time to complete:** about 35 minutes.
-# **Sources:** [KIP-848](https://cwiki.apache.org/confluence/display/KAFKA/KIP-848%3A+The+Next+Generation+of+the+Consumer+Rebalance+Protocol) (the consumer's `group.protocol=consumer`), [KIP-1319](https://cwiki.apache.org/confluence/display/KAFKA/KIP-1319:+Align+TxnOffsetCommit+API+with+OffsetCommit+API) (the TxnOffsetCommit a
+# **Sources:** [KIP-932](https://cwiki.apache.org/confluence/display/KAFKA/KIP-932%3A+Queues+for+Kafka) (share groups, section 3), [KIP-848](https://cwiki.apache.org/confluence/display/KAFKA/KIP-848%3A+The+Next+Generation+of+the+Consumer+Rebalance+Protocol) (the consumer's `group.protocol=consumer`), [KIP-1319](https://cwiki.apache.org/confluence/display/KAFKA/KIP-1319:+Align+TxnOffsetCommit+API+with+OffsetCommit+API) (the TxnOffsetCommit a
 # transactional producer sends).
 
 # %% [markdown]
 # ## 1. Start the cluster
 #
-# `Server(brokers=3, record=DIR)` starts three modelled brokers on free ports of 127.0.0.1 in this
-# kernel's background (one asyncio loop, one lock around the model) and records the session to `DIR`.
+# `Server(brokers=3, port=9092, record=DIR)` starts three modelled brokers on 127.0.0.1:9092, 9093
+# and 9094 (ports a host can name or forward; without `port` they take free ports, which the cell
+# falls back to, saying so, when those are taken) in this kernel's background (one asyncio loop, one
+# lock around the model) and records the session to `DIR`.
 # Its virtual clock follows the wall clock (`speed=10` would make timeouts fire ten times sooner).
 # `srv.bootstrap` is what a client needs. From a shell the same is:
 #
@@ -43,8 +45,15 @@ from kipviz.course.exercises import exercise
 from kipviz.schema.events import StateChanged
 from kipviz.serve import LiveView, Server
 
+pd.set_option("display.max_colwidth", None)     # whole cells in every table: no "..." cut
+
 RECORDING = Path(tempfile.mkdtemp()) / "live"
-srv = Server(brokers=3, record=RECORDING).start()
+PORT = 9092                     # brokers on 9092, 9093, 9094: ports a host can name (or forward from a container)
+try:
+    srv = Server(brokers=3, port=PORT, record=RECORDING).start()
+except OSError as e:            # taken (a real Kafka, another kernel): free ports instead, said here
+    print(f"ports {PORT}-{PORT + 2} are not free ({e.strerror}); the brokers listen on free ports instead")
+    srv = Server(brokers=3, record=RECORDING).start()
 WAIT_S = 10                     # every client call below is bounded by this
 BASE = {"bootstrap.servers": srv.bootstrap, "socket.timeout.ms": 10000, "log_level": 3}
 print(srv)
@@ -70,11 +79,11 @@ view
 # coordinator sees both outcomes.
 
 # %%
-admin = AdminClient(BASE)
+admin = AdminClient({**BASE, "client.id": "admin"})     # client.id names each client's lane
 for f in admin.create_topics([NewTopic("orders", 2, 1), NewTopic("payments", 2, 1)], operation_timeout=10).values():
     f.result(WAIT_S)
 
-tx = Producer({**BASE, "transactional.id": "shop-1", "transaction.timeout.ms": 30000})
+tx = Producer({**BASE, "client.id": "shop-1-producer", "transactional.id": "shop-1", "transaction.timeout.ms": 30000})
 tx.init_transactions(WAIT_S)
 tx.begin_transaction()
 for i in range(3):
@@ -113,7 +122,7 @@ def consume(consumer, n, seconds=WAIT_S):
             got.append(m.value().decode())
     return got
 
-reader = Consumer({**BASE, "group.id": "readers", "group.protocol": "consumer",
+reader = Consumer({**BASE, "client.id": "reader", "group.id": "readers", "group.protocol": "consumer",
                    "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
 reader.subscribe(["orders"])
 seen = consume(reader, 5, seconds=6)          # asks for 5: only what was committed comes
@@ -146,14 +155,14 @@ answer = ...
 # %% deletable=false editable=false kipviz={"check": "09-1"}
 exercise('09-1').check(answer)
 
-# %%
-plain = Producer(BASE)
+# %% kipviz={"outcome": "09-1"}
+plain = Producer({**BASE, "client.id": "payments-producer"})
 for i in range(4):
     plain.produce("payments", value=b"pay-%d" % i, partition=i % 2)
 assert plain.flush(WAIT_S) == 0
 
 def share_read(group, n, seconds):
-    sc = ShareConsumer({**BASE, "group.id": group})
+    sc = ShareConsumer({**BASE, "client.id": f"{group}-reader", "group.id": group})
     sc.subscribe(["payments"])
     got, end = [], time.monotonic() + seconds
     while len(got) < n and time.monotonic() < end:
@@ -165,13 +174,12 @@ def share_read(group, n, seconds):
 print("auditors got:", share_read("auditors", 4, seconds=3))
 
 # %% [markdown]
-# Nothing: as in Kafka, a new share group starts at the **latest** offset, so records produced
-# before the group existed are not delivered. A group's own `share.auto.offset.reset` changes that
+# A group's own `share.auto.offset.reset` sets where it starts
 # (in Kafka: `kafka-configs --alter --entity-type groups --entity-name G --add-config
 # share.auto.offset.reset=earliest`; here the server's model holds the same setting). A new group
 # `auditors-2` with `earliest` gets all four:
 
-# %%
+# %% kipviz={"outcome": "09-1"}
 with srv.lock:
     srv.cluster.config.share_group_offset_reset["auditors-2"] = "earliest"
 print("auditors-2 got:", sorted(share_read("auditors-2", 4, seconds=WAIT_S)))

@@ -128,21 +128,24 @@ def _env(base: Path) -> dict:
         (base / sub).mkdir(parents=True, exist_ok=True)
         env[var] = str(base / sub)
     env.pop("JUPYTER_TOKEN", None)
+    env.pop("KIPVIZ_SHOW_OUTCOMES", None)      # the learner's view: outcomes folded (kipviz.course.reveal)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     return env
 
 
+KIT_LAB_SETTINGS = ROOT / "tools" / "jupyterlab_overrides.json"    # what `make lab` and Binder give JupyterLab
+
+
 def _lab_settings(base: Path) -> None:
-    """No autosave, no news/update checks, and every cell rendered (not windowed) so the page shows
-    all outputs at once."""
-    settings = {
-        "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
-        "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-        "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
-            {"fetchNews": "false", "checkForUpdates": False},
-    }
+    """The kit's settings (no news pop-up: tools/jupyterlab_overrides.json, as `make lab` and Binder
+    set them), and for the tests no autosave and every cell rendered (not windowed) so the page
+    shows all outputs at once."""
+    settings = {"@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+                "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"}}
+    for plugin, value in json.loads(KIT_LAB_SETTINGS.read_text()).items():    # "pkg/ext:plugin" -> its file
+        settings[plugin.replace(":", "/") + ".jupyterlab-settings"] = value
     for rel, value in settings.items():
         p = base / "lab-settings" / rel
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -191,6 +194,16 @@ def _start(name: str, cmd: list[str], *, base: Path, env: dict, cwd: Path, url: 
 
 
 @pytest.fixture(scope="session")
+def site(tmp_path_factory) -> Path:
+    """Every notebook exported once for the session (`kipviz export`: run, then nbconvert's lab
+    template), for the checks on the exported pages."""
+    from kipviz import cli
+    out = tmp_path_factory.mktemp("site")
+    assert cli.main(["export", *map(str, sorted((ROOT / "notebooks").glob("*.ipynb"))), "-o", str(out), "-q"]) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
 def work_tree(tmp_path_factory) -> Path:
     return _work_tree(tmp_path_factory.mktemp("kipviz-browser"))
 
@@ -227,25 +240,26 @@ def voila(work_tree, tmp_path_factory):
 
 # ---- browser -------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
-def browser_context(tmp_path_factory):
+def playwright():
+    """The worker's one Playwright: a second sync_playwright() in the same thread refuses to start
+    ("Sync API inside the asyncio loop"), so every browser fixture launches from this one."""
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"{CHROMIUM} is missing: `make browser` installs Debian's chromium (as root); "
                     "otherwise install it, or point KIPVIZ_CHROMIUM at a Chromium binary")
     from playwright.sync_api import sync_playwright
-    profile = tmp_path_factory.mktemp("chromium-profile")
     pw = sync_playwright().start()
-    try:
-        ctx = pw.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS,
-            viewport={"width": 1400, "height": 1000}, ignore_default_args=["--enable-automation"])
-    except BaseException:
-        pw.stop()
-        raise
+    yield pw
+    pw.stop()
+
+
+@pytest.fixture(scope="session")
+def browser_context(playwright, tmp_path_factory):
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    ctx = playwright.chromium.launch_persistent_context(
+        str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS,
+        viewport={"width": 1400, "height": 1000}, ignore_default_args=["--enable-automation"])
     yield ctx
-    try:
-        ctx.close()
-    finally:
-        pw.stop()
+    ctx.close()
 
 
 @pytest.fixture

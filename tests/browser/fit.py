@@ -206,3 +206,128 @@ def problems(page, *, min_text: float = MIN_TEXT_PX, slack: float = 1.5, overlap
         return page.evaluate(_PROBLEMS, [min_text, slack, overlap, inset])
     finally:
         page.evaluate("() => document.querySelectorAll('.kv-fit-copy').forEach(e => e.remove())")
+
+
+# ---- can the page be read? (issue 31) -----------------------------------------------------------------
+# Tables: a cell cut with "..." (pandas' max_colwidth) or "…"; a word broken over two lines anywhere but
+# after a hyphen or a comma ("partitio|ns"); a point in time split over lines. A run of dots after dots is
+# no cut, and a hex dump's rows are bytes, not words (its ASCII column: "pviz...orders...").
+_TABLES = r"""() => {
+  const out = [];
+  const cells = [...document.querySelectorAll('.jp-OutputArea-output table td, .jp-OutputArea-output table th')]
+    .filter(td => !td.closest('.kvx'));               // a hex dump (kipviz.draw.hexdump): bytes, not words
+  const lines = (node, a, b) => {
+    const r = document.createRange(); r.setStart(node, a); r.setEnd(node, b);
+    return [...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top));
+  };
+  cells.forEach(td => {
+    const t = td.innerText.trim();
+    const where = JSON.stringify(t.slice(0, 50));
+    if (/[^.]\.\.\.$|…$/.test(t) || t === '...') out.push(`table cell cut: ${where}`);
+    const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+    for (let n; (n = walker.nextNode());) {
+      const s = n.textContent, re = /\S+/g;
+      for (let m; (m = re.exec(s));) {
+        if (new Set(lines(n, m.index, m.index + m[0].length)).size < 2) continue;
+        for (let i = 1; i < m[0].length; i++) {            // where the line changes
+          const a = lines(n, m.index + i - 1, m.index + i), b = lines(n, m.index + i, m.index + i + 1);
+          if (a.length && b.length && b[0] > a[0] + 1) {
+            if (!'-,'.includes(m[0][i - 1])) out.push(`word broken in a table cell: ${JSON.stringify(m[0].slice(0, i) + '|' + m[0].slice(i))}`);
+            break;
+          }
+        }
+      }
+    }
+    if (/^\d{4}-\d\d-\d\d[ T]\d\d:\d\d/.test(t) && td.firstChild) {
+      const tops = [...td.getClientRects()].length && lines(td.firstChild, 0, (td.firstChild.textContent || '').length);
+      if (tops && new Set(tops).size > 1) out.push(`point in time split over lines: ${where}`);
+    }
+  });
+  return out;
+}"""
+
+# Pictures: a sequence lane's title (g.kv-head, its full name in <title>) wrapped anywhere but at a
+# space or after a hyphen; a client lane, a lock owner or a caption naming a client by its address
+# (127.0.0.1:42454) instead of its client.id; a time given as epoch milliseconds (t=1796174194823 ms)
+# instead of from the run's start. Players' captions and pictures are read from every frame (the page
+# player's data, kv-data), not only the one shown.
+_PICTURES = r"""() => {
+  const out = [];
+  const esc = s => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  for (const g of document.querySelectorAll('g.kv-head')) {
+    const title = g.querySelector('title'), name = title ? title.textContent : null;
+    const ls = [...g.querySelectorAll('text')].map(t => t.textContent);
+    if (name === null) { out.push(`lane ${JSON.stringify(ls.join(' '))} has no <title> naming it`); continue; }
+    const pattern = ls.map((l, i) => i === ls.length - 1 ? esc(l) :
+                                     l.endsWith('-') ? esc(l.slice(0, -1)) + '-?' : esc(l) + ' ').join('');
+    if (!new RegExp('^' + pattern + '$').test(name))
+      out.push(`lane ${JSON.stringify(name)} broken mid-word: ${JSON.stringify(ls.join(' | '))}`);
+    if (g.classList.contains('kv-client') && /^\[?[0-9a-f.:]+\]?:\d+$/i.test(name) && /\d+\.\d+|::/.test(name))
+      out.push(`client lane named by its address, not its client.id: ${JSON.stringify(name)}`);
+  }
+  const texts = [...document.querySelectorAll('svg text')].map(t => t.textContent);
+  document.querySelectorAll('.kv-caption, .kv-anim-caption').forEach(c => texts.push(c.textContent));
+  document.querySelectorAll('script.kv-data').forEach(s => {
+    const d = JSON.parse(s.textContent);
+    d.frames.forEach(f => texts.push(f.caption));
+    d.pictures.forEach(p => texts.push(...[...new DOMParser().parseFromString(p, 'image/svg+xml')
+                                                .querySelectorAll('text')].map(t => t.textContent)));
+  });
+  const seen = new Set();
+  for (const t of texts) {
+    const addr = /\b\d{1,3}(\.\d{1,3}){3}:\d*/.exec(t), epoch = /\b1[6-9]\d{11}\b/.exec(t);
+    for (const p of [addr && `a client named by its address (${addr[0]}) in ${JSON.stringify(t.slice(0, 60))}`,
+                     epoch && `a time as epoch milliseconds (${epoch[0]}) in ${JSON.stringify(t.slice(0, 60))}`])
+      if (p && !seen.has(p)) { seen.add(p); out.push(p); }
+  }
+  return [...new Set(out)];
+}"""
+
+
+def table_problems(page) -> list[str]:
+    """Every table of the page's outputs: no cell cut, no word broken but after a hyphen, no point in
+    time split over lines."""
+    return sorted(set(page.evaluate(_TABLES)))
+
+
+def picture_problems(page) -> list[str]:
+    """Lanes wrapped at spaces or hyphens only; clients named by client.id; times from the run's start."""
+    return page.evaluate(_PICTURES)
+
+
+# The page's players (kipviz.draw.animate.player_fragment): each has a speed choice, its counter says
+# the caption's frame ("6 / 6" with "6/6 · ..."), and with the player's top at the top of a 900 px
+# window the caption and the highlighted state (a state-machine node filled as the current one) are
+# on screen together.
+_PAGE_PLAYERS = r"""async (fill) => {
+  const out = [];
+  const players = [...document.querySelectorAll('.kv-player')];
+  for (const [k, p] of players.entries()) {
+    const name = `player #${k} (${(p.querySelector('.kv-caption').textContent || '').slice(0, 40)})`;
+    if (!p.querySelector('.kv-controls select')) out.push(`${name}: no speed choice`);
+    const data = JSON.parse(p.querySelector('script.kv-data').textContent), n = data.frames.length;
+    p.querySelector('[data-act=first]').click();
+    for (let i = 0; i < n; i++) {
+      if (i) p.querySelector('[data-act=next]').click();
+      const count = p.querySelector('.kv-count').textContent.replace(/\s/g, ''), cap = p.querySelector('.kv-caption');
+      const m = /^(\d+)\/(\d+)/.exec(cap.textContent);
+      if (m && count !== `${m[1]}/${m[2]}`) { out.push(`${name}: counter ${count}, caption ${m[0]}`); break; }
+      p.scrollIntoView({block: 'start'});
+      await new Promise(r => requestAnimationFrame(r));
+      const shown = [...p.querySelectorAll('.kv-stage > div')].find(d => d.style.display !== 'none');
+      const node = shown && [...shown.querySelectorAll('g.node')].find(g => g.querySelector(`[fill="${fill}"]`));
+      if (!node) continue;
+      const c = cap.getBoundingClientRect(), s = node.getBoundingClientRect(), vh = innerHeight;
+      const stage = p.querySelector('.kv-stage').getBoundingClientRect();
+      if (c.top < 0 || s.bottom > Math.min(vh, stage.bottom) + 1 || s.top < stage.top - 1)
+        { out.push(`${name}: frame ${i + 1}: its highlighted state (${Math.round(s.top)}-${Math.round(s.bottom)} px) ` +
+                   `is not on screen with its caption (${Math.round(c.top)} px) in a ${vh} px window`); break; }
+    }
+  }
+  return out;
+}"""
+
+
+def page_player_problems(page) -> list[str]:
+    from kipviz.draw.machines import C_CURRENT_FILL
+    return page.evaluate(_PAGE_PLAYERS, C_CURRENT_FILL)

@@ -222,3 +222,105 @@ def open_dashboard(page, voila, name: str) -> None:
     page.goto(f"{voila.url}/voila/render/{urllib.parse.quote(name)}", timeout=120_000)
     page.wait_for_function("() => document.querySelector('#rendered_cells')?.style.display !== 'none'"
                            " && !document.querySelector('#loading')?.offsetParent", timeout=300_000)
+
+
+# ---- a player in JupyterLab, read as a learner reads it (issue 31) ---------------------------------------
+_LAB_PLAYER = r"""(el) => {
+  const out = [];
+  const readout = el.querySelector('.widget-slider .widget-readout'), cap = el.querySelector('.kv-anim-caption');
+  if (!el.querySelector('.kv-speed select')) out.push('no speed choice');
+  const m = cap && /^(\d+)\/(\d+)/.exec(cap.textContent);
+  if (m && readout && readout.textContent.trim() !== m[1])
+    out.push(`the slider reads ${readout.textContent.trim()} while the caption reads ${m[0]}`);
+  return out;
+}"""
+
+# with the player at the top of the notebook panel: its caption and the highlighted state (a graphviz
+# node filled as the current state) inside the window and the stage, for the frame shown
+_LAB_FOCUS = r"""(el, fill) => {
+  const shown = [...el.querySelectorAll('.kv-anim-stage > div')].find(d => d.style.display !== 'none');
+  const node = shown && [...shown.querySelectorAll('g.node')].find(g => g.querySelector(`[fill="${fill}"]`));
+  if (!node) return null;
+  const c = el.querySelector('.kv-anim-caption').getBoundingClientRect(), s = node.getBoundingClientRect();
+  const stage = el.querySelector('.kv-anim-stage').getBoundingClientRect();
+  return c.top >= 0 && s.bottom <= Math.min(innerHeight, stage.bottom) + 1 && s.top >= stage.top - 1 ? '' :
+    `caption at ${Math.round(c.top)} px, highlighted state at ${Math.round(s.top)}-${Math.round(s.bottom)} px ` +
+    `(window ${innerHeight} px, stage to ${Math.round(stage.bottom)} px)`;
+}"""
+
+
+def lab_player_problems(page, player) -> list[str]:
+    """A JupyterLab player: a speed choice, the slider counting as the caption does, and in every frame
+    the caption and the highlighted state on screen together (the player scrolled to the panel's top)."""
+    from kipviz.draw.machines import C_CURRENT_FILL
+    out = player.evaluate(_LAB_PLAYER)
+    readout = player.locator(".widget-slider .widget-readout")
+    handle = player.locator(".widget-slider .noUi-handle, .widget-slider .ui-slider-handle").first
+    last = int(float(handle.get_attribute("aria-valuemax") or readout.inner_text()))
+    player.evaluate("e => e.scrollIntoView({block: 'start'})")
+    handle.focus()
+    handle.press("Home")
+    for i in range(1, last + 2):
+        if i > 1:
+            handle.press("ArrowRight")
+        try:
+            page.wait_for_function("([el, i]) => el.querySelector('.kv-anim-caption').textContent.startsWith(i + '/')",
+                                   arg=[player.element_handle(), i], timeout=10_000)
+        except PlaywrightError:         # the last frame (a 0-based slider ends a frame early)
+            break
+        player.evaluate("e => e.scrollIntoView({block: 'start'})")
+        bad = [f"frame {i}: {b}" for b in [player.evaluate(_LAB_FOCUS, C_CURRENT_FILL), *player.evaluate(_LAB_PLAYER)]
+               if b and b != "no speed choice"]
+        if bad:
+            return out + bad
+    handle.press("Home")           # back to the first frame: another view of the same widget may be checked next
+    return out
+
+
+def speed_changes_the_rate(page, player) -> bool:
+    """At 0.5 fps, Play has not moved two frames on after 1.5 s (at the default 2 fps it moves three)."""
+    select = player.locator(".kv-speed select")
+    select.select_option("0.5")
+    handle = player.locator(".widget-slider .noUi-handle, .widget-slider .ui-slider-handle").first
+    handle.focus()
+    handle.press("Home")
+    readout = player.locator(".widget-slider .widget-readout")
+    before = int(readout.inner_text())
+    player.locator(".widget-play button").first.click()
+    page.wait_for_timeout(1500)
+    moved = int(readout.inner_text()) - before
+    player.locator(".widget-play button").first.click()          # pause
+    select.select_option("2")
+    return moved <= 1
+
+
+def open_folds(page) -> int:
+    """Open every folded outcome of an exported page (kipviz.course.reveal), as a reader who clicks each
+    fold; returns how many were closed."""
+    return page.evaluate("() => [...document.querySelectorAll('details.kv-fold:not([open])')]"
+                         ".map(d => { d.open = true; return 1; }).length")
+
+
+def answer_exercise(page, index: int, code: str, timeout_ms: int = 120_000) -> None:
+    """Type `code` into the learner's cell `index` as a person does (click, select all, type), run it
+    with Shift+Enter, then the check cell below it with Shift+Enter; wait until the check has run."""
+    before = cells(page)[index + 1]["execution_count"]
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+    cell.locator(".cm-content").click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type(code)
+    assert "".join(cells(page)[index]["source"]) == code
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_function(
+        f"""([i, before]) => {{ const w = {_CURRENT}; const c = w.content.model.toJSON().cells[i];
+             return w.sessionContext.session?.kernel?.status === 'idle' && c.execution_count !== null
+                    && c.execution_count !== before; }}""",
+        arg=[index + 1, before], timeout=timeout_ms)
+
+
+def open_folds(page) -> None:
+    """Open every folded outcome (kipviz.course.reveal) as a learner would, one click each."""
+    closed = page.locator("details.kv-fold:not([open]) > summary")
+    for _ in range(closed.count()):
+        closed.first.click()

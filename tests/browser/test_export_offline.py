@@ -1,25 +1,18 @@
 """`kipviz export` viewed in a real browser with no network and no kernel: the notebooks that show an
 animation are exported (run, widget state turned into inline players), then each page is opened
-from file:// in Chromium with every http(s) request refused. Nothing may be fetched, and every
-player's Play must advance its frames (caption and picture change)."""
+from file:// in Chromium with every http(s) request refused. Nothing may be fetched; every
+exercise's outcome is folded (nothing after its fold on screen) until its fold is clicked, as in
+JupyterLab before the answer; then every player's Play must advance its frames (caption and picture
+change)."""
 from __future__ import annotations
 
 import pytest
 
-from kipviz import cli
-
-from . import pages
+from . import folds, pages
 
 pytestmark = pytest.mark.xdist_group("browser")     # one worker: one notebook at a time
 
-WITH_PLAYER = [p for p in pages.NOTEBOOKS if "player(" in p.read_text()]
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site")
-    assert cli.main(["export", *map(str, WITH_PLAYER), "-o", str(out), "-q"]) == 0
-    return out
+WITH_PLAYER = [p for p in pages.NOTEBOOKS if "player(" in p.read_text()]     # on the session's site (conftest)
 
 
 def test_some_notebook_shows_a_player():
@@ -41,6 +34,15 @@ def test_exported_page_plays_offline(site, page, path):
     fetched = _offline(page)
     page.goto((site / f"{path.stem}.html").as_uri())
     page.wait_for_load_state("load")
+    shut = folds.page_folds(page)
+    assert shut and all(not f["open"] and not any(f["after"]) for f in shut), shut
+    first = page.locator(".jp-Cell:has(details.kv-fold)").first.locator("xpath=preceding-sibling::div[1]")
+    pages.screenshot(page, f"export-{path.stem}-folded", first)          # the question's check, then its fold
+    for _ in shut:                                                    # the reader opens each fold
+        page.locator("details.kv-fold:not([open]) > summary").first.click()
+    opened = folds.page_folds(page)
+    assert all(f["open"] and all(f["after"]) for f in opened), [f for f in opened if not all(f["after"])][:3]
+    pages.screenshot(page, f"export-{path.stem}-opened", first)
     players = page.locator(".kv-player")
     assert players.count() >= 1
     for i in range(players.count()):

@@ -1,5 +1,6 @@
 """Every notebook's pictures fit JupyterLab at 1280 px with the file browser open: each notebook is
-exported (`kipviz export`: run, then nbconvert's lab template, the output areas JupyterLab draws),
+exported (`kipviz export`: run, then nbconvert's lab template, the output areas JupyterLab draws;
+the session's site, its folded outcomes opened),
 shown in Chromium at the notebook panel's width (fit.LAB_PANEL_PX), and every SVG picture -- inline,
 or an image/svg+xml output as JupyterLab shows it (<img>) -- is measured: not wider than its output
 area, no text outside it or outside the box it sits in, no text drawn under fit.MIN_TEXT_PX, no
@@ -12,21 +13,12 @@ from __future__ import annotations
 
 import pytest
 
-from kipviz import cli
-
 from . import fit, pages
 from .conftest import ARTIFACTS
 
 pytestmark = pytest.mark.xdist_group("browser")     # one worker: one notebook at a time
 
 SHOTS = ARTIFACTS / "pictures"
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site")
-    assert cli.main(["export", *map(str, pages.NOTEBOOKS), "-o", str(out), "-q"]) == 0
-    return out
 
 
 def _shot(page, name: str) -> None:
@@ -46,6 +38,7 @@ def test_every_picture_fits(site, page, path):
     page.goto((site / f"{path.stem}.html").as_uri())
     page.wait_for_load_state("load")
     fit.narrow(page)
+    pages.open_folds(page)              # every picture measured, the folded outcomes' too (kipviz.course.reveal)
     found = fit.problems(page)
     _shot(page, path.stem)
     assert not found, f"{path.stem}: {len(found)} problem(s):\n" + "\n".join(found[:40])

@@ -167,6 +167,7 @@ def test_bad_frame_numbers_in_jupyterlab(lab, page, path):
         pages.run_all(page)
         assert not pages.error_outputs(pages.cells(page))
         kernel_id = page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.id")
+        pages.open_folds(page)                            # a player may sit in a folded outcome
         players = pages.players(page)
         assert players.count() >= 1
         players.first.scroll_into_view_if_needed()      # every player is the same widget: the first will do

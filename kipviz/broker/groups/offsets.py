@@ -241,6 +241,38 @@ class OffsetMetadataManager:
             out.append({"GroupId": gid, "ErrorCode": 0, "ErrorMessage": None})
         return out
 
+    def delete_offsets(self, gid: str, topics: dict[str, list[int]], subscribed) -> dict[str, dict[int, int]]:
+        """OffsetMetadataManager.deleteOffsets (OffsetDelete, after KafkaApis' checks): validateOffsetDelete
+        (a missing or Dead group GROUP_ID_NOT_FOUND, a classic group with members that does not use
+        the consumer protocol NON_EMPTY_GROUP: GroupError), then per topic GROUP_SUBSCRIBED_TO_TOPIC
+        while `subscribed(group, topic)`, else a tombstone for each committed or pending offset.
+        Returns {topic: {partition: error code}}. A group known only by its offsets counts as Empty."""
+        g = self.groups.get(gid)
+        if g is None and gid not in self.offsets:
+            self.group(gid)                      # raises GROUP_ID_NOT_FOUND
+        if isinstance(g, ClassicGroup) and g.state == CG.DEAD:
+            raise GroupError("GROUP_ID_NOT_FOUND", f"Group {gid} is in dead state.")
+        if isinstance(g, ClassicGroup) and g.state in (CG.STABLE, CG.PREPARING, CG.COMPLETING) \
+                and g.protocol_type != "consumer":
+            raise GroupError("NON_EMPTY_GROUP")
+        out: dict[str, dict[int, int]] = {}
+        gone = 0
+        for topic, partitions in topics.items():
+            if subscribed(g, topic):
+                out[topic] = dict.fromkeys(partitions, CODE["GROUP_SUBSCRIBED_TO_TOPIC"])
+                continue
+            out[topic] = dict.fromkeys(partitions, NONE)
+            for p in partitions:
+                if (topic, p) in self.offsets.get(gid, {}) or self.has_pending(gid, topic, p):
+                    self._append(gid, "OffsetCommit", {"group": gid, "topic": topic, "partition": p}, None)
+                    self.offsets.get(gid, {}).pop((topic, p), None)
+                    for groups in self.pending_txn.values():
+                        groups.get(gid, {}).pop((topic, p), None)
+                    gone += 1
+        self.cluster.note(f"{gid}: OffsetDelete removed {gone} committed offset(s) (tombstones)", group=gid,
+                          partition=self.partition_for(gid))
+        return out
+
     def has_pending(self, gid: str, topic: str, partition: int) -> bool:
         part = self.partition_for(gid)
         return any(gid in groups and (topic, partition) in groups[gid]

@@ -8,6 +8,10 @@
                  checked by the transaction coordinator (cluster.txns.check_produce, KIP-890);
                  idempotent batches go through the producer-state checks (epoch, sequence,
                  duplicate batches are answered with their first offset and not written again).
+                 The log keeps the producer's batch as LogValidator does (kept_as_sent, stored_batch):
+                 its records and timestamps as sent, offsets and leader epoch assigned; the
+                 topic's compression.type and message.timestamp.type (LogAppendTime) as
+                 kipviz.broker.log_validator says.
     Fetch        the stored batches from the fetch offset up to the high watermark
                  (read_uncommitted) or the last stable offset (read_committed, with the aborted
                  transactions of the range). v13+ names topics by TopicId (stale id ->
@@ -20,22 +24,40 @@ Not simulated: replication (the high watermark is the log end; the log start is 
 retention moved it, kipviz.broker.retention), incremental
 fetch sessions (a broker with no session slots: SessionId 0 is answered, an incremental request
 gets FETCH_SESSION_ID_NOT_FOUND), long polling unless ClusterConfig.long_poll (MaxWaitMs/MinBytes:
-answered at once) and record timestamps (records are stored
-with the broker's append time)."""
+answered at once) and the message.timestamp.before/after.max.ms checks."""
 from __future__ import annotations
 
 from collections import deque
 
 from ...errors import DecodeError
-from ...records import RecordLimitError, read_batches
-from ...records.header import MAGIC_OFFSET, batch_bounds, batch_size, is_transactional
-from ...records.header import TRANSACTIONAL_MASK as TRANSACTIONAL_BIT
+from ...records import RecordLimitError, read_batches, write_batch
+from ...records.header import (
+    COMPRESSION_MASK,
+    HEADER_SIZE,
+    MAGIC_OFFSET,
+    batch_size,
+    is_transactional,
+    read_header,
+    restamp,
+)
 from ...schema import events as ev
 from ...schema.error_codes import CODE
 from ...uuids import ZERO_UUID
+from .. import log_validator
 from ..error_rows import kafka_only, rows
+from ..topics import changes
 from . import CLOSE, DEFERRED, Request, handles
-from .metadata import CLUSTER_RESOURCE, epoch_error, is_zero, leader_alive, log_of, model_state, node, shape
+from .metadata import (
+    CLUSTER_RESOURCE,
+    epoch_error,
+    is_zero,
+    leader_alive,
+    log_of,
+    model_state,
+    node,
+    replicas_of,
+    shape,
+)
 
 NONE = 0
 NO_OFFSET = -1
@@ -64,7 +86,7 @@ def _leader_hint(cluster, log) -> dict:
 
 
 # ---- Produce ----------------------------------------------------------------------------------------
-def _parse_records(records, version: int, config, records_left: int):
+def _parse_records(records, version: int, config, records_left: int, max_bytes: int | None = None):
     """ProduceRequest.validateRecords + the log validator: (batch, 0) or (None, error code, message).
     `records_left`: how many more records this Produce may append (ClusterConfig.max_produce_records)."""
     if not records:
@@ -76,10 +98,17 @@ def _parse_records(records, version: int, config, records_left: int):
     if len(records) >= 12:
         # UnifiedLog.analyzeAndValidateRecords: a batch larger than message.max.bytes, before its CRC
         size = batch_size(records)
-        if config.message_max_bytes < size <= len(records):
+        limit = config.message_max_bytes if max_bytes is None else max_bytes     # the topic's max.message.bytes
+        if limit < size <= len(records):
             return None, CODE["MESSAGE_TOO_LARGE"], (f"The record batch size in the append is {size} bytes which "
-                                                     f"exceeds the maximum configured value of "
-                                                     f"{config.message_max_bytes}.")
+                                                     f"exceeds the maximum configured value of {limit}.")
+    head = read_header(records, 0) if len(records) >= HEADER_SIZE else None
+    if head is not None and head[5] & COMPRESSION_MASK and head[12] > records_left:
+        # a compressed batch announcing more records than this Produce may append is refused
+        # before it is decompressed (a 6 KB zstd batch can hold 9.6M records)
+        return None, CODE["MESSAGE_TOO_LARGE"], (
+            f"kipviz limit: one Produce appends at most {config.max_produce_records} records and headers "
+            f"(ClusterConfig.max_produce_records): RecordsCount {head[12]} passes the {records_left} left")
     try:
         batches = read_batches(records, strict=True, max_records=records_left)
     except RecordLimitError as e:
@@ -109,25 +138,38 @@ def _parse_records(records, version: int, config, records_left: int):
     return b, NONE, None
 
 
-def sent_as_stored(batch: dict, now: int) -> bool:
-    """Whether the produced `batch` (read strictly) is byte for byte the batch the log stores for
-    it, but for its base offset and leader epoch: uncompressed, CreateTime, no attribute bits but
-    the transactional one, every record stamped `now` (the log gives its records the append time)
-    with plain offset deltas. Then the log keeps the producer's bytes (PartitionLog.append)."""
-    if batch["attributes"] & ~TRANSACTIONAL_BIT or batch["base_timestamp"] != now \
-            or batch["max_timestamp"] != now or batch["last_offset_delta"] != len(batch["records"]) - 1:
+def kept_as_sent(batch: dict, codec: str | None = None) -> bool:
+    """Whether the log keeps the produced `batch` (read strictly) in place, as LogValidator does:
+    an uncompressed batch stored uncompressed always (assignOffsetsNonCompressed); otherwise when
+    the topic stores the producer's codec (compression.type producer, or the same codec) and the
+    records' offset deltas are 0, 1, 2, ... (validateMessagesAndAssignOffsetsCompressed's
+    inPlaceAssignment). Otherwise the batch is built again (buildRecordsAndAssignOffsets), with
+    the topic's codec. `codec`: log_validator.stored_form's (None: the producer's)."""
+    if codec not in (None, batch["compression"]):
         return False
-    for i, r in enumerate(batch["records"]):
-        if r["offset_delta"] != i or r["timestamp_delta"] or r["attributes"]:
-            return False
-    return True
+    if batch["compression"] == "none":
+        return True
+    return all(r["offset_delta"] == i for i, r in enumerate(batch["records"]))
 
 
-def _last_epoch_in_log(log, producer_id: int) -> int | None:
-    for e in reversed(log.entries):
-        if e.producer_id == producer_id:
-            return e.producer_epoch
-    return None
+def stored_batch(batch: dict, raw: bytes, base: int, leader_epoch: int, codec: str | None = None,
+                 timestamp_type: str = "CreateTime", now: int = -1) -> bytes:
+    """The bytes the log stores for a produced batch at offset `base`: the producer's batch with
+    its base offset, partition leader epoch and max timestamp assigned in place, or, where
+    LogValidator rebuilds it, the same records (their own timestamps) with consecutive offsets and
+    the topic's codec (`codec`; None: the producer's). LogAppendTime: the batch says so and its
+    max timestamp is `now` (setMaxTimestamp(LOG_APPEND_TIME, now); the records keep theirs)."""
+    records = batch["records"]
+    lat = timestamp_type == "LogAppendTime"
+    max_ts = now if lat else max(r["timestamp"] for r in records)
+    if kept_as_sent(batch, codec):
+        return restamp(raw, base, leader_epoch, max_ts, lat)
+    return write_batch([(r["key"], r["value"], r["headers"], r["timestamp"]) for r in records],
+                       base_offset=base, partition_leader_epoch=leader_epoch,
+                       compression=batch["compression"] if codec is None else codec,
+                       timestamp_type=timestamp_type, max_timestamp=max_ts,
+                       producer_id=batch["producer_id"], producer_epoch=batch["producer_epoch"],
+                       base_sequence=batch["base_sequence"], is_transactional=batch["is_transactional"])
 
 
 def _in_sequence(last_seq: int, next_seq: int) -> bool:
@@ -144,7 +186,7 @@ def _producer_check(cluster, log, batch) -> tuple[int, int | None, str | None]:
     producers = model_state(cluster)["producers"]
     key = (log.topic_id, log.partition, pid)
     entry = producers.get(key)
-    log_epoch = _last_epoch_in_log(log, pid)
+    log_epoch = log.last_epoch(pid)
     if entry is None or (log_epoch is not None and log_epoch != entry["epoch"]):
         entry = {"epoch": log_epoch if log_epoch is not None else -1, "batches": deque(maxlen=MAX_DUPLICATE_BATCHES)}
     current = entry["epoch"]
@@ -236,9 +278,16 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
     log = log_of(topic, idx)
     if log is None:
         return fail(CODE["UNKNOWN_TOPIC_OR_PARTITION"])
-    batch, code, message = _parse_records(pd.get("Records"), v, cluster.config, budget[0])
+    batch, code, message = _parse_records(pd.get("Records"), v, cluster.config, budget[0],
+                                          log_validator.max_message_bytes(cluster, topic))
     if code:
         return fail(code, message)
+    if batch["last_offset_delta"] + 1 != len(batch["records"]):
+        # LogValidator.validateBatch: the batch's offset range must match its record count
+        first = batch["base_offset"]
+        return fail(CODE["INVALID_RECORD"], f"Inconsistent batch offset range [{first}, "
+                    f"{first + batch['last_offset_delta']}] and count of records {len(batch['records'])} "
+                    f"in topic partition {name}-{idx}")
     if acks not in (-1, 0, 1):
         return fail(CODE["INVALID_REQUIRED_ACKS"])
     if topic.internal:
@@ -246,6 +295,9 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
     if log.leader != req.broker or not leader_alive(cluster, log):
         out["CurrentLeader"] = _leader_hint(cluster, log)
         return fail(CODE["NOT_LEADER_OR_FOLLOWER"])
+    short = log_validator.min_isr_problem(cluster, topic, log, acks, replicas_of(cluster, topic, log))
+    if short:
+        return fail(CODE["NOT_ENOUGH_REPLICAS"], short)
     if batch["is_transactional"]:
         code = _txn_check(cluster, txn_id, batch, name, idx, v)
         if code:
@@ -262,24 +314,27 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
             return out
     records = batch["records"]
     budget[0] -= len(records) + sum(len(r["headers"]) for r in records)   # read_batches' count
-    base = log.append([(r["key"], r["value"], r["headers"]) for r in records], cluster.now,
-                      producer_id=batch["producer_id"], producer_epoch=batch["producer_epoch"],
-                      base_sequence=batch["base_sequence"], transactional=batch["is_transactional"],
-                      seq=cluster.next_seq,
-                      sent=pd["Records"] if sent_as_stored(batch, cluster.now) else None)
+    codec, ts_type = log_validator.stored_form(cluster, topic)
+    now = cluster.now
+    base = log.append_batch(stored_batch(batch, pd["Records"], log.log_end_offset, log.leader_epoch,
+                                         codec, ts_type, now), seq=cluster.next_seq)
     if batch["producer_id"] >= 0:
         _record_producer(cluster, log, batch, base)
-    pid, epoch, txn, now = batch["producer_id"], batch["producer_epoch"], batch["is_transactional"], cluster.now
+    pid, epoch, txn = batch["producer_id"], batch["producer_epoch"], batch["is_transactional"]
     # cluster.emit(RecordAppended, topic, partition, offset, record, key, value, producer_id,
     # producer_epoch, transactional, control, broker) per record, inlined (seq = next_seq + i)
+    # "timestamp": the record's as a consumer reads it (CreateTime: the producer's; LogAppendTime:
+    # the broker's), "client_timestamp": as sent
     events, seq, appended, leader = cluster.events, cluster.next_seq, ev.RecordAppended, log.leader
+    lat = ts_type == "LogAppendTime"
     for i, r in enumerate(records):
         key, value = r["key"], r["value"]
         events.append(appended(seq + i, now, name, idx, base + i,
                                {"kind": "data", "key": key, "value": value, "headers": r["headers"],
-                                "timestamp": now, "client_timestamp": r["timestamp"]},
+                                "timestamp": now if lat else r["timestamp"], "client_timestamp": r["timestamp"]},
                                key, value, pid, epoch, txn, False, leader))
-    out.update(BaseOffset=base, LogStartOffset=log.log_start_offset)
+    out.update(BaseOffset=base, LogStartOffset=log.log_start_offset,
+               LogAppendTimeMs=now if ts_type == "LogAppendTime" else -1)
     return out
 
 
@@ -358,18 +413,8 @@ def produce(cluster, req: Request) -> dict:
 # ---- Fetch ------------------------------------------------------------------------------------------
 def aborted_transactions(log, start: int, end: int) -> list[dict]:
     """The aborted transactions whose records overlap [start, end): producer id and first offset
-    (the broker's aborted-transaction index)."""
-    open_first: dict[int, int] = {}
-    out = []
-    for e in log.entries:
-        if e.control is None:
-            if e.transactional:
-                open_first.setdefault(e.producer_id, e.offset)
-            continue
-        first = open_first.pop(e.producer_id, None)
-        if e.control == "ABORT" and first is not None and e.offset >= start and first < end:
-            out.append({"ProducerId": e.producer_id, "FirstOffset": first})
-    return out
+    (the broker's aborted-transaction index, PartitionLog.aborted_transactions)."""
+    return log.aborted_transactions(start, end)
 
 
 # size: one partition of Fetch in the broker's order of checks (epoch, offset range, isolation), first failing check wins
@@ -406,20 +451,22 @@ def _fetch_partition(cluster, req: Request, topic, name, unknown_code, fp: dict,
         return fail(CODE["OFFSET_OUT_OF_RANGE"])
     upper = log.log_end_offset if follower else (lso if isolation == 1 else hw)
     limit = max(fp.get("PartitionMaxBytes", INT32_MAX), 0)
-    chosen, size = [], 0
-    for raw in log.batches:
-        first, last = batch_bounds(raw)
-        if last < offset or first >= upper:
-            continue
-        # KIP-74: the first batch of the response is returned even if it exceeds the limits
-        if (size + len(raw) > limit or len(raw) > budget[0]) and (chosen or budget[1]):
+    # the held batches from the one holding `offset`, read from the log's store in one go
+    i = j = log.find(offset)
+    size, end = 0, offset
+    while j < len(log.batches):
+        first, last, *_, n = log.batch_numbers(j)
+        if first >= upper:
             break
-        chosen.append(raw)
-        size += len(raw)
-        budget[0] -= len(raw)
+        # KIP-74: the first batch of the response is returned even if it exceeds the limits
+        if (size + n > limit or n > budget[0]) and (j > i or budget[1]):
+            break
+        size += n
+        budget[0] -= n
         budget[1] = True
-    end = batch_bounds(chosen[-1])[1] + 1 if chosen else offset
-    out.update(HighWatermark=hw, LastStableOffset=lso, LogStartOffset=start, Records=b"".join(chosen))
+        end = last + 1
+        j += 1
+    out.update(HighWatermark=hw, LastStableOffset=lso, LogStartOffset=start, Records=log.read(i, j))
     if isolation == 1 and not follower:
         out["AbortedTransactions"] = aborted_transactions(log, offset, end)
     return out
@@ -456,8 +503,14 @@ def fetch(cluster, req: Request):
     def attempt(final: bool):
         again = _fetch(cluster, req)
         return again if final or _ready(again, min_bytes) else None
-    cluster.delayed.hold(req, wait, attempt)
+    cluster.delayed.hold(req, wait, attempt, key=fetch_key)
     return DEFERRED
+
+
+def fetch_key(cluster) -> tuple[int, int]:
+    """What a held Fetch waits on: DelayedFetch is completed by new data, a moved log start or a
+    topic change (topics.changes) or its MaxWaitMs; a crashed or restarted broker changes the answer too."""
+    return changes(), len(cluster.down)
 
 
 def _ready(out: dict, min_bytes: int) -> bool:
@@ -551,16 +604,13 @@ def _list_offset(cluster, req: Request, topic, name, lp: dict, isolation: int, r
     elif ts in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
         pass                                        # no tiered storage: not found
     elif ts == MAX_TIMESTAMP:
-        best = None
-        for e in log.entries:
-            if best is None or e.timestamp > best.timestamp:
-                best = e
-        if best is not None and best.offset < last_fetchable:
-            out.update(Timestamp=best.timestamp, Offset=best.offset, LeaderEpoch=epoch)
+        best = log.max_timestamp_record()
+        if best is not None and best[1] < last_fetchable:
+            out.update(Timestamp=best[0], Offset=best[1], LeaderEpoch=epoch)
     else:
-        found = next((e for e in log.entries if e.timestamp >= ts), None)
-        if found is not None and found.offset < last_fetchable:
-            out.update(Timestamp=found.timestamp, Offset=found.offset, LeaderEpoch=epoch)
+        found = log.first_record_at_or_after(ts)
+        if found is not None and found[1] < last_fetchable:
+            out.update(Timestamp=found[0], Offset=found[1], LeaderEpoch=epoch)
     return out
 
 

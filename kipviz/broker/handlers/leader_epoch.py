@@ -18,10 +18,10 @@ from .metadata import epoch_error, leader_alive, log_of
 UNDEFINED = -1
 
 
-def _partition(cluster, req: Request, topic, op: dict) -> dict:
+def _partition(cluster, req: Request, topic, op: dict, allowed: bool) -> dict:
     out = {"Partition": op.get("Partition", -1), "ErrorCode": 0, "LeaderEpoch": UNDEFINED, "EndOffset": UNDEFINED}
-    if topic is None or not cluster.authorized(req.principal, "TOPIC", topic.name, "DESCRIBE"):
-        out["ErrorCode"] = CODE["TOPIC_AUTHORIZATION_FAILED"] if topic is not None else CODE["UNKNOWN_TOPIC_OR_PARTITION"]
+    if not allowed:
+        out["ErrorCode"] = CODE["TOPIC_AUTHORIZATION_FAILED"]
         return out
     log = log_of(topic, out["Partition"])
     if log is None:
@@ -52,8 +52,13 @@ ERRORS = {"OffsetForLeaderEpoch": (
 @handles("OffsetForLeaderEpoch")
 def offset_for_leader_epoch(cluster, req: Request) -> dict:
     topics = []
+    # KafkaApis.handleOffsetForLeaderEpochRequest: CLUSTER_ACTION (a follower) allows every topic, else
+    # DESCRIBE per topic by name -- before its existence is looked at
+    follower = cluster.authorized(req.principal, "CLUSTER", "kafka-cluster", "CLUSTER_ACTION")
     for t in req.body.get("Topics") or []:
-        topic = cluster.topics.get(t.get("Topic"))
-        topics.append({"Topic": t.get("Topic"),
-                       "Partitions": [_partition(cluster, req, topic, op) for op in t.get("Partitions") or []]})
+        name = t.get("Topic")
+        topic = cluster.topics.get(name)
+        allowed = follower or cluster.authorized(req.principal, "TOPIC", name or "", "DESCRIBE")
+        topics.append({"Topic": name, "Partitions": [_partition(cluster, req, topic, op, allowed)
+                                                     for op in t.get("Partitions") or []]})
     return {"ThrottleTimeMs": 0, "Topics": topics}

@@ -29,6 +29,7 @@ from ...codec.fit import fit_body
 from ...records import share_coordinator_partition
 from ...schema.error_codes import CODE
 from ...uuids import ZERO_UUID, from_kafka_str, to_kafka_str
+from .. import log_config
 from ..error_rows import kafka_only, rows
 from ..topics import INTERNAL
 from . import Request, handles
@@ -202,17 +203,21 @@ def _topic_error(code: int, name, topic_id=ZERO_UUID, internal: bool = False) ->
 
 
 def _auto_create(cluster, req: Request, name: str) -> dict:
-    """Metadata with AllowAutoTopicCreation on a broker with auto.create.topics.enable: the topic is
-    created (num.partitions) and this answer still says LEADER_NOT_AVAILABLE; the next Metadata
-    request sees it (AutoTopicCreationManager)."""
+    """Metadata with AllowAutoTopicCreation on a broker with auto.create.topics.enable: the
+    topic's creation (num.partitions) goes to the controller and this answer says
+    UNKNOWN_TOPIC_OR_PARTITION, as does one while it is in flight (AutoTopicCreationManager,
+    kipviz.broker.auto_create); a later Metadata request sees it."""
     if not (cluster.authorized(req.principal, "CLUSTER", CLUSTER_RESOURCE, "CREATE")
             or cluster.authorized(req.principal, "TOPIC", name, "CREATE")):
         return _topic_error(CODE["TOPIC_AUTHORIZATION_FAILED"], name)
-    if topic_name_problem(name) or name == METADATA_TOPIC or _collision(cluster, name):
+    if topic_name_problem(name) or name == METADATA_TOPIC or cluster.topics.colliding(name):
         return _topic_error(CODE["INVALID_TOPIC_EXCEPTION"], name)
-    cluster.create_topic(name, cluster.config.default_partitions)
-    cluster.note(f"topic {name} auto-created by a Metadata request", topic=name, api="Metadata")
-    return _topic_error(CODE["LEADER_NOT_AVAILABLE"], name)
+    queue = cluster.__dict__.get("auto_creates")
+    if queue is None:
+        from ..auto_create import AutoCreates
+        queue = cluster.auto_creates = AutoCreates(cluster)
+    queue.request(name)
+    return _topic_error(CODE["UNKNOWN_TOPIC_OR_PARTITION"], name)
 
 
 # The errors each metadata RPC can return, declared above its handler (kipviz.broker.api_errors
@@ -289,11 +294,7 @@ def metadata(cluster, req: Request) -> dict:
 # ---- CreateTopics -----------------------------------------------------------------------------------
 def _collision(cluster, name: str) -> str | None:
     """Topic.hasCollision: '.' and '_' collide in metric names."""
-    key = name.replace(".", "_")
-    for other in cluster.topics.by_name:
-        if other != name and other.replace(".", "_") == key:
-            return other
-    return None
+    return cluster.topics.colliding(name)
 
 
 # size: CreateTopics' validation rules for one topic, first failing rule wins: the order of the checks is the answer
@@ -309,6 +310,12 @@ def _creation_error(cluster, t: dict, live: int) -> tuple[int, str | None, int, 
     other = _collision(cluster, name)
     if other:
         return CODE["INVALID_TOPIC_EXCEPTION"], f"Topic '{name}' collides with existing topic: {other}", -1, -1
+    try:
+        # computeConfigChanges, then ConfigurationControlManager -> ControllerConfigurationValidator ->
+        # LogConfig.validate, before any partition or replication check (ReplicationControlManager.createTopics)
+        log_config.validate_topic(_requested_configs(t))
+    except log_config.ConfigError as e:
+        return CODE["INVALID_CONFIG"], str(e), -1, -1
     assignments = t.get("Assignments") or []
     if assignments:
         if t["NumPartitions"] != -1:
@@ -381,8 +388,9 @@ def _model_capacity(cluster, partitions: int) -> tuple[int, str | None]:
 
 ERRORS["CreateTopics"] = rows(0, (
     "TOPIC_ALREADY_EXISTS", "INVALID_TOPIC_EXCEPTION", "INVALID_PARTITIONS", "INVALID_REPLICATION_FACTOR",
-    "INVALID_REPLICA_ASSIGNMENT", "INVALID_REQUEST", "TOPIC_AUTHORIZATION_FAILED"),
-    "KIP-4 CreateTopics: ControllerApis.createTopics, ReplicationControlManager.createTopics") \
+    "INVALID_REPLICA_ASSIGNMENT", "INVALID_REQUEST", "TOPIC_AUTHORIZATION_FAILED", "INVALID_CONFIG"),
+    "KIP-4 CreateTopics: ControllerApis.createTopics, ReplicationControlManager.createTopics; INVALID_CONFIG from "
+    "LogConfig.validate (ControllerConfigurationValidator)") \
     + rows(0, ("POLICY_VIOLATION",), "the kit's cap on the partitions the model holds "
                                      "(ClusterConfig.max_cluster_partitions); Kafka answers it when "
                                      "create.topic.policy.class.name rejects a topic (KIP-108)")
@@ -432,10 +440,8 @@ def create_topics(cluster, req: Request) -> dict:
                          partitions=partitions, replication_factor=rf)
         else:
             res["TopicId"] = tid = cluster.create_topic(name, partitions)
-            # the topic-level settings log retention reads (kipviz.broker.retention.settings)
-            cluster.topics.get(name).configs.update(
-                {c["Name"]: c["Value"] for c in t.get("Configs") or [] if c.get("Name") in RETENTION_KEYS
-                 and _is_long(c.get("Value"))})
+            # kept as given (validated above): DescribeConfigs, retention and Produce read them (log_config)
+            cluster.topics.get(name).configs.update(_requested_configs(t))
             assignments = {a["PartitionIndex"]: list(a["BrokerIds"]) for a in t.get("Assignments") or []}
             if assignments:
                 # the first replica of a manual assignment is the preferred, and so the first, leader
@@ -444,22 +450,15 @@ def create_topics(cluster, req: Request) -> dict:
             model_state(cluster)["replication"][tid] = assignments or rf
         if cluster.authorized(req.principal, "TOPIC", name, "DESCRIBE_CONFIGS"):
             res.update(NumPartitions=partitions, ReplicationFactor=rf,
-                       Configs=[{"Name": c["Name"], "Value": c.get("Value"), "ReadOnly": False,
-                                 "ConfigSource": 1, "IsSensitive": False} for c in t.get("Configs") or []])
+                       Configs=log_config.effective_topic_configs(cluster, _requested_configs(t)))
         else:
             res["TopicConfigErrorCode"] = CODE["TOPIC_AUTHORIZATION_FAILED"]
     return shape("CreateTopicsResponse", v, {"ThrottleTimeMs": 0, "Topics": results})
 
 
-RETENTION_KEYS = ("retention.bytes", "retention.ms", "segment.bytes")
-
-
-def _is_long(v) -> bool:
-    try:
-        int(v)
-        return True
-    except (TypeError, ValueError):
-        return False
+def _requested_configs(t: dict) -> dict[str, str | None]:
+    """A CreatableTopic's Configs by name (the request keys them by name: the last one wins)."""
+    return {c["Name"]: c.get("Value") for c in t.get("Configs") or []}
 
 
 # ---- DeleteTopics -----------------------------------------------------------------------------------

@@ -27,11 +27,7 @@ def _fenced_for(version: int, first_with_fenced: int, code: int) -> int:
 
 def _can_write_some_topic(cluster, principal: str) -> bool:
     """authorizeByResourceType(WRITE, TOPIC): some ACL lets the principal write some topic."""
-    acls = cluster.config.acls
-    if acls is None:
-        return True
-    return any(a.allow and a.resource_type == "TOPIC" and a.operation in ("WRITE", "ALL")
-               and a.principal in ("*", principal) for a in acls)
+    return cluster.authorizer.authorize_by_resource_type(principal, "TOPIC", "WRITE")
 
 
 def _not_coordinator(cluster, req: Request, transactional_id) -> bool:
@@ -65,7 +61,9 @@ def init_producer_id(cluster, req: Request) -> dict:
 
     tid = b["TransactionalId"]
     if tid is not None:
-        if not cluster.authorized(req.principal, "TRANSACTIONAL_ID", tid, "WRITE"):
+        # KafkaApis: WRITE on the transactional id, then TWO_PHASE_COMMIT for a 2PC producer (KIP-939)
+        if not cluster.authorized(req.principal, "TRANSACTIONAL_ID", tid, "WRITE") or (
+                b.get("Enable2Pc") and not cluster.authorized(req.principal, "TRANSACTIONAL_ID", tid, "TWO_PHASE_COMMIT")):
             return answer(E["TRANSACTIONAL_ID_AUTHORIZATION_FAILED"])
     elif not (cluster.authorized(req.principal, "CLUSTER", "kafka-cluster", "IDEMPOTENT_WRITE")
               or _can_write_some_topic(cluster, req.principal)):
@@ -249,7 +247,8 @@ ERRORS["WriteTxnMarkers"] = (
 @handles("WriteTxnMarkers")
 def write_txn_markers(cluster, req: Request) -> dict:
     b, v = req.body, req.version
-    allowed = cluster.authorized(req.principal, "CLUSTER", "kafka-cluster", "CLUSTER_ACTION")
+    allowed = (cluster.authorized(req.principal, "CLUSTER", "kafka-cluster", "ALTER")    # KafkaApis: ALTER,
+               or cluster.authorized(req.principal, "CLUSTER", "kafka-cluster", "CLUSTER_ACTION"))   # else this
     markers = []
     for m in b["Markers"]:
         topics = []
