@@ -52,7 +52,7 @@ WHERE = ["local", "standalone", "connect"]
 @pytest.mark.parametrize("where", WHERE)
 def test_batch_read_equals_the_records_produced(where, results, kafka_cluster):  # noqa: F811
     got = results[where]
-    # keys, values, headers, offsets, timestamps (the broker's own, see tests.kafka_checks.produce)
+    # keys, values, headers, offsets, timestamps (the producer's CreateTime, kept as sent)
     assert got["plain"] == kafka_cluster[1]["plain"]
     assert sum(r["headers"] is None for r in got["plain"]) == 8   # no headers: null, as Spark's source gives
 

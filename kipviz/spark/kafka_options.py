@@ -45,16 +45,18 @@ _REFUSED = {"auto.offset.reset": "use startingOffsets", "key.deserializer": "key
 _SUBSCRIBE = ("subscribe", "subscribepattern", "assign")
 
 
-def _error(text: str) -> KipvizError:
+def source_error(text: str) -> KipvizError:
+    """The one error every bad option, offset or broker answer of the source gives."""
     return KipvizError(f"{NAME}: {text}")
 
 
-def _bool(opts: dict, name: str, default: bool) -> bool:
+def bool_option(opts: dict, name: str, default: bool) -> bool:
+    """Option `name` of `opts` (keys lower-cased: Spark's options ignore case), true or false."""
     v = opts.get(name.lower())
     if v is None:
         return default
     if str(v).strip().lower() not in ("true", "false"):
-        raise _error(f"option {name} must be true or false, got {v!r}")
+        raise source_error(f"option {name} must be true or false, got {v!r}")
     return str(v).strip().lower() == "true"
 
 
@@ -65,9 +67,9 @@ def _int(opts: dict, name: str, default: int | None, least: int = 1) -> int | No
     try:
         n = int(str(v).strip())
     except ValueError:
-        raise _error(f"option {name} must be an integer, got {v!r}") from None
+        raise source_error(f"option {name} must be an integer, got {v!r}") from None
     if n < least:
-        raise _error(f"option {name} must be {least} or more, got {n}")
+        raise source_error(f"option {name} must be {least} or more, got {n}")
     return n
 
 
@@ -75,7 +77,7 @@ def _json(text: str, name: str):
     try:
         return json.loads(text)
     except ValueError as e:
-        raise _error(f"option {name} is not JSON ({e}): {text[:80]!r}") from None
+        raise source_error(f"option {name} is not JSON ({e}): {text[:80]!r}") from None
 
 
 def _offsets_spec(text: str | None, name: str, default: str):
@@ -85,14 +87,14 @@ def _offsets_spec(text: str | None, name: str, default: str):
         return text.lower()
     spec = _json(text, name)
     if not isinstance(spec, dict) or not all(isinstance(v, dict) for v in spec.values()):
-        raise _error(f'option {name} must be earliest, latest or {{"topic":{{"0":23}}}}, got {text[:80]!r}')
+        raise source_error(f'option {name} must be earliest, latest or {{"topic":{{"0":23}}}}, got {text[:80]!r}')
     out = {}
     for topic, parts in spec.items():
         for p, off in parts.items():
             try:
                 out[(topic, int(p))] = int(off)
             except (TypeError, ValueError):
-                raise _error(f"option {name}: {topic}[{p}] = {off!r} is not a partition and an offset") from None
+                raise source_error(f"option {name}: {topic}[{p}] = {off!r} is not a partition and an offset") from None
     return out
 
 
@@ -123,49 +125,49 @@ def parse(options, *, streaming: bool) -> Options:
     opts = {str(k).lower(): str(v) for k, v in dict(options).items()}
     conf = {k[6:]: v for k, v in opts.items() if k.startswith("kafka.")}
     if not conf.get("bootstrap.servers"):
-        raise _error("option kafka.bootstrap.servers is required (host:port of the cluster's brokers)")
+        raise source_error("option kafka.bootstrap.servers is required (host:port of the cluster's brokers)")
     for k, why in _REFUSED.items():
         if k in conf:
-            raise _error(f"Kafka option kafka.{k} is not supported: {why}")
+            raise source_error(f"Kafka option kafka.{k} is not supported: {why}")
     given = [k for k in _SUBSCRIBE if opts.get(k)]
     if len(given) != 1:
-        raise _error("give exactly one of the options subscribe, subscribePattern, assign"
+        raise source_error("give exactly one of the options subscribe, subscribePattern, assign"
                      + (f" (got {', '.join(given)})" if given else ""))
     o = Options(conf={**conf, "group.id": conf.get("group.id") or f"{opts.get('groupidprefix', 'spark-kafka-source')}-"
                       f"{uuid.uuid4()}", "enable.auto.commit": False, "enable.partition.eof": True})
     if given[0] == "subscribe":
         o.subscribe = [t.strip() for t in opts["subscribe"].split(",") if t.strip()]
         if not o.subscribe:
-            raise _error("option subscribe names no topic")
+            raise source_error("option subscribe names no topic")
     elif given[0] == "subscribepattern":
         o.pattern = opts["subscribepattern"]
         try:
             re.compile(o.pattern)
         except re.error as e:
-            raise _error(f"option subscribePattern is not a regular expression ({e})") from None
+            raise source_error(f"option subscribePattern is not a regular expression ({e})") from None
     else:
         spec = _json(opts["assign"], "assign")
         if not isinstance(spec, dict) or not all(isinstance(v, list) and all(isinstance(p, int) for p in v)
                                                  for v in spec.values()):
-            raise _error(f'option assign must be JSON like {{"topicA":[0,1]}}, got {opts["assign"][:80]!r}')
+            raise source_error(f'option assign must be JSON like {{"topicA":[0,1]}}, got {opts["assign"][:80]!r}')
         o.assign = sorted((t, p) for t, ps in spec.items() for p in ps)
     o.starting = _offsets_spec(opts.get("startingoffsets"), "startingOffsets", "latest" if streaming else "earliest")
     if not streaming and (o.starting == "latest" or (isinstance(o.starting, dict) and LATEST in o.starting.values())):
-        raise _error("startingOffsets latest (or -1) is not allowed for a batch query, as in Spark")
+        raise source_error("startingOffsets latest (or -1) is not allowed for a batch query, as in Spark")
     if opts.get("endingoffsets") and streaming:
-        raise _error("option endingOffsets is for batch queries only, as in Spark")
+        raise source_error("option endingOffsets is for batch queries only, as in Spark")
     o.ending = _offsets_spec(opts.get("endingoffsets"), "endingOffsets", "latest")
     if o.ending == "earliest" or (isinstance(o.ending, dict) and EARLIEST in o.ending.values()):
-        raise _error("endingOffsets earliest (or -2) is not allowed, as in Spark")
-    o.include_headers = _bool(opts, "includeHeaders", False)
-    o.fail_on_data_loss = _bool(opts, "failOnDataLoss", True)
+        raise source_error("endingOffsets earliest (or -2) is not allowed, as in Spark")
+    o.include_headers = bool_option(opts, "includeHeaders", False)
+    o.fail_on_data_loss = bool_option(opts, "failOnDataLoss", True)
     o.max_offsets = _int(opts, "maxOffsetsPerTrigger", None)
     o.min_partitions = _int(opts, "minPartitions", None)
     o.poll_timeout_ms = _int(opts, "kafkaConsumer.pollTimeoutMs", POLL_TIMEOUT_MS)
     o.metadata_timeout_s = _int(opts, "metadataTimeoutMs", int(METADATA_TIMEOUT_S * 1000)) / 1000
     level = conf.get("isolation.level", "read_uncommitted").lower()
     if level not in ("read_uncommitted", "read_committed"):
-        raise _error(f"kafka.isolation.level must be read_uncommitted or read_committed, got {level!r}")
+        raise source_error(f"kafka.isolation.level must be read_uncommitted or read_committed, got {level!r}")
     o.read_committed = level == "read_committed"
     # Kafka's Java consumer, which Spark's source runs, reads uncommitted by default; librdkafka
     # defaults to read_committed, so the level is always spelled out
@@ -180,7 +182,7 @@ def consumer(conf: dict):
     try:
         return Consumer({"log_level": 3, **conf})
     except (KafkaException, ValueError, TypeError) as e:
-        raise _error(f"the Kafka client refuses the kafka.* options: {_kafka_text(e)}") from None
+        raise source_error(f"the Kafka client refuses the kafka.* options: {_kafka_text(e)}") from None
 
 
 def _kafka_text(e) -> str:
@@ -203,7 +205,7 @@ class Cluster:
         try:
             return self.c.list_topics(topic, timeout=self.timeout_s)
         except KafkaException as e:
-            raise _error(f"no broker of {self.o.bootstrap} answered within {self.timeout_s:g} s "
+            raise source_error(f"no broker of {self.o.bootstrap} answered within {self.timeout_s:g} s "
                          f"(kafka.bootstrap.servers): {_kafka_text(e)}") from None
 
     def partitions(self) -> list[tuple[str, int]]:
@@ -220,14 +222,14 @@ class Cluster:
         for t in topics:
             tm = md.topics.get(t)
             if tm is None or tm.error is not None:
-                raise _error(f"topic {t!r} does not exist on {self.o.bootstrap}"
+                raise source_error(f"topic {t!r} does not exist on {self.o.bootstrap}"
                              + (f" ({tm.error.str()})" if tm is not None and tm.error is not None else ""))
             have[t] = sorted(tm.partitions)
         if self.o.subscribe:
             return [(t, p) for t in topics for p in have[t]]
         missing = [f"{t}-{p}" for t, p in self.o.assign if p not in have[t]]
         if missing:
-            raise _error(f"assign names partitions the cluster does not have: {', '.join(missing)}")
+            raise source_error(f"assign names partitions the cluster does not have: {', '.join(missing)}")
         return list(self.o.assign)
 
     def watermarks(self, tps) -> dict[tuple[str, int], tuple[int, int]]:
@@ -240,10 +242,10 @@ class Cluster:
             try:
                 out[(t, p)] = self.c.get_watermark_offsets(TopicPartition(t, p), timeout=self.timeout_s, cached=False)
             except KafkaException as e:
-                raise _error(f"the offsets of {t}-{p} did not come within {self.timeout_s:g} s: {_kafka_text(e)}") \
+                raise source_error(f"the offsets of {t}-{p} did not come within {self.timeout_s:g} s: {_kafka_text(e)}") \
                     from None
             if out[(t, p)] is None:
-                raise _error(f"the offsets of {t}-{p} did not come within {self.timeout_s:g} s")
+                raise source_error(f"the offsets of {t}-{p} did not come within {self.timeout_s:g} s")
         return out
 
 
@@ -257,14 +259,14 @@ def resolve(spec, tps, marks: dict, name: str, *, fail_on_data_loss: bool = True
         off = {"earliest": low, "latest": high, EARLIEST: low, LATEST: high}.get(want, want)
         if not low <= off <= high:
             if fail_on_data_loss or off > high:
-                raise _error(f"{name}: offset {off} of {tp[0]}-{tp[1]} is out of range: the log holds "
+                raise source_error(f"{name}: offset {off} of {tp[0]}-{tp[1]} is out of range: the log holds "
                              f"[{low}, {high})")
             off = low
         out[tp] = off
     if isinstance(spec, dict):
         unknown = sorted(set(spec) - set(tps))
         if unknown:
-            raise _error(f"{name} names partitions the query does not read: "
+            raise source_error(f"{name} names partitions the query does not read: "
                          f"{', '.join(f'{t}-{p}' for t, p in unknown)}")
     return out
 
@@ -276,7 +278,7 @@ def ranges(start: dict, end: dict, min_partitions: int | None = None) -> list[tu
     for tp, until in sorted(end.items()):
         frm = start[tp]
         if until < frm:
-            raise _error(f"the end offset {until} of {tp[0]}-{tp[1]} is before its start {frm}")
+            raise source_error(f"the end offset {until} of {tp[0]}-{tp[1]} is before its start {frm}")
         if until > frm:
             rs.append((tp[0], tp[1], frm, until))
     if not min_partitions or min_partitions <= len(rs):

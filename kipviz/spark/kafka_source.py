@@ -62,6 +62,10 @@ def read_range(r: KafkaRange, batch_rows: int = BATCH_ROWS):
     """The records of one range as Arrow batches; KipvizError when the range cannot be read (its
     start no longer in the log, no record for pollTimeoutMs, a broker error)."""
     from confluent_kafka import KafkaError, TopicPartition
+    if not isinstance(r, KafkaRange):
+        # no range at all (every partition empty): Spark still runs one task, on InputPartition(None)
+        # (pyspark/sql/worker/plan_data_source_read.py), which reads nothing
+        return
     c = ko.consumer({**r.conf, "auto.offset.reset": "error" if r.fail_on_data_loss else "earliest"})
     where = f"{r.topic}-{r.partition}"
     try:
@@ -72,7 +76,7 @@ def read_range(r: KafkaRange, batch_rows: int = BATCH_ROWS):
             msgs = c.consume(num_messages=min(batch_rows, 10_000), timeout=0.2)
             if not msgs:
                 if (time.monotonic() - waited_since) * 1000 > r.poll_timeout_ms:
-                    raise ko._error(f"{where}: no record for {r.poll_timeout_ms / 1000:g} s at offset {at} "
+                    raise ko.source_error(f"{where}: no record for {r.poll_timeout_ms / 1000:g} s at offset {at} "
                                     f"(reading up to {r.end}); is the broker up? (kafkaConsumer.pollTimeoutMs)")
                 continue
             waited_since = time.monotonic()
@@ -83,10 +87,10 @@ def read_range(r: KafkaRange, batch_rows: int = BATCH_ROWS):
                         at = max(at, m.offset())          # the end of what is readable (the LSO under read_committed)
                         continue
                     if err.code() == KafkaError._AUTO_OFFSET_RESET:
-                        raise ko._error(f"{where}: offset {at} is out of range (no longer or not yet in the "
+                        raise ko.source_error(f"{where}: offset {at} is out of range (no longer or not yet in the "
                                         f"log; failOnDataLoss=false reads from the earliest instead)")
                     if err.fatal() or not err.retriable():
-                        raise ko._error(f"{where}: {err.str()}")
+                        raise ko.source_error(f"{where}: {err.str()}")
                     continue
                 off = m.offset()
                 if off >= r.end:
@@ -223,7 +227,7 @@ class KafkaDataSource(DataSource):
 
     def schema(self):
         opts = {str(k).lower(): v for k, v in self.options.items()}
-        return schemas.KAFKA_DDL if ko._bool(opts, "includeHeaders", False) else _DDL_NO_HEADERS
+        return schemas.KAFKA_DDL if ko.bool_option(opts, "includeHeaders", False) else _DDL_NO_HEADERS
 
     def reader(self, schema):
         return KafkaBatchReader(self.options)
