@@ -92,6 +92,30 @@ def test_a_topic_with_no_records_reads_as_an_empty_frame(spark, kafka_cluster): 
                                                  "timestampType"]
 
 
+# ---- timestamps: the producer's (CreateTime) or the broker's (LogAppendTime) ------------------
+@pytest.mark.spark
+def test_timestamps_and_their_type_as_the_topic_keeps_them(spark, kafka_cluster):  # noqa: F811
+    # Kafka keeps the producer's timestamp in a CreateTime topic and stamps its own append time in
+    # a LogAppendTime one (LogValidator); Spark's type ids: 0 CreateTime, 1 LogAppendTime
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    boot = kafka_cluster[0]
+    admin = AdminClient({"bootstrap.servers": boot, "log_level": 3})
+    for f in admin.create_topics([NewTopic("stamped-ct", 1, 1), NewTopic(
+            "stamped-lat", 1, 1, config={"message.timestamp.type": "LogAppendTime"})]).values():
+        f.result(10)
+    sent = (int(time.time()) - 600) * 1000
+    p = Producer({"bootstrap.servers": boot, "log_level": 3})
+    for topic in ("stamped-ct", "stamped-lat"):
+        p.produce(topic, value=b"x", timestamp=sent)
+    assert p.flush(10) == 0
+    rows = {r.topic: r for r in spark.read.format("kipviz-kafka").option("kafka.bootstrap.servers", boot)
+            .option("subscribe", "stamped-ct,stamped-lat").load()
+            .selectExpr("topic", "unix_millis(timestamp) AS ms", "timestampType").collect()}
+    assert (rows["stamped-ct"].ms, rows["stamped-ct"].timestampType) == (sent, 0)
+    assert rows["stamped-lat"].timestampType == 1 and rows["stamped-lat"].ms > sent + 500_000
+
+
 # ---- read_kafka: the same frames as read_samples ------------------------------------------------
 @pytest.mark.spark
 def test_read_kafka_equals_read_samples_on_the_same_records(spark):  # noqa: F811
