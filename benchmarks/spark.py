@@ -5,6 +5,7 @@ analysis on local[1] and local[2], and a single-process pyarrow/pandas baseline 
     python benchmarks/spark.py --records 1000000     (smaller; the 10M generation time is extrapolated)
     python benchmarks/spark.py --dir DIR             (reuse a sample directory already generated)
     python benchmarks/spark.py --strict              (exit status 1 when a target is missed)
+    python benchmarks/spark.py --kafka               (the kipviz-kafka source: benchmarks/spark_kafka.py)
 
 Generation. `kipviz.sampledata.generate("share_eos", DIR, records=N, seed=5)`: the KIP-1289
 (proposed) share-group read-process-write workload with its seeded fault schedule, written as the
@@ -200,7 +201,16 @@ def main(argv=None) -> int:
                     help="more Spark configuration for each run (repeatable)")
     ap.add_argument("--masters", default="local[1],local[2]", help="comma-separated (default local[1],local[2])")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--kafka", action="store_true", help="benchmark the kipviz-kafka source instead "
+                                                         "(benchmarks/spark_kafka.py)")
+    ap.add_argument("--kafka-records", type=int, default=1_000_000, help="records for --kafka (default 1M)")
+    ap.add_argument("--where", default="local[2],standalone,connect",
+                    help="for --kafka: comma-separated local[N], standalone, connect")
     a = ap.parse_args(argv)
+    if a.kafka:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from spark_kafka import run
+        return run(a.kafka_records, a.where.split(","))
     if a.worker:
         conf = dict(kv.split("=", 1) for kv in a.conf)
         print(json.dumps(spark_worker(a.worker, Path(a.dir), a.driver_memory, a.shuffle_partitions, a.java_options,

@@ -2,7 +2,7 @@
 
     kipviz sample-data --scenario share_eos --records 100000 --seed 1 -o out/share_eos
     kipviz sample-data --all -o sample_data          # the bundled set, byte for byte
-    kipviz analyze out/share_eos [--master URL] [--html report.html]
+    kipviz analyze out/share_eos [--master URL | --remote sc://HOST:PORT] [--html report.html]
     kipviz verify-eos out/share_eos                  # exit 1 if any violation or unreadable input, 0 if none
 
 Bad input (no such directory, not a sample, a manifest field of the wrong type, a file that is not
@@ -100,7 +100,7 @@ def _interrupted(signum, frame):
     raise KeyboardInterrupt
 
 
-def _source(directory: str, master: str | None):
+def _source(directory: str, master: str | None, remote: str | None = None):
     import signal
     import threading
 
@@ -110,10 +110,15 @@ def _source(directory: str, master: str | None):
     check_files(d, manifest)
     from ..spark import read_samples, session
     from ..spark.session import LARGE_ROWS, check_master
-    if master is not None or os.environ.get("KIPVIZ_SPARK_MASTER"):
-        check_master(master if master is not None else os.environ["KIPVIZ_SPARK_MASTER"])
-    # the run's size picks the Spark settings
-    spark = session(master, batch=True, large=topic_records(d) >= LARGE_ROWS, jvm_log=_jvm_log())
+    if remote is not None:
+        from ..spark.connect import check_remote
+        check_remote(remote)
+        spark = session(remote=remote)
+    else:
+        if master is not None or os.environ.get("KIPVIZ_SPARK_MASTER"):
+            check_master(master if master is not None else os.environ["KIPVIZ_SPARK_MASTER"])
+        # the run's size picks the Spark settings
+        spark = session(master, batch=True, large=topic_records(d) >= LARGE_ROWS, jvm_log=_jvm_log())
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _interrupted)
     return read_samples(spark, d)
@@ -124,7 +129,7 @@ def cmd_analyze(args) -> int:
         from .outputs import check_out
         check_out(args.html)
     from ..spark.report import analyze
-    rep = analyze(_source(args.directory, args.master), plot=bool(args.html))
+    rep = analyze(_source(args.directory, args.master, args.remote), plot=bool(args.html))
     print(rep.summary())
     if args.html:
         rep.save(args.html)
@@ -134,7 +139,7 @@ def cmd_analyze(args) -> int:
 
 def cmd_verify_eos(args) -> int:
     from ..spark.eos import verdict_lines, verify_eos
-    res = verify_eos(_source(args.directory, args.master), group=args.group, input_topic=args.input_topic,
+    res = verify_eos(_source(args.directory, args.master, args.remote), group=args.group, input_topic=args.input_topic,
                      output_topic=args.output_topic, allowed_at_least_once=not args.strict)
     # the verdict first ("cannot verify" when inputs did not read: exit 1, never OK), then the
     # offending records; the documented windows are summarised by case unless --all
@@ -157,12 +162,15 @@ def add_spark(sub) -> None:
     an.add_argument("directory", help="a directory written by `kipviz sample-data`")
     an.add_argument("--master", help="Spark master URL (default: KIPVIZ_SPARK_MASTER, Spark's configuration, "
                                      "else local[2])")
+    an.add_argument("--remote", metavar="sc://HOST:PORT", help="a Spark Connect server instead of a master (needs "
+                                                               "the connect extra)")
     an.add_argument("--html", metavar="REPORT", help="also write an HTML report with tables and plots")
     an.set_defaults(func=cmd_analyze)
     ve = sub.add_parser("verify-eos", help="Spark exactly-once verification of a share-group run: prints each "
                                            "violation; exit 1 if there is any, 0 if none")
     ve.add_argument("directory", help="a directory written by `kipviz sample-data`")
     ve.add_argument("--master", help="Spark master URL (as for analyze)")
+    ve.add_argument("--remote", metavar="sc://HOST:PORT", help="a Spark Connect server (as for analyze)")
     ve.add_argument("--group", help="share group (default: the run's manifest)")
     ve.add_argument("--input-topic", help="input topic (default: the run's manifest)")
     ve.add_argument("--output-topic", help="output topic (default: the run's manifest)")

@@ -11,14 +11,15 @@ gives a Source whose topic DataFrames have exactly the columns of Spark's Kafka 
     src.requests, src.events          # the model's requests and events (None for a live cluster)
     src.errors                        # problems met while reading: missing columns, files, ...
 
-A live cluster: Spark needs the Kafka connector, which is not part of PySpark. Add it when the
-session starts, matching your Spark version (Scala 2.13 for Spark 4):
+A live cluster: read_kafka uses Spark's own Kafka connector (format "kafka") when it is on the
+classpath -- it is not part of PySpark; add it when the session starts, matching your Spark version:
 
-    spark-submit --packages org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.0 job.py
-    session(conf={"spark.jars.packages": "org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.0"})
+    spark-submit --packages org.apache.spark:spark-sql-kafka-0-10_2.13:4.3.0 job.py
+    session(conf={"spark.jars.packages": "org.apache.spark:spark-sql-kafka-0-10_2.13:4.3.0"})
 
-read_kafka reads every record between the starting and ending offsets (a batch query, not a
-stream), headers included. A read_committed view of a topic: options={"kafka.isolation.level":
+-- and kipviz's own source otherwise (format "kipviz-kafka", kipviz.spark.kafka_source: a Python
+data source reading with confluent-kafka, the same columns and options). Either way it reads every
+record between the starting and ending offsets (a batch query, not a stream), headers included. A read_committed view of a topic: options={"kafka.isolation.level":
 "read_committed"}. The Kafka source gives no control records and no batch attributes, so
 transaction markers (and with them the exactly-once check's visibility rules) need the batch
 files; the internal-topic decoders and their analyses work the same on both."""
@@ -33,7 +34,7 @@ from ..errors import KipvizError
 from . import schemas, txnview
 
 __all__ = ["Source", "read_samples", "read_kafka", "from_trace", "from_tables", "kafka_frame", "KAFKA_COLUMNS",
-           "topic_records", "load_manifest", "validate_manifest", "check_files", "checked_batches", "conform"]
+           "topic_records", "kafka_format", "load_manifest", "validate_manifest", "check_files", "checked_batches", "conform"]
 
 
 def _ddl_types(ddl: str) -> dict[str, str]:
@@ -416,22 +417,58 @@ def _read_parquet(spark, path: Path, ddl: str):
         have = pq.read_schema(path)
     except (OSError, ValueError):
         have = None
+    # absolute: a Spark Connect server resolves a relative path against its own working directory
+    where = str(path.absolute())
     if want is not None and have is not None and have.remove_metadata().equals(want):
-        return spark.read.schema(ddl).parquet(str(path))
-    return spark.read.parquet(str(path))
+        return spark.read.schema(ddl).parquet(where)
+    return spark.read.parquet(where)
+
+
+# Spark's own Kafka source (spark-sql-kafka-0-10), when it is on the classpath
+KAFKA_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+
+
+def kafka_format(spark) -> str:
+    """"kafka" when Spark's Kafka connector is on the session's classpath, else kipviz's own
+    source ("kipviz-kafka"). A classic session is asked for the class; a Spark Connect session
+    (no JVM here) is asked to plan a Kafka read, which needs no broker."""
+    from .kafka_options import NAME
+    try:
+        jvm = spark._jvm
+    except Exception:                    # noqa: BLE001 - Spark Connect: no JVM on this side
+        jvm = None
+    try:
+        if jvm is not None:
+            jvm.java.lang.Thread.currentThread().getContextClassLoader().loadClass(KAFKA_PROVIDER)
+        else:
+            with _quiet_query_errors():
+                probe = (spark.read.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:9")
+                         .option("subscribe", "kipviz-probe").load())
+                probe.schema                 # noqa: B018 - planning it is the question
+        return "kafka"
+    except Exception:                    # noqa: BLE001 - py4j's or Spark's "class not found"
+        return NAME
 
 
 def read_kafka(spark, bootstrap_servers: str, topics, *, starting_offsets: str = "earliest",
-               ending_offsets: str = "latest", options: dict | None = None, manifest: dict | None = None) -> Source:
-    """Topics of a live cluster through spark.read.format("kafka") (needs spark-sql-kafka; see the
-    module docstring). `manifest` may name the group and topics (and topic ids) like a sample run's."""
+               ending_offsets: str = "latest", options: dict | None = None, manifest: dict | None = None,
+               format: str | None = None, check: bool = True) -> Source:
+    """Topics of a live cluster, read by Spark's Kafka connector when the session has it and by
+    kipviz's own source (kipviz-kafka) otherwise (`format` picks one), with the same columns
+    either way. `manifest` may name the group and topics (and topic ids) like a sample run's.
+    With kipviz's source and check=True, an unreachable cluster, a topic that does not exist or
+    an offset out of range is one KipvizError here, before Spark plans anything."""
+    from . import kafka_options as ko
     topics = [topics] if isinstance(topics, str) else list(topics)
-    reader = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap_servers)
-              .option("subscribe", ",".join(topics)).option("startingOffsets", starting_offsets)
-              .option("endingOffsets", ending_offsets).option("includeHeaders", "true"))
-    for k, v in (options or {}).items():
-        reader = reader.option(k, v)
-    return from_kafka_frame(spark, reader.load(), topics, manifest=manifest, origin=bootstrap_servers)
+    fmt = format or kafka_format(spark)
+    opts = {"kafka.bootstrap.servers": bootstrap_servers, "subscribe": ",".join(topics),
+            "startingOffsets": starting_offsets, "endingOffsets": ending_offsets, "includeHeaders": "true",
+            **(options or {})}
+    if fmt == ko.NAME and check:
+        from .kafka_source import check_batch
+        check_batch(opts)
+    df = spark.read.format(fmt).options(**{k: str(v) for k, v in opts.items()}).load()
+    return from_kafka_frame(spark, df, topics, manifest=manifest, origin=bootstrap_servers)
 
 
 def from_kafka_frame(spark, df, topics=None, *, manifest: dict | None = None, origin: str = "kafka") -> Source:

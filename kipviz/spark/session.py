@@ -75,7 +75,7 @@ LOCAL_DEFAULTS = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": 
 
 __all__ = ["session", "DEFAULTS", "DEFAULT_MASTER", "DEFAULT_DRIVER_MEMORY", "LOG4J2", "JAVA_OPTIONS",
            "BATCH_JAVA_OPTIONS", "LARGE_ROWS", "LARGE_LOCAL_DEFAULTS", "stop", "check_master", "error_line",
-           "CONNECT_TIMEOUT_S"]
+           "CONNECT_TIMEOUT_S", "register"]
 
 
 def _defaults_file() -> dict[str, str]:
@@ -274,6 +274,20 @@ def _jvm_exit_reason() -> str:
     return " ".join(said[at:at + (1 if ":" in said[at] else 2)]) if said else ""
 
 
+# the last line of a Python traceback: "pkg.mod.SomeError: what happened"
+_RAISED = re.compile(r"(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Interrupt)): (.+)")
+
+
+def _raised_in_python(lines: list[str]) -> str | None:
+    """What the Python code behind a Spark error raised (a KipvizError's message as it is,
+    another exception as "Name: message"), from the traceback quoted in its text."""
+    for ln in reversed(lines):
+        m = _RAISED.fullmatch(ln.strip())
+        if m:
+            return m.group(2) if m.group(1) == "KipvizError" else f"{m.group(1)}: {m.group(2)}"
+    return None
+
+
 def error_line(e: BaseException) -> str | None:
     """One line saying what failed in Spark -- the driver JVM, a query, a Python worker, the
     gateway between them -- from an exception PySpark or py4j raised; None for any other
@@ -287,9 +301,12 @@ def error_line(e: BaseException) -> str | None:
         text = repr(e)
     lines = [ln for ln in text.splitlines() if ln.strip()]
     name = type(e).__name__
+    raised = _raised_in_python(lines) if "Traceback (most recent call last)" in text else None
     if name == "PythonException":        # the worker's traceback: its last line says what
         last = next((ln for ln in reversed(lines) if not ln.lstrip().startswith("SQLSTATE")), text)
-        return _one_line(f"in a Spark Python worker: {last.strip()}")
+        return _one_line(f"in a Spark Python worker: {raised or last.strip()}")
+    if raised:                           # a Python data source's planner or reader raised
+        return _one_line(raised)
     if name == "Py4JJavaError":
         return _one_line(_java_error(lines, name))
     if _condition(e) == "JAVA_GATEWAY_EXITED" or "JAVA_GATEWAY_EXITED" in text:
@@ -304,9 +321,9 @@ def _is_local(master: str) -> bool:
     return master == "local" or master.startswith("local[") or master.startswith("local-cluster")
 
 
-def session(master: str | None = None, *, app_name: str = "kipviz", driver_memory: str | None = None,
-            conf: dict | None = None, java_options: str | None = None, batch: bool = False,
-            large: bool = False, jvm_log: int | None = None):
+def session(master: str | None = None, *, remote: str | None = None, app_name: str = "kipviz",
+            driver_memory: str | None = None, conf: dict | None = None, java_options: str | None = None,
+            batch: bool = False, large: bool = False, jvm_log: int | None = None):
     """The SparkSession to run kipviz's analyses on (created once, then reused). java_options:
     the driver JVM's flags instead of JAVA_OPTIONS (when kipviz starts the JVM). batch=True: a
     whole run from the command line (`kipviz analyze` / `verify-eos`), BATCH_JAVA_OPTIONS;
@@ -314,17 +331,31 @@ def session(master: str | None = None, *, app_name: str = "kipviz", driver_memor
     both still only where nothing stronger (1-3 above) says otherwise. jvm_log: a file descriptor
     that gets the JVM's stderr (Spark's log and its Python workers' stderr) instead of ours, for a
     command line whose stderr is its own (kipviz analyze / verify-eos). A master URL Spark does not
-    take, or a spark:// master that does not answer: KipvizError before any JVM starts."""
+    take, or a spark:// master that does not answer: KipvizError before any JVM starts.
+    remote (or KIPVIZ_SPARK_REMOTE): a Spark Connect server, sc://HOST:PORT -- a thin client, no
+    JVM here (kipviz.spark.connect)."""
+    remote = remote or (None if master else os.environ.get("KIPVIZ_SPARK_REMOTE"))
+    if remote:
+        from .connect import remote_session
+        return register(remote_session(remote, app_name=app_name, conf=conf, defaults=DEFAULTS))
     if batch and java_options is None:
         java_options = BATCH_JAVA_OPTIONS
     from pyspark.sql import SparkSession
 
     running = _running(master, conf)
     if running is not None:
-        return running
+        return register(running)
     _start_driver(master, driver_memory, java_options, jvm_log)
     spark = SparkSession.builder.config(conf=_spark_conf(master, app_name, large, conf)).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    return register(spark)
+
+
+def register(spark):
+    """`spark` with kipviz's Kafka source (format "kipviz-kafka", kipviz.spark.kafka_source)
+    registered on it; a session of any kind, Spark Connect's included."""
+    from .kafka_source import KafkaDataSource
+    spark.dataSource.register(KafkaDataSource)
     return spark
 
 

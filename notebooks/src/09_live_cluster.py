@@ -10,10 +10,11 @@
 # 1. start a modelled cluster from a notebook (or `kipviz serve` from a shell) and point any client's `bootstrap.servers` at it;
 # 2. follow a transactional producer and a read_committed consumer request by request, and find the transaction coordinator's state changes;
 # 3. explain where a new share group starts reading, and change it with `share.auto.offset.reset`;
-# 4. record a session and analyse it with the same Spark functions as the sample logs.
+# 4. record a session and analyse it with the same Spark functions as the sample logs;
+# 5. follow a live cluster's coordinators with a Structured Streaming query while clients run.
 #
 # **Prerequisites:** `05_txn_offset_commit_v6`, `06_share_group_eos` (and `07_spark_log_analysis` for section 5).
-# **Time to complete:** about 25 minutes.
+# **Time to complete:** about 35 minutes.
 # **Sources:** [KIP-932](https://cwiki.apache.org/confluence/display/KAFKA/KIP-932%3A+Queues+for+Kafka) (share groups, section 3), [KIP-848](https://cwiki.apache.org/confluence/display/KAFKA/KIP-848%3A+The+Next+Generation+of+the+Consumer+Rebalance+Protocol) (the consumer's `group.protocol=consumer`), [KIP-1319](https://cwiki.apache.org/confluence/display/KAFKA/KIP-1319:+Align+TxnOffsetCommit+API+with+OffsetCommit+API) (the TxnOffsetCommit a
 # transactional producer sends).
 
@@ -248,6 +249,110 @@ exercise('09-2').check(answer, txns=txns)
 logs.unpersist()
 
 # %% [markdown]
+# ## 6. Live: a streaming query while the clients run
+#
+# Section 5 analysed a recording after the fact. Spark can also follow the cluster **while** the
+# clients run: a Structured Streaming query reads `__consumer_offsets`, `__transaction_state`,
+# `__share_group_state` and the output topic through `kipviz-kafka` — kipviz's Kafka source for
+# Spark (`spark.readStream.format("kipviz-kafka")`, the options of Spark's own Kafka source; it needs
+# no JVM connector, confluent-kafka reads each partition's offset range on the executors). Each
+# micro-batch is decoded with the same decoders as section 5 and drawn: commits per second, open
+# transactions, the output topic's **LSO gap** (high watermark minus last stable offset: records an
+# open transaction holds back from read_committed readers), share deliveries per record, and consumer
+# lag per partition.
+#
+# A fresh cluster for this section (internal topics of 3 partitions, so each micro-batch has few
+# offset ranges to read); the query's first micro-batch starts Spark's Python side, which takes a
+# few seconds.
+
+# %%
+import threading
+
+from kipviz.spark.live import LiveMetrics
+
+live_srv = Server(brokers=1, offsets_topic_partitions=3, transaction_topic_partitions=3,
+                  share_state_topic_partitions=3).start()
+LIVE = {"bootstrap.servers": live_srv.bootstrap, "socket.timeout.ms": 10000, "log_level": 3}
+live_admin = AdminClient(LIVE)
+for f in live_admin.create_topics([NewTopic("live-out", 2, 1)], operation_timeout=10).values():
+    f.result(WAIT_S)
+with live_srv.lock:
+    live_srv.cluster.config.share_group_offset_reset["live-share"] = "earliest"
+
+live = LiveMetrics(spark, live_srv.bootstrap, "live-out", trigger_s=1.0).start()
+live.wait_for(1, timeout_s=180, with_records=False)    # the first micro-batch starts Spark's Python side
+live.view()
+
+
+# %% [markdown]
+# Now the real clients, for about twelve seconds in background threads: a transactional producer
+# (every fourth transaction aborted, one now and then left open for a second), a read_committed
+# consumer group committing its position, and a share consumer acknowledging what it gets. Watch
+# the chart above redraw after each micro-batch.
+
+# %%
+RUN_S = 12                      # the clients below run this long, then stop by themselves
+stop_at = time.monotonic() + RUN_S
+
+def producer_loop():
+    """A transactional producer: a transaction of 5 records every 0.3 s, every fourth aborted; one
+    left open for a second now and then (the LSO gap)."""
+    p = Producer({**LIVE, "transactional.id": "live-writer", "transaction.timeout.ms": 30000})
+    p.init_transactions(WAIT_S)
+    n = 0
+    while time.monotonic() < stop_at:
+        p.begin_transaction()
+        for i in range(5):
+            p.produce("live-out", key=b"k%d" % (n * 5 + i), value=b"v%d" % (n * 5 + i))
+        p.flush(WAIT_S)
+        if n % 7 == 3:
+            time.sleep(1.0)     # open, its records written: read_committed readers wait at the LSO
+        (p.abort_transaction if n % 4 == 3 else p.commit_transaction)(WAIT_S)
+        n += 1
+        time.sleep(0.3)
+
+def consumer_loop():
+    """A read_committed consumer group committing what it read every 0.5 s."""
+    c = Consumer({**LIVE, "group.id": "live-readers", "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                  "isolation.level": "read_committed", "enable.auto.commit": False})
+    c.subscribe(["live-out"])
+    while time.monotonic() < stop_at:
+        if c.consume(100, 0.5):
+            c.commit(asynchronous=False)
+    c.close()
+
+def share_loop():
+    """A share consumer acknowledging what it gets (share group live-share, from the earliest)."""
+    sc = ShareConsumer({**LIVE, "group.id": "live-share"})
+    sc.subscribe(["live-out"])
+    while time.monotonic() < stop_at:
+        sc.poll(0.5)
+        sc.commit_sync(WAIT_S)
+    sc.close()
+
+clients = [threading.Thread(target=f, daemon=True) for f in (producer_loop, consumer_loop, share_loop)]
+for t in clients:
+    t.start()
+for t in clients:
+    t.join(RUN_S + 30)
+live.wait_for(3, timeout_s=60)
+time.sleep(3 * live.trigger_s)  # the last commits reach the chart
+print("clients done; micro-batches measured:", len(live.rows))
+
+
+# %% [markdown]
+# Stop the query (it finishes the micro-batch under way), then the cluster. The measurements stay,
+# one row per micro-batch:
+
+# %%
+live.stop()
+del live_admin
+live_srv.stop()
+print("query stopped:", live.error or "cleanly")
+live.frame().tail(8)
+
+
+# %% [markdown]
 # ## Summary
 #
 # * `Server(brokers=N, record=DIR)` (or `kipviz serve --brokers N -v --record DIR`) puts the model
@@ -259,3 +364,5 @@ logs.unpersist()
 #   `share.auto.offset.reset=earliest` makes it read from the start.
 # * A recording has the sample-data layout, so `kipviz analyze DIR` and the Spark analyses read
 #   what real clients did.
+# * A Structured Streaming query (`format("kipviz-kafka")`) follows the coordinators while the clients
+#   run: commits, open transactions and the LSO gap they cause, share deliveries, consumer lag.
