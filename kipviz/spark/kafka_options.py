@@ -120,6 +120,38 @@ class Options:
         return self.conf["bootstrap.servers"]
 
 
+def _subscription(o: Options, opts: dict, kind: str) -> None:
+    """subscribe, subscribePattern or assign, as Spark's Kafka source reads them."""
+    if kind == "subscribe":
+        o.subscribe = [t.strip() for t in opts["subscribe"].split(",") if t.strip()]
+        if not o.subscribe:
+            raise source_error("option subscribe names no topic")
+    elif kind == "subscribepattern":
+        o.pattern = opts["subscribepattern"]
+        try:
+            re.compile(o.pattern)
+        except re.error as e:
+            raise source_error(f"option subscribePattern is not a regular expression ({e})") from None
+    else:
+        spec = _json(opts["assign"], "assign")
+        if not isinstance(spec, dict) or not all(isinstance(v, list) and all(isinstance(p, int) for p in v)
+                                                 for v in spec.values()):
+            raise source_error(f'option assign must be JSON like {{"topicA":[0,1]}}, got {opts["assign"][:80]!r}')
+        o.assign = sorted((t, p) for t, ps in spec.items() for p in ps)
+
+
+def _offset_range(o: Options, opts: dict, streaming: bool) -> None:
+    """startingOffsets and endingOffsets, with the combinations Spark refuses."""
+    o.starting = _offsets_spec(opts.get("startingoffsets"), "startingOffsets", "latest" if streaming else "earliest")
+    if not streaming and (o.starting == "latest" or (isinstance(o.starting, dict) and LATEST in o.starting.values())):
+        raise source_error("startingOffsets latest (or -1) is not allowed for a batch query, as in Spark")
+    if opts.get("endingoffsets") and streaming:
+        raise source_error("option endingOffsets is for batch queries only, as in Spark")
+    o.ending = _offsets_spec(opts.get("endingoffsets"), "endingOffsets", "latest")
+    if o.ending == "earliest" or (isinstance(o.ending, dict) and EARLIEST in o.ending.values()):
+        raise source_error("endingOffsets earliest (or -2) is not allowed, as in Spark")
+
+
 def parse(options, *, streaming: bool) -> Options:
     """Spark's data source options (case-insensitive names) -> Options; KipvizError naming the option."""
     opts = {str(k).lower(): str(v) for k, v in dict(options).items()}
@@ -135,30 +167,8 @@ def parse(options, *, streaming: bool) -> Options:
                      + (f" (got {', '.join(given)})" if given else ""))
     o = Options(conf={**conf, "group.id": conf.get("group.id") or f"{opts.get('groupidprefix', 'spark-kafka-source')}-"
                       f"{uuid.uuid4()}", "enable.auto.commit": False, "enable.partition.eof": True})
-    if given[0] == "subscribe":
-        o.subscribe = [t.strip() for t in opts["subscribe"].split(",") if t.strip()]
-        if not o.subscribe:
-            raise source_error("option subscribe names no topic")
-    elif given[0] == "subscribepattern":
-        o.pattern = opts["subscribepattern"]
-        try:
-            re.compile(o.pattern)
-        except re.error as e:
-            raise source_error(f"option subscribePattern is not a regular expression ({e})") from None
-    else:
-        spec = _json(opts["assign"], "assign")
-        if not isinstance(spec, dict) or not all(isinstance(v, list) and all(isinstance(p, int) for p in v)
-                                                 for v in spec.values()):
-            raise source_error(f'option assign must be JSON like {{"topicA":[0,1]}}, got {opts["assign"][:80]!r}')
-        o.assign = sorted((t, p) for t, ps in spec.items() for p in ps)
-    o.starting = _offsets_spec(opts.get("startingoffsets"), "startingOffsets", "latest" if streaming else "earliest")
-    if not streaming and (o.starting == "latest" or (isinstance(o.starting, dict) and LATEST in o.starting.values())):
-        raise source_error("startingOffsets latest (or -1) is not allowed for a batch query, as in Spark")
-    if opts.get("endingoffsets") and streaming:
-        raise source_error("option endingOffsets is for batch queries only, as in Spark")
-    o.ending = _offsets_spec(opts.get("endingoffsets"), "endingOffsets", "latest")
-    if o.ending == "earliest" or (isinstance(o.ending, dict) and EARLIEST in o.ending.values()):
-        raise source_error("endingOffsets earliest (or -2) is not allowed, as in Spark")
+    _subscription(o, opts, given[0])
+    _offset_range(o, opts, streaming)
     o.include_headers = bool_option(opts, "includeHeaders", False)
     o.fail_on_data_loss = bool_option(opts, "failOnDataLoss", True)
     o.max_offsets = _int(opts, "maxOffsetsPerTrigger", None)

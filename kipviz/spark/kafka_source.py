@@ -58,10 +58,25 @@ def _batch(cols: list[list], headers: bool) -> pa.RecordBatch:
                                       schema=schema)
 
 
+def _after_error(m, where: str, at: int) -> int:
+    """Where reading is after an error message: the end of what is readable at a partition EOF (the
+    LSO under read_committed), the same offset after a retriable error; KipvizError otherwise."""
+    from confluent_kafka import KafkaError
+    err = m.error()
+    if err.code() == KafkaError._PARTITION_EOF:
+        return max(at, m.offset())
+    if err.code() == KafkaError._AUTO_OFFSET_RESET:
+        raise ko.source_error(f"{where}: offset {at} is out of range (no longer or not yet in the "
+                              f"log; failOnDataLoss=false reads from the earliest instead)")
+    if err.fatal() or not err.retriable():
+        raise ko.source_error(f"{where}: {err.str()}")
+    return at
+
+
 def read_range(r: KafkaRange, batch_rows: int = BATCH_ROWS):
     """The records of one range as Arrow batches; KipvizError when the range cannot be read (its
     start no longer in the log, no record for pollTimeoutMs, a broker error)."""
-    from confluent_kafka import KafkaError, TopicPartition
+    from confluent_kafka import TopicPartition
     if not isinstance(r, KafkaRange):
         # no range at all (every partition empty): Spark still runs one task, on InputPartition(None)
         # (pyspark/sql/worker/plan_data_source_read.py), which reads nothing
@@ -81,16 +96,8 @@ def read_range(r: KafkaRange, batch_rows: int = BATCH_ROWS):
                 continue
             waited_since = time.monotonic()
             for m in msgs:
-                err = m.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        at = max(at, m.offset())          # the end of what is readable (the LSO under read_committed)
-                        continue
-                    if err.code() == KafkaError._AUTO_OFFSET_RESET:
-                        raise ko.source_error(f"{where}: offset {at} is out of range (no longer or not yet in the "
-                                        f"log; failOnDataLoss=false reads from the earliest instead)")
-                    if err.fatal() or not err.retriable():
-                        raise ko.source_error(f"{where}: {err.str()}")
+                if m.error() is not None:
+                    at = _after_error(m, where, at)
                     continue
                 off = m.offset()
                 if off >= r.end:

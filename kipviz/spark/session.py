@@ -356,7 +356,18 @@ def register(spark):
     registered on it; a session of any kind, Spark Connect's included."""
     from .kafka_source import KafkaDataSource
     spark.dataSource.register(KafkaDataSource)
+    _whole_values()
     return spark
+
+
+def _whole_values() -> None:
+    """A notebook's `.toPandas()` tables shown with every value whole: pandas cuts a value longer
+    than display.max_colwidth (50) with "...", which hid the lists and states a log table teaches."""
+    try:
+        import pandas as pd
+    except ImportError:
+        return
+    pd.set_option("display.max_colwidth", None)
 
 
 def _running(master: str | None, conf: dict | None):
