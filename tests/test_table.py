@@ -20,12 +20,14 @@ def test_a_table_shows_long_text_whole_and_counts_as_integers():
 
 
 def test_frame_shows_every_cell_whole_where_pandas_cuts_them():
-    assert "..." in pd.DataFrame([{"finding": LONG}])._repr_html_()         # what pandas alone shows
-    df = frame([{"finding": LONG, "n": 1}])
+    before = pd.get_option("display.max_colwidth")     # a Spark session in this process sets None
+    with pd.option_context("display.max_colwidth", 50):
+        assert "..." in pd.DataFrame([{"finding": LONG}])._repr_html_()     # what pandas alone shows
+        df = frame([{"finding": LONG, "n": 1}])
     assert isinstance(df, pd.DataFrame) and isinstance(df, WholeFrame)
-    for shown in (df, df[["finding"]], df.head(1), df.copy()):               # slices and copies too
-        assert LONG in shown._repr_html_() and LONG in repr(shown)
-    assert pd.get_option("display.max_colwidth") == 50                       # no global setting changed
+        for shown in (df, df[["finding"]], df.head(1), df.copy()):           # slices and copies too
+            assert LONG in shown._repr_html_() and LONG in repr(shown)
+    assert pd.get_option("display.max_colwidth") == before                   # frame() changed no global setting
     back = pickle.loads(pickle.dumps(df))
     assert type(back) is WholeFrame and back.equals(df)
 
