@@ -24,7 +24,7 @@ def test_frame_shows_every_cell_whole_where_pandas_cuts_them():
     with pd.option_context("display.max_colwidth", 50):
         assert "..." in pd.DataFrame([{"finding": LONG}])._repr_html_()     # what pandas alone shows
         df = frame([{"finding": LONG, "n": 1}])
-    assert isinstance(df, pd.DataFrame) and isinstance(df, WholeFrame)
+        assert isinstance(df, pd.DataFrame) and isinstance(df, WholeFrame)
         for shown in (df, df[["finding"]], df.head(1), df.copy()):           # slices and copies too
             assert LONG in shown._repr_html_() and LONG in repr(shown)
     assert pd.get_option("display.max_colwidth") == before                   # frame() changed no global setting
