@@ -124,14 +124,16 @@ def _cluster_for(cluster, brokers, seed, users, access: dict, cluster_settings: 
     return Cluster(brokers=brokers or 1, seed=seed, start_ms=int(time.time() * 1000), **settings)
 
 
+_ALWAYS_BOUNDED = ("queued_max_request_bytes", "socket_request_max_bytes")     # the others take None: no bound
+
+
 def _check_bounds(*, speed: float, **bounds) -> None:
     if speed <= 0:
         raise ValueError(f"--speed must be > 0, got {speed}")
     for name, v in bounds.items():
-        if name in ("queued_max_request_bytes", "socket_request_max_bytes") and v < 1:
-            raise ValueError(f"{name} must be >= 1, got {v}")
-        if v is not None and v < 1:
-            raise ValueError(f"{name} must be >= 1 (or None for no bound), got {v}")
+        if (v is not None or name in _ALWAYS_BOUNDED) and v < 1:
+            or_none = "" if name in _ALWAYS_BOUNDED else " (or None for no bound)"
+            raise ValueError(f"{name} must be >= 1{or_none}, got {v}")
 
 
 class Server:
