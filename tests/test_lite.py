@@ -132,6 +132,15 @@ def test_an_output_that_is_a_file_is_one_line(tmp_path, capsys):
     assert err == [f"kipviz: error: -o {target}: exists and is not a folder"]
 
 
+def test_an_output_that_cannot_be_made_is_one_line_before_any_build(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(fetch, "npm_package", lambda *a, **k: pytest.fail("fetched before the output was checked"))
+    target = tmp_path / "a-file" / "site"
+    (tmp_path / "a-file").write_text("x")
+    assert cli.main(["lite", "-o", str(target), "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"kipviz: error: -o {target}: cannot make the folder"), err
+
+
 def test_a_folder_that_is_not_a_site_is_left_alone(tmp_path, capsys):
     (tmp_path / "notes.txt").write_text("mine")
     assert cli.main(["lite", "-o", str(tmp_path), "-q"]) == 2

@@ -158,6 +158,10 @@ def build_site(output, *, sources: Path | None = None, progress=None) -> Site:
         raise LiteBuildError(f"-o {output}: exists and is not a folder")
     if out.exists() and any(out.iterdir()) and not (out / "jupyter-lite.json").exists():
         raise LiteBuildError(f"-o {output}: a folder with other files in it (not a kipviz site); name a new one")
+    try:                 # before minutes of downloads and builds: a folder that cannot be made fails now
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise LiteBuildError(f"-o {output}: cannot make the folder ({e.strerror or e})") from None
     pyodide = fetch.npm_package("pyodide", PYODIDE_VERSION)
     viz = fetch.npm_package("@viz-js/viz", VIZ_VERSION)
     pyodide_lock = json.loads((pyodide / "pyodide-lock.json").read_text())
