@@ -29,6 +29,8 @@ from .respond import error_codes, error_response
 from .tables.topic_id import TABLE as TOPIC_ID
 from .topics import INTERNAL, TopicRegistry
 
+CLIENT_IDS_MAX = 10_000      # connections whose client.id is kept (a live server's are unbounded)
+
 # coordinators live in their own modules and are created on first use
 _COMPONENTS = {"delayed": ("kipviz.broker.delayed", "Delayed"),
                "groups": ("kipviz.broker.groups", "GroupCoordinator"),
@@ -58,6 +60,9 @@ class Cluster:
         self.events: list[ev.Event] = []
         self.events_taken = 0                    # events handed over by take_events (seq numbers go on)
         self.internal_errors: list[str] = []     # model bugs caught in handle(); tests keep this empty
+        # connection -> the client.id its first request header carried, the newest CLIENT_IDS_MAX: a
+        # picture of the newest events names a connection whose first request is long gone
+        self.client_ids: dict[str, str] = {}
         self.cluster_id = to_kafka_str(random_uuid(self.rng))
         self.topics = TopicRegistry(self.rng, cfg.brokers)
         self.down: set[int] = set()             # brokers that are crashed (scenario faults)
@@ -321,6 +326,13 @@ class Cluster:
             self._after()
         return out
 
+    def _name_connection(self, client: str, header: dict) -> None:
+        cid = header.get("ClientId")
+        if cid and client not in self.client_ids:
+            if len(self.client_ids) >= CLIENT_IDS_MAX:
+                del self.client_ids[next(iter(self.client_ids))]
+            self.client_ids[client] = cid
+
     def _dispatch(self, frame, broker, client, principal, listener) -> tuple[str, bytes]:
         try:
             unknown = api_versions.unknown_version(self.config, frame)     # answered in v0, body unread
@@ -332,6 +344,7 @@ class Cluster:
             return "close", b""
         if unknown is not None:
             version, header = unknown
+            self._name_connection(client, header)
             self.emit(ev.RequestReceived, broker=broker, client=client, api="ApiVersions", version=version,
                       correlation_id=header["CorrelationId"], body={}, frame=bytes(frame))
             if broker in self.down:
@@ -339,6 +352,7 @@ class Cluster:
             return "send", self._respond(broker, client, "ApiVersions", 0, header["CorrelationId"],
                                          api_versions.unsupported_body(self.config))
         api, version, cid = req["api"], req["version"], req["correlation_id"]
+        self._name_connection(client, req["header"])
         self.emit(ev.RequestReceived, broker=broker, client=client, api=api, version=version,
                   correlation_id=cid, body=req["body"], frame=bytes(frame))
         served = served_versions(api, self.config)

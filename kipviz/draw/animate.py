@@ -32,7 +32,7 @@ import re
 import shutil
 import subprocess
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,10 +90,12 @@ class Animation:
     key: follow one instance (a transactional id, a group id, "group/member"); None follows all.
     machine: the StateChanged.machine to follow (default: the table's name).
     t0: the run's start, in the events' clock: captions give times from it (a model run's virtual
-    clock starts at 0; a live server's is epoch milliseconds)."""
+    clock starts at 0; a live server's is epoch milliseconds).
+    client_ids: connection -> client.id beyond what the events say (a live Cluster.client_ids)."""
 
     def __init__(self, table: Table | str, events, *, key: str | None = None, machine: str | None = None,
-                 show_proposed: bool = True, title: str | None = None, t0: int = 0):
+                 show_proposed: bool = True, title: str | None = None, t0: int = 0,
+                 client_ids: Mapping[str, str] | None = None):
         if isinstance(table, str):
             found = M.tables()
             if table not in found:
@@ -109,7 +111,7 @@ class Animation:
         self._pic_index: dict[_Pic, int] = {}
         self.t0 = t0
         events = list(getattr(events, "events", events))
-        self._clients = client_names(events)
+        self._clients = client_names(events, client_ids)
         self.frames: list[Frame] = self._frames(events)
         self._base: str | None = None
         self._segments: list[tuple[str | None, str]] | None = None

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import html
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,13 +135,13 @@ class RecordStrip:
 
     def __init__(self, events, *, group: str | None = None, topic: str | None = None,
                  partition: int | None = None, by: str = "request", show_proposed: bool | None = None,
-                 title: str | None = None, t0: int = 0):
+                 title: str | None = None, t0: int = 0, client_ids: Mapping[str, str] | None = None):
         if by not in ("request", "change"):
             raise ValueError(f"by must be 'request' or 'change', not {by!r}")
         self.group, self.topic, self.partition, self.by = group, topic, partition, by
         self.t0 = t0
         events = list(getattr(events, "events", events))
-        self._clients = client_names(events)
+        self._clients = client_names(events, client_ids)
         self.frames: list[dict] = self._frames(events)
         # the frames of a KIP-1289 marker that resolved nothing for records it should have
         self.missed = [f["index"] for f in self.frames if f["marker"]]
@@ -427,12 +428,13 @@ C_PROPOSED_TEXT = "#553c9a"
 
 def record_strip(events, *, group: str | None = None, topic: str | None = None, partition: int | None = None,
                  by: str = "request", show_proposed: bool | None = None, title: str | None = None,
-                 t0: int = 0) -> RecordStrip:
+                 t0: int = 0, client_ids: Mapping[str, str] | None = None) -> RecordStrip:
     """The record strip of the share partitions in `events` (a list, or anything with .events),
     optionally only one share group / topic / partition. t0: the run's start in the events'
-    clock (captions say times from it). See the module docstring."""
+    clock (captions say times from it). client_ids: connection -> client.id beyond what the events
+    say (a live Cluster.client_ids). See the module docstring."""
     return RecordStrip(events, group=group, topic=topic, partition=partition, by=by,
-                       show_proposed=show_proposed, title=title, t0=t0)
+                       show_proposed=show_proposed, title=title, t0=t0, client_ids=client_ids)
 
 
 def share_state_diagrams(**kw):

@@ -47,6 +47,7 @@ import json
 import re
 import struct
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..broker.tables import transaction as _txn_table
@@ -342,12 +343,12 @@ def error_places(body) -> list[tuple[str, int]]:
     return out
 
 
-def member_names(events) -> dict[str, str]:
+def member_names(events, client_ids: Mapping[str, str] | None = None) -> dict[str, str]:
     """member id -> the client lane that uses it (from the heartbeats' answers), so that notes name
     members as the lanes do (consumer-1, not a 22-character id)."""
     names: dict[str, str] = {}
     events = list(events)
-    clients = client_names(events)
+    clients = client_names(events, client_ids)
     for ev in events:
         if isinstance(ev, E.ResponseSent) and ev.api.endswith("Heartbeat") and isinstance(ev.body, dict):
             mid = ev.body.get("MemberId")
@@ -546,10 +547,11 @@ def _error_lines(label: str, ev: E.ResponseSent) -> list[tuple[str, str]]:
     return [(f"{label} · {', '.join(name_of(code) for code in ev.error_codes)}", C_ERROR)]
 
 
-def _build(events, marks: dict | None = None, status_labels: bool = False,
-           internal_arrows: bool = False, on_broker: dict | None = None) -> tuple[list[_Row], list[str], list[str]]:
-    names = member_names(events)
-    b = _Builder(marks or {}, status_labels, internal_arrows, on_broker or {}, client_names(events))
+def _build(events, marks: dict | None = None, status_labels: bool = False, internal_arrows: bool = False,
+           on_broker: dict | None = None, client_ids: Mapping[str, str] | None = None
+           ) -> tuple[list[_Row], list[str], list[str]]:
+    names = member_names(events, client_ids)
+    b = _Builder(marks or {}, status_labels, internal_arrows, on_broker or {}, client_names(events, client_ids))
     for ev in events:
         b.add(ev)
     if names:
@@ -915,9 +917,10 @@ def _title_block(title: str | None, events: list, hidden: int, t0: int | None, w
     return out, y
 
 
-def _lanes_and_rows(events, hidden, marks, status_labels, internal_arrows, on_broker, lanes, fold, fold_groups):
+def _lanes_and_rows(events, hidden, marks, status_labels, internal_arrows, on_broker, lanes, fold, fold_groups,
+                    client_ids):
     """The rows to draw and the client and server lanes, after the lanes' grouping and the folds."""
-    rows, clients, servers = _build(events, marks, status_labels, internal_arrows, on_broker)
+    rows, clients, servers = _build(events, marks, status_labels, internal_arrows, on_broker, client_ids)
     if lanes == "broker":
         rows, servers = _by_broker(rows, servers)
     if fold_groups:
@@ -936,7 +939,8 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
                      width: int = WIDTH, marks: dict | None = None, align: dict | None = None,
                      layout: dict | None = None, status_labels: bool = False,
                      internal_arrows: bool = False, lanes: str = "role", on_broker: dict | None = None,
-                     fold: bool = False, fold_groups: bool = False, t0: int | None = None) -> str:
+                     fold: bool = False, fold_groups: bool = False, t0: int | None = None,
+                     client_ids: Mapping[str, str] | None = None) -> str:
     """SVG text of a scenario's events (a list of events, or anything with an `.events` list,
     such as a Cluster). max_events cuts the picture after that many events and says so.
     fold: set-up and repeated exchanges become one band each (Trace.sequence_svg folds by default).
@@ -944,7 +948,9 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
     joins with the coordinator's records and state changes between them).
     marks / align / layout / status_labels / internal_arrows: see the module docstring.
     t0: times are shown as seconds from t0 (a live cluster's clock is epoch milliseconds: thirteen
-    digits would not fit the time column)."""
+    digits would not fit the time column).
+    client_ids: connection -> client.id beyond what the events' own requests say (a live cluster's
+    Cluster.client_ids: the newest events may not hold a connection's first request)."""
     def when(t) -> str:
         return f"{(t - t0) / 1000:.3f} s" if t0 is not None else f"{t} ms"
 
@@ -954,7 +960,7 @@ def sequence_diagram(events, *, title: str | None = None, max_events: int | None
         hidden = len(events) - max_events
         events = events[:max_events]
     rows, clients, servers = _lanes_and_rows(events, hidden, marks, status_labels, internal_arrows, on_broker,
-                                             lanes, fold, fold_groups)
+                                             lanes, fold, fold_groups, client_ids)
     lines = clients + servers
     n = max(1, len(lines))
     # lanes narrow (their titles wrap) rather than the picture widening past `width`: a wider picture is

@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import threading
 import time
+from collections.abc import Mapping
 
 import ipywidgets as W
 
@@ -70,7 +71,8 @@ def newest_that_fit(wire: list, max_lanes: int) -> tuple[list, int]:
     return kept[::-1], len(wire) - len(kept)
 
 
-def live_diagram(wire: list, *, t0: int | None = None, width: int = LIVE_WIDTH) -> str:
+def live_diagram(wire: list, *, t0: int | None = None, width: int = LIVE_WIDTH,
+                 client_ids: Mapping[str, str] | None = None) -> str:
     """The newest requests as a sequence diagram no wider than `width` (one lane per broker, its
     roles under its name): with more clients and brokers than lanes fit, the older ones' requests
     are left out and the title says how many. Its text (10 px and up, FS_NOTE the smallest) is never
@@ -78,7 +80,7 @@ def live_diagram(wire: list, *, t0: int | None = None, width: int = LIVE_WIDTH) 
     scaled to text under 8 px (issue 25)."""
     shown, hidden = newest_that_fit(wire, lanes_that_fit(width))
     title = "newest requests" + (f" ({hidden} older of other clients or brokers not shown)" if hidden else "")
-    return sequence_diagram(shown, title=title, t0=t0, width=width, lanes="broker")
+    return sequence_diagram(shown, title=title, t0=t0, width=width, lanes="broker", client_ids=client_ids)
 
 
 class LiveView(W.VBox):
@@ -110,14 +112,16 @@ class LiveView(W.VBox):
         if auto:
             self.start()
 
-    def snapshot(self) -> tuple[int, list]:
+    def snapshot(self) -> tuple[int, list, dict]:
+        """(the next event's seq, the newest events, connection -> client.id for every connection the
+        cluster has named: the newest events may not hold a connection's first request)."""
         with self.lock:
             c = self.cluster
-            return c.next_seq, list(c.events[-4 * self.max_events:])
+            return c.next_seq, list(c.events[-4 * self.max_events:]), dict(getattr(c, "client_ids", {}))
 
     def refresh(self) -> bool:
         """Redraw if the cluster has new events; True if it did."""
-        seq, recent = self.snapshot()
+        seq, recent, known = self.snapshot()
         if seq == self._seen:
             return False
         self._seen = seq
@@ -130,10 +134,10 @@ class LiveView(W.VBox):
                              f"t = {(self.cluster.now - self.t0) / 1000:.1f} s from the start" + self._budget())
         try:
             # times in seconds from the run's start; drawn for the tab's ~740 px, not scaled (live_diagram)
-            self.diagram.value = live_diagram(wire, t0=self.t0) if wire else "<i>no requests yet</i>"
+            self.diagram.value = live_diagram(wire, t0=self.t0, client_ids=known) if wire else "<i>no requests yet</i>"
         except Exception as e:  # noqa: BLE001 - a drawing problem is a readable line, never a dead view
             self.diagram.value = f"<i>cannot draw: {html.escape(str(e))}</i>"
-        names = client_names(recent)
+        names = client_names(recent, known)
         body = "".join(_row(e, self.t0, names) for e in reversed(recent[-self.rows:]))
         self.table.value = ("<table><tr><th>seq</th><th>t (ms from the start)</th><th>event</th><th>what</th></tr>"
                             + body + "</table>")
@@ -157,6 +161,7 @@ class LiveView(W.VBox):
         with self.lock:
             seq = self.cluster.next_seq
             window = list(self.cluster.events[-self.players_window:])
+            known = dict(getattr(self.cluster, "client_ids", {}))
         self._players_at = time.monotonic()
         if seq == self._players_seen:
             return False
@@ -166,20 +171,21 @@ class LiveView(W.VBox):
         share = next((e.key for e in reversed(changes) if e.machine in _STRIP_MACHINES), None)
         try:
             if machine is not None:
-                self._follow_machine(machine, window)
+                self._follow_machine(machine, window, known)
             if share is not None:
-                self._follow_strip(parse_key(share)[0], window)
+                self._follow_strip(parse_key(share)[0], window, known)
         except Exception as e:  # noqa: BLE001 - a drawing problem is a readable line, never a dead view
             self.machine_box.children = [W.HTML(f"<i>cannot draw: {html.escape(str(e))}</i>")]
         return True
 
-    def _follow_machine(self, machine: tuple, window: list) -> None:
+    def _follow_machine(self, machine: tuple, window: list, known: dict) -> None:
         from ..draw.animate import Animation
         from ..draw.machines import tables
         table = next((t for t in tables().values() if t.name == machine[0]), None)
         if table is None:
             return
-        anim = Animation(table, window, key=machine[1], title=f"{machine[0]} · {machine[1]} (live)", t0=self.t0)
+        anim = Animation(table, window, key=machine[1], title=f"{machine[0]} · {machine[1]} (live)", t0=self.t0,
+                         client_ids=known)
         if self.machine_player is not None and self.followed.get("machine") == machine:
             self.machine_player.follow(anim)
         else:
@@ -189,9 +195,10 @@ class LiveView(W.VBox):
             self.machine_box.children = [self.machine_player]
         self.followed["machine"] = machine
 
-    def _follow_strip(self, group: str, window: list) -> None:
+    def _follow_strip(self, group: str, window: list, known: dict) -> None:
         from ..draw.record_strip import record_strip
-        strip = record_strip(window, group=group, title=f"share group {group} · records (live)", t0=self.t0)
+        strip = record_strip(window, group=group, title=f"share group {group} · records (live)", t0=self.t0,
+                             client_ids=known)
         if not len(strip):
             return
         if self.strip_player is not None and self.followed.get("strip") == (group,):
