@@ -253,22 +253,29 @@ exercise('07-5').check(answer, faulty=faulty)
 # spark-submit --master yarn my_job.py                   # my_job.py calls ks.session()
 # ```
 #
-# **A live Kafka topic.** Spark's Kafka connector is not part of PySpark; add the package that
-# matches your Spark (Scala 2.13 for Spark 4) when the session starts, then read the internal
-# topics (and your output topic) as a batch:
+# **A live Kafka topic.** `ks.read_kafka(spark, bootstrap, topics)` reads a cluster's topics as a
+# batch, with the same eight columns as the sample files. It uses Spark's Kafka connector when the
+# session has it, and otherwise kipviz's own source, `kipviz-kafka`: PySpark's Python Data Source
+# API, one task per topic partition, each reading with confluent-kafka on an executor — no JVM
+# package to fetch. (To use Spark's connector instead, add the package that matches your Spark,
+# `spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:<your Spark version>`.)
 #
 # ```python
-# spark = ks.session(conf={"spark.jars.packages": "org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.0"})
 # src = ks.read_kafka(spark, "broker:9092", ["__consumer_offsets", "__transaction_state", "__share_group_state"])
 # logs = ks.decode_all(src)                              # every analysis above, unchanged
 # ```
 #
-# The Kafka source gives a DataFrame with the same eight columns as the sample files, so the
-# decoders and the analyses cannot tell the difference. Below, one such DataFrame — all topics of
-# the kip1319 run in one frame, as a `subscribe` of several topics returns — goes through
-# `from_kafka_frame`, the function `read_kafka` uses, and gives the same transactions as the files.
-# (A live cluster has no model events or request log: the TX_PENDING, KIP-1319 and exactly-once
-# analyses need those and return empty frames or say so.)
+# The decoders and the analyses cannot tell a live frame from a sample file. Below, one such
+# DataFrame — all topics of the kip1319 run in one frame, as a `subscribe` of several topics
+# returns — goes through `from_kafka_frame`, the function `read_kafka` uses, and gives the same
+# transactions as the files. (A live cluster has no model events or request log: the TX_PENDING,
+# KIP-1319 and exactly-once analyses need those and return empty frames or say so.)
+#
+# **Live, in a notebook:** `09_live_cluster` starts a `kipviz serve` cluster in its kernel, runs
+# real clients against it, analyses what they did with these functions (its section 5) and
+# follows the cluster with this source as a Structured Streaming query while they run (section 6).
+# It is not repeated here: the source's Python workers beside this notebook's analyses would take
+# the kernel past Binder's 1.5 GB (measured: 1.60 GB at its peak).
 
 # %%
 m = k1319.source.manifest
@@ -295,5 +302,5 @@ for frame in (logs, kip516, share, k1319, live, broken):   # free the cached fra
 # * `verify_eos` finds every input acknowledged more or less than once and every output without its
 #   acknowledgement (or the reverse), and names the offending records.
 # * The same code runs on `local[2]`, a cluster (`KIPVIZ_SPARK_MASTER`, `spark-submit`) or a live
-#   topic (`read_kafka` + `spark-sql-kafka`); from the shell: `kipviz analyze DIR`,
-#   `kipviz verify-eos DIR`.
+#   cluster's topics (`read_kafka`: Spark's Kafka connector when the session has it, kipviz's own
+#   `kipviz-kafka` source otherwise); from the shell: `kipviz analyze DIR`, `kipviz verify-eos DIR`.
