@@ -265,7 +265,14 @@ class Cluster:
         too: the new leader builds each from __share_group_state (SharePartition.maybeInitialize
         reads the persister, core/src/main/java/kafka/server/share/SharePartition.java), so what was
         only in the old leader's memory -- acquisitions, KIP-1289's TX_PENDING -- is gone."""
+        from .handlers.metadata import pin_replicas, replicas_of
         log = self.topics.partition(topic, partition)
+        t = self.topics.get(topic)
+        if to_broker in replicas_of(self, t, log):
+            # a move to one of its replicas: the replica list (and its preferred replica) stays, as
+            # KRaft's PartitionChangeRecord changes the leader only; a move elsewhere is the kit's
+            # shortcut for a reassignment, and the list follows the leader as before
+            pin_replicas(self, t)
         old = log.leader
         log.leader, log.leader_epoch = to_broker, log.leader_epoch + 1
         self.note(f"{topic}-{partition} leader {old} -> {to_broker} (epoch {log.leader_epoch})", topic=topic,
