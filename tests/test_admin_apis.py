@@ -26,7 +26,7 @@ def test_api_versions_lists_exactly_the_handled_apis_per_release():
         c = Cluster(release=release)
         keys = c.call("ApiVersions", 3, {"ClientSoftwareName": "t", "ClientSoftwareVersion": "1"})["ApiKeys"]
         listed = {registry.by_api_key(k["ApiKey"], "request").api for k in keys}
-        assert listed <= set(HANDLERS) and "ElectLeaders" not in listed
+        assert listed <= set(HANDLERS) and "LeaderAndIsr" not in listed
         for api in ("AlterConfigs", "IncrementalAlterConfigs", "CreatePartitions", "DeleteRecords", "OffsetDelete",
                     "DescribeCluster", "DescribeProducers", "ListTransactions", "DescribeTransactions",
                     "CreateAcls", "DescribeAcls", "DeleteAcls", "SaslHandshake", "SaslAuthenticate",
@@ -38,6 +38,7 @@ def test_api_versions_lists_exactly_the_handled_apis_per_release():
         assert got["ListTransactions"] == ((0, 1) if release == "4.0" else (0, 2))
         assert got["DescribeLogDirs"] == ((1, 5) if release in ("4.3", "4.4") else (1, 4))
         assert got["CreateAcls"] == (1, 3)
+        assert got["ElectLeaders"] == (0, 2)
         for api, (lo, hi) in got.items():       # every listed version is answered, not UNSUPPORTED_VERSION
             assert api in HANDLERS and lo <= hi
 

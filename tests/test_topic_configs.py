@@ -177,6 +177,32 @@ def test_broker_configs_dynamic_defaults_per_broker_values_and_read_only_setting
     assert (t1["retention.ms"]["Value"], t1["retention.ms"]["ConfigSource"]) == ("3000", 2)
 
 
+def test_a_broker_entry_is_read_only_exactly_when_its_own_name_is_not_dynamic():
+    """ConfigHelper.createBrokerConfigEntry: readOnly = !DynamicBrokerConfig.AllDynamicConfigs.contains(name),
+    for every broker setting the kit describes; alterable exactly when not read-only."""
+    c = Cluster(brokers=1)
+    _, entries = describe(c, BROKER, "0")
+    assert set(entries) == set(lc.BROKER_CONFIGS)
+    for name, e in entries.items():
+        assert e["ReadOnly"] is (name not in lc.ALL_DYNAMIC_CONFIGS), name
+    # DynamicLogConfig: a topic setting's first broker synonym only (log.retention.hours is not)
+    assert not entries["log.retention.ms"]["ReadOnly"] and entries["log.retention.hours"]["ReadOnly"]
+    # DynamicProducerStateManagerConfig: dynamic, and the model's producer expiry follows the altered value
+    assert not entries["producer.id.expiration.ms"]["ReadOnly"]
+    from kipviz.broker.handlers.data import expire_producers
+    from kipviz.broker.handlers.metadata import model_state
+    create(c, "t")
+    model_state(c)["producers"][(c.topics.get("t").topic_id, 0, 7)] = {"t": -5000, "batches": []}   # idle 5 s
+    assert expire_producers(c) == 0                                       # the default: a day
+    assert incremental(c, BROKER, "0", [("producer.id.expiration.ms", 0, "1000")])["ErrorCode"] == 0
+    assert expire_producers(c) == 1
+    # Kafka 4.0 took advertised.listeners out of DynamicListenerConfig.ReconfigurableConfigs (KAFKA-18405,
+    # apache/kafka#18508): read-only on a 4.x broker, and refused by AlterConfigs
+    assert entries["advertised.listeners"]["ReadOnly"] and entries["broker.id"]["ReadOnly"]
+    fixed = incremental(c, BROKER, "0", [("advertised.listeners", 0, "PLAINTEXT://h:1")])
+    assert fixed["ErrorMessage"] == "Cannot update these configs dynamically: Set(advertised.listeners)"
+
+
 # ---- the settings act ------------------------------------------------------------------------------
 def produce(c, topic, values, *, acks=-1, compression="none", version=11):
     batch = write_batch([(b"k", v) for v in values], compression=compression, base_timestamp=123)

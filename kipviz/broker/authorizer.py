@@ -13,8 +13,9 @@
 
 Sans-IO: names are strings ("TOPIC", "READ", ...), the wire codes are the tables below
 (AclOperation.java, AclPermissionType.java, ResourceType.java, PatternType.java). The client host
-is known only where the edge passes it; an ACL for a particular host then matches that host (or
-its CIDR range) and never an unknown one."""
+is known only where the edge passes it (kipviz serve: the connection's peer address, as
+RequestContext.clientAddress; Cluster.dispatch(host=...)); an ACL for a particular host then
+matches that host (or its CIDR range) and never an unknown one."""
 from __future__ import annotations
 
 import ipaddress

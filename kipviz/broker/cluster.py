@@ -66,6 +66,9 @@ class Cluster:
         self.cluster_id = to_kafka_str(random_uuid(self.rng))
         self.topics = TopicRegistry(self.rng, cfg.brokers)
         self.down: set[int] = set()             # brokers that are crashed (scenario faults)
+        # the client address of the request being handled (dispatch's host): what authorized()
+        # matches ACL hosts against when a handler does not name one
+        self.request_host: str | None = None
         self.authorizer = Authorizer(cfg.acls, cfg.super_users, cfg.allow_everyone_if_no_acl_found)
         load_all()
         for name, n in zip(INTERNAL, (cfg.offsets_topic_partitions, cfg.transaction_topic_partitions,
@@ -265,7 +268,14 @@ class Cluster:
         too: the new leader builds each from __share_group_state (SharePartition.maybeInitialize
         reads the persister, core/src/main/java/kafka/server/share/SharePartition.java), so what was
         only in the old leader's memory -- acquisitions, KIP-1289's TX_PENDING -- is gone."""
+        from .handlers.metadata import pin_replicas, replicas_of
         log = self.topics.partition(topic, partition)
+        t = self.topics.get(topic)
+        if to_broker in replicas_of(self, t, log):
+            # a move to one of its replicas: the replica list (and its preferred replica) stays, as
+            # KRaft's PartitionChangeRecord changes the leader only; a move elsewhere is the kit's
+            # shortcut for a reassignment, and the list follows the leader as before
+            pin_replicas(self, t)
         old = log.leader
         log.leader, log.leader_epoch = to_broker, log.leader_epoch + 1
         self.note(f"{topic}-{partition} leader {old} -> {to_broker} (epoch {log.leader_epoch})", topic=topic,
@@ -280,8 +290,11 @@ class Cluster:
                    host: str | None = None) -> bool:
         """May `principal` do `operation` on the resource? The authorizer's answer
         (kipviz.broker.authorizer: StandardAuthorizer's rules); every handler asks it what
-        KafkaApis asks (core/src/main/scala/kafka/server/KafkaApis.scala)."""
-        return self.authorizer.authorize(principal, resource_type, name, operation, host)
+        KafkaApis asks (core/src/main/scala/kafka/server/KafkaApis.scala). `host` defaults to the
+        address of the client whose request is being handled (dispatch's host), as Kafka's
+        AuthorizableRequestContext carries the request's clientAddress to every authorize call."""
+        return self.authorizer.authorize(principal, resource_type, name, operation,
+                                         self.request_host if host is None else host)
 
     def coordinator_partition(self, key_type: int, key: str) -> tuple[str, int]:
         """(internal topic, partition) owning a group (0) or transactional id (1)."""
@@ -306,23 +319,29 @@ class Cluster:
 
     # ---- the front door ------------------------------------------------------------------------
     def handle(self, frame: bytes, *, broker: int = 0, client: str = "client-1",
-               principal: str = "User:ANONYMOUS", listener: str = "PLAINTEXT") -> bytes:
+               principal: str = "User:ANONYMOUS", listener: str = "PLAINTEXT", host: str | None = None) -> bytes:
         """One request frame in, its response frame out; b"" when nothing is sent now (acks=0, a
         held request, or Kafka would close the connection: `dispatch` tells these apart)."""
-        return self.dispatch(frame, broker=broker, client=client, principal=principal, listener=listener)[1]
+        return self.dispatch(frame, broker=broker, client=client, principal=principal, listener=listener,
+                             host=host)[1]
 
     def dispatch(self, frame: bytes, *, broker: int = 0, client: str = "client-1",
-                 principal: str = "User:ANONYMOUS", listener: str = "PLAINTEXT") -> tuple[str, bytes]:
+                 principal: str = "User:ANONYMOUS", listener: str = "PLAINTEXT",
+                 host: str | None = None) -> tuple[str, bytes]:
         """Like handle, with what the connection does: ("send", frame), ("none", b"") for a request
         Kafka never answers (acks=0), ("held", b"") for a request answered later (take_completed),
         ("close", b"") where Kafka closes the connection. `listener`: the listener the connection
-        came in on (brokers are advertised at their endpoints on it). A frame that is not bytes is
-        the caller's mistake, not the model's: TypeError."""
+        came in on (brokers are advertised at their endpoints on it). `host`: the client's address
+        (the connection's peer IP, as RequestContext.clientAddress), which ACL hosts are matched
+        against; None (scenarios) matches only "*" hosts. A frame that is not bytes is the caller's
+        mistake, not the model's: TypeError."""
         if not isinstance(frame, (bytes, bytearray, memoryview)):
             raise TypeError(f"Cluster.handle takes a request frame as bytes, not {type(frame).__name__}")
+        outer, self.request_host = self.request_host, host
         try:
-            out = self._dispatch(frame, broker, client, principal, listener)
+            out = self._dispatch(frame, broker, client, principal, listener, host)
         finally:
+            self.request_host = outer
             self._after()
         return out
 
@@ -333,7 +352,7 @@ class Cluster:
                 del self.client_ids[next(iter(self.client_ids))]
             self.client_ids[client] = cid
 
-    def _dispatch(self, frame, broker, client, principal, listener) -> tuple[str, bytes]:
+    def _dispatch(self, frame, broker, client, principal, listener, host) -> tuple[str, bytes]:
         try:
             unknown = api_versions.unknown_version(self.config, frame)     # answered in v0, body unread
             req = None if unknown is not None else codec.decode_request(frame, trailing_ok=True)  # FACTS (i)
@@ -363,7 +382,7 @@ class Cluster:
                 return "send", self._respond(broker, client, api, version, cid,
                                              error_response(api, version, req["body"], CODE["UNSUPPORTED_VERSION"]))
             return "close", self._unserved(api, version, served, broker, client, cid)
-        request = Request(api, version, cid, req["header"], req["body"], broker, client, principal, listener)
+        request = Request(api, version, cid, req["header"], req["body"], broker, client, principal, listener, host)
         try:
             body = HANDLERS[api](self, request)
         except Exception as e:  # noqa: BLE001 - a model bug becomes UNKNOWN_SERVER_ERROR, and is recorded
@@ -387,7 +406,7 @@ class Cluster:
                              request.correlation_id, body)
 
     def call(self, api: str, version: int, body: dict, *, broker: int | None = None, client: str = "client-1",
-             principal: str = "User:ANONYMOUS") -> dict | None:
+             principal: str = "User:ANONYMOUS", host: str | None = None) -> dict | None:
         """Encode a request, hand it to handle(), decode the answer: the response body, or None
         when there is none yet (a held JoinGroup/SyncGroup) or the connection was closed.
         broker=None sends coordinator APIs to the right coordinator, like a client after
@@ -396,7 +415,7 @@ class Cluster:
         if broker is None:
             broker = self._route(api, body)
         frame = codec.encode_request(api, version, body, correlation_id=self._cid, client_id=client)
-        out = self.handle(frame, broker=broker, client=client, principal=principal)
+        out = self.handle(frame, broker=broker, client=client, principal=principal, host=host)
         if not out:
             return None
         return codec.decode_response(out, api, version)["body"]

@@ -49,7 +49,7 @@ class Key:
     synonyms: tuple[str, ...] = ()  # broker settings behind a topic setting (ServerTopicConfigSynonyms)
     doc: str = ""
     internal: bool = False         # defineInternal: valid, never described
-    dynamic: bool = False          # broker setting: in DynamicBrokerConfig.ALL_DYNAMIC_CONFIGS
+    dynamic: bool = False          # broker setting: in ALL_DYNAMIC_CONFIGS (DescribeConfigs ReadOnly: not this)
 
     @property
     def config_type(self) -> int:
@@ -413,8 +413,8 @@ def effective_topic_configs(cluster, configs: dict) -> list[dict]:
 
 
 # ---- broker settings the model describes ----------------------------------------------------------
-def _b(name, type_, doc, dynamic=False) -> Key:
-    return Key(name, type_, BROKER_DEFAULTS.get(name), (), (name,), doc, dynamic=dynamic)
+def _b(name, type_, doc) -> Key:
+    return Key(name, type_, BROKER_DEFAULTS.get(name), (), (name,), doc)
 
 
 # A broker lists every KafkaConfig setting (a few hundred); the model lists the ones it plays, plus
@@ -458,7 +458,7 @@ BROKER_DEFAULTS.update({"auto.create.topics.enable": "true", "num.partitions": "
                         "group.share.partition.max.record.locks": "200", "offset.metadata.max.bytes": "4096",
                         "log.retention.check.interval.ms": "300000", "allow.everyone.if.no.acl.found": "false",
                         "broker.id": "-1", "node.id": "-1"})
-BROKER_CONFIGS = {n: Key(n, k.type, BROKER_DEFAULTS.get(n), (), k.synonyms, k.doc, dynamic=False)
+BROKER_CONFIGS = {n: Key(n, k.type, BROKER_DEFAULTS.get(n), (), k.synonyms, k.doc)
                   for n, k in BROKER_CONFIGS.items()}
 for _key in TOPIC_CONFIGS.values():
     if _key.synonyms and not _key.internal:
@@ -466,13 +466,32 @@ for _key in TOPIC_CONFIGS.values():
         # brokerConfigSynonyms: the retention, roll and flush groups; every other setting is its own
         _group = _key.synonyms if _n in ("log.retention.ms", "log.roll.ms", "log.roll.jitter.ms",
                                          "log.flush.interval.ms") else (_n,)
-        BROKER_CONFIGS[_n] = Key(_n, _key.type, BROKER_DEFAULTS.get(_n), _key.check, _group, _key.doc, dynamic=True)
+        BROKER_CONFIGS[_n] = Key(_n, _key.type, BROKER_DEFAULTS.get(_n), _key.check, _group, _key.doc)
 for _n in ("log.retention.minutes", "log.retention.hours"):
     BROKER_CONFIGS[_n] = Key(_n, "INT", BROKER_DEFAULTS.get(_n), (), ("log.retention.ms", "log.retention.minutes",
                                                                       "log.retention.hours"), BROKER_CONFIGS[_n].doc)
 BROKER_CONFIGS["log.roll.hours"] = Key("log.roll.hours", "INT", "168", (), ("log.roll.ms", "log.roll.hours"),
                                        BROKER_CONFIGS["log.roll.hours"].doc)
 del _key, _n, _group
+
+# DynamicBrokerConfig.AllDynamicConfigs (core/src/main/scala/kafka/server/DynamicBrokerConfig.scala), the
+# part of it among the settings the kit describes. A broker entry is ReadOnly exactly when its own name
+# is not in it (ConfigHelper.createBrokerConfigEntry: readOnly = !AllDynamicConfigs.contains(name); a
+# synonym does not count, so log.retention.hours is read-only while log.retention.ms is not), and only
+# these may be altered (DynamicBrokerConfig.validateConfigs: "Cannot update these configs dynamically").
+#   DynamicLogConfig.ReconfigurableConfigs: ServerTopicConfigSynonyms.TOPIC_CONFIG_SYNONYMS' values, each
+#     topic setting's first broker synonym;
+#   DynamicProducerStateManagerConfig: producer.id.expiration.ms, transaction.partition.verification.enable.
+# Not in it (read-only), among the described: broker.id, node.id, process.roles, the coordinators'
+# settings (GroupCoordinatorConfig.RECONFIGURABLE_CONFIGS names none of them), the authorizer's, and
+# advertised.listeners: DynamicListenerConfig.ReconfigurableConfigs lost it in Kafka 4.0 (KAFKA-18405,
+# apache/kafka#18508: KRaft cannot re-register a broker's endpoints at runtime), so 4.x brokers answer
+# it ReadOnly=true (Update Mode read-only in the 4.x broker config docs).
+DYNAMIC_PRODUCER_STATE = frozenset({"producer.id.expiration.ms", "transaction.partition.verification.enable"})
+ALL_DYNAMIC_CONFIGS = frozenset(
+    {k.synonyms[0] for k in TOPIC_CONFIGS.values() if k.synonyms and not k.internal} | DYNAMIC_PRODUCER_STATE)
+BROKER_CONFIGS = {n: Key(k.name, k.type, k.default, k.check, k.synonyms, k.doc, k.internal,
+                         dynamic=n in ALL_DYNAMIC_CONFIGS) for n, k in BROKER_CONFIGS.items()}
 
 
 def broker_entry(cluster, name: str, broker: int | None) -> tuple[str | None, int, list]:

@@ -200,12 +200,14 @@ class Authenticator:
     """One connection's SASL server (see the module text). `mechanisms`: sasl.enabled.mechanisms."""
 
     def __init__(self, cluster, users: Users, *, broker: int = 0, client: str = "client-1",
-                 mechanisms=MECHANISMS, seed: int | None = None, listener: str = "SASL_PLAINTEXT"):
+                 mechanisms=MECHANISMS, seed: int | None = None, listener: str = "SASL_PLAINTEXT",
+                 host: str | None = None):
         unknown = [m for m in mechanisms if m not in MECHANISMS]
         if unknown or not mechanisms:
             raise ValueError(f"SASL mechanisms must be some of {', '.join(MECHANISMS)}, not {list(mechanisms)}")
         self.cluster, self.users, self.broker, self.client = cluster, users, broker, client
         self.listener = listener           # the listener name Cluster.dispatch is told
+        self.host = host                   # the client's address Cluster.dispatch is told (ACL hosts)
         self.mechanisms = list(mechanisms)
         self.machine = Machine(st.TABLE, client, cluster.transition)
         self.principal: str | None = None
@@ -233,7 +235,7 @@ class Authenticator:
     def handle(self, frame: bytes) -> tuple[str, bytes]:
         if self.state == st.COMPLETE:
             return self.cluster.dispatch(frame, broker=self.broker, client=self.client, principal=self.principal,
-                                         listener=self.listener)
+                                         listener=self.listener, host=self.host)
         if self.state == st.FAILED:
             return "close", b""
         if self._raw:
@@ -246,7 +248,8 @@ class Authenticator:
                               "with the wrong security protocol, it does not support KIP-43 or it is not a kafka "
                               "client.", b"")
         if api == "ApiVersions" and self.state == st.INITIAL:
-            kind, out = self.cluster.dispatch(frame, broker=self.broker, client=self.client, listener=self.listener)
+            kind, out = self.cluster.dispatch(frame, broker=self.broker, client=self.client, listener=self.listener,
+                                              host=self.host)
             # an ApiVersions that failed (unsupported version, invalid fields) leaves the state as it is
             if kind == "send" and _error_code(out) == 0:
                 self.machine.fire("api-versions")

@@ -53,11 +53,12 @@ class _Direct:
     close_delay_s = 0.0
     max_receive = None                    # socket.request.max.bytes only
 
-    def __init__(self, cluster, broker: int, client: str):
-        self.cluster, self.broker, self.client = cluster, broker, client
+    def __init__(self, cluster, broker: int, client: str, host: str | None = None):
+        self.cluster, self.broker, self.client, self.host = cluster, broker, client, host
 
     def handle(self, frame: bytes) -> tuple[str, bytes]:
-        return self.cluster.dispatch(frame, broker=self.broker, client=self.client, listener=PLAINTEXT)
+        return self.cluster.dispatch(frame, broker=self.broker, client=self.client, listener=PLAINTEXT,
+                                     host=self.host)
 
 
 class _Sasl(Authenticator):
@@ -79,11 +80,12 @@ class Listener:
     mechanisms: tuple[str, ...] = MECHANISMS
     addresses: list[tuple[str, int]] = field(default_factory=list)    # bound, per broker id
 
-    def session(self, cluster, broker: int, client: str):
+    def session(self, cluster, broker: int, client: str, host: str | None = None):
+        """The connection's object; `host`: the peer's address (ACL hosts are matched against it)."""
         if self.users is None:
-            return _Direct(cluster, broker, client)
+            return _Direct(cluster, broker, client, host)
         return _Sasl(cluster, self.users, broker=broker, client=client, mechanisms=self.mechanisms,
-                     listener=self.name)
+                     listener=self.name, host=host)
 
     def port_of(self, broker: int) -> int:
         return 0 if self.port == 0 else self.port + broker

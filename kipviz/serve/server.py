@@ -500,7 +500,9 @@ class _Connection(asyncio.Protocol):
         self.active = srv._loop.time()
         srv._conns[(self.client, self.broker)] = self
         with srv.lock:
-            self.session = self.listener.session(srv.cluster, self.broker, self.client)
+            # the peer's IP address: RequestContext.clientAddress, which ACL hosts are matched against
+            self.session = self.listener.session(srv.cluster, self.broker, self.client,
+                                                 host=peer[0] if peer[0] != "?" else None)
         srv.connections += 1
         srv.open_connections += 1
         srv._say(f"broker {self.broker}: connection from {self.client}")

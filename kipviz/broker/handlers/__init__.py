@@ -30,6 +30,9 @@ class Request:
     # the listener the connection came in on (RequestContext.listenerName): brokers are told at
     # their endpoint on the same listener
     listener: str = "PLAINTEXT"
+    # the client's address (RequestContext.clientAddress, its getHostAddress()): what an ACL's host
+    # is matched against; None where no edge gave one (scenarios), and then only "*" ACLs match
+    host: str | None = None
 
 
 def handles(*apis: str):

@@ -21,8 +21,8 @@
 Replication is not simulated (kipviz.broker.handlers.metadata): a broker holds the replicas
 replicas_of() lists; every replica is in sync (OffsetLag 0) and DeleteRecords needs no follower to
 catch up. Where the kit keeps an open transaction's records whole (kipviz.broker.retention), the
-low watermark stops at the last stable offset. ElectLeaders is not served: the model's replica lists
-start with the current leader (replicas_of), so it has no preferred replica that could differ."""
+low watermark stops at the last stable offset. ElectLeaders is served by kipviz.broker.handlers.elect_leaders
+(a leader moved to another replica keeps the replica list, so its preferred replica can differ)."""
 from __future__ import annotations
 
 from ...schema.error_codes import CODE
@@ -104,7 +104,10 @@ def grow_topic(cluster, topic, count: int, assignments: list | None) -> None:
         leader = assignments[i]["BrokerIds"][0] if assignments is not None else p % n
         topic.partitions.append(cluster.topics.new_log(topic.name, p, topic.topic_id, leader))
         if isinstance(current, dict):
-            current[p] = list(assignments[i]["BrokerIds"]) if assignments is not None else [leader]
+            # without an assignment, the topic's replication factor (that of partition 0's list)
+            rf = len(current.get(0) or [leader])
+            current[p] = (list(assignments[i]["BrokerIds"]) if assignments is not None
+                          else [(leader + k) % n for k in range(rf)])
 
 
 ERRORS["CreatePartitions"] = (

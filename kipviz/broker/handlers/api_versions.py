@@ -19,7 +19,8 @@ _ADVERTISED: dict = {}      # what the served versions depend on -> the ApiKeys 
 def advertised(config) -> list[dict]:
     """The APIs and versions the broker serves: the configured release's (from the kit's labels),
     for the APIs the model has a handler for -- exactly what it answers (a defined RPC the model
-    does not serve, such as ElectLeaders, is not listed, as a broker lists only what it handles)."""
+    does not serve, such as LeaderAndIsr in a KRaft release, is not listed, as a broker lists only
+    what it handles)."""
     key = (config.release, tuple(sorted(config.api_versions.items())), config.proposals())
     rows_ = _ADVERTISED.get(key)
     if rows_ is None:

@@ -230,8 +230,12 @@ def expire_producers(cluster) -> int:
     """ProducerStateManager.removeExpiredProducers: forget the producer state (epoch, last batches)
     of producers idle for producer.id.expiration.ms and with no open transaction on the partition,
     so a long-running server's producer table stays bounded. Returns how many went."""
+    from ..log_config import broker_entry
     producers = model_state(cluster)["producers"]
-    limit = cluster.now - cluster.config.producer_id_expiration_ms
+    # a dynamic setting (DynamicProducerStateManagerConfig): what AlterConfigs set, else server.properties;
+    # the model keeps one producer table, so broker 0's value (or the cluster default) rules
+    in_force = broker_entry(cluster, "producer.id.expiration.ms", 0)[0]
+    limit = cluster.now - (int(in_force) if in_force is not None else cluster.config.producer_id_expiration_ms)
     gone = []
     for (tid, p, pid), entry in producers.items():
         if entry.get("t", cluster.now) < limit:

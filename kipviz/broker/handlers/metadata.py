@@ -125,6 +125,17 @@ def replicas_of(cluster, topic, log) -> list[int]:
     return [(log.leader + i) % n for i in range(rf)]
 
 
+def pin_replicas(cluster, topic) -> None:
+    """Keep `topic`'s replica lists as they are now (model_state 'replication' as a dict), so that a
+    leader moving to another of its replicas leaves the list, and its first, preferred, replica,
+    where it was (PartitionRegistration.replicas does not change with the leader; its first entry is
+    what a preferred election restores, metadata/src/main/java/org/apache/kafka/controller/
+    PartitionChangeBuilder.java electPreferredLeader)."""
+    rep = model_state(cluster)["replication"]
+    if not isinstance(rep.get(topic.topic_id), dict):
+        rep[topic.topic_id] = {log.partition: replicas_of(cluster, topic, log) for log in topic.partitions}
+
+
 def leader_alive(cluster, log) -> bool:
     return log.leader not in cluster.down
 

@@ -27,7 +27,7 @@ def _fenced_for(version: int, first_with_fenced: int, code: int) -> int:
 
 def _can_write_some_topic(cluster, principal: str) -> bool:
     """authorizeByResourceType(WRITE, TOPIC): some ACL lets the principal write some topic."""
-    return cluster.authorizer.authorize_by_resource_type(principal, "TOPIC", "WRITE")
+    return cluster.authorizer.authorize_by_resource_type(principal, "TOPIC", "WRITE", cluster.request_host)
 
 
 def _not_coordinator(cluster, req: Request, transactional_id) -> bool:
