@@ -80,6 +80,24 @@ class Note(Event):
     detail: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class LogCleaned(Event):
+    """One pass of the log cleaner over a partition (kipviz.broker.cleaner): the batches 0..
+    batches_before-1 held from the log start were rewritten as batches_after batches; the map
+    covered the dirty offsets [first_dirty_offset, end_offset)."""
+    topic: str
+    partition: int
+    first_dirty_offset: int
+    end_offset: int
+    batches_before: int
+    batches_after: int
+    bytes_before: int
+    bytes_after: int
+    records_before: int
+    records_removed: int
+    log_start_offset: int
+
+
 class _Factory:
     """The default of a field with a default_factory (dataclasses' own __init__ marks it alike)."""
 
@@ -114,5 +132,5 @@ def _slot_init(cls):
     return init
 
 
-for _cls in (Event, RequestReceived, ResponseSent, StateChanged, RecordAppended, ClientAction, Note):
+for _cls in (Event, RequestReceived, ResponseSent, StateChanged, RecordAppended, ClientAction, Note, LogCleaned):
     _cls.__init__ = _slot_init(_cls)

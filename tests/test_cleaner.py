@@ -1,0 +1,201 @@
+"""Log compaction (kipviz.broker.cleaner, after Kafka's LogCleaner / Cleaner): what a consumer
+reads from a compacted topic after cleaning passes on the virtual clock, against a reference the
+test computes from what it produced."""
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kipviz.broker import Cluster, cleaner
+from kipviz.clients.consumer import Consumer
+from kipviz.clients.producer import Producer
+from kipviz.records import write_batch
+from kipviz.schema.error_codes import CODE
+from kipviz.schema.events import LogCleaned
+
+HORIZON = 10_000          # delete.retention.ms of the test topic
+
+
+def compacted(c, name="c", segment=400, **extra):
+    configs = {"cleanup.policy": "compact", "internal.segment.bytes": str(segment),
+               "delete.retention.ms": str(HORIZON), **extra}
+    body = {"Topics": [{"Name": name, "NumPartitions": 1, "ReplicationFactor": 1, "Assignments": [],
+                        "Configs": [{"Name": k, "Value": v} for k, v in configs.items()]}],
+            "timeoutMs": 1000, "validateOnly": False}
+    assert c.call("CreateTopics", 7, body)["Topics"][0]["ErrorCode"] == 0
+    return c.topics.get(name).partitions[0]
+
+
+def read_all(c, topic="c", isolation="read_committed"):
+    """Every record a consumer reads from the start, through real Fetch frames."""
+    cons = Consumer(c, None, client_id=f"reader-{c.next_seq}", isolation=isolation)
+    cons.assign([(topic, 0)])
+    log = c.topics.get(topic).partitions[0]
+    end = log.last_stable_offset if isolation == "read_committed" else log.log_end_offset
+    got = []
+    for _ in range(200):
+        got += cons.poll()
+        if cons.position((topic, 0)) >= end:
+            break
+    assert cons.position((topic, 0)) == end
+    return [(r.offset, r.key, r.value) for r in got]
+
+
+def latest(records):
+    out = {}
+    for _o, k, v in records:
+        out[k] = v
+    return out
+
+
+ops = st.lists(st.one_of(
+    st.tuples(st.just("put"), st.integers(0, 5), st.one_of(st.none(), st.binary(min_size=1, max_size=30))),
+    st.tuples(st.just("txn"), st.lists(st.tuples(st.integers(0, 5), st.one_of(st.none(), st.binary(max_size=20))),
+                                       min_size=1, max_size=4), st.booleans())),
+    min_size=1, max_size=60)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops)
+def test_cleaning_keeps_the_newest_committed_value_per_key_and_tombstones_until_the_horizon(steps):
+    c = Cluster(brokers=1, seed=3)
+    log = compacted(c)
+    p = Producer(c, None, client_id="p")
+    tp = Producer(c, "tx", client_id="tx")
+    tp.init_transactions()
+    committed = {}                                   # the reference: last committed value per key
+    for step in steps:
+        if step[0] == "put":
+            p.send("c", b"k%d" % step[1], step[2], partition=0)
+            committed[b"k%d" % step[1]] = step[2]
+        else:
+            tp.begin_transaction()
+            for k, v in step[1]:
+                tp.send("c", b"k%d" % k, v, partition=0)
+            if step[2]:
+                tp.commit_transaction()
+                committed.update({b"k%d" % k: v for k, v in step[1]})
+            else:
+                tp.abort_transaction()
+    before = read_all(c)
+    assert latest(before) == committed
+    by_offset = {o: (k, v) for o, k, v in read_all(c, isolation="read_uncommitted")}
+    starts = cleaner.segment_starts(log, 400)
+    active = [bytes(b) for b in log.batches[starts[-1]:]]
+    due = cleaner.cleanable(c, c.topics.get("c"), log)
+
+    c.advance(1)
+    passes = cleaner.run(c)
+    assert bool(passes) == (due is not None)
+    after = read_all(c)
+    assert latest(after) == committed                               # the newest value of each key
+    assert all(by_offset[o] == (k, v) for o, k, v in after)        # records keep their offsets ...
+    offs = [o for o, _k, _v in after]
+    assert offs == sorted(set(offs))                                # ... in order, gaps allowed
+    assert [bytes(b) for b in log.batches[-len(active):]] == active         # the active segment untouched
+    assert len(log.batches) - len(active) >= 0
+    if passes:
+        end = passes[0].end_offset
+        cleaned = [(o, k) for o, k, _v in after if o < end]
+        assert len({k for _o, k in cleaned}) == len(cleaned)        # one record per key below the map's end
+        # tombstones kept before delete.retention.ms ...
+        assert {k for o, k, v in after if v is None} >= {k for k, v in committed.items() if v is None
+                                                         and any(kk == k and o < end for o, kk, _ in before)}
+        # ... and gone after it, once a pass runs again (new dirty data makes one due)
+        c.advance(HORIZON + 1)
+        for i in range(40):
+            p.send("c", b"fill%d" % (i % 2), b"x" * 20, partition=0)
+        again = cleaner.run(c)
+        final = read_all(c)
+        fills = {b"fill0": b"x" * 20, b"fill1": b"x" * 20}
+        live = {k: v for k, v in latest(final).items() if v is not None}
+        assert live == {**{k: v for k, v in committed.items() if v is not None}, **fills}
+        if again:                # every tombstone the first pass stamped is past its horizon now
+            assert not [o for o, _k, v in final if v is None and o < end]
+    assert c.internal_errors == []
+
+
+def test_below_the_dirty_ratio_no_pass_and_the_active_segment_is_never_cleaned():
+    c = Cluster(brokers=1, seed=3)
+    log = compacted(c, **{"min.cleanable.dirty.ratio": "0.9"})
+    p = Producer(c, None, client_id="p")
+    for i in range(30):
+        p.send("c", b"k", b"v%d" % i, partition=0)
+    got = cleaner.run(c)
+    assert len(got) == 1 and isinstance(got[0], LogCleaned)
+    clean_end = got[0].end_offset
+    starts = cleaner.segment_starts(log, 400)
+    assert clean_end == log.batch_numbers(starts[-1])[0]            # stops at the active segment's base
+    for i in range(3):                       # a little new dirty data: ratio below 0.9
+        p.send("c", b"k", b"w%d" % i, partition=0)
+    assert cleaner.cleanable(c, c.topics.get("c"), log) is None and cleaner.run(c) == []
+    # one segment only: the active one, never cleaned
+    c2 = Cluster(brokers=1, seed=3)
+    log2 = compacted(c2, segment=1 << 20)
+    p2 = Producer(c2, None, client_id="p")
+    for i in range(30):
+        p2.send("c", b"k", b"v%d" % i, partition=0)
+    assert cleaner.run(c2) == [] and len(log2.batches) == 30
+
+
+def test_the_cleaner_runs_on_the_virtual_clock_every_backoff():
+    c = Cluster(brokers=1, seed=3, log_cleaner_backoff_ms=15000)
+    c.start_log_cleaner()
+    log = compacted(c)
+    p = Producer(c, None, client_id="p")
+    for i in range(30):
+        p.send("c", b"k", b"v%d" % i, partition=0)
+    assert not [e for e in c.events if isinstance(e, LogCleaned)]
+    c.advance(15000)
+    cleaned = [e for e in c.events if isinstance(e, LogCleaned)]
+    assert len(cleaned) == 1 and cleaned[0].records_removed > 0 and log.compacted
+
+
+def test_a_record_without_a_key_is_invalid_on_a_compacted_topic():
+    c = Cluster(brokers=1, seed=3)
+    compacted(c)
+    body = {"TransactionalId": None, "Acks": -1, "TimeoutMs": 1000,
+            "TopicData": [{"Name": "c", "PartitionData": [{"Index": 0, "Records": write_batch(
+                [(b"k", b"v"), (None, b"x")], base_timestamp=1)}]}]}
+    r = c.call("Produce", 11, body)["Responses"][0]["PartitionResponses"][0]
+    assert r["ErrorCode"] == CODE["INVALID_RECORD"]
+    msg = "Compacted topic cannot accept message without key in topic partition c-0"
+    assert r["RecordErrors"] == [{"BatchIndex": 1, "BatchIndexErrorMessage": msg}]
+    assert r["ErrorMessage"].startswith("One or more records have been rejected due to 1 record errors")
+    assert len(c.topics.get("c").partitions[0].batches) == 0
+
+
+def test_internal_topics_get_the_coordinators_topic_configs():
+    c = Cluster()
+    assert c.topics.get("__consumer_offsets").configs["cleanup.policy"] == "compact"
+    assert c.topics.get("__transaction_state").configs["cleanup.policy"] == "compact"
+    assert c.topics.get("__share_group_state").configs["cleanup.policy"] == "delete"
+    assert c.topics.get("__consumer_offsets").configs["segment.bytes"] == "104857600"
+
+
+def test_a_share_fetch_over_a_compacted_log_skips_the_gaps():
+    c = Cluster(seed=3, share_auto_offset_reset="earliest")
+    log = compacted(c, "t")
+    tid = c.topics.get("t").topic_id
+    p = Producer(c, None, client_id="p")
+    for i in range(30):
+        p.send("t", b"k%d" % (i % 2), b"v%d" % i, partition=0)
+    assert cleaner.run(c)
+    held = [e.offset for e in log.entries]
+    assert held != list(range(30))
+    G = "sg"
+    hb = c.call("ShareGroupHeartbeat", 1, {"GroupId": G, "MemberId": "m1", "MemberEpoch": 0, "RackId": None,
+                                           "SubscribedTopicNames": ["t"]})
+    assert hb["ErrorCode"] == 0
+    resp = c.call("ShareFetch", 1, {
+        "GroupId": G, "MemberId": "m1", "ShareSessionEpoch": 0, "MaxWaitMs": 0, "MinBytes": 1,
+        "MaxBytes": 1 << 20, "MaxRecords": 500, "BatchSize": 500,
+        "Topics": [{"TopicId": tid, "Partitions": [{"PartitionIndex": 0, "AcknowledgementBatches": []}]}],
+        "ForgottenTopicsData": []})
+    got = []
+    for r in resp["Responses"][0]["Partitions"][0]["AcquiredRecords"]:
+        got += range(r["FirstOffset"], r["LastOffset"] + 1)
+    assert got == held                               # only offsets that hold a record are acquired
+    part = c.shares.partitions[(G, tid, 0)]
+    assert all(part.records[o].state == "ARCHIVED" for o in range(30) if o not in held and o in part.records)
+    assert c.internal_errors == []
