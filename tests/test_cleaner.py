@@ -199,3 +199,33 @@ def test_a_share_fetch_over_a_compacted_log_skips_the_gaps():
     part = c.shares.partitions[(G, tid, 0)]
     assert all(part.records[o].state == "ARCHIVED" for o in range(30) if o not in held and o in part.records)
     assert c.internal_errors == []
+
+
+def test_consumer_offsets_stays_bounded_over_a_commit_loop():
+    """benchmarks/compaction.py runs the same loop for 100,000 commits with 1 MiB segments."""
+    c = Cluster(brokers=1, seed=1, log_cleaner_backoff_ms=15000)
+    c.create_topic("orders", 1)
+    seg = 16384
+    c.topics.get("__consumer_offsets").configs["internal.segment.bytes"] = str(seg)
+    c.start_log_cleaner()
+    log = c.topics.partition(*c.coordinator_partition(0, "g1"))
+    peak = 0
+    n = 3000
+    for i in range(n):
+        body = {"GroupId": "g1", "GenerationIdOrMemberEpoch": -1, "MemberId": "", "GroupInstanceId": None,
+                "Topics": [{"Name": "orders", "Partitions": [{"PartitionIndex": 0, "CommittedOffset": i,
+                                                              "CommittedLeaderEpoch": -1, "CommittedMetadata": ""}]}]}
+        assert c.call("OffsetCommit", 9, body)["Topics"][0]["Partitions"][0]["ErrorCode"] == 0
+        c.advance(100)
+        peak = max(peak, log.held_bytes)
+    per_commit = log.batch_numbers(len(log.batches) - 1)[6]
+    assert n * per_commit > 10 * seg                      # without the cleaner: 20+ segments
+    # with it: the active segment, what one log.cleaner.backoff.ms (150 commits) adds, the cleaned rest
+    assert peak <= 2 * seg + (15000 // 100 + 4) * per_commit
+    # the committed offset survives cleaning (the coordinator's view and a fresh read of the log)
+    resp = c.call("OffsetFetch", 8, {"Groups": [{"GroupId": "g1", "Topics": [{"Name": "orders",
+                                                                              "PartitionIndexes": [0]}]}],
+                                     "RequireStable": False})
+    assert resp["Groups"][0]["Topics"][0]["Partitions"][0]["CommittedOffset"] == n - 1
+    assert any(isinstance(e, LogCleaned) and e.topic == "__consumer_offsets" for e in c.events)
+    assert c.internal_errors == []
