@@ -33,16 +33,10 @@ from __future__ import annotations
 from .. import records as rec
 from ..records.header import DELETE_HORIZON_MASK
 from ..schema.events import LogCleaned
-from .log_config import cleanup_policy, topic_value
+from .log_config import cleanup_policy, segment_bytes, topic_value
 from .topics import COMMIT, CONTROL, TXN
 
 BACKOFF_MS = 15000       # log.cleaner.backoff.ms (CleanerConfig.LOG_CLEANER_BACKOFF_MS_DEFAULT)
-
-
-def segment_bytes(cluster, topic) -> int:
-    """segment.bytes in force (internal.segment.bytes first, as LogConfig.segmentSize)."""
-    raw = topic.configs.get("internal.segment.bytes")
-    return int(raw) if raw is not None else topic_value(cluster, topic, "segment.bytes")
 
 
 def segment_starts(log, seg_bytes: int) -> list[int]:

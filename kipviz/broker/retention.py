@@ -23,7 +23,7 @@ sample-data generator releases written prefixes through the same `release`
 (kipviz.sampledata.retention)."""
 from __future__ import annotations
 
-from .log_config import cleanup_policy, topic_value
+from .log_config import cleanup_policy, segment_bytes, topic_value
 
 
 def release(log, upto: int) -> int:
@@ -81,7 +81,8 @@ def new_log_start(log, now: int, retention_bytes: int, retention_ms: int, segmen
 def settings(cluster, topic) -> tuple[int, int, int]:
     """(retention.bytes, retention.ms, segment.bytes) for `topic`: its own config, else the broker's
     (dynamic, then static log.retention.bytes / log.retention.ms / log.segment.bytes: kipviz.broker.log_config)."""
-    return tuple(topic_value(cluster, topic, n) for n in ("retention.bytes", "retention.ms", "segment.bytes"))
+    return (topic_value(cluster, topic, "retention.bytes"), topic_value(cluster, topic, "retention.ms"),
+            segment_bytes(cluster, topic))
 
 
 def enforce(cluster) -> int:
