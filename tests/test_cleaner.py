@@ -229,3 +229,37 @@ def test_consumer_offsets_stays_bounded_over_a_commit_loop():
     assert resp["Groups"][0]["Topics"][0]["Partitions"][0]["CommittedOffset"] == n - 1
     assert any(isinstance(e, LogCleaned) and e.topic == "__consumer_offsets" for e in c.events)
     assert c.internal_errors == []
+
+
+def test_the_picture_of_a_pass_shows_the_log_before_and_after_from_the_events():
+    import xml.etree.ElementTree as ET
+
+    from kipviz.draw import compaction_picture
+    c = Cluster(brokers=1, seed=3)
+    log = compacted(c)
+    p = Producer(c, None, client_id="p")
+    tp = Producer(c, "tx", client_id="tx")
+    tp.init_transactions()
+    for i in range(20):
+        p.send("c", b"k%d" % (i % 3), None if i == 10 else b"v%d" % i, partition=0)
+    tp.begin_transaction()
+    tp.send("c", b"k1", b"gone", partition=0)
+    tp.abort_transaction()
+    for i in range(20):
+        p.send("c", b"k%d" % (i % 3), b"w%d" % i, partition=0)
+    appended = [e.offset for e in log.entries]
+    cleaner.run(c)
+    for i in range(30):
+        p.send("c", b"k%d" % (i % 2), b"x%d" % i, partition=0)
+    c.advance(1)
+    assert len(cleaner.run(c)) == 1
+    first = compaction_picture(c.events, "c", 0, pass_index=0)
+    assert [o for o, kind, _k, _v in first.before if kind != "gap"] == appended
+    last = compaction_picture(c.events, "c", 0)
+    held = [e.offset for e in log.entries]
+    assert [o for o, kind, _k, _v in last.after if kind != "gap"] == held        # what the log holds now
+    assert {kind for _o, kind, _k, _v in first.before} >= {"data", "tombstone", "ABORT"}
+    svg = last.svg()
+    root = ET.fromstring(svg)
+    texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert "before" in texts and "after" in texts and any(t and t.startswith("dirty from") for t in texts)

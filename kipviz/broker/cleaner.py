@@ -240,11 +240,23 @@ def clean(cluster, topic, log, first_dirty: int, upper: int) -> LogCleaned:
         got = flt.batch(i, raw)
         if got is not None:
             kept.append((i, got))
+    rewritten_end = log.batch_numbers(k)[0] if k < len(log.batches) else log.log_end_offset
     log.replace_prefix(k, kept, groups)
     log.first_dirty_offset = upper
     after_bytes = sum(log.columns()[1][:len(kept)])
     return cluster.emit(LogCleaned, topic.name, log.partition, first_dirty, upper, k, len(kept),
-                        before_bytes, after_bytes, before_records, flt.removed, log.log_start_offset)
+                        before_bytes, after_bytes, before_records, flt.removed, log.log_start_offset,
+                        rewritten_end, _runs(e.offset for e in log.entries[:rewritten_end]))
+
+
+def _runs(offsets) -> tuple:
+    out: list[list[int]] = []
+    for o in offsets:
+        if out and out[-1][1] == o - 1:
+            out[-1][1] = o
+        else:
+            out.append([o, o])
+    return tuple(tuple(r) for r in out)
 
 
 def run(cluster) -> list[LogCleaned]:

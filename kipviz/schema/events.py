@@ -82,9 +82,10 @@ class Note(Event):
 
 @dataclass(frozen=True, slots=True)
 class LogCleaned(Event):
-    """One pass of the log cleaner over a partition (kipviz.broker.cleaner): the batches 0..
-    batches_before-1 held from the log start were rewritten as batches_after batches; the map
-    covered the dirty offsets [first_dirty_offset, end_offset)."""
+    """One pass of the log cleaner over a partition (kipviz.broker.cleaner): the batches held below
+    offset rewritten_end (whole segments) were rewritten as batches_after batches; the offset map
+    covered the dirty offsets [first_dirty_offset, end_offset); kept: the offsets below
+    rewritten_end holding a record (or marker) after the pass, as (first, last) runs."""
     topic: str
     partition: int
     first_dirty_offset: int
@@ -96,6 +97,8 @@ class LogCleaned(Event):
     records_before: int
     records_removed: int
     log_start_offset: int
+    rewritten_end: int = 0
+    kept: tuple = ()
 
 
 class _Factory:
