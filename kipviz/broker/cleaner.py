@@ -34,28 +34,10 @@ from .. import records as rec
 from ..records.header import DELETE_HORIZON_MASK
 from ..schema.events import LogCleaned
 from .log_config import cleanup_policy, segment_bytes, topic_value
+from .retention import segment_starts
 from .topics import COMMIT, CONTROL, TXN
 
 BACKOFF_MS = 15000       # log.cleaner.backoff.ms (CleanerConfig.LOG_CLEANER_BACKOFF_MS_DEFAULT)
-
-
-def segment_starts(log, seg_bytes: int) -> list[int]:
-    """Index of the first held batch of each segment (oldest first). In memory: the segments the
-    last pass wrote, then segments of up to `seg_bytes` from there (kipviz.broker.retention's rule)."""
-    got = log.store.segment_starts()
-    if got is not None:
-        return got
-    n = len(log.batches)
-    i0 = log.find(log.cleaned_upto) if log.cleaned_segments else 0
-    starts = sorted({i for i in (log.find(b) for b in log.cleaned_segments) if i < min(i0, n)})
-    size = 0
-    sizes = log.columns()[1]
-    for i in range(i0, n):
-        if i == i0 or size + sizes[i] > seg_bytes:
-            starts.append(i)
-            size = 0
-        size += sizes[i]
-    return starts
 
 
 def _groups(log, starts: list[int], k: int, seg_bytes: int) -> list[int]:
