@@ -263,3 +263,29 @@ def test_the_picture_of_a_pass_shows_the_log_before_and_after_from_the_events():
     root = ET.fromstring(svg)
     texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert "before" in texts and "after" in texts and any(t and t.startswith("dirty from") for t in texts)
+
+
+def test_a_producers_last_batch_stays_as_an_empty_batch_and_max_compaction_lag_forces_a_pass():
+    c = Cluster(brokers=1, seed=3)
+    log = compacted(c, **{"min.cleanable.dirty.ratio": "0.99", "max.compaction.lag.ms": "1000"})
+    old = Producer(c, None, client_id="old")
+    for i in range(5):
+        old.send("c", b"a", b"old%d" % i, partition=0)
+    old_pid = log.batch_numbers(0)[2]
+    new = Producer(c, None, client_id="new")
+    for i in range(40):
+        new.send("c", b"a", b"new%d" % i, partition=0)
+    c.advance(1)
+    # first pass: nothing cleaned before, so the ratio is 1.0 > 0.99
+    assert cleaner.run(c)
+    kept_old = [i for i in range(len(log.batches)) if log.batch_numbers(i)[2] == old_pid]
+    assert len(kept_old) == 1                                     # RETAIN_EMPTY: its last batch
+    raw = log.batches[kept_old[0]]
+    assert int.from_bytes(raw[57:61], "big") == 0 and log.batch_numbers(kept_old[0])[0] == 4
+    assert not log.holds(4) and 4 not in [o for o, _k, _v in read_all(c)]
+    for i in range(12):
+        new.send("c", b"a", b"more%d" % i, partition=0)
+    assert cleaner.cleanable(c, c.topics.get("c"), log) is None          # below 0.99 ...
+    c.advance(1500)
+    assert cleaner.run(c)                                                # ... but older than max.compaction.lag.ms
+    assert c.internal_errors == []

@@ -22,7 +22,8 @@ clients/.../common/record/MemoryRecords.java (filterTo). One pass over a log:
     marker stays while that pass removed data of it, a COMMIT marker while its data is there; a
     marker with nothing left to cover gets a delete horizon and goes after it;
   - a producer's last data batch is kept even when all its records go (RETAIN_EMPTY, an empty
-    batch), so its producer state (epoch, sequence) survives; offsets keep their gaps, a
+    batch), so its producer state (epoch, sequence) survives, and so is the batch that ends at the
+    round's upper bound (its last offset stays known); offsets keep their gaps, a
     rewritten batch keeps its base and last offset (MemoryRecords.buildRetainedRecordsInto).
 
 Not modelled: the offset map's memory bound (log.cleaner.dedupe.buffer.size), I/O throttling,
@@ -150,6 +151,8 @@ def _rewrite(raw: bytes, keep, horizon: int | None, empty: bool) -> bytes:
                 "offset_delta": r["offset_delta"]} for r in b["records"] if keep(r)]
     has_horizon = horizon is not None or b["has_delete_horizon"]
     base_ts = horizon if horizon is not None else (b["base_timestamp"] if has_horizon else None)
+    if b["timestamp_type"] in (1, "LogAppendTime"):     # the broker's time stays the batch's
+        head["max_timestamp"] = b["max_timestamp"]
     return rec.write_batch(records, compression=b["compression"], has_delete_horizon=has_horizon,
                            base_timestamp=base_ts, **head)
 
@@ -157,8 +160,9 @@ def _rewrite(raw: bytes, keep, horizon: int | None, empty: bool) -> bytes:
 class _Pass:
     """One pass's filter (Cleaner.cleanInto's RecordFilter: checkBatchRetention, shouldRetainRecord)."""
 
-    def __init__(self, log, now: int, horizon_ms: int, keys: dict, latest: int):
-        self.log, self.now, self.horizon_ms, self.keys, self.latest = log, now, horizon_ms, keys, latest
+    def __init__(self, log, now: int, horizon_ms: int, keys: dict, upper: int):
+        self.log, self.now, self.horizon_ms, self.keys = log, now, horizon_ms, keys
+        self.upper, self.latest = upper, upper - 1      # OffsetMap.latestOffset: the map is never full here
         self.last_data = _last_data_offsets(log)
         self.txns = _Txns(log)
         self.removed = 0
@@ -173,7 +177,9 @@ class _Pass:
         attrs = int.from_bytes(raw[21:23], "big")
         horizon = int.from_bytes(raw[27:35], "big", signed=True) if attrs & DELETE_HORIZON_MASK else None
         discard = can and (not control or (horizon is not None and horizon <= self.now))
-        retain_empty = pid >= 0 and not control and self.last_data.get(pid) == last
+        # RETAIN_EMPTY: a producer's last data batch (its sequence and epoch), and the batch ending
+        # at the round's upper bound (so the last offset is not lost)
+        retain_empty = (pid >= 0 and not control and self.last_data.get(pid) == last) or last + 1 == self.upper
         keys, latest, now = self.keys, self.latest, self.now
 
         def keep(r) -> bool:
@@ -206,8 +212,7 @@ class _Pass:
 def clean(cluster, topic, log, first_dirty: int, upper: int) -> LogCleaned:
     """One cleaning pass over `log` (Cleaner.doClean); returns its LogCleaned event."""
     keys = _offset_map(log, first_dirty, upper)
-    # OffsetMap.latestOffset: the map is never full here, so it covers the dirty range
-    flt = _Pass(log, cluster.now, topic_value(cluster, topic, "delete.retention.ms"), keys, upper - 1)
+    flt = _Pass(log, cluster.now, topic_value(cluster, topic, "delete.retention.ms"), keys, upper)
     seg_bytes = segment_bytes(cluster, topic)
     starts = segment_starts(log, seg_bytes)
     k = log.find(upper)
