@@ -289,3 +289,23 @@ def test_a_producers_last_batch_stays_as_an_empty_batch_and_max_compaction_lag_f
     c.advance(1500)
     assert cleaner.run(c)                                                # ... but older than max.compaction.lag.ms
     assert c.internal_errors == []
+
+
+def test_a_pass_event_goes_through_the_sample_rows_pictures_and_live_view():
+    from kipviz.broker.event_buffer import size_of
+    from kipviz.draw import sequence_diagram
+    from kipviz.sampledata import rows
+    from kipviz.serve import live
+    c = Cluster(brokers=1, seed=3)
+    log = compacted(c)
+    p = Producer(c, None, client_id="p")
+    for i in range(30):
+        p.send("c", b"k%d" % (i % 3), b"v%d" % i, partition=0)
+    (e,) = cleaner.run(c)
+    assert e.kept and size_of(e) > 0
+    assert isinstance(sequence_diagram(c.events), str)
+    cols = rows.event_columns(c.events)
+    assert cols["kind"][-1] == "LogCleaned" and '"records_removed":' in rows.event_detail(e)
+    _batches, topic_rows = rows.log_rows("c", log)          # a compacted log's records keep their offsets
+    assert topic_rows.column("offset").to_pylist() == [x.offset for x in log.entries]
+    assert "log cleaner: c-0" in live._row(e)
