@@ -50,6 +50,8 @@ def latest(records):
 
 ops = st.lists(st.one_of(
     st.tuples(st.just("put"), st.integers(0, 5), st.one_of(st.none(), st.binary(min_size=1, max_size=30))),
+    st.tuples(st.just("batch"), st.lists(st.tuples(st.integers(0, 5), st.one_of(st.none(), st.binary(max_size=20))),
+                                         min_size=2, max_size=6)),
     st.tuples(st.just("txn"), st.lists(st.tuples(st.integers(0, 5), st.one_of(st.none(), st.binary(max_size=20))),
                                        min_size=1, max_size=4), st.booleans())),
     min_size=1, max_size=60)
@@ -68,6 +70,9 @@ def test_cleaning_keeps_the_newest_committed_value_per_key_and_tombstones_until_
         if step[0] == "put":
             p.send("c", b"k%d" % step[1], step[2], partition=0)
             committed[b"k%d" % step[1]] = step[2]
+        elif step[0] == "batch":                 # one batch of several records: gaps inside it
+            p.send_batch("c", 0, [(b"k%d" % k, v) for k, v in step[1]])
+            committed.update({b"k%d" % k: v for k, v in step[1]})
         else:
             tp.begin_transaction()
             for k, v in step[1]:
@@ -309,3 +314,19 @@ def test_a_pass_event_goes_through_the_sample_rows_pictures_and_live_view():
     _batches, topic_rows = rows.log_rows("c", log)          # a compacted log's records keep their offsets
     assert topic_rows.column("offset").to_pylist() == [x.offset for x in log.entries]
     assert "log cleaner: c-0" in live._row(e)
+
+
+def test_list_offsets_by_time_and_max_timestamp_name_records_that_are_still_there():
+    c = Cluster(brokers=1, seed=3)
+    log = compacted(c)
+    p = Producer(c, None, client_id="p")
+    for i in range(0, 60, 5):               # batches of 5 records: cleaning leaves gaps inside them
+        p.send_batch("c", 0, [(b"k%d" % ((i + j) % 7), b"v%d" % (i + j)) for j in range(5)])
+        c.advance(10)
+    assert cleaner.run(c)
+    assert any(log.batch_numbers(i)[4] & 16 for i in range(len(log.batches)))       # GAPS inside a batch
+    held = [(e.timestamp, e.offset) for e in log.entries]
+    for ts in range(0, 320, 10):
+        assert log.first_record_at_or_after(ts) == next(((t, o) for t, o in held if t >= ts), None)
+    top = max(t for t, _o in held)
+    assert log.max_timestamp_record() == next((t, o) for t, o in held if t == top)

@@ -456,8 +456,8 @@ class PartitionLog:
         """(timestamp, offset) of batch i's records still held, in offset order."""
         base = self._base[i]
         if self._flags[i] & CONTROL:
-            return [(self._maxts[i], base)] if base >= self._first else []
-        return [(r["timestamp"], base + k) for k, r in enumerate(self.decoded(base)) if base + k >= self._first]
+            return [(self._maxts[i], base)] if base >= self._first and self._offsets(i) else []
+        return [(r["timestamp"], r["offset"]) for r in self.decoded(base) if r["offset"] >= self._first]
 
     def max_timestamp_record(self) -> tuple[int, int] | None:
         """(timestamp, offset) of the first held record with the largest timestamp (ListOffsets -3)."""
