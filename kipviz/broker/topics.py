@@ -25,10 +25,10 @@ from .segments import MemoryStore
 INTERNAL = INTERNAL_TOPICS
 # The topic configs the coordinators create their topics with (defaults of the segment settings:
 # 100 MiB each). group-coordinator/.../GroupCoordinatorService.groupMetadataTopicConfigs (compact,
-# compression producer, offsets.topic.segment.bytes); transaction-coordinator/.../
-# TransactionStateManager transactionTopicConfigs via TransactionLogConfig (compact, uncompressed,
-# transaction.state.log.segment.bytes; its min.insync.replicas is not set here, the kit's brokers
-# are few); share-coordinator/.../ShareCoordinatorService.shareGroupStateTopicConfigs ("delete" as
+# compression producer, offsets.topic.segment.bytes); core/.../coordinator/transaction/
+# TransactionStateManager.scala transactionTopicConfigs (unclean leader election off, uncompressed,
+# compact, transaction.state.log.segment.bytes; its min.insync.replicas is not set here, the kit's
+# brokers are few); share-coordinator/.../ShareCoordinatorService.shareGroupStateTopicConfigs ("delete" as
 # defined in KIP-932, compression producer, share.coordinator.state.topic.segment.bytes).
 INTERNAL_TOPIC_CONFIGS = {
     "__consumer_offsets": {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"},
