@@ -3,10 +3,13 @@ reads from a compacted topic after cleaning passes on the virtual clock, against
 test computes from what it produced."""
 from __future__ import annotations
 
+import tempfile
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kipviz.broker import Cluster, cleaner
+from kipviz.broker.segments import LogDir
 from kipviz.clients.consumer import Consumer
 from kipviz.clients.producer import Producer
 from kipviz.records import write_batch
@@ -58,9 +61,13 @@ ops = st.lists(st.one_of(
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ops)
-def test_cleaning_keeps_the_newest_committed_value_per_key_and_tombstones_until_the_horizon(steps):
+@given(ops, st.booleans())
+def test_cleaning_keeps_the_newest_committed_value_per_key_and_tombstones_until_the_horizon(steps, on_disk):
     c = Cluster(brokers=1, seed=3)
+    if on_disk:                  # the log directory kipviz serve keeps: cleaned segments swapped in on disk
+        d = LogDir(tempfile.mkdtemp(prefix="kipviz-test-cleaner-"), lambda name: 400 if name == "c" else 1 << 30)
+        d.remove_when_gone()
+        c.topics.use_log_dir(d)
     log = compacted(c)
     p = Producer(c, None, client_id="p")
     tp = Producer(c, "tx", client_id="tx")
@@ -119,6 +126,9 @@ def test_cleaning_keeps_the_newest_committed_value_per_key_and_tombstones_until_
         assert live == {**{k: v for k, v in committed.items() if v is not None}, **fills}
         if again:                # every tombstone the first pass stamped is past its horizon now
             assert not [o for o, _k, v in final if v is None and o < end]
+    if on_disk:                  # what the files hold is what the log says it holds
+        sizes = sum(p.stat().st_size for p in log.store.dir.glob("*.log"))
+        assert sizes == log.held_bytes and not list(log.store.dir.glob("*.cleaned"))
     assert c.internal_errors == []
 
 
