@@ -342,3 +342,24 @@ def test_list_offsets_by_time_and_max_timestamp_name_records_that_are_still_ther
         assert log.first_record_at_or_after(ts) == next(((t, o) for t, o in held if t >= ts), None)
     top = max(t for t, _o in held)
     assert log.max_timestamp_record() == next((t, o) for t, o in held if t == top)
+
+
+def test_compact_and_delete_together_clean_then_delete_old_segments():
+    from kipviz.broker import retention
+    c = Cluster(brokers=1, seed=3)
+    log = compacted(c, **{"cleanup.policy": "compact,delete", "retention.bytes": "600"})
+    p = Producer(c, None, client_id="p")
+    for i in range(60):
+        p.send("c", b"k%d" % (i % 9), b"v%d" % i, partition=0)
+    assert cleaner.run(c)
+    retention.enforce(c)
+    assert log.log_start_offset > 0 and log.held_bytes < 600 + 400
+    got = read_all(c)
+    assert [o for o, _k, _v in got] == [e.offset for e in log.entries] and got[0][0] >= log.log_start_offset
+    for i in range(60):
+        p.send("c", b"k%d" % (i % 9), b"w%d" % i, partition=0)
+    c.advance(1)
+    cleaner.run(c)
+    retention.enforce(c)
+    assert latest(read_all(c))                            # still readable after both
+    assert c.internal_errors == []
