@@ -27,7 +27,7 @@ from .handlers import CLOSE, DEFERRED, HANDLERS, Request, api_versions, load_all
 from .machine import Machine
 from .respond import error_codes, error_response
 from .tables.topic_id import TABLE as TOPIC_ID
-from .topics import INTERNAL, TopicRegistry
+from .topics import INTERNAL, INTERNAL_TOPIC_CONFIGS, TopicRegistry
 
 CLIENT_IDS_MAX = 10_000      # connections whose client.id is kept (a live server's are unbounded)
 
@@ -73,7 +73,7 @@ class Cluster:
         load_all()
         for name, n in zip(INTERNAL, (cfg.offsets_topic_partitions, cfg.transaction_topic_partitions,
                                       cfg.share_state_topic_partitions), strict=True):
-            self.topics.create(name, n, self.now, internal=True)
+            self.topics.create(name, n, self.now, internal=True).configs.update(INTERNAL_TOPIC_CONFIGS[name])
 
     def __getattr__(self, name):
         if name in _COMPONENTS:
@@ -135,6 +135,20 @@ class Cluster:
         def check():
             retention.enforce(self)
             expire_producers(self)      # Kafka's own task (PeriodicProducerExpirationCheck), run alongside
+            self.clock.schedule(self.now + every, check)
+        self.clock.schedule(self.now + every, check)
+
+    def start_log_cleaner(self) -> None:
+        """Run the log cleaner every log.cleaner.backoff.ms of virtual time (LogCleaner's thread
+        sleeps that long when no log is due); does nothing without an interval or when running."""
+        every = self.config.log_cleaner_backoff_ms
+        if not every or self.__dict__.get("_cleaner_on"):
+            return
+        self._cleaner_on = True
+        from . import cleaner
+
+        def check():
+            cleaner.run(self)
             self.clock.schedule(self.now + every, check)
         self.clock.schedule(self.now + every, check)
 

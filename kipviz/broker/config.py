@@ -96,6 +96,9 @@ class ClusterConfig:
     # log.retention.check.interval.ms: Kafka's is 300000 (5 min). None: the retention task does not
     # run (the kit's scenarios keep every record); `kipviz serve` runs it (Cluster.start_log_retention).
     log_retention_check_interval_ms: int | None = None
+    # log.cleaner.backoff.ms (CleanerConfig: 15000): how often the log cleaner looks for a compacted
+    # log to clean (kipviz.broker.cleaner). None: it does not run; `kipviz serve` runs it.
+    log_cleaner_backoff_ms: int | None = None
     # share.coordinator.state.topic.prune.interval.ms and .cold.partition.snapshot.interval.ms
     # (ShareCoordinatorConfig: both 300000): how often the share coordinator deletes the redundant
     # prefix of each __share_group_state partition, and re-snapshots a share partition whose last

@@ -44,6 +44,8 @@ def size_of(e) -> int:
         return RECORD_BYTES + _len(e.key) + _len(e.value)
     if t in _WIRE:
         return EVENT_BYTES + 3 * len(e.frame) if e.frame else EVENT_BYTES + _body_bytes(e.body)
+    if t is ev.LogCleaned:          # its kept runs: one per run of offsets a pass left
+        return EVENT_BYTES + _body_bytes(e.kept)
     return EVENT_BYTES
 
 

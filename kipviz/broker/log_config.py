@@ -393,10 +393,16 @@ def topic_value(cluster, topic, name: str, broker: int | None = None):
     return topic_entry(cluster, topic.configs, name, broker)[0]
 
 
+def segment_bytes(cluster, topic) -> int:
+    """The segment size in force: internal.segment.bytes when set, else segment.bytes
+    (LogConfig.segmentSize)."""
+    raw = topic.configs.get("internal.segment.bytes")
+    return int(raw) if raw is not None else topic_value(cluster, topic, "segment.bytes")
+
+
 def cleanup_policy(cluster, topic) -> list[str]:
-    """cleanup.policy of the topic: ["delete"], ["compact"], both, or [] (neither). Compaction's hook:
-    the log cleaner reads this to pick its partitions (not modelled yet); retention deletes only
-    when "delete" is in it."""
+    """cleanup.policy of the topic: ["delete"], ["compact"], both, or [] (neither). The log cleaner
+    (kipviz.broker.cleaner) compacts when "compact" is in it; retention deletes when "delete" is."""
     return topic_value(cluster, topic, "cleanup.policy")
 
 

@@ -10,10 +10,12 @@ data path calls:
     (storage/src/main/java/org/apache/kafka/storage/internals/log/LogValidator.java);
   - compression.type: a codec other than producer is the codec the log stores the batch with: the
     broker recompresses when it differs from the producer's (LogValidator's non-in-place path);
-    producer keeps the producer's codec (the log's own choice of how it stores batches)."""
+    producer keeps the producer's codec (the log's own choice of how it stores batches);
+  - cleanup.policy with compact: a record without a key is INVALID_RECORD, one RecordError per
+    such record (LogValidator.validateKey; RecordValidationException's message)."""
 from __future__ import annotations
 
-from .log_config import topic_value
+from .log_config import cleanup_policy, topic_value
 
 CODEC = {"uncompressed": "none", "gzip": "gzip", "snappy": "snappy", "lz4": "lz4", "zstd": "zstd"}
 
@@ -39,3 +41,20 @@ def stored_form(cluster, topic) -> tuple[str | None, str]:
     the batch's timestamp type)."""
     codec = topic_value(cluster, topic, "compression.type")
     return CODEC.get(codec), topic_value(cluster, topic, "message.timestamp.type")
+
+
+def key_errors(cluster, topic, records: list[dict], partition_name: str) -> list[dict]:
+    """Produce's RecordErrors for the records without a key, when the topic is compacted."""
+    if "compact" not in cleanup_policy(cluster, topic):
+        return []
+    return [{"BatchIndex": i, "BatchIndexErrorMessage":
+             f"Compacted topic cannot accept message without key in topic partition {partition_name}"}
+            for i, r in enumerate(records) if r["key"] is None]
+
+
+def record_errors_message(errors: list[dict]) -> str:
+    """The InvalidRecordException's message LogValidator.processRecordErrors builds."""
+    shown = ", ".join(f"RecordError(batchIndex={e['BatchIndex']}, message='{e['BatchIndexErrorMessage']}')"
+                      for e in errors[:3])
+    return (f"One or more records have been rejected due to {len(errors)} record errors in total, and only "
+            f"showing the first three errors at most: [{shown}]")

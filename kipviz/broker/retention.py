@@ -13,7 +13,8 @@ deletableSegments) run every log.retention.check.interval.ms by LogManager.clean
     base offset of the first segment kept (or the log end).
 Segments are modelled from the stored batches: a new segment starts when the next batch would make
 the current one larger than segment.bytes (LogSegment.shouldRoll's size rule; time-based rolling,
-segment.ms, is not modelled). The kit's simplification: a segment holding an open transaction's
+segment.ms, is not modelled); on disk they are the log directory's own, and below the log
+cleaner's last pass the segments it wrote (kipviz.broker.cleaner). The kit's simplification: a segment holding an open transaction's
 records is kept until the transaction ends (Kafka deletes it and lets the first unstable offset
 point at the log start).
 
@@ -23,7 +24,7 @@ sample-data generator releases written prefixes through the same `release`
 (kipviz.sampledata.retention)."""
 from __future__ import annotations
 
-from .log_config import cleanup_policy, topic_value
+from .log_config import cleanup_policy, segment_bytes, topic_value
 
 
 def release(log, upto: int) -> int:
@@ -37,18 +38,31 @@ def held_bytes(log) -> int:
     return log.held_bytes
 
 
+def segment_starts(log, segment_bytes: int) -> list[int]:
+    """Index of the first held batch of each segment (oldest first). In memory: the segments the
+    last pass wrote, then segments of up to `segment_bytes` from there (LogSegment.shouldRoll by size)."""
+    got = log.store.segment_starts()
+    if got is not None:
+        return got
+    n = len(log.batches)
+    i0 = log.find(log.cleaned_upto) if log.cleaned_segments else 0
+    starts = sorted({i for i in (log.find(b) for b in log.cleaned_segments) if i < min(i0, n)})
+    size = 0
+    sizes = log.columns()[1]
+    for i in range(i0, n):
+        if i == i0 or size + sizes[i] > segment_bytes:
+            starts.append(i)
+            size = 0
+        size += sizes[i]
+    return starts
+
+
 def segments(log, segment_bytes: int) -> list[tuple[int, int, int]]:
     """(base offset, size in bytes, largest timestamp) of each segment, oldest first."""
-    out: list[list[int]] = []
-    for base, size, ts in zip(*log.columns(), strict=True):
-        if not out or out[-1][1] + size > segment_bytes:
-            out.append([base, size, ts])
-        else:
-            s = out[-1]
-            s[1] += size
-            if ts > s[2]:
-                s[2] = ts
-    return [tuple(s) for s in out]
+    base, size, maxts = log.columns()
+    starts = segment_starts(log, segment_bytes)
+    ends = [*starts[1:], len(base)]
+    return [(base[a], sum(size[a:b]), max(maxts[a:b])) for a, b in zip(starts, ends, strict=True)]
 
 
 def new_log_start(log, now: int, retention_bytes: int, retention_ms: int, segment_bytes: int) -> tuple[int, str]:
@@ -81,7 +95,8 @@ def new_log_start(log, now: int, retention_bytes: int, retention_ms: int, segmen
 def settings(cluster, topic) -> tuple[int, int, int]:
     """(retention.bytes, retention.ms, segment.bytes) for `topic`: its own config, else the broker's
     (dynamic, then static log.retention.bytes / log.retention.ms / log.segment.bytes: kipviz.broker.log_config)."""
-    return tuple(topic_value(cluster, topic, n) for n in ("retention.bytes", "retention.ms", "segment.bytes"))
+    return (topic_value(cluster, topic, "retention.bytes"), topic_value(cluster, topic, "retention.ms"),
+            segment_bytes(cluster, topic))
 
 
 def enforce(cluster) -> int:

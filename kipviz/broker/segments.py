@@ -62,6 +62,13 @@ class MemoryStore:
     def drop(self, k: int) -> None:
         del self.items[:k]
 
+    def replace_prefix(self, k: int, raws: list[bytes], bases, maxts, groups) -> None:
+        """The oldest k batches become `raws` (the log cleaner's rewrite)."""
+        self.items[:k] = raws
+
+    def segment_starts(self) -> None:
+        return None             # segments are the log's (kipviz.broker.retention.segments)
+
     def resident(self) -> int:
         """Bytes of batches this process holds (all of them, here)."""
         return sum(map(len, self.items))
@@ -99,10 +106,10 @@ class _Files:
 
 
 class _Segment:
-    __slots__ = ("base", "size", "since_index", "max_ts", "max_ts_offset", "last_time_entry", "batches")
+    __slots__ = ("base", "size", "since_index", "max_ts", "max_ts_offset", "last_time_entry", "batches", "suffix")
 
-    def __init__(self, base: int):
-        self.base = base
+    def __init__(self, base: int, suffix: str = ""):
+        self.base, self.suffix = base, suffix    # suffix ".cleaned": being written by the log cleaner
         self.size = 0                   # bytes in .log
         self.since_index = 0            # bytes appended since the last .index entry
         self.max_ts, self.max_ts_offset = -1, base
@@ -125,7 +132,7 @@ class FileStore:
 
     # ---- paths ---------------------------------------------------------------------------------------
     def _path(self, seg: _Segment, ext: str) -> str:
-        return str(self.dir / f"{seg.base:020d}{ext}")
+        return str(self.dir / f"{seg.base:020d}{ext}{seg.suffix}")
 
     def _make_dir(self) -> None:
         self.dir = self.logdir.path / f"{self.topic}-{self.partition}"
@@ -148,9 +155,15 @@ class FileStore:
                 self._time_entry(seg, force=True)
             seg = _Segment(base_offset)
             self.segments.append(seg)
-        files = self.logdir.files
+        position = self._write(seg, raw, last_offset, max_timestamp)
+        self._seg.append(len(self.segments) - 1 + self._dropped_segments)
+        self._pos.append(position)
+        self._len.append(len(raw))
+
+    def _write(self, seg: _Segment, raw: bytes, last_offset: int, max_timestamp: int) -> int:
+        """Append one batch to `seg`'s files (LogSegment.append); returns its position in .log."""
         position = seg.size
-        os.pwrite(files.fd(self._path(seg, ".log")), raw, position)
+        os.pwrite(self.logdir.files.fd(self._path(seg, ".log")), raw, position)
         if max_timestamp > seg.max_ts:
             seg.max_ts, seg.max_ts_offset = max_timestamp, last_offset
         if seg.since_index > INDEX_INTERVAL_BYTES:
@@ -160,9 +173,55 @@ class FileStore:
         seg.since_index += len(raw)
         seg.size += len(raw)
         seg.batches += 1
-        self._seg.append(len(self.segments) - 1 + self._dropped_segments)
-        self._pos.append(position)
-        self._len.append(len(raw))
+        return position
+
+    def segment_starts(self) -> list[int]:
+        """Per segment, the index of its first held batch (oldest first)."""
+        seg = self._seg
+        return [i for i in range(len(seg)) if i == 0 or seg[i] != seg[i - 1]]
+
+    def replace_prefix(self, k: int, raws: list[bytes], bases, maxts, groups: list[int]) -> None:
+        """The oldest k batches (whole segments) become `raws`, in new segments starting at the
+        offsets `groups` (each named by its first old segment's base offset): first written as
+        `.cleaned` files, then the old segments' files are deleted and the new ones renamed
+        (Cleaner.cleanSegments and LocalLog.replaceSegments' swap)."""
+        m = self._seg[k] - self._dropped_segments if k < len(self._seg) else len(self.segments)
+        new: list[_Segment] = []
+        seg_of, pos_of, len_of = array("i"), array("q"), array("i")
+        g = 0
+        for raw, base, ts in zip(raws, bases, maxts, strict=True):
+            while g + 1 < len(groups) and groups[g + 1] <= base:
+                g += 1
+            if not new or new[-1].base != groups[g]:
+                if new:
+                    self._time_entry(new[-1], force=True)
+                new.append(_Segment(groups[g], ".cleaned"))
+            last = base + int.from_bytes(raw[23:27], "big")
+            pos_of.append(self._write(new[-1], raw, last, ts))
+            seg_of.append(len(new) - 1)
+            len_of.append(len(raw))
+        if new:
+            self._time_entry(new[-1], force=True)
+        files = self.logdir.files
+        for seg in self.segments[:m]:
+            for ext in (".log", ".index", ".timeindex"):
+                path = self._path(seg, ext)
+                files.forget(path)
+                if os.path.exists(path):
+                    os.unlink(path)
+        for seg in new:
+            for ext in (".log", ".index", ".timeindex"):
+                path = self._path(seg, ext)
+                files.forget(path)
+                if os.path.exists(path):
+                    os.rename(path, path[:-len(seg.suffix)])
+            seg.suffix = ""
+        shift = len(new) - m - self._dropped_segments
+        self.segments[:m] = new
+        self._seg = seg_of + array("i", (s + shift for s in self._seg[k:]))
+        self._pos = pos_of + self._pos[k:]
+        self._len = len_of + self._len[k:]
+        self._dropped_segments = 0
 
     def _append_fd(self, seg: _Segment, ext: str) -> int:
         fd = self.logdir.files.fd(self._path(seg, ext))

@@ -196,14 +196,21 @@ class SharePartition:
                     records[o] = InFlight()
                 self.end += n
                 self._take(new, member, token)
-                got.extend(new)
+                for o in new:
+                    if log.holds(o):
+                        got.append(o)
+                    else:           # a gap the log cleaner left: no record there (ack type GAP's row)
+                        self._move(o, "gap")
         while len(got) < max_records and self.end < bound and self.end - self.spso < window:
             o = self.end
             self.records[o] = InFlight()
             self.end += 1
             self._take((o,), member, token)
             got.append(o)
-            if isolation == 1:
+            if not log.holds(o):
+                self._move(o, "gap")        # compaction or retention removed it: archived, never handed out
+                got.pop()
+            elif isolation == 1:
                 entry = log.entries[o]
                 if entry.aborted and entry.control is None:
                     self._move(o, "aborted-txn")     # read_committed: never handed to the client

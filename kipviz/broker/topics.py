@@ -23,7 +23,21 @@ from ..uuids import random_uuid
 from .segments import MemoryStore
 
 INTERNAL = INTERNAL_TOPICS
+# The topic configs the coordinators create their topics with (defaults of the segment settings:
+# 100 MiB each). group-coordinator/.../GroupCoordinatorService.groupMetadataTopicConfigs (compact,
+# compression producer, offsets.topic.segment.bytes); core/.../coordinator/transaction/
+# TransactionStateManager.scala transactionTopicConfigs (unclean leader election off, uncompressed,
+# compact, transaction.state.log.segment.bytes; its min.insync.replicas is not set here, the kit's
+# brokers are few); share-coordinator/.../ShareCoordinatorService.shareGroupStateTopicConfigs ("delete" as
+# defined in KIP-932, compression producer, share.coordinator.state.topic.segment.bytes).
+INTERNAL_TOPIC_CONFIGS = {
+    "__consumer_offsets": {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"},
+    "__transaction_state": {"cleanup.policy": "compact", "compression.type": "uncompressed",
+                            "segment.bytes": "104857600", "unclean.leader.election.enable": "false"},
+    "__share_group_state": {"cleanup.policy": "delete", "compression.type": "producer", "segment.bytes": "104857600"},
+}
 TXN, CONTROL, COMMIT, ABORTED = 1, 2, 4, 8          # per-batch flags
+GAPS = 16          # a batch the log cleaner rewrote: its records no longer fill base..last (kipviz.broker.cleaner)
 _NO_SEQ = -1
 _uids = itertools.count()
 _changes = [0]          # every append, release, topic creation and deletion adds one (changes())
@@ -53,7 +67,7 @@ class Entry:
         self.aborted = bool(flags & ABORTED)
 
     def _record(self) -> dict | None:
-        return None if self.control else self._log.decoded(self._base)[self.offset - self._base]
+        return None if self.control else self._log.record_at(self._base, self.offset)
 
     @property
     def key(self):
@@ -210,6 +224,10 @@ class PartitionLog:
         self._maxts, self._seq, self._size = array("q"), array("q"), array("i")
         # the aborted-transaction index (Kafka's .txnindex): [producer id, first offset, marker offset]
         self.aborted_index: list[list[int]] = []
+        self.first_dirty_offset = 0    # the log cleaner's checkpoint (cleaner-offset-checkpoint)
+        self.compacted = False         # the cleaner has rewritten it: offsets may have gaps
+        self.cleaned_segments: list[int] = []     # base offsets of the segments the last pass wrote ...
+        self.cleaned_upto = 0                     # ... below this offset (kipviz.broker.cleaner)
 
     # ---- views and numbers ------------------------------------------------------------------------------
     @property
@@ -344,7 +362,35 @@ class PartitionLog:
     def max_timestamp_of(self, base: int) -> int:
         return self._maxts[self._index_of_base(base)]
 
+    def _offsets(self, i: int) -> range | list[int]:
+        """The offsets batch i holds: base..last, or, for a batch the cleaner rewrote, its records' own."""
+        if not self._flags[i] & GAPS:
+            return range(self._base[i], self._last[i] + 1)
+        if self._flags[i] & CONTROL:
+            return [self._base[i]] if self.store.get(i)[57:61] != b"\0\0\0\0" else []
+        return [r["offset"] for r in self.decoded(self._base[i])]
+
+    def holds(self, offset: int) -> bool:
+        """Whether a record (or marker) at `offset` is held: False below the first held offset, at or
+        past the log end, and in a gap the log cleaner left (Kafka's compacted logs keep offsets)."""
+        if not self._first <= offset < self._end:
+            return False
+        if not self.compacted:
+            return True
+        i = self.find(offset)
+        if self._base[i] > offset:
+            return False
+        return not self._flags[i] & GAPS or offset in self._offsets(i)
+
+    def record_at(self, base: int, offset: int) -> dict:
+        got = self.decoded(base)
+        if len(got) > offset - base and got[offset - base]["offset"] == offset:
+            return got[offset - base]
+        return next(r for r in got if r["offset"] == offset)
+
     def entry(self, offset: int) -> Entry:
+        if not self.holds(offset):
+            raise IndexError(f"offset {offset} of {self.topic}-{self.partition} was removed by log compaction")
         i = self.find(offset)
         return Entry(self, self._base[i], offset, self._pid[i], self._epoch[i], self._flags[i])
 
@@ -354,7 +400,9 @@ class PartitionLog:
         i = self.find(start)
         while i < len(base) and base[i] < stop:
             b = base[i]
-            for o in range(max(b, start), min(last[i] + 1, stop)):
+            lo, hi = max(b, start), min(last[i] + 1, stop)
+            offsets = range(lo, hi) if not flags[i] & GAPS else [o for o in self._offsets(i) if lo <= o < hi]
+            for o in offsets:
                 yield Entry(self, b, o, pid[i], epoch[i], flags[i])
             i += 1
 
@@ -365,7 +413,9 @@ class PartitionLog:
             b = base[i]
             if last[i] < first:
                 break
-            for o in range(last[i], max(b, first) - 1, -1):
+            offsets = range(last[i], max(b, first) - 1, -1) if not flags[i] & GAPS else \
+                [o for o in reversed(self._offsets(i)) if o >= first]
+            for o in offsets:
                 yield Entry(self, b, o, pid[i], epoch[i], flags[i])
 
     def read(self, i: int, j: int) -> bytes:
@@ -406,8 +456,8 @@ class PartitionLog:
         """(timestamp, offset) of batch i's records still held, in offset order."""
         base = self._base[i]
         if self._flags[i] & CONTROL:
-            return [(self._maxts[i], base)] if base >= self._first else []
-        return [(r["timestamp"], base + k) for k, r in enumerate(self.decoded(base)) if base + k >= self._first]
+            return [(self._maxts[i], base)] if base >= self._first and self._offsets(i) else []
+        return [(r["timestamp"], r["offset"]) for r in self.decoded(base) if r["offset"] >= self._first]
 
     def max_timestamp_record(self) -> tuple[int, int] | None:
         """(timestamp, offset) of the first held record with the largest timestamp (ListOffsets -3)."""
@@ -479,6 +529,36 @@ class PartitionLog:
             self.batches_dropped += k
             self.aborted_index = [t for t in self.aborted_index if t[2] >= self._first]
         return k
+
+    # ---- compaction ----------------------------------------------------------------------------------------
+    def replace_prefix(self, k: int, kept: list[tuple[int, bytes]], groups: list[int]) -> None:
+        """The log cleaner's swap (Cleaner.cleanSegments -> UnifiedLog.replaceSegments): held batches
+        0..k-1 become `kept`, (index of the batch it was cleaned from, its rewritten bytes) in order,
+        in segments starting at the offsets `groups`. A kept batch keeps its producer, flags and
+        event seq; offsets stay (gaps where records went)."""
+        self.cleaned_upto = self._base[k] if k < len(self._base) else self._end
+        self.cleaned_segments = list(groups)
+        cols = (self._base, self._last, self._pid, self._epoch, self._flags, self._maxts, self._seq, self._size)
+        new = [array(c.typecode) for c in cols]
+        for j, raw in kept:
+            (base, _length, _e, _m, _crc, _attrs, delta, _bts, max_ts, _pid, _ep, _bseq,
+             count) = HEADER.unpack_from(raw, 0)
+            gaps = GAPS if count != delta + 1 else 0
+            for col, v in zip(new, (base, base + delta, self._pid[j], self._epoch[j], self._flags[j] | gaps, max_ts,
+                                    self._seq[j], len(raw)), strict=True):
+                col.append(v)
+        self._bytes += sum(new[7]) - sum(self._size[:k])
+        for col, c in zip(cols, new, strict=True):
+            col[:k] = c
+        self.store.replace_prefix(k, [raw for _, raw in kept], new[0], new[5], groups)
+        self._uid = next(_uids)            # the decoded-batch cache must not serve the old bytes
+        self.compacted = True
+        # an aborted transaction stays in the index while some of its data does (Cleaner's
+        # CleanedTransactionMetadata keeps the entry of a marker it retains)
+        self.aborted_index = [t for t in self.aborted_index if self._first_of(t[0], t[1], t[2]) is not None]
+        if not self._bytes and self._with_data is not None:
+            self._with_data.discard(self)
+        _changes[0] += 1
 
 
 @dataclass

@@ -9,9 +9,11 @@
     state_diagram(table) / Animation(table, events)   state machines from their tables, animated
     sequence_diagram(events)                    a scenario's messages between lifelines (SVG)
     record_strip(events)                        a share partition's records over time (state, deliveries, owner)
+    compaction_picture(events, topic, p)        a partition before and after a log cleaner pass (SVG)
 """
 from ..records.examples import example_value
 from .animate import Animation
+from .compaction import CompactionPicture, compaction_picture
 from .diff import diff_diagram, diff_table, version_diff
 from .history import history_html, version_history
 from .machines import state_diagram, tables
@@ -24,7 +26,7 @@ __all__ = ["wire_diagram", "wire_svg", "wire_type", "header_info", "version_diff
            "diff_diagram", "version_history", "history_html", "example_value", "to_svg", "to_png",
            "to_html", "save", "DotNotFoundError", "dot_available", "state_diagram", "tables",
            "sequence_diagram", "sequence_html", "Animation", "record_strip", "RecordStrip",
-           "share_state_diagrams"]
+           "share_state_diagrams", "compaction_picture", "CompactionPicture"]
 
 try:  # written by another part of the kit; the package must import without it
     from .hexdump import hexdump_html  # noqa: F401

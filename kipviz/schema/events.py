@@ -80,6 +80,27 @@ class Note(Event):
     detail: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class LogCleaned(Event):
+    """One pass of the log cleaner over a partition (kipviz.broker.cleaner): the batches held below
+    offset rewritten_end (whole segments) were rewritten as batches_after batches; the offset map
+    covered the dirty offsets [first_dirty_offset, end_offset); kept: the offsets below
+    rewritten_end holding a record (or marker) after the pass, as (first, last) runs."""
+    topic: str
+    partition: int
+    first_dirty_offset: int
+    end_offset: int
+    batches_before: int
+    batches_after: int
+    bytes_before: int
+    bytes_after: int
+    records_before: int
+    records_removed: int
+    log_start_offset: int
+    rewritten_end: int = 0
+    kept: tuple = ()
+
+
 class _Factory:
     """The default of a field with a default_factory (dataclasses' own __init__ marks it alike)."""
 
@@ -114,5 +135,5 @@ def _slot_init(cls):
     return init
 
 
-for _cls in (Event, RequestReceived, ResponseSent, StateChanged, RecordAppended, ClientAction, Note):
+for _cls in (Event, RequestReceived, ResponseSent, StateChanged, RecordAppended, ClientAction, Note, LogCleaned):
     _cls.__init__ = _slot_init(_cls)

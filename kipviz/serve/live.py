@@ -27,7 +27,7 @@ from ..schema import events as ev
 
 # share-record state changes are drawn by the record strip, not the state-machine player
 _STRIP_MACHINES = ("share-record",)
-_SHOWN = (ev.RequestReceived, ev.ResponseSent, ev.StateChanged, ev.RecordAppended, ev.Note)
+_SHOWN = (ev.RequestReceived, ev.ResponseSent, ev.StateChanged, ev.RecordAppended, ev.Note, ev.LogCleaned)
 
 
 def _row(e, t0: int = 0, names: dict | None = None) -> str:
@@ -42,6 +42,9 @@ def _row(e, t0: int = 0, names: dict | None = None) -> str:
         what = f"{e.machine} {e.key}: {e.from_state} → {e.to_state} ({e.cause})"
     elif isinstance(e, ev.RecordAppended):
         what = f"{e.topic}-{e.partition}@{e.offset}"
+    elif isinstance(e, ev.LogCleaned):
+        what = (f"log cleaner: {e.topic}-{e.partition} below {e.rewritten_end}: {e.records_removed} of "
+                f"{e.records_before} records removed, {e.bytes_before} -> {e.bytes_after} bytes")
     else:
         what = getattr(e, "text", "")
     return (f"<tr><td>{e.seq}</td><td>{e.t - t0}</td><td>{kind}</td>"

@@ -44,6 +44,7 @@ from .listeners import PLAINTEXT, access_settings, acls_from, listeners_for, use
 MAX_REQUEST_BYTES = 104857600      # socket.request.max.bytes: a bigger size prefix closes the connection
 MIN_TICK_S, MAX_TICK_S = 0.002, 0.1    # virtual time catches up with the wall clock at the next timer
 DEFAULT_EVENTS_MAX = 50_000        # a long-running server keeps at most this many events (issue 22 item 8)
+CLEANER_BACKOFF_MS = 15000        # log.cleaner.backoff.ms (CleanerConfig's default)
 RETENTION_CHECK_MS = 1000          # the kit's log.retention.check.interval.ms for a live server (Kafka: 300000)
 CONNECTIONS_MAX_IDLE_MS = 600_000  # connections.max.idle.ms (SocketServerConfigs.CONNECTIONS_MAX_IDLE_MS_DEFAULT)
 FRAME_TIMEOUT_MS = 30_000          # kit: a started frame must be complete within this (Kafka: no bound)
@@ -180,6 +181,10 @@ class Server:
         if cluster.config.log_retention_check_interval_ms is None:
             cluster.config.log_retention_check_interval_ms = RETENTION_CHECK_MS
         cluster.start_log_retention()
+        # ...and the log cleaner (compacted topics), every log.cleaner.backoff.ms as Kafka's
+        if cluster.config.log_cleaner_backoff_ms is None:
+            cluster.config.log_cleaner_backoff_ms = CLEANER_BACKOFF_MS
+        cluster.start_log_cleaner()
         # ...and so do the share coordinator's record pruning and cold-partition snapshots
         # (ShareCoordinatorService; Kafka: every 5 min, the kit's server every second like retention)
         if cluster.config.share_state_prune_interval_ms is None:

@@ -303,6 +303,10 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
     short = log_validator.min_isr_problem(cluster, topic, log, acks, replicas_of(cluster, topic, log))
     if short:
         return fail(CODE["NOT_ENOUGH_REPLICAS"], short)
+    errors = log_validator.key_errors(cluster, topic, batch["records"], f"{name}-{idx}")
+    if errors:
+        out["RecordErrors"] = errors
+        return fail(CODE["INVALID_RECORD"], log_validator.record_errors_message(errors))
     if batch["is_transactional"]:
         code = _txn_check(cluster, txn_id, batch, name, idx, v)
         if code:
