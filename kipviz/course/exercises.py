@@ -162,6 +162,16 @@ def _error_22():
     return name_of(22)
 
 
+@_ex("02-3", hint="The cleaner keeps each key's newest record of the cleanable range, which ends where the active "
+                  "segment begins; ask which plum records count as plum's newest there, and which are outside it.",
+     solution='scenarios.run("compaction.prices").result["plum_records"].',
+     explain="The offset map is built without the records of aborted transactions (Kafka's Cleaner, "
+             "buildOffsetMapForSegment), so 0.50 at offset 3 is plum's newest in the cleanable range and stays, while "
+             "the aborted 9.99 goes; 0.55 is in the active segment, which is never cleaned.")
+def _plum_records():
+    return _run("compaction.prices").result["plum_records"]
+
+
 # ---- 03 topic ids ----------------------------------------------------------------------------------
 @_ex("03-1", hint="An ID is never given to another topic, and the old one now belongs to none: the error says "
                   "the broker does not recognise what the request names.",

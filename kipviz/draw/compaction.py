@@ -37,28 +37,30 @@ class CompactionPicture:
 
     def svg(self) -> str:
         cells = min(len(self.before), self.max_cells)
-        w = 90 + cells * (CELL_W + GAP_X) + 20
         h = 60 + 2 * (CELL_H + 44) + 30
         c = self.cleaned
+        title = (f"{self.topic}-{self.partition}: log cleaner pass at t={c.t} ms · {c.records_removed} of "
+                 f"{c.records_before} records removed, {c.bytes_before} → {c.bytes_after} bytes")
+        first = self.before[0][0] if self.before else 0
+        marks = [(offset, what, 90 + (offset - first) * (CELL_W + GAP_X) - GAP_X / 2)
+                 for offset, what in ((c.first_dirty_offset, "dirty from"), (c.end_offset, "first uncleanable"),
+                                      (c.rewritten_end, "rewritten up to"))
+                 if 0 <= offset - first <= cells]
+        # wide enough for every text: the cells, the title and the marks' labels right of their lines
+        w = int(max(90 + cells * (CELL_W + GAP_X) + 20, 10 + _width(title, FS + 1, bold=True) + 10,
+                    *(x + 3 + _width(f"{what} {offset}", FS_SMALL) + 10 for offset, what, x in marks)))
         out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
                f'font-family="Helvetica, Arial, sans-serif">', f'<rect width="{w}" height="{h}" fill="white"/>',
-               _text(10, 20, f"{self.topic}-{self.partition}: log cleaner pass at t={c.t} ms -- "
-                             f"{c.records_removed} of {c.records_before} records removed, "
-                             f"{c.bytes_before} -> {c.bytes_after} bytes", FS + 1, bold=True)]
+               _text(10, 20, title, FS + 1, bold=True)]
         for row, (label, cells_of) in enumerate((("before", self.before), ("after", self.after))):
             y = 50 + row * (CELL_H + 44)
             out.append(_text(10, y + CELL_H / 2 + 4, label, FS, bold=True))
             out += [_cell(90 + i * (CELL_W + GAP_X), y, cell) for i, cell in enumerate(cells_of[:cells])]
-        first = self.before[0][0] if self.before else 0
-        for offset, what in ((c.first_dirty_offset, "dirty from"), (c.end_offset, "map end"),
-                             (c.rewritten_end, "rewritten up to")):
-            i = offset - first
-            if 0 <= i <= cells:
-                x = 90 + i * (CELL_W + GAP_X) - GAP_X / 2
-                out.append(f'<line x1="{x:g}" y1="40" x2="{x:g}" y2="{h - 24}" stroke="{C_MARK}" '
-                           f'stroke-width="1.5" stroke-dasharray="4,3"/>')
-                out.append(_text(x + 3, h - 10 - 12 * (what == "map end"), f"{what} {offset}", FS_SMALL,
-                                 color=C_MARK))
+        for offset, what, x in marks:
+            out.append(f'<line x1="{x:g}" y1="40" x2="{x:g}" y2="{h - 24}" stroke="{C_MARK}" '
+                       f'stroke-width="1.5" stroke-dasharray="4,3"/>')
+            out.append(_text(x + 3, h - 10 - 12 * (what == "first uncleanable"), f"{what} {offset}", FS_SMALL,
+                             color=C_MARK))
         if len(self.before) > cells:
             out.append(_text(w - 10, 20, f"(first {cells} of {len(self.before)} offsets)", FS_SMALL,
                              anchor="end", color=C_MUTED))
@@ -67,6 +69,11 @@ class CompactionPicture:
 
     def _repr_svg_(self) -> str:
         return self.svg()
+
+
+def _width(s: str, size: float, bold: bool = False) -> float:
+    """About how wide `s` is drawn in Helvetica at `size` px (a generous average glyph width)."""
+    return len(s) * size * (0.62 if bold else 0.56)
 
 
 def _text(x, y, s, size, *, bold=False, anchor="start", color=C_TEXT) -> str:
@@ -91,7 +98,7 @@ def _cell(x, y, cell) -> str:
         parts.append(_text(x + CELL_W / 2, y + 28, _short(value), FS_SMALL, anchor="middle"))
     elif kind != "gap":
         parts.append(_text(x + CELL_W / 2, y + 21, kind, FS_SMALL, anchor="middle", bold=True))
-    parts.append(_text(x + CELL_W / 2, y + CELL_H + 12, offset, FS_SMALL - 1, anchor="middle", color=C_MUTED))
+    parts.append(_text(x + CELL_W / 2, y + CELL_H + 12, offset, FS_SMALL, anchor="middle", color=C_MUTED))
     return "\n".join(parts)
 
 

@@ -11,9 +11,10 @@
 # 2. recognise a transactional batch and the COMMIT marker that ends it;
 # 3. decode an `OffsetCommitValue` and see what KIP-1319's topic ID adds (v3 vs v4);
 # 4. compute which `__consumer_offsets` partition (and so which coordinator) owns a group;
-# 5. turn a packet capture into a request/response table.
+# 5. turn a packet capture into a request/response table;
+# 6. predict what the log cleaner keeps of a compacted topic.
 #
-# **Prerequisites:** `00_welcome`. **Time to complete:** about 25 minutes.
+# **Prerequisites:** `00_welcome`. **Time to complete:** about 30 minutes.
 # **Sources:** [KIP-516](https://cwiki.apache.org/confluence/display/KAFKA/KIP-516%3A+Topic+Identifiers) (topic IDs), [KIP-1319](https://cwiki.apache.org/confluence/display/KAFKA/KIP-1319:+Align+TxnOffsetCommit+API+with+OffsetCommit+API) (OffsetCommitValue v4 topic ID), KIP-98 / KIP-890 (transactions).
 
 # %%
@@ -162,6 +163,51 @@ answer = ...
 exercise('02-2').check(answer)
 
 # %% [markdown]
+# ## 6. A compacted topic: what the log cleaner keeps
+#
+# A topic with `cleanup.policy=compact` keeps each key's **newest** value instead of deleting old
+# segments by age or size — that is how `__consumer_offsets` and `__transaction_state` stay small
+# (a group's newest commit per partition is all a coordinator needs). Kafka's log cleaner wakes up
+# every `log.cleaner.backoff.ms` (15 s), picks a log whose dirty (not yet cleaned) share is above
+# `min.cleanable.dirty.ratio` (0.5), maps each key to its newest offset in the cleanable range —
+# which ends where the **active segment** (the one being written) begins: that segment is never
+# cleaned — and rewrites the older segments with only the records it keeps. Offsets never move: the
+# removed ones become gaps that consumers read through. A tombstone (a null value) deletes its key,
+# and stays for `delete.retention.ms` so that consumers see the delete.
+#
+# Below, a price list on a compacted topic with small segments: a producer writes prices and
+# deletes `pear`, a transaction writing a plum price aborts, then apple and plum are priced again.
+# The log before the cleaner's first pass:
+
+# %%
+from kipviz.broker import Cluster
+from kipviz.scenarios import compaction
+
+before = Cluster(seed=7)
+compaction.write_prices(before)       # the records only: the cleaner has not run
+Table(compaction.log_rows(before))
+
+# %% [markdown]
+# ### Exercise 3 — predict
+# The cleaner makes one pass over this log. How many `plum` records does the partition hold after it?
+
+# %% kipviz={"exercise": "02-3"}
+answer = ...
+
+# %% deletable=false editable=false kipviz={"check": "02-3"}
+exercise('02-3').check(answer)
+
+# %% kipviz={"outcome": "02-3"}
+from kipviz import scenarios
+from kipviz.draw import compaction_picture
+
+prices = scenarios.run("compaction.prices")
+HTML(compaction_picture(prices.events, "prices", 0).svg())
+
+# %% kipviz={"outcome": "02-3"}
+Table([{"offset": o, "key": k, "value": "(tombstone)" if v is None else v} for o, k, v in prices.result["held"]])
+
+# %% [markdown]
 # ## Summary
 #
 # * A record batch v2 is a 61-byte header (CRC-32C from `Attributes` on) plus varint-encoded records.
@@ -169,3 +215,5 @@ exercise('02-2').check(answer)
 # * Coordinators keep their state as versioned records; OffsetCommitValue v4 can carry the topic ID (KIP-1319).
 # * `abs(String.hashCode) % 50` picks the coordinator partition, with Kafka's `abs(MIN_VALUE) == 0`.
 # * A pcap of plaintext Kafka traffic becomes a request/response table with decoded bodies.
+# * A compacted topic keeps each key's newest record below the active segment; offsets keep their gaps,
+#   aborted records never count as a key's newest, tombstones stay for `delete.retention.ms`.
