@@ -101,8 +101,9 @@ def latency(spark, bootstrap: str, rate: int = 20, seconds: float = 10) -> dict:
 
     from kipviz.spark.kafka_source import start_query
     from kipviz.spark.plots import step_chart
+    topic = f"latency-{os.getpid()}"          # each session's own: the runs share one server
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
-    for f in admin.create_topics([NewTopic("latency", 1, 1)]).values():
+    for f in admin.create_topics([NewTopic(topic, 1, 1)]).values():
         f.result(30)
     lat: list[float] = []
     xs: list[float] = []
@@ -114,13 +115,13 @@ def latency(spark, bootstrap: str, rate: int = 20, seconds: float = 10) -> dict:
         step_chart(xs, {"records": list(range(len(xs)))}, title="latency", ylabel="n", xlabel="t")
         lat.extend(drawn - float(r.value.decode()) for r in rows)
     q = start_query(lambda: spark.readStream.format("kipviz-kafka").option("kafka.bootstrap.servers", bootstrap)
-                    .option("subscribe", "latency").option("startingOffsets", "earliest").load()
+                    .option("subscribe", topic).option("startingOffsets", "earliest").load()
                     .writeStream.foreachBatch(batch).trigger(processingTime="500 milliseconds").start())
     end = time.monotonic() + 180
     p = Producer({"bootstrap.servers": bootstrap, "log_level": 3, "linger.ms": 0})
     total = int(rate * seconds)
     for _ in range(total):
-        p.produce("latency", value=repr(time.time()).encode())
+        p.produce(topic, value=repr(time.time()).encode())
         p.poll(0)
         time.sleep(1 / rate)
     p.flush(10)
