@@ -7,6 +7,7 @@ the one a test expects, or a model internal error, fails the test."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import uuid
 
@@ -50,7 +51,11 @@ def expect(logs: ErrorLines, *texts: str) -> None:
 
 
 def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, 60))
+    """The coroutine to its end (at most 60 s) on a thread of its own: a worker that ran browser tests
+    keeps their session Playwright's event loop running on its main thread (tests/browser/conftest.py),
+    where asyncio.run refuses to start."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, asyncio.wait_for(coro, 60)).result()
 
 
 def name(prefix: str) -> str:
