@@ -59,9 +59,16 @@ def test_bad_input_is_one_line_and_nonzero(capsys):
         assert err.startswith("kipviz: error:") and err.count("\n") == 1
 
 
-def test_console_script_runs():
-    r = subprocess.run([sys.executable, "-m", "kipviz.cli", "--help"], capture_output=True, text=True)
+@pytest.mark.parametrize("module", ["kipviz.cli", "kipviz"])
+def test_console_script_runs(module):
+    r = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "decode" in r.stdout
+
+
+def test_python_m_kipviz_is_the_command_with_its_errors():
+    r = subprocess.run([sys.executable, "-m", "kipviz", "list", "--release", "9.9"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and r.stderr.startswith("kipviz: error:") and r.stderr.count("\n") == 1
 
 
 def test_wire_svg_png_html(tmp_path, capsys):
