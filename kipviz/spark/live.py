@@ -143,7 +143,10 @@ class LiveMetrics:
         committed offsets on it), from the two watermarks of each partition."""
         from confluent_kafka import Consumer, TopicPartition
         marks = {}
-        for level in ("read_uncommitted", "read_committed"):
+        # the LSO first, then the high watermark: both only grow and LSO <= high watermark at any
+        # moment, so read in this order the gap is never negative (read the other way round, a
+        # transaction committed between the two reads drew the gap below the chart's axis)
+        for level in ("read_committed", "read_uncommitted"):
             c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "kipviz-live-watermarks",
                           "isolation.level": level, "log_level": 3})
             try:
@@ -153,10 +156,11 @@ class LiveMetrics:
                                                                              timeout=5, cached=False)[1]
             finally:
                 c.close()
-        gap = sum(m.get("read_uncommitted", 0) - m.get("read_committed", 0) for m in marks.values())
+        gap = sum(m["read_uncommitted"] - m["read_committed"] for m in marks.values()
+                  if "read_uncommitted" in m and "read_committed" in m)
         lag = {}
         for (_group, topic, p), off in self.committed.items():
-            if topic == self.output_topic and p in marks:
+            if topic == self.output_topic and "read_uncommitted" in marks.get(p, {}):
                 lag[p] = max(lag.get(p, 0), marks[p]["read_uncommitted"] - off)
         return gap, lag
 
