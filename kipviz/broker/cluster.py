@@ -122,52 +122,45 @@ class Cluster:
                 buf = self.event_buffer = EventBuffer()
             buf.bound(self, limit)
 
+    def _every(self, flag: str, every: int | None, task) -> None:
+        """Run `task` every `every` ms of virtual time from now on; nothing without an interval or
+        when `flag` says it already runs."""
+        if not every or self.__dict__.get(flag):
+            return
+        setattr(self, flag, True)
+
+        def check():
+            task()
+            self.clock.schedule(self.now + every, check)
+        self.clock.schedule(self.now + every, check)
+
     def start_log_retention(self) -> None:
         """Run log retention every log.retention.check.interval.ms of virtual time (LogManager's
         kafka-log-retention task); does nothing without an interval or when already running."""
-        every = self.config.log_retention_check_interval_ms
-        if not every or self.__dict__.get("_retention_on"):
-            return
-        self._retention_on = True
         from . import retention
         from .handlers.data import expire_producers
 
         def check():
             retention.enforce(self)
             expire_producers(self)      # Kafka's own task (PeriodicProducerExpirationCheck), run alongside
-            self.clock.schedule(self.now + every, check)
-        self.clock.schedule(self.now + every, check)
+        self._every("_retention_on", self.config.log_retention_check_interval_ms, check)
 
     def start_log_cleaner(self) -> None:
         """Run the log cleaner every log.cleaner.backoff.ms of virtual time (LogCleaner's thread
         sleeps that long when no log is due); does nothing without an interval or when running."""
-        every = self.config.log_cleaner_backoff_ms
-        if not every or self.__dict__.get("_cleaner_on"):
-            return
-        self._cleaner_on = True
         from . import cleaner
-
-        def check():
-            cleaner.run(self)
-            self.clock.schedule(self.now + every, check)
-        self.clock.schedule(self.now + every, check)
+        self._every("_cleaner_on", self.config.log_cleaner_backoff_ms, lambda: cleaner.run(self))
 
     def start_share_state_pruning(self) -> None:
         """Run the share coordinator's two timers every share.coordinator.state.topic.prune.interval.ms
         of virtual time (ShareCoordinatorService: the record-pruning task and the cold-partition
         snapshot task); does nothing without an interval or when already running."""
-        every = self.config.share_state_prune_interval_ms
-        if not every or self.__dict__.get("_share_prune_on"):
-            return
-        self._share_prune_on = True
-
         def check():
             shares = self.__dict__.get("shares")
             if shares is not None:
                 shares.snapshot_cold_partitions()
                 shares.prune_state_topic()
-            self.clock.schedule(self.now + every, check)
-        self.clock.schedule(self.now + every, check)
+        self._every("_share_prune_on", self.config.share_state_prune_interval_ms, check)
 
     def take_completed(self) -> list[tuple[str, int, bytes]]:
         """Responses to held requests completed since the last call: (client, broker, frame), in

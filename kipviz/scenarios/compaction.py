@@ -10,6 +10,7 @@ ABORT marker stays while it is needed; offsets keep their gaps."""
 from __future__ import annotations
 
 from ..clients import Producer
+from ..schema.events import LogCleaned
 from . import Trace, scenario
 
 TOPIC = "prices"
@@ -67,7 +68,7 @@ def prices(trace: Trace) -> None:
     write_prices(c)
     c.start_log_cleaner()
     c.advance(15_000)                   # log.cleaner.backoff.ms: the cleaner's first look
-    passes = [e for e in c.events if type(e).__name__ == "LogCleaned" and e.topic == TOPIC]
+    passes = [e for e in c.events if isinstance(e, LogCleaned) and e.topic == TOPIC]
     trace.expect("one cleaning pass ran (the dirty ratio was above min.cleanable.dirty.ratio, 0.5)",
                  len(passes) == 1, f"{len(passes)} passes")
     log = c.topics.get(TOPIC).partitions[0]
