@@ -91,6 +91,8 @@ def event_detail(e: ev.Event) -> str:
     record's key, value and headers are left out: they are in topics/<topic>.parquet at
     (topic, partition, offset)."""
     d = {name: getattr(e, name) for name in _detail_fields(type(e))}
+    if isinstance(e, ev.Happened):
+        d["text"] = e.text           # the sentence, for a reader of the Parquet file
     if type(e) is ev.RecordAppended and isinstance(e.record, dict) and e.record.get("kind") == "data":
         d["record"] = {k: v for k, v in e.record.items() if k not in ("key", "value", "headers")}
     return to_json(d)

@@ -1,8 +1,16 @@
 """Everything the model does is recorded as one of these typed events, in order. They are the only
-input to sequence diagrams, animations and sample logs."""
+input to sequence diagrams, animations and sample logs.
+
+The envelope (Event: seq, t) and the wire (RequestReceived, ResponseSent), state machines
+(StateChanged) and logs (RecordAppended) are below; every other thing that happens is one small
+class of its own with typed fields, under Happened (the broker, the coordinators, operators and
+workloads) or ClientDid (a client model's decisions). Each says what it is in one sentence
+(`text`), built from its fields, and cites the Kafka source it follows. Readers match classes and
+read fields; no event carries a free-form dict."""
 from __future__ import annotations
 
 from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import ClassVar
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +72,38 @@ class RecordAppended(Event):
     transactional: bool = False
     control: bool = False
     broker: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Happened(Event):
+    """Base of the typed things that happen. `SAYS` is the sentence, formatted with the event's
+    fields (a class whose sentence needs more overrides `text`)."""
+    SAYS: ClassVar[str] = ""
+
+    @property
+    def text(self) -> str:
+        return self.SAYS.format_map({f.name: getattr(self, f.name) for f in fields(self)})
+
+
+@dataclass(frozen=True, slots=True)
+class ClientDid(Happened):
+    """Base of a client model's decisions (a version chosen, a retry, a rebalance step)."""
+    client: str
+
+
+# ---- the broker and the cluster --------------------------------------------------------------------
+
+
+# ---- groups (classic, consumer, share) and offsets ------------------------------------------------
+
+
+# ---- transactions and KIP-1289 --------------------------------------------------------------------
+
+
+# ---- clients ---------------------------------------------------------------------------------------
+
+
+# ---- operators, scenarios and workloads ------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,5 +175,14 @@ def _slot_init(cls):
     return init
 
 
-for _cls in (Event, RequestReceived, ResponseSent, StateChanged, RecordAppended, ClientAction, Note, LogCleaned):
+def event_classes() -> dict[str, type[Event]]:
+    """Every event class of this module by its kind (the class name), the envelope and the bases
+    left out. (Read from the module, not __subclasses__: a slotted dataclass is a copy of the class
+    first defined, which stays among the subclasses.)"""
+    return {name: cls for name, cls in sorted(globals().items()) if not name.startswith("_")
+            and isinstance(cls, type) and issubclass(cls, Event) and cls not in (Event, Happened, ClientDid)}
+
+
+for _cls in (Event, Happened, ClientDid, *event_classes().values()):
     _cls.__init__ = _slot_init(_cls)
+del _cls
