@@ -27,7 +27,7 @@ load_all()
 # ---- the static judge: which error codes can each handler's code answer? ------------------------
 # From the handler function, follow the calls the code makes to kipviz.broker functions: module
 # functions by name, `self.m` on the method's class, `cluster.m` / `cluster.<component>.m` through
-# Cluster's component table, local aliases (`txns = cluster.txns`, `f = getattr(txns, "m", None)`),
+# Cluster's component table, `self.a.m` through the class annotation of `a`, local aliases (`txns = cluster.txns`, `f = getattr(txns, "m", None)`),
 # and `x.m` on an unknown receiver when exactly one broker class defines m. Every error name the
 # reached code mentions (CODE["X"] / E["X"], "X" strings, X constants) counts, except names it only
 # compares against (`err == E["X"]`, `err in (...)`: tested, not answered).
@@ -158,14 +158,38 @@ def _resolve(chain: list[str], fn_globals: dict, cls, methods) -> tuple | None:
                 return f, c
             return None
     while len(path) > 1:
-        if obj is not _Cluster or path[0] not in _COMPONENTS:
+        obj = _COMPONENTS.get(path[0]) if obj is _Cluster else _attribute_class(obj, path[0])
+        if obj is None:
             return None
-        obj, path = _COMPONENTS[path[0]], path[1:]
+        path = path[1:]
     m = inspect.getattr_static(obj, path[0], None) if inspect.isclass(obj) else getattr(obj, path[0], None)
     m = m.__func__ if isinstance(m, staticmethod) else m
     if not _ours(m):
         m = getattr(obj, path[0], None)
     return (m, obj if inspect.isclass(obj) else None) if _ours(m) else None
+
+
+def _attribute_class(cls, name: str):
+    """The class attribute `name` of class `cls` holds, read from annotations: a property's (or
+    cached_property's) return type, else the class's annotation of the field (`metadata:
+    GroupMetadataManager`); None when no annotation names a class."""
+    if not inspect.isclass(cls):
+        return None
+    static = inspect.getattr_static(cls, name, None)
+    fn = getattr(static, "fget", None) or getattr(static, "func", None)
+    if fn is not None:
+        hint, where = inspect.get_annotations(fn).get("return"), fn.__module__
+    else:
+        owner = next((c for c in cls.__mro__ if name in inspect.get_annotations(c)), None)
+        if owner is None:
+            return None
+        hint, where = inspect.get_annotations(owner)[name], owner.__module__
+    if isinstance(hint, str):
+        try:
+            hint = eval(hint, vars(sys.modules[where]))      # noqa: S307 - an annotation of the kit's own code
+        except Exception:  # noqa: BLE001 - a name the module does not import (e.g. under TYPE_CHECKING)
+            return None
+    return hint if inspect.isclass(hint) else None
 
 
 def reached_codes(fn, cls=None, seen=None, methods=None) -> dict[str, set[str]]:

@@ -184,7 +184,7 @@ class EosMachine(RuleBasedStateMachine):
 
     @invariant()
     def committed_offsets_are_those_of_committed_transactions(self):
-        got = {tp: c.offset for tp, c in self.cluster.groups.offsets.get(GROUP, {}).items()}
+        got = {tp: c.offset for tp, c in self.cluster.groups.offsets.by_group.get(GROUP, {}).items()}
         assert got == self.offsets
 
     @invariant()

@@ -115,7 +115,7 @@ def delete_groups(trace: Trace) -> None:
     trace.expect("consumer-1 left: the group is Empty", c.groups.group_state(gid) == "Empty",
                  str(c.groups.group_state(gid)))
     delete("once the group is empty", "NONE")
-    gone = c.groups.group_state(gid) is None and not c.groups.offsets.get(gid)
+    gone = c.groups.group_state(gid) is None and not c.groups.offsets.by_group.get(gid)
     trace.expect("the group and its two committed offsets are gone", gone)
     notes = [e.text for e in c.events if e.kind == "Note" and e.text.startswith(f"group {gid} deleted")]
     trace.expect("the coordinator wrote a tombstone per committed offset", notes == [f"group {gid} deleted: 2 offset "

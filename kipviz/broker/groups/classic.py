@@ -7,6 +7,7 @@ import uuid as _uuid
 
 from ...schema.error_codes import CODE
 from ..tables import classic_group as CG
+from .metadata import GroupMetadataManager
 from .model import (
     CLASSIC_NEW_MEMBER_JOIN_TIMEOUT_MS,
     GROUP_METADATA_VALUE_VERSION,
@@ -20,11 +21,16 @@ from .model import (
 
 
 class ClassicProtocol:
-    """GroupMetadataManager.classicGroup*: the classic (eager) rebalance protocol."""
+    """GroupMetadataManager.classicGroup*: the classic (eager) rebalance protocol, over the group
+    table of `metadata`."""
+    metadata: GroupMetadataManager
 
-    # =============================================================================================
-    # classic groups (GroupMetadataManager.classicGroup*)
-    # =============================================================================================
+    def __init__(self, cluster, metadata: GroupMetadataManager):
+        self.cluster = cluster
+        self.metadata = metadata
+        self.groups = metadata.groups          # the group table (one dict, shared)
+        self._current = None                   # the request being handled (see _answer)
+
     def _classic_fire(self, g: ClassicGroup, event: str) -> None:
         g.previous_state = g.state
         g.machine.fire(event)
@@ -50,14 +56,14 @@ class ClassicProtocol:
                 self.cluster.note(f"JoinGroup for consumer group {gid}: classic members in consumer groups "
                                   "are not modelled", group=gid)
                 return {"ErrorCode": CODE["INCONSISTENT_GROUP_PROTOCOL"], "MemberId": member_id}
-            self._remove_group(g, "an empty consumer group is replaced by a classic group (JoinGroup)")
+            self.metadata.remove_group(g, "an empty consumer group is replaced by a classic group (JoinGroup)")
             g = None
-        if g is None and self._share_group(gid) is not None:
+        if g is None and self.metadata.share_group(gid) is not None:
             return {"ErrorCode": CODE["INCONSISTENT_GROUP_PROTOCOL"], "MemberId": member_id}
         if g is None:
             if not unknown:
                 return {"ErrorCode": CODE["UNKNOWN_MEMBER_ID"], "MemberId": member_id}
-            g = self._new_classic_group(gid)
+            g = self.metadata.new_classic_group(gid)
         protocols = [(p["Name"], bytes(p["Metadata"])) for p in b.get("Protocols", [])]
         rebalance_timeout = b.get("RebalanceTimeoutMs", -1)
         if req.version == 0 or rebalance_timeout == -1:
@@ -81,9 +87,9 @@ class ClassicProtocol:
             if old_id is not None and old_id in g.members:
                 # a static member restarted: the new member id replaces the old one (which is fenced)
                 old = g.members.pop(old_id)
-                self._cancel(old.timer)
+                self.metadata.cancel(old.timer)
                 if old.join_req is not None:
-                    self._complete(old.join_req, "JoinGroupResponse",
+                    self.metadata.complete(old.join_req, "JoinGroupResponse",
                                    {"ErrorCode": CODE["FENCED_INSTANCE_ID"], "MemberId": old_id})
                     old.join_req = None
                 if g.leader == old_id:
@@ -94,8 +100,8 @@ class ClassicProtocol:
             g.static_members[instance_id] = new_id
             return self._add_member_and_rebalance(req, g, new_id, instance_id, a)
         if req.version >= 4:     # JoinGroupRequest.requiresKnownMemberId
-            self._cancel(g.pending_members.get(new_id))
-            g.pending_members[new_id] = self._schedule(
+            self.metadata.cancel(g.pending_members.get(new_id))
+            g.pending_members[new_id] = self.metadata.schedule(
                 a["session_timeout"], lambda: self._expire_pending(g.group_id, new_id))
             self.cluster.note(f"{new_id} must rejoin {g.group_id} with its member id (MEMBER_ID_REQUIRED)",
                               group=g.group_id, member=new_id)
@@ -108,9 +114,9 @@ class ClassicProtocol:
         if not g.supports(a["protocol_type"], a["protocols"]):
             return {"ErrorCode": CODE["INCONSISTENT_GROUP_PROTOCOL"], "MemberId": member_id}
         if member_id in g.pending_members and instance_id is None:
-            self._cancel(g.pending_members.pop(member_id))
+            self.metadata.cancel(g.pending_members.pop(member_id))
             return self._add_member_and_rebalance(req, g, member_id, None, a)
-        err = self._validate_member(g, member_id, instance_id)
+        err = g.validate_member(member_id, instance_id)
         if err:
             return {"ErrorCode": CODE[err], "MemberId": member_id}
         m = g.members[member_id]
@@ -125,18 +131,6 @@ class ClassicProtocol:
                 return self._update_member_and_rebalance(req, g, m, a, "member-rejoined")
             return self._join_response(g, m, with_members=False)
         return {"ErrorCode": CODE["UNKNOWN_MEMBER_ID"], "MemberId": member_id}
-
-    def _validate_member(self, g: ClassicGroup, member_id: str, instance_id: str | None) -> str | None:
-        """ClassicGroup.validateMember: UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID, or None."""
-        if instance_id is not None:
-            existing = g.static_members.get(instance_id)
-            if existing is None:
-                return "UNKNOWN_MEMBER_ID"
-            if existing != member_id:
-                return "FENCED_INSTANCE_ID"
-        if member_id not in g.members:
-            return "UNKNOWN_MEMBER_ID"
-        return None
 
     def _join_response(self, g: ClassicGroup, m: ClassicMember, with_members: bool) -> dict:
         members = []
@@ -157,7 +151,7 @@ class ClassicProtocol:
         g.members[member_id] = m
         if g.leader is None:
             g.leader = member_id
-        self._reschedule_member(g, m, CLASSIC_NEW_MEMBER_JOIN_TIMEOUT_MS)
+        self.reschedule_member(g, m, CLASSIC_NEW_MEMBER_JOIN_TIMEOUT_MS)
         self.cluster.note(f"{member_id} joins classic group {g.group_id}", group=g.group_id, member=member_id,
                           reason=a.get("reason"))
         self._maybe_prepare_rebalance_or_complete_join(g, "member-joined")
@@ -189,7 +183,7 @@ class ClassicProtocol:
     def _prepare_rebalance(self, g: ClassicGroup, cause: str) -> None:
         if g.state == CG.COMPLETING:
             self._reset_and_propagate_assignment_error(g, "REBALANCE_IN_PROGRESS")
-        self._cancel(g.sync_timer)
+        self.metadata.cancel(g.sync_timer)
         g.sync_timer = None
         initial = g.state == CG.EMPTY
         self._classic_fire(g, cause)
@@ -202,14 +196,14 @@ class ClassicProtocol:
             if delay <= 0:
                 self._complete_join(g)
             else:
-                self._cancel(g.join_timer)
-                g.join_timer = self._schedule(delay, lambda: self._initial_delay_expired(g, delay, remaining))
+                self.metadata.cancel(g.join_timer)
+                g.join_timer = self.metadata.schedule(delay, lambda: self._initial_delay_expired(g, delay, remaining))
             return
         if g.all_joined():
             self._complete_join(g)
         else:
-            self._cancel(g.join_timer)
-            g.join_timer = self._schedule(g.rebalance_timeout(), lambda: self._join_timeout(g))
+            self.metadata.cancel(g.join_timer)
+            g.join_timer = self.metadata.schedule(g.rebalance_timeout(), lambda: self._join_timeout(g))
 
     def _initial_delay_expired(self, g: ClassicGroup, delay: int, remaining: int) -> None:
         if self.groups.get(g.group_id) is not g or g.state != CG.PREPARING:
@@ -217,7 +211,7 @@ class ClassicProtocol:
         if g.new_member_added and remaining > 0:
             g.new_member_added = False
             step = min(delay, remaining)
-            g.join_timer = self._schedule(step, lambda: self._initial_delay_expired(g, delay, remaining - step))
+            g.join_timer = self.metadata.schedule(step, lambda: self._initial_delay_expired(g, delay, remaining - step))
         else:
             self._complete_join(g)
 
@@ -231,7 +225,7 @@ class ClassicProtocol:
 
     def _complete_join(self, g: ClassicGroup) -> None:
         """completeClassicGroupJoin + ClassicGroup.initNextGeneration."""
-        self._cancel(g.join_timer)
+        self.metadata.cancel(g.join_timer)
         g.join_timer = None
         for m in [m for m in g.members.values() if m.join_req is None and m.instance_id is None]:
             self._remove_member(g, m, notify=False)
@@ -243,7 +237,7 @@ class ClassicProtocol:
                 g.leader = joined[0].member_id
             else:
                 # no member rejoined: postpone until session timeouts remove them
-                g.join_timer = self._schedule(g.rebalance_timeout(), lambda: self._join_timeout(g))
+                g.join_timer = self.metadata.schedule(g.rebalance_timeout(), lambda: self._join_timeout(g))
                 return
         g.generation += 1
         g.pending_sync.clear()
@@ -264,12 +258,12 @@ class ClassicProtocol:
                 continue       # a static member that did not rejoin keeps its place silently
             body = self._join_response(g, m, with_members=m.member_id == g.leader)
             req, m.join_req = m.join_req, None
-            self._reschedule_member(g, m)
+            self.reschedule_member(g, m)
             m.is_new = False
             g.pending_sync.add(m.member_id)
             self._answer(req, m, "JoinGroupResponse", body)
         gen = g.generation
-        g.sync_timer = self._schedule(g.rebalance_timeout(), lambda: self._expire_pending_sync(g, gen))
+        g.sync_timer = self.metadata.schedule(g.rebalance_timeout(), lambda: self._expire_pending_sync(g, gen))
 
     def _answer(self, req, m, message: str, body: dict) -> None:
         """Complete a member's parked request; if it is the request being handled right now, hand the
@@ -277,9 +271,8 @@ class ClassicProtocol:
         if req is self._current:
             m._answer = body
         else:
-            self._complete(req, message, body)
+            self.metadata.complete(req, message, body)
 
-    _current = None
 
     def _reset_and_propagate_assignment_error(self, g: ClassicGroup, error: str) -> None:
         for m in g.members.values():
@@ -301,10 +294,11 @@ class ClassicProtocol:
             self.cluster.note(f"{g.group_id}: {gone} sent no SyncGroup in time and are removed", group=g.group_id)
             self._prepare_rebalance(g, "sync-expired")
 
-    def _reschedule_member(self, g: ClassicGroup, m: ClassicMember, timeout: int | None = None) -> None:
-        self._cancel(m.timer)
+    def reschedule_member(self, g: ClassicGroup, m: ClassicMember, timeout: int | None = None) -> None:
+        """rescheduleClassicGroupMemberHeartbeat: the member's session timer starts again."""
+        self.metadata.cancel(m.timer)
         mid = m.member_id
-        m.timer = self._schedule(m.session_timeout if timeout is None else timeout,
+        m.timer = self.metadata.schedule(m.session_timeout if timeout is None else timeout,
                                  lambda: self._expire_member(g, mid))
 
     def _expire_member(self, g: ClassicGroup, member_id: str) -> None:
@@ -335,7 +329,7 @@ class ClassicProtocol:
                 self._complete_join(g)
 
     def _remove_member(self, g: ClassicGroup, m: ClassicMember, notify: bool) -> None:
-        self._cancel(m.timer)
+        self.metadata.cancel(m.timer)
         if notify and m.join_req is not None:
             self._answer(m.join_req, m, "JoinGroupResponse",
                          {"ErrorCode": CODE["UNKNOWN_MEMBER_ID"], "MemberId": UNKNOWN_MEMBER_ID})
@@ -364,7 +358,7 @@ class ClassicProtocol:
             return {"ErrorCode": CODE["UNKNOWN_MEMBER_ID"]}
         if g.state == CG.DEAD:
             return {"ErrorCode": CODE["COORDINATOR_NOT_AVAILABLE"]}
-        err = self._validate_member(g, member_id, b.get("GroupInstanceId"))
+        err = g.validate_member(member_id, b.get("GroupInstanceId"))
         if err:
             return {"ErrorCode": CODE[err]}
         if b["GenerationId"] != g.generation:
@@ -419,7 +413,7 @@ class ClassicProtocol:
                     "clientHost": m.client_host, "rebalanceTimeout": m.rebalance_timeout,
                     "sessionTimeout": m.session_timeout, "subscription": m.metadata(g.protocol_name),
                     "assignment": assignment.get(m.member_id, b"")} for m in g.members.values()]
-        self._append(g.group_id, "GroupMetadata", {"group": g.group_id},
+        self.metadata.append(g.group_id, "GroupMetadata", {"group": g.group_id},
                      {"protocolType": g.protocol_type or "", "generation": g.generation,
                       "protocol": g.protocol_name, "leader": g.leader, "currentStateTimestamp": self.cluster.now,
                       "members": members}, value_version=GROUP_METADATA_VALUE_VERSION)
@@ -431,7 +425,7 @@ class ClassicProtocol:
             return {"ErrorCode": CODE["UNKNOWN_MEMBER_ID"]}
         if g.state == CG.DEAD:
             return {"ErrorCode": CODE["COORDINATOR_NOT_AVAILABLE"]}
-        err = self._validate_member(g, b["MemberId"], b.get("GroupInstanceId"))
+        err = g.validate_member(b["MemberId"], b.get("GroupInstanceId"))
         if err:
             return {"ErrorCode": CODE[err]}
         if b["GenerationId"] != g.generation:
@@ -439,7 +433,7 @@ class ClassicProtocol:
         m = g.members[b["MemberId"]]
         if g.state == CG.EMPTY:
             return {"ErrorCode": CODE["UNKNOWN_MEMBER_ID"]}
-        self._reschedule_member(g, m)
+        self.reschedule_member(g, m)
         if g.state == CG.PREPARING:
             return {"ErrorCode": CODE["REBALANCE_IN_PROGRESS"]}
         return {"ErrorCode": NONE}
@@ -463,9 +457,9 @@ class ClassicProtocol:
                 else:
                     resp["ErrorCode"] = CODE["UNKNOWN_MEMBER_ID"]
             elif mid in g.pending_members:
-                self._cancel(g.pending_members.pop(mid))
+                self.metadata.cancel(g.pending_members.pop(mid))
             else:
-                err = self._validate_member(g, mid, iid)
+                err = g.validate_member(mid, iid)
                 if err:
                     resp["ErrorCode"] = CODE[err]
                 else:

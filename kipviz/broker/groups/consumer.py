@@ -10,6 +10,7 @@ from ...uuids import random_uuid, to_kafka_str
 from ..tables import classic_group as CG
 from ..tables import consumer_group as KG
 from ..tables import consumer_member as KM
+from .metadata import GroupMetadataManager
 from .model import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -23,11 +24,15 @@ from .model import (
 
 
 class ConsumerProtocol:
-    """GroupMetadataManager.consumerGroup*: the KIP-848 consumer protocol."""
+    """GroupMetadataManager.consumerGroup*: the KIP-848 consumer protocol, over the group table of
+    `metadata`."""
+    metadata: GroupMetadataManager
 
-    # =============================================================================================
-    # consumer groups (KIP-848, GroupMetadataManager.consumerGroupHeartbeat)
-    # =============================================================================================
+    def __init__(self, cluster, metadata: GroupMetadataManager):
+        self.cluster = cluster
+        self.metadata = metadata
+        self.groups = metadata.groups          # the group table (one dict, shared)
+
     def _update_group_state(self, g: ConsumerGroup) -> None:
         """ConsumerGroup.maybeUpdateGroupState, run after each replayed record."""
         if g.state == KG.DEAD:
@@ -75,7 +80,7 @@ class ConsumerProtocol:
     def _get_or_create_consumer_group(self, gid: str, create: bool):
         g = self.groups.get(gid)
         if g is None:
-            if self._share_group(gid) is not None:
+            if self.metadata.share_group(gid) is not None:
                 raise GroupError("GROUP_ID_NOT_FOUND", f"Group {gid} is not a consumer group.")
             if not create:
                 raise GroupError("GROUP_ID_NOT_FOUND", f"Consumer group {gid} not found.")
@@ -108,18 +113,18 @@ class ConsumerProtocol:
             member, replace_static = self._static_member(g, member_id, instance_id, epoch, owned, create)
         # ---- the request is valid: create what must exist ----
         if found == "replace-classic":
-            self._remove_group(self.groups[gid], "an empty classic group is replaced by a consumer group")
+            self.metadata.remove_group(self.groups[gid], "an empty classic group is replaced by a consumer group")
         if g is None:
-            g = ConsumerGroup(gid, self._machine(KG.TABLE, gid), self.cluster.now)
+            g = ConsumerGroup(gid, self.metadata.machine(KG.TABLE, gid), self.cluster.now)
             self.groups[gid] = g
-            self.cluster.note(f"consumer group {gid} created", group=gid, partition=self.partition_for(gid))
+            self.cluster.note(f"consumer group {gid} created", group=gid, partition=self.metadata.partition_for(gid))
         old_meta = None if member is None else member.metadata_tuple()
         old_subs = None if member is None else (tuple(member.subscribed), member.regex)
         old_assigned = None if member is None else copy_assignment(member.assigned)
         if replace_static is not None:
             member = self._replace_static_member(g, replace_static, member_id)
         if member is None:
-            member = ConsumerMember(member_id, self._machine(KM.TABLE, f"{gid}/{member_id}"))
+            member = ConsumerMember(member_id, self.metadata.machine(KM.TABLE, f"{gid}/{member_id}"))
             g.members[member_id] = member
             self.cluster.note(f"{member_id} joins consumer group {gid}", group=gid, member=member_id)
         # ---- 1. update the member; bump the group epoch if subscriptions changed ----
@@ -217,7 +222,7 @@ class ConsumerProtocol:
         if bump:
             g.subscription_metadata = new_meta
             g.group_epoch += 1
-            self._append(gid, "ConsumerGroupMetadata", {"GroupId": gid},
+            self.metadata.append(gid, "ConsumerGroupMetadata", {"GroupId": gid},
                          {"Epoch": g.group_epoch, "CreationTimeMs": g.created_ms})
             self._update_group_state(g)
             self.cluster.note(f"{gid}: group epoch {g.group_epoch}", group=gid, epoch=g.group_epoch)
@@ -240,11 +245,11 @@ class ConsumerProtocol:
 
     def _replace_static_member(self, g: ConsumerGroup, old: ConsumerMember, new_id: str) -> ConsumerMember:
         gid = g.group_id
-        self._cancel(old.session_timer)
-        self._cancel(old.rebalance_timer)
+        self.metadata.cancel(old.session_timer)
+        self.metadata.cancel(old.rebalance_timer)
         self._member_tombstones(gid, old.member_id)
         del g.members[old.member_id]
-        new = ConsumerMember(new_id, self._machine(KM.TABLE, f"{gid}/{new_id}", state=old.state),
+        new = ConsumerMember(new_id, self.metadata.machine(KM.TABLE, f"{gid}/{new_id}", state=old.state),
                              instance_id=old.instance_id, rack_id=old.rack_id, client_id=old.client_id,
                              client_host=old.client_host, rebalance_timeout=old.rebalance_timeout,
                              subscribed=list(old.subscribed), regex=old.regex, server_assignor=old.server_assignor,
@@ -253,7 +258,7 @@ class ConsumerProtocol:
         g.members[new_id] = new
         g.target[new_id] = g.target.pop(old.member_id, {})
         self._write_member_metadata(g, new)
-        self._append(gid, "ConsumerGroupTargetAssignmentMember", {"GroupId": gid, "MemberId": new_id},
+        self.metadata.append(gid, "ConsumerGroupTargetAssignmentMember", {"GroupId": gid, "MemberId": new_id},
                      {"TopicPartitions": topic_partitions(g.target[new_id])})
         self._write_current_assignment(g, new)
         self._update_group_state(g)
@@ -262,14 +267,14 @@ class ConsumerProtocol:
         return new
 
     def _write_member_metadata(self, g: ConsumerGroup, m: ConsumerMember) -> None:
-        self._append(g.group_id, "ConsumerGroupMemberMetadata", {"GroupId": g.group_id, "MemberId": m.member_id},
+        self.metadata.append(g.group_id, "ConsumerGroupMemberMetadata", {"GroupId": g.group_id, "MemberId": m.member_id},
                      {"InstanceId": m.instance_id, "RackId": m.rack_id, "ClientId": m.client_id,
                       "ClientHost": m.client_host, "SubscribedTopicNames": list(m.subscribed),
                       "SubscribedTopicRegex": m.regex, "RebalanceTimeoutMs": m.rebalance_timeout,
                       "ServerAssignor": m.server_assignor, "ClassicMemberMetadata": None})
 
     def _write_current_assignment(self, g: ConsumerGroup, m: ConsumerMember) -> None:
-        self._append(g.group_id, "ConsumerGroupCurrentMemberAssignment",
+        self.metadata.append(g.group_id, "ConsumerGroupCurrentMemberAssignment",
                      {"GroupId": g.group_id, "MemberId": m.member_id},
                      {"MemberEpoch": m.epoch, "PreviousMemberEpoch": m.previous_epoch,
                       "State": KM.STATE_IDS[m.state], "AssignedPartitions": topic_partitions(m.assigned),
@@ -278,7 +283,7 @@ class ConsumerProtocol:
     def _member_tombstones(self, gid: str, member_id: str) -> None:
         for rec in ("ConsumerGroupCurrentMemberAssignment", "ConsumerGroupTargetAssignmentMember",
                     "ConsumerGroupMemberMetadata"):
-            self._append(gid, rec, {"GroupId": gid, "MemberId": member_id}, None)
+            self.metadata.append(gid, rec, {"GroupId": gid, "MemberId": member_id}, None)
 
     # ---- assignment ----------------------------------------------------------------------------
     def _assign(self, g: ConsumerGroup) -> dict[str, dict]:
@@ -303,11 +308,11 @@ class ConsumerProtocol:
         new = self._assign(g)
         for mid in sorted(new):
             if copy_assignment(new[mid]) != copy_assignment(g.target.get(mid, {})):
-                self._append(gid, "ConsumerGroupTargetAssignmentMember", {"GroupId": gid, "MemberId": mid},
+                self.metadata.append(gid, "ConsumerGroupTargetAssignmentMember", {"GroupId": gid, "MemberId": mid},
                              {"TopicPartitions": topic_partitions(new[mid])})
         g.target = {m: copy_assignment(a) for m, a in new.items()}
         g.assignment_epoch = g.group_epoch
-        self._append(gid, "ConsumerGroupTargetAssignmentMetadata", {"GroupId": gid},
+        self.metadata.append(gid, "ConsumerGroupTargetAssignmentMetadata", {"GroupId": gid},
                      {"AssignmentEpoch": g.assignment_epoch, "AssignmentTimestamp": self.cluster.now})
         self.cluster.note(f"{gid}: target assignment for epoch {g.assignment_epoch} computed with "
                           f"{g.preferred_assignor()!r}", group=gid,
@@ -348,11 +353,11 @@ class ConsumerProtocol:
                           member=m.member_id, epoch=m.epoch,
                           assigned={str(t): sorted(p) for t, p in m.assigned.items()},
                           revoking={str(t): sorted(p) for t, p in m.pending_revocation.items()})
-        self._cancel(m.rebalance_timer)
+        self.metadata.cancel(m.rebalance_timer)
         m.rebalance_timer = None
         if m.state == KM.UNREVOKED and m.rebalance_timeout > 0:
             mid, ep = m.member_id, m.epoch
-            m.rebalance_timer = self._schedule(m.rebalance_timeout, lambda: self._revocation_timeout(g, mid, ep))
+            m.rebalance_timer = self.metadata.schedule(m.rebalance_timeout, lambda: self._revocation_timeout(g, mid, ep))
 
     def _next_assignment(self, g: ConsumerGroup, m: ConsumerMember, epoch: int, current: dict):
         """CurrentAssignmentBuilder.computeNextAssignment -> (event, epoch, assigned, revoking)."""
@@ -394,9 +399,9 @@ class ConsumerProtocol:
             self._fence_member(g, m)
 
     def _schedule_session_timeout(self, g: ConsumerGroup, m: ConsumerMember) -> None:
-        self._cancel(m.session_timer)
+        self.metadata.cancel(m.session_timer)
         mid = m.member_id
-        m.session_timer = self._schedule(self.cluster.config.group_consumer_session_timeout_ms,
+        m.session_timer = self.metadata.schedule(self.cluster.config.group_consumer_session_timeout_ms,
                                          lambda: self._session_expired(g, mid))
 
     def _session_expired(self, g: ConsumerGroup, member_id: str) -> None:
@@ -410,15 +415,15 @@ class ConsumerProtocol:
     def _fence_member(self, g: ConsumerGroup, m: ConsumerMember) -> None:
         """consumerGroupFenceMember: tombstones, then a group epoch bump."""
         gid = g.group_id
-        self._cancel(m.session_timer)
-        self._cancel(m.rebalance_timer)
+        self.metadata.cancel(m.session_timer)
+        self.metadata.cancel(m.rebalance_timer)
         self._member_tombstones(gid, m.member_id)
         del g.members[m.member_id]
         g.target.pop(m.member_id, None)
         self._update_group_state(g)
         g.subscription_metadata = self._subscription_metadata(g)
         g.group_epoch += 1
-        self._append(gid, "ConsumerGroupMetadata", {"GroupId": gid},
+        self.metadata.append(gid, "ConsumerGroupMetadata", {"GroupId": gid},
                      {"Epoch": g.group_epoch, "CreationTimeMs": g.created_ms})
         self._update_group_state(g)
 
@@ -426,7 +431,7 @@ class ConsumerProtocol:
         gid, member_id, epoch, instance_id = b["GroupId"], b["MemberId"], b["MemberEpoch"], b.get("InstanceId")
         g = self.groups.get(gid)
         if not isinstance(g, ConsumerGroup):
-            if g is None and self._share_group(gid) is None:
+            if g is None and self.metadata.share_group(gid) is None:
                 raise GroupError("GROUP_ID_NOT_FOUND", f"Group {gid} not found.")
             raise GroupError("GROUP_ID_NOT_FOUND", f"Group {gid} is not a consumer group.")
         body = {"ErrorCode": NONE, "MemberId": member_id, "MemberEpoch": epoch,
@@ -461,7 +466,7 @@ class ConsumerProtocol:
         for gid in group_ids:
             g = self.groups.get(gid)
             if not isinstance(g, ConsumerGroup):
-                msg = f"Group {gid} not found." if g is None and self._share_group(gid) is None \
+                msg = f"Group {gid} not found." if g is None and self.metadata.share_group(gid) is None \
                     else f"Group {gid} is not a consumer group."
                 out.append({"GroupId": gid, "ErrorCode": CODE["GROUP_ID_NOT_FOUND"], "ErrorMessage": msg})
                 continue

@@ -13,7 +13,6 @@ from .model import (
     CONSUMER_PROTOCOL_TYPE,
     NONE,
     ClassicGroup,
-    Committed,
     ConsumerGroup,
     GroupError,
     shape,
@@ -22,20 +21,16 @@ from .model import (
 
 
 class GroupMetadataManager:
-    """The coordinator's group table and helpers every protocol uses."""
+    """The coordinator's group table and the helpers both protocols and the offsets use: records
+    written to __consumer_offsets, timers, delayed responses."""
 
     def __init__(self, cluster):
         self.cluster = cluster
         self.groups: dict[str, ClassicGroup | ConsumerGroup] = {}
-        # committed offsets: group -> (topic name, partition) -> Committed
-        self.offsets: dict[str, dict[tuple[str, int], Committed]] = {}
-        # pendingTransactionalOffsets per __consumer_offsets partition:
-        # (partition, producer id) -> group -> (topic, partition) -> Committed
-        self.pending_txn: dict[tuple[int, int], dict[str, dict[tuple[str, int], Committed]]] = {}
         self.outbox: list[tuple[str, int, bytes]] = []      # (client, broker, frame) of delayed responses
 
     # ---- delayed responses ------------------------------------------------------------------
-    def _complete(self, req, message: str, body: dict) -> None:
+    def complete(self, req, message: str, body: dict) -> None:
         """Answer a parked request now (emits ResponseSent and queues the frame)."""
         body = shape(req.api + "Response", req.version, body)   # handlers/groups.finish, without importing it
         frame = self.cluster.complete(req, body)
@@ -48,17 +43,21 @@ class GroupMetadataManager:
         return out
 
     # ---- helpers --------------------------------------------------------------------------------
-    def _machine(self, table, key: str, state: str | None = None) -> Machine:
+    def machine(self, table, key: str, state: str | None = None) -> Machine:
+        """A state machine of `table` for instance `key`, recording its moves on the cluster."""
         return Machine(table, key, self.cluster.transition, state=state)
 
     def partition_for(self, group_id: str) -> int:
+        """The __consumer_offsets partition holding the group (abs(groupId.hashCode) % partitions)."""
         return self.cluster.coordinator_partition(0, group_id)[1]
 
     def is_coordinator(self, group_id: str, broker: int) -> bool:
+        """Does `broker` lead the group's __consumer_offsets partition?"""
         return self.cluster.coordinator_broker(0, group_id) == broker
 
-    def _append(self, group_id: str, record: str, key: dict, value: dict | None, *, value_version: int | None = None,
+    def append(self, group_id: str, record: str, key: dict, value: dict | None, *, value_version: int | None = None,
                 producer_id: int = -1, producer_epoch: int = -1, transactional: bool = False) -> int:
+        """Write a coordinator record (`value` None: a tombstone) to the group's partition; its offset."""
         if value is not None:
             spec = {"OffsetCommit": "OffsetCommitValue"}.get(record, record + "Value")
             v = value_version if value_version is not None else record_definitions()[spec].valid.hi
@@ -69,7 +68,7 @@ class GroupMetadataManager:
         return self.cluster.append_internal(topic, p, kb, vb, decoded, producer_id=producer_id,
                                             producer_epoch=producer_epoch, transactional=transactional)
 
-    def _schedule(self, delay_ms: int, action) -> int:
+    def schedule(self, delay_ms: int, action) -> int:
         """A timer on the virtual clock; a model bug inside it is recorded like one inside handle()."""
         def run():
             try:
@@ -78,11 +77,12 @@ class GroupMetadataManager:
                 self.cluster.internal_errors.append(f"group coordinator timer: {type(e).__name__}: {e}")
         return self.cluster.clock.schedule(self.cluster.now + max(0, delay_ms), run)
 
-    def _cancel(self, tid: int | None) -> None:
+    def cancel(self, tid: int | None) -> None:
+        """Cancel a timer of schedule() (None: nothing to cancel)."""
         if tid is not None:
             self.cluster.clock.cancel(tid)
 
-    def _share_group(self, group_id: str):
+    def share_group(self, group_id: str):
         """A share group of the same id (kipviz/broker/shares.py), if that component exists and
         exposes `groups` (a dict by group id)."""
         shares = self.cluster.__dict__.get("shares")
@@ -93,36 +93,35 @@ class GroupMetadataManager:
         """GroupMetadataManager.group(): the live group or GroupIdNotFoundException."""
         g = self.groups.get(group_id)
         if g is None:
-            if self._share_group(group_id) is not None:
+            if self.share_group(group_id) is not None:
                 raise GroupError("GROUP_ID_NOT_FOUND", f"Group {group_id} is not a consumer group.")
             raise GroupError("GROUP_ID_NOT_FOUND", f"Group {group_id} not found.")
         return g
 
     def group_state(self, group_id: str) -> str | None:
+        """The group's state name, or None when the coordinator holds no such group."""
         g = self.groups.get(group_id)
         return None if g is None else g.state
 
-    def committed(self, group_id: str, topic: str, partition: int) -> Committed | None:
-        return self.offsets.get(group_id, {}).get((topic, partition))
-
-    def _new_classic_group(self, group_id: str) -> ClassicGroup:
-        g = ClassicGroup(group_id, self._machine(CG.TABLE, group_id), self.cluster.now, state_ts=self.cluster.now)
+    def new_classic_group(self, group_id: str) -> ClassicGroup:
+        """A new Empty classic group in the table."""
+        g = ClassicGroup(group_id, self.machine(CG.TABLE, group_id), self.cluster.now, state_ts=self.cluster.now)
         self.groups[group_id] = g
         self.cluster.note(f"classic group {group_id} created", group=group_id,
                           partition=self.partition_for(group_id))
         return g
 
-    def _remove_group(self, g, why: str) -> None:
+    def remove_group(self, g, why: str) -> None:
         """The group leaves the coordinator (converted to the other type): -> Dead, tombstones."""
         if isinstance(g, ClassicGroup):
             g.machine.fire("group-removed")
-            self._append(g.group_id, "GroupMetadata", {"group": g.group_id}, None)
-            self._cancel(g.join_timer)
-            self._cancel(g.sync_timer)
+            self.append(g.group_id, "GroupMetadata", {"group": g.group_id}, None)
+            self.cancel(g.join_timer)
+            self.cancel(g.sync_timer)
         else:
             g.machine.fire("group-removed")
-            self._append(g.group_id, "ConsumerGroupTargetAssignmentMetadata", {"GroupId": g.group_id}, None)
-            self._append(g.group_id, "ConsumerGroupMetadata", {"GroupId": g.group_id}, None)
+            self.append(g.group_id, "ConsumerGroupTargetAssignmentMetadata", {"GroupId": g.group_id}, None)
+            self.append(g.group_id, "ConsumerGroupMetadata", {"GroupId": g.group_id}, None)
         del self.groups[g.group_id]
         self.cluster.note(f"group {g.group_id} removed: {why}", group=g.group_id)
 
@@ -161,7 +160,7 @@ class GroupMetadataManager:
         for gid in group_ids:
             g = self.groups.get(gid)
             if not isinstance(g, ClassicGroup):
-                msg = f"Group {gid} not found." if g is None and self._share_group(gid) is None \
+                msg = f"Group {gid} not found." if g is None and self.share_group(gid) is None \
                     else f"Group {gid} is not a classic group."
                 d = {"GroupId": gid, "GroupState": "Dead", "ErrorCode": NONE, "ProtocolType": "", "ProtocolData": ""}
                 if version >= 6:

@@ -158,6 +158,18 @@ class ClassicGroup:
     def rebalance_timeout(self) -> int:
         return max((m.rebalance_timeout for m in self.members.values()), default=0)
 
+    def validate_member(self, member_id: str, instance_id: str | None) -> str | None:
+        """ClassicGroup.validateMember: UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID, or None."""
+        if instance_id is not None:
+            existing = self.static_members.get(instance_id)
+            if existing is None:
+                return "UNKNOWN_MEMBER_ID"
+            if existing != member_id:
+                return "FENCED_INSTANCE_ID"
+        if member_id not in self.members:
+            return "UNKNOWN_MEMBER_ID"
+        return None
+
     def supports(self, protocol_type: str, protocols: list[tuple[str, bytes]]) -> bool:
         names = {n for n, _ in protocols}
         if self.state == CG.EMPTY:

@@ -7,6 +7,8 @@ from __future__ import annotations
 from ...schema.error_codes import CODE
 from ...uuids import ZERO_UUID
 from ..tables import classic_group as CG
+from .classic import ClassicProtocol
+from .metadata import GroupMetadataManager
 from .model import (
     INVALID_OFFSET,
     NONE,
@@ -18,11 +20,26 @@ from .model import (
 
 
 class OffsetMetadataManager:
-    """OffsetMetadataManager: offsets committed by groups, plain and transactional."""
+    """OffsetMetadataManager: offsets committed by groups, plain and transactional. The groups are
+    `metadata`'s; a commit from a classic member restarts its session timer (`classic`)."""
+    metadata: GroupMetadataManager
+    classic: ClassicProtocol
 
-    # =============================================================================================
-    # offsets (OffsetMetadataManager)
-    # =============================================================================================
+    def __init__(self, cluster, metadata: GroupMetadataManager, classic: ClassicProtocol):
+        self.cluster = cluster
+        self.metadata = metadata
+        self.classic = classic
+        self.groups = metadata.groups          # the group table (one dict, shared)
+        # offsetsByGroup: group -> (topic name, partition) -> Committed
+        self.by_group: dict[str, dict[tuple[str, int], Committed]] = {}
+        # pendingTransactionalOffsets per __consumer_offsets partition:
+        # (partition, producer id) -> group -> (topic, partition) -> Committed
+        self.pending_txn: dict[tuple[int, int], dict[str, dict[tuple[str, int], Committed]]] = {}
+
+    def committed(self, group_id: str, topic: str, partition: int) -> Committed | None:
+        """The offset the group committed for the partition, or None."""
+        return self.by_group.get(group_id, {}).get((topic, partition))
+
     def _validate_commit_group(self, g, member_id: str, instance_id, epoch: int, transactional: bool,
                                version: int) -> None:
         """Group.validateOffsetCommit (FACTS (c), 'Group-type checks')."""
@@ -32,7 +49,7 @@ class OffsetMetadataManager:
             if epoch < 0 and g.state == CG.EMPTY:
                 return
             if epoch >= 0 or member_id or instance_id is not None:
-                err = self._validate_member(g, member_id, instance_id)
+                err = g.validate_member(member_id, instance_id)
                 if err:
                     raise GroupError(err)
                 if epoch != g.generation:
@@ -57,7 +74,7 @@ class OffsetMetadataManager:
     def _commit_group(self, gid: str, epoch: int, transactional: bool, version: int):
         """The group to commit to, or None to create a simple group; raises for a missing group."""
         g = self.groups.get(gid)
-        if g is None and self._share_group(gid) is not None:
+        if g is None and self.metadata.share_group(gid) is not None:
             raise GroupError("GROUP_ID_NOT_FOUND", f"Group {gid} is not a consumer group.")
         if g is None:
             if epoch < 0:
@@ -81,14 +98,14 @@ class OffsetMetadataManager:
         except GroupError as e:
             return {(t["name"], p["PartitionIndex"]): e.code for t in topics for p in t["partitions"]}
         if g is None:
-            g = self._new_classic_group(gid)
+            g = self.metadata.new_classic_group(gid)
         if isinstance(g, ClassicGroup) and g.state in (CG.STABLE, CG.PREPARING) and b.get("MemberId") in g.members:
-            self._reschedule_member(g, g.members[b["MemberId"]])
+            self.classic.reschedule_member(g, g.members[b["MemberId"]])
         retention = b.get("RetentionTimeMs", -1) if 2 <= req.version <= 4 else -1
         expire = -1 if retention == -1 else self.cluster.now + retention
         out = {}
         for t, p, key in self._committable(topics, out):
-            self.offsets.setdefault(gid, {})[key] = self._offset_record(gid, t["name"], t["topic_id"], p, expire)
+            self.by_group.setdefault(gid, {})[key] = self._offset_record(gid, t["name"], t["topic_id"], p, expire)
         return out
 
     def _committable(self, topics: list[dict], out: dict):
@@ -114,7 +131,7 @@ class OffsetMetadataManager:
         version = 1 if expire != -1 else 4
         value = {"offset": p["CommittedOffset"], "leaderEpoch": leader_epoch, "metadata": metadata,
                  "commitTimestamp": now, "expireTimestamp": expire, "topicId": topic_id or ZERO_UUID}
-        off = self._append(gid, "OffsetCommit", {"group": gid, "topic": topic, "partition": p["PartitionIndex"]},
+        off = self.metadata.append(gid, "OffsetCommit", {"group": gid, "topic": topic, "partition": p["PartitionIndex"]},
                            value, value_version=version, producer_id=producer_id, producer_epoch=producer_epoch,
                            transactional=producer_id >= 0)
         return Committed(p["CommittedOffset"], leader_epoch, metadata, now, off, topic_id or ZERO_UUID, expire)
@@ -140,9 +157,9 @@ class OffsetMetadataManager:
         except GroupError as e:
             return {k: e.code for k in everything}
         if g is None:
-            g = self._new_classic_group(gid)
+            g = self.metadata.new_classic_group(gid)
         pid, pepoch = b["ProducerId"], b["ProducerEpoch"]
-        part = self.partition_for(gid)
+        part = self.metadata.partition_for(gid)
         out = {}
         for t, p, key in self._committable(topics, out):
             # KIP-1319: the real topic id at v6; Uuid.ZERO_UUID (not written) on the v0-5 path
@@ -176,9 +193,9 @@ class OffsetMetadataManager:
             for key, c in offs.items():
                 if not commit:
                     continue
-                cur = self.offsets.get(gid, {}).get(key)
+                cur = self.by_group.get(gid, {}).get(key)
                 if cur is None or c.record_offset > cur.record_offset:
-                    self.offsets.setdefault(gid, {})[key] = c
+                    self.by_group.setdefault(gid, {})[key] = c
                 else:
                     self.cluster.note(f"{gid} {key[0]}-{key[1]}: transactional offset {c.offset} is older than the "
                                       f"committed offset {cur.offset} (record offset {c.record_offset} < "
@@ -195,14 +212,14 @@ class OffsetMetadataManager:
         committed offset and the pending ones of the group's open transactions."""
         doomed = set(range(partitions))
         found: list[tuple[str, int]] = []
-        for gid in sorted(self.offsets):
-            found += [(gid, p) for (t, p) in self.offsets[gid] if t == topic and p in doomed]
+        for gid in sorted(self.by_group):
+            found += [(gid, p) for (t, p) in self.by_group[gid] if t == topic and p in doomed]
         for (_, _), groups in self.pending_txn.items():
             for gid, offs in groups.items():
                 found += [(gid, p) for (t, p) in offs if t == topic and p in doomed]
         for gid, p in found:
-            self._append(gid, "OffsetCommit", {"group": gid, "topic": topic, "partition": p}, None)
-            self.offsets.get(gid, {}).pop((topic, p), None)
+            self.metadata.append(gid, "OffsetCommit", {"group": gid, "topic": topic, "partition": p}, None)
+            self.by_group.get(gid, {}).pop((topic, p), None)
             for groups in self.pending_txn.values():
                 groups.get(gid, {}).pop((topic, p), None)
         if found:
@@ -218,7 +235,7 @@ class OffsetMetadataManager:
         out = []
         for gid in group_ids:
             g = self.groups.get(gid)
-            if g is None and gid not in self.offsets:
+            if g is None and gid not in self.by_group:
                 out.append({"GroupId": gid, "ErrorCode": CODE["GROUP_ID_NOT_FOUND"],
                             "ErrorMessage": f"Group {gid} not found."})
                 continue
@@ -226,18 +243,18 @@ class OffsetMetadataManager:
                 out.append({"GroupId": gid, "ErrorCode": CODE["NON_EMPTY_GROUP"],
                             "ErrorMessage": f"Group {gid} is not empty (state {g.state})."})
                 continue
-            keys = list(self.offsets.get(gid, {}))
+            keys = list(self.by_group.get(gid, {}))
             for groups in self.pending_txn.values():
                 keys += [k for k in groups.get(gid, {}) if k not in keys]
             for topic, p in keys:
-                self._append(gid, "OffsetCommit", {"group": gid, "topic": topic, "partition": p}, None)
-            self.offsets.pop(gid, None)
+                self.metadata.append(gid, "OffsetCommit", {"group": gid, "topic": topic, "partition": p}, None)
+            self.by_group.pop(gid, None)
             for groups in self.pending_txn.values():
                 groups.pop(gid, None)
             if g is not None:
-                self._remove_group(g, "deleted (DeleteGroups)")
+                self.metadata.remove_group(g, "deleted (DeleteGroups)")
             self.cluster.note(f"group {gid} deleted: {len(keys)} offset tombstone(s)", group=gid,
-                              partition=self.partition_for(gid))
+                              partition=self.metadata.partition_for(gid))
             out.append({"GroupId": gid, "ErrorCode": 0, "ErrorMessage": None})
         return out
 
@@ -248,8 +265,8 @@ class OffsetMetadataManager:
         while `subscribed(group, topic)`, else a tombstone for each committed or pending offset.
         Returns {topic: {partition: error code}}. A group known only by its offsets counts as Empty."""
         g = self.groups.get(gid)
-        if g is None and gid not in self.offsets:
-            self.group(gid)                      # raises GROUP_ID_NOT_FOUND
+        if g is None and gid not in self.by_group:
+            self.metadata.group(gid)                      # raises GROUP_ID_NOT_FOUND
         if isinstance(g, ClassicGroup) and g.state == CG.DEAD:
             raise GroupError("GROUP_ID_NOT_FOUND", f"Group {gid} is in dead state.")
         if isinstance(g, ClassicGroup) and g.state in (CG.STABLE, CG.PREPARING, CG.COMPLETING) \
@@ -263,18 +280,18 @@ class OffsetMetadataManager:
                 continue
             out[topic] = dict.fromkeys(partitions, NONE)
             for p in partitions:
-                if (topic, p) in self.offsets.get(gid, {}) or self.has_pending(gid, topic, p):
-                    self._append(gid, "OffsetCommit", {"group": gid, "topic": topic, "partition": p}, None)
-                    self.offsets.get(gid, {}).pop((topic, p), None)
+                if (topic, p) in self.by_group.get(gid, {}) or self.has_pending(gid, topic, p):
+                    self.metadata.append(gid, "OffsetCommit", {"group": gid, "topic": topic, "partition": p}, None)
+                    self.by_group.get(gid, {}).pop((topic, p), None)
                     for groups in self.pending_txn.values():
                         groups.get(gid, {}).pop((topic, p), None)
                     gone += 1
         self.cluster.note(f"{gid}: OffsetDelete removed {gone} committed offset(s) (tombstones)", group=gid,
-                          partition=self.partition_for(gid))
+                          partition=self.metadata.partition_for(gid))
         return out
 
     def has_pending(self, gid: str, topic: str, partition: int) -> bool:
-        part = self.partition_for(gid)
+        part = self.metadata.partition_for(gid)
         return any(gid in groups and (topic, partition) in groups[gid]
                    for (pp, _), groups in self.pending_txn.items() if pp == part)
 
@@ -297,7 +314,7 @@ class OffsetMetadataManager:
                     return CODE["STALE_MEMBER_EPOCH"], []
         except GroupError:
             fail_all = True
-        offs = {} if fail_all else self.offsets.get(gid, {})
+        offs = {} if fail_all else self.by_group.get(gid, {})
 
         def part(name, p):
             if require_stable and self.has_pending(gid, name, p):
