@@ -9,8 +9,8 @@ of a marker happened. kipviz.draw.flows draws what this module decides; nothing 
 
 Classification reads typed fields only: request/response API names, state machines and their
 states, record topics and control flags, and Note details (`api`, `verify_only`, and `step`, the
-kind of broker step a Note reports: "share-ack-staged", "offsets-staged", "offsets-resolved",
-"marker-resolve", "marker-forward", "marker-unreached"), never a Note's text.
+kind of broker step a Note reports: "share-ack-staged", "marker-resolve", "marker-forward",
+"marker-unreached") and typed events' classes (OffsetsStaged, OffsetsResolved), never a sentence.
 
 Defaults: the regular flow is "txn.read_process_write_commit" on a 3-broker Kafka 4.0 model with
 transaction.version 1 (the KIP text's explicit AddPartitionsToTxn and AddOffsetsToTxn); the share
@@ -46,7 +46,7 @@ REGULAR_SCENARIO = "txn.read_process_write_commit"
 SHARE_SCENARIO = "kip1289.marker_not_colocated"
 READS = ("Fetch", "ShareFetch")
 # Note detail "step" -> flow step
-NOTE_STEPS = {"share-ack-staged": 4, "offsets-staged": 4, "offsets-resolved": 7, "marker-resolve": 7,
+NOTE_STEPS = {"share-ack-staged": 4, "marker-resolve": 7,
               "marker-forward": 7, "marker-unreached": 7}
 
 
@@ -207,6 +207,10 @@ def classify(events: list, clients: Iterable[str] | None = None) -> dict[int, in
                 s = cur
         elif isinstance(e, E.Note):
             s = _note_step(e.detail or {}, cur)
+        elif isinstance(e, (E.OffsetsStaged, E.OffsetsResolved)):     # the group coordinator's steps 4 and 7
+            s = 4 if isinstance(e, E.OffsetsStaged) else 7
+        elif isinstance(e, E.Happened):          # a typed event says no step: the request's
+            s = cur
         if s is not None and cur is not None and not isinstance(e, (E.RequestReceived, E.ResponseSent)):
             cur = s                              # what follows inside the request belongs to the new step
         if s is not None:

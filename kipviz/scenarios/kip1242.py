@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 
+from ..schema import events as ev
 from ..schema.error_codes import name_of
 from . import Trace, scenario
 from .kip516 import Wire, newest
@@ -117,12 +118,12 @@ def delete_groups(trace: Trace) -> None:
     delete("once the group is empty", "NONE")
     gone = c.groups.group_state(gid) is None and not c.groups.offsets.by_group.get(gid)
     trace.expect("the group and its two committed offsets are gone", gone)
-    notes = [e.text for e in c.events if e.kind == "Note" and e.text.startswith(f"group {gid} deleted")]
-    trace.expect("the coordinator wrote a tombstone per committed offset", notes == [f"group {gid} deleted: 2 offset "
-                                                                                   "tombstone(s)"], repr(notes))
+    deleted = [e for e in c.events if isinstance(e, ev.GroupDeleted) and e.group == gid]
+    trace.expect("the coordinator wrote a tombstone per committed offset", [e.tombstones for e in deleted] == [2],
+                 repr([e.text for e in deleted]))
     again = delete("a second time", "GROUP_ID_NOT_FOUND")
     trace.find(f"DeleteGroups refuses '{gid}' with {name_of(res['ErrorCode'])} while consumer-1 is a member, deletes "
-               f"it with its {notes[0].split(': ')[1].split()[0] if notes else 'no'} committed offsets (tombstones) once it is "
+               f"it with its {deleted[0].tombstones if deleted else 'no'} committed offsets (tombstones) once it is "
                f"empty, "
                f"and a second delete is answered {name_of(again['ErrorCode'])}.",
                "The admin client (kafka-consumer-groups.sh --delete): it must wait until every member has left, "

@@ -95,6 +95,314 @@ class ClientDid(Happened):
 
 
 # ---- groups (classic, consumer, share) and offsets ------------------------------------------------
+# Kafka: group-coordinator/src/main/java/org/apache/kafka/coordinator/group/ (GMM below is
+# GroupMetadataManager.java, OMM OffsetMetadataManager.java).
+@dataclass(frozen=True, slots=True)
+class GroupCreated(Happened):
+    """A new group in the coordinator's table, Empty (GMM getOrMaybeCreateClassicGroup /
+    getOrMaybeCreateConsumerGroup)."""
+    SAYS: ClassVar[str] = "{group_type} group {group} created"
+    group: str
+    group_type: str           # "classic" or "consumer"
+    partition: int            # its __consumer_offsets partition
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRemoved(Happened):
+    """A group leaves the table: converted to the other type, or deleted (GMM
+    maybeDeleteEmptyClassicGroup / createGroupTombstoneRecords)."""
+    WHY: ClassVar[dict[str, str]] = {
+        "replaced-by-classic": "an empty consumer group is replaced by a classic group (JoinGroup)",
+        "replaced-by-consumer": "an empty classic group is replaced by a consumer group",
+        "deleted": "deleted (DeleteGroups)"}
+    group: str
+    cause: str                # a key of WHY
+
+    @property
+    def text(self) -> str:
+        return f"group {self.group} removed: {self.WHY[self.cause]}"
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicJoinRefused(Happened):
+    """A JoinGroup for a consumer group with members: Kafka's classicGroupJoinToConsumerGroup (a
+    classic member inside a consumer group, GMM) is not modelled, so it is refused."""
+    SAYS: ClassVar[str] = ("JoinGroup for consumer group {group}: classic members in consumer groups "
+                           "are not modelled")
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberJoined(Happened):
+    """A member joins a group (GMM addMemberThenRebalanceOrCompleteJoin for a classic group,
+    consumerGroupHeartbeat at member epoch 0 for a consumer group)."""
+    SAYS: ClassVar[str] = "{member} joins {group_type} group {group}"
+    group: str
+    member: str
+    group_type: str           # "classic" or "consumer"
+    reason: str | None = None  # JoinGroupRequest.Reason (classic, v8+)
+
+
+@dataclass(frozen=True, slots=True)
+class StaticMemberReplaced(Happened):
+    """A static member (group.instance.id) came back with a new member id, which replaces the old
+    one (GMM updateStaticMemberThenRebalanceOrCompleteJoin / updateStaticMember)."""
+    group: str
+    instance_id: str
+    member: str               # the new member id
+    old_member: str
+    group_type: str           # "classic" or "consumer"
+
+    @property
+    def text(self) -> str:
+        if self.group_type == "classic":
+            return (f"static member {self.instance_id} of {self.group} rejoined: {self.member} replaces "
+                    f"{self.old_member}")
+        return f"static member {self.instance_id} rejoins {self.group}: {self.member} replaces {self.old_member}"
+
+
+@dataclass(frozen=True, slots=True)
+class MemberIdRequired(Happened):
+    """JoinGroup v4+ without a member id: the coordinator hands one out and waits for the member to
+    rejoin with it (GMM classicGroupJoinNewDynamicMember, MEMBER_ID_REQUIRED)."""
+    SAYS: ClassVar[str] = "{member} must rejoin {group} with its member id (MEMBER_ID_REQUIRED)"
+    group: str
+    member: str
+
+
+@dataclass(frozen=True, slots=True)
+class JoinSuperseded(Happened):
+    """A member's newer JoinGroup replaces its parked one, which is never answered (GMM
+    updateMemberThenRebalanceOrCompleteJoin)."""
+    SAYS: ClassVar[str] = "{member}'s earlier JoinGroup is superseded and will not be answered"
+    group: str
+    member: str
+
+
+@dataclass(frozen=True, slots=True)
+class RebalancePrepared(Happened):
+    """A classic group moves to PreparingRebalance (GMM prepareRebalance)."""
+    SAYS: ClassVar[str] = "{group}: preparing to rebalance ({reason})"
+    group: str
+    generation: int
+    cause: str                # the classic-group table's event, e.g. "member-joined"
+    reason: str               # why, in words (kipviz.broker.tables.classic_group.REBALANCE_CAUSES)
+
+
+@dataclass(frozen=True, slots=True)
+class MemberRemoved(Happened):
+    """A classic member is removed by a timer (GMM completeClassicGroupJoin: did not rejoin;
+    expireClassicGroupMemberHeartbeat: session timeout; the pending-member timeout)."""
+    group: str
+    member: str
+    cause: str                # "rejoin-timeout", "session-timeout" or "pending-timeout"
+    timeout_ms: int = -1      # the session timeout, for "session-timeout"
+
+    @property
+    def text(self) -> str:
+        if self.cause == "rejoin-timeout":
+            return f"{self.member} did not rejoin {self.group} in time and is removed"
+        if self.cause == "session-timeout":
+            return f"{self.member} of {self.group} missed its session timeout ({self.timeout_ms} ms) and is removed"
+        return f"pending member {self.member} of {self.group} did not rejoin and is removed"
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationCompleted(Happened):
+    """A classic group's join phase ends with members: a new generation, its protocol and leader
+    (GMM completeClassicGroupJoin, ClassicGroup.initNextGeneration)."""
+    SAYS: ClassVar[str] = "{group}: generation {generation}, protocol {protocol}, leader {leader}"
+    group: str
+    generation: int
+    protocol: str
+    leader: str
+    members: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationEmpty(Happened):
+    """A classic group's join phase ends with no member: the group is Empty at the new generation
+    (GMM completeClassicGroupJoin)."""
+    SAYS: ClassVar[str] = "{group} is empty at generation {generation}"
+    group: str
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class SyncExpired(Happened):
+    """Members that sent no SyncGroup within the rebalance timeout are removed (GMM expirePendingSync)."""
+    group: str
+    members: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return f"{self.group}: {list(self.members)} sent no SyncGroup in time and are removed"
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentMissing(Happened):
+    """The leader's SyncGroup left members out; they get an empty assignment (GMM classicGroupSync)."""
+    group: str
+    members: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return f"{self.group}: the leader's assignment has no entry for {list(self.members)}; they get an empty assignment"
+
+
+@dataclass(frozen=True, slots=True)
+class MembersLeft(Happened):
+    """LeaveGroup removed members of a classic group (GMM classicGroupLeaveToClassicGroup)."""
+    group: str
+    members: tuple[str, ...]  # member ids (a static member's instance id when it left by it)
+
+    @property
+    def text(self) -> str:
+        return f"{list(self.members)} left classic group {self.group}"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEpochBumped(Happened):
+    """A consumer group's epoch goes up: a subscription or the subscribed topics changed (GMM
+    consumerGroupHeartbeat, ConsumerGroupMetadataValue)."""
+    SAYS: ClassVar[str] = "{group}: group epoch {epoch}"
+    group: str
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class TargetAssignmentComputed(Happened):
+    """The assignor's new target for a consumer group's epoch (modern/TargetAssignmentBuilder.java)."""
+    group: str
+    epoch: int
+    assignor: str
+    # member -> ((topic id as text, partitions), ...), as pairs
+    target: tuple[tuple[str, tuple[tuple[str, tuple[int, ...]], ...]], ...]
+
+    @property
+    def text(self) -> str:
+        return f"{self.group}: target assignment for epoch {self.epoch} computed with {self.assignor!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class MemberReconciled(Happened):
+    """A consumer member's next state, epoch and partitions (modern/consumer/CurrentAssignmentBuilder.java)."""
+    SAYS: ClassVar[str] = "{member} of {group}: {state} at epoch {epoch}"
+    group: str
+    member: str
+    state: str
+    epoch: int
+    assigned: tuple[tuple[str, tuple[int, ...]], ...]     # (topic id as text, partitions)
+    revoking: tuple[tuple[str, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MemberFenced(Happened):
+    """A consumer member is fenced by a timer: its session, or its rebalance timeout while it still
+    owned partitions to revoke (GMM consumerGroupFenceMember)."""
+    group: str
+    member: str
+    cause: str                # "session-timeout" or "revocation-timeout"
+    timeout_ms: int
+
+    @property
+    def text(self) -> str:
+        if self.cause == "revocation-timeout":
+            return (f"{self.member} of {self.group} did not revoke its partitions within its rebalance "
+                    f"timeout ({self.timeout_ms} ms) and is fenced")
+        return f"{self.member} of {self.group} missed its session timeout ({self.timeout_ms} ms) and is fenced"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerMemberLeft(Happened):
+    """ConsumerGroupHeartbeat with epoch -1 (left) or -2 (a static member left for now and keeps its
+    partitions until its session times out) (GMM consumerGroupLeave)."""
+    group: str
+    member: str
+    instance_id: str | None = None
+    temporary: bool = False   # epoch -2
+
+    @property
+    def text(self) -> str:
+        if self.instance_id is None:
+            return f"{self.member} left consumer group {self.group}"
+        if self.temporary:
+            return (f"static member {self.member} ({self.instance_id}) temporarily left {self.group}; it keeps its "
+                    "partitions until its session times out")
+        return f"static member {self.member} ({self.instance_id}) left consumer group {self.group}"
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsStaged(Happened):
+    """TxnOffsetCommit wrote transactional offsets, pending until the producer's COMMIT/ABORT marker
+    (OMM commitTransactionalOffset, pendingTransactionalOffsets). The flow's step 4."""
+    SAYS: ClassVar[str] = ("{group}: offsets staged in producer {producer_id}'s transaction (pending until its "
+                           "COMMIT/ABORT marker)")
+    group: str
+    producer_id: int
+    partition: int            # the group's __consumer_offsets partition
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsResolved(Happened):
+    """A marker resolved a producer's pending offsets: committed (materialized) or aborted
+    (OMM replayEndTransactionMarker). The flow's step 7."""
+    group: str
+    producer_id: int
+    commit: bool
+    partitions: tuple[tuple[str, int], ...]    # (topic, partition) of the offsets
+
+    @property
+    def text(self) -> str:
+        return f"{self.group}: producer {self.producer_id}'s transactional offsets {'committed' if self.commit else 'aborted'}"
+
+
+@dataclass(frozen=True, slots=True)
+class StaleTransactionalOffset(Happened):
+    """A committed transactional offset older (by record offset) than the offset already committed
+    is not materialized (OMM replayEndTransactionMarker)."""
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    committed_offset: int
+    record_offset: int
+    committed_record_offset: int
+
+    @property
+    def text(self) -> str:
+        return (f"{self.group} {self.topic}-{self.partition}: transactional offset {self.offset} is older than the "
+                f"committed offset {self.committed_offset} (record offset {self.record_offset} < "
+                f"{self.committed_record_offset}) and is not materialized")
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedTopicOffsetsRemoved(Happened):
+    """A topic was deleted: every group's offsets for its partitions get tombstones (OMM
+    onPartitionsDeleted, KAFKA-16168)."""
+    SAYS: ClassVar[str] = "topic {topic} deleted: {removed} committed offset(s) removed (tombstones)"
+    topic: str
+    removed: int              # tombstones written
+    offsets: tuple[tuple[str, int], ...]      # (group, partition), each once
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDeleted(Happened):
+    """DeleteGroups removed a group and its offsets (GroupCoordinatorShard.deleteGroups, OMM deleteAllOffsets)."""
+    SAYS: ClassVar[str] = "group {group} deleted: {tombstones} offset tombstone(s)"
+    group: str
+    tombstones: int
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsDeleted(Happened):
+    """OffsetDelete tombstoned a group's offsets (OMM deleteOffsets)."""
+    SAYS: ClassVar[str] = "{group}: OffsetDelete removed {removed} committed offset(s) (tombstones)"
+    group: str
+    removed: int
+    partition: int
+
 
 
 # ---- transactions and KIP-1289 --------------------------------------------------------------------

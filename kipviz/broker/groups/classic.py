@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid as _uuid
 
+from ...schema import events as ev
 from ...schema.error_codes import CODE
 from ..tables import classic_group as CG
 from .metadata import GroupMetadataManager
@@ -53,10 +54,9 @@ class ClassicProtocol:
             if g.members or not unknown:
                 # classicGroupJoinToConsumerGroup (a classic member inside a consumer group) is not
                 # modelled; such a JoinGroup is refused like a protocol mismatch.
-                self.cluster.note(f"JoinGroup for consumer group {gid}: classic members in consumer groups "
-                                  "are not modelled", group=gid)
+                self.cluster.emit(ev.ClassicJoinRefused, group=gid)
                 return {"ErrorCode": CODE["INCONSISTENT_GROUP_PROTOCOL"], "MemberId": member_id}
-            self.metadata.remove_group(g, "an empty consumer group is replaced by a classic group (JoinGroup)")
+            self.metadata.remove_group(g, "replaced-by-classic")
             g = None
         if g is None and self.metadata.share_group(gid) is not None:
             return {"ErrorCode": CODE["INCONSISTENT_GROUP_PROTOCOL"], "MemberId": member_id}
@@ -95,16 +95,15 @@ class ClassicProtocol:
                 if g.leader == old_id:
                     g.leader = new_id
                 g.pending_sync.discard(old_id)
-                self.cluster.note(f"static member {instance_id} of {g.group_id} rejoined: {new_id} replaces "
-                                  f"{old_id}", group=g.group_id, instance_id=instance_id)
+                self.cluster.emit(ev.StaticMemberReplaced, group=g.group_id, instance_id=instance_id, member=new_id,
+                                  old_member=old_id, group_type="classic")
             g.static_members[instance_id] = new_id
             return self._add_member_and_rebalance(req, g, new_id, instance_id, a)
         if req.version >= 4:     # JoinGroupRequest.requiresKnownMemberId
             self.metadata.cancel(g.pending_members.get(new_id))
             g.pending_members[new_id] = self.metadata.schedule(
                 a["session_timeout"], lambda: self._expire_pending(g.group_id, new_id))
-            self.cluster.note(f"{new_id} must rejoin {g.group_id} with its member id (MEMBER_ID_REQUIRED)",
-                              group=g.group_id, member=new_id)
+            self.cluster.emit(ev.MemberIdRequired, group=g.group_id, member=new_id)
             return {"ErrorCode": CODE["MEMBER_ID_REQUIRED"], "MemberId": new_id}
         return self._add_member_and_rebalance(req, g, new_id, None, a)
 
@@ -152,7 +151,7 @@ class ClassicProtocol:
         if g.leader is None:
             g.leader = member_id
         self.reschedule_member(g, m, CLASSIC_NEW_MEMBER_JOIN_TIMEOUT_MS)
-        self.cluster.note(f"{member_id} joins classic group {g.group_id}", group=g.group_id, member=member_id,
+        self.cluster.emit(ev.MemberJoined, group=g.group_id, member=member_id, group_type="classic",
                           reason=a.get("reason"))
         self._maybe_prepare_rebalance_or_complete_join(g, "member-joined")
         return PARKED if m.join_req is req else self._take_answer(m)
@@ -162,8 +161,7 @@ class ClassicProtocol:
         m.rebalance_timeout = a["rebalance_timeout"]
         m.session_timeout = a["session_timeout"]
         if m.join_req is not None and m.join_req is not req:
-            self.cluster.note(f"{m.member_id}'s earlier JoinGroup is superseded and will not be answered",
-                              group=g.group_id, member=m.member_id)
+            self.cluster.emit(ev.JoinSuperseded, group=g.group_id, member=m.member_id)
         m.join_req = req
         self._maybe_prepare_rebalance_or_complete_join(g, cause)
         return PARKED if m.join_req is req else self._take_answer(m)
@@ -187,8 +185,8 @@ class ClassicProtocol:
         g.sync_timer = None
         initial = g.state == CG.EMPTY
         self._classic_fire(g, cause)
-        self.cluster.note(f"{g.group_id}: preparing to rebalance ({CG.REBALANCE_CAUSES.get(cause, cause)})",
-                          group=g.group_id, generation=g.generation)
+        self.cluster.emit(ev.RebalancePrepared, group=g.group_id, generation=g.generation, cause=cause,
+                          reason=CG.REBALANCE_CAUSES.get(cause, cause))
         if initial:
             delay = self.cluster.config.group_initial_rebalance_delay_ms
             remaining = max(g.rebalance_timeout() - delay, 0)
@@ -229,8 +227,7 @@ class ClassicProtocol:
         g.join_timer = None
         for m in [m for m in g.members.values() if m.join_req is None and m.instance_id is None]:
             self._remove_member(g, m, notify=False)
-            self.cluster.note(f"{m.member_id} did not rejoin {g.group_id} in time and is removed",
-                              group=g.group_id, member=m.member_id)
+            self.cluster.emit(ev.MemberRemoved, group=g.group_id, member=m.member_id, cause="rejoin-timeout")
         if g.members and (g.leader not in g.members or g.members[g.leader].join_req is None):
             joined = [m for m in g.members.values() if m.join_req is not None]
             if joined:
@@ -246,13 +243,12 @@ class ClassicProtocol:
             g.leader = None
             self._classic_fire(g, "join-complete-empty")
             self._write_group_metadata(g, {})
-            self.cluster.note(f"{g.group_id} is empty at generation {g.generation}", group=g.group_id)
+            self.cluster.emit(ev.GenerationEmpty, group=g.group_id, generation=g.generation)
             return
         g.protocol_name = g.select_protocol()
         self._classic_fire(g, "join-complete")
-        self.cluster.note(f"{g.group_id}: generation {g.generation}, protocol {g.protocol_name}, "
-                          f"leader {g.leader}", group=g.group_id, generation=g.generation, leader=g.leader,
-                          members=list(g.members))
+        self.cluster.emit(ev.GenerationCompleted, group=g.group_id, generation=g.generation,
+                          protocol=g.protocol_name, leader=g.leader, members=tuple(g.members))
         for m in list(g.members.values()):
             if m.join_req is None:
                 continue       # a static member that did not rejoin keeps its place silently
@@ -291,7 +287,7 @@ class ClassicProtocol:
                 if m is not None:
                     self._remove_member(g, m, notify=True)
             g.pending_sync.clear()
-            self.cluster.note(f"{g.group_id}: {gone} sent no SyncGroup in time and are removed", group=g.group_id)
+            self.cluster.emit(ev.SyncExpired, group=g.group_id, members=tuple(gone))
             self._prepare_rebalance(g, "sync-expired")
 
     def reschedule_member(self, g: ClassicGroup, m: ClassicMember, timeout: int | None = None) -> None:
@@ -311,8 +307,8 @@ class ClassicProtocol:
         satisfied = not m.is_new and (m.join_req is not None or m.sync_req is not None)
         if satisfied:
             return
-        self.cluster.note(f"{member_id} of {g.group_id} missed its session timeout ({m.session_timeout} ms) "
-                          "and is removed", group=g.group_id, member=member_id)
+        self.cluster.emit(ev.MemberRemoved, group=g.group_id, member=member_id, cause="session-timeout",
+                          timeout_ms=m.session_timeout)
         self._remove_member(g, m, notify=True)
         if g.state in (CG.STABLE, CG.COMPLETING):
             self._maybe_prepare_rebalance_or_complete_join(g, "member-expired")
@@ -323,8 +319,7 @@ class ClassicProtocol:
         g = self.groups.get(group_id)
         if isinstance(g, ClassicGroup) and member_id in g.pending_members:
             del g.pending_members[member_id]
-            self.cluster.note(f"pending member {member_id} of {group_id} did not rejoin and is removed",
-                              group=group_id, member=member_id)
+            self.cluster.emit(ev.MemberRemoved, group=group_id, member=member_id, cause="pending-timeout")
             if g.state == CG.PREPARING and g.all_joined():
                 self._complete_join(g)
 
@@ -391,8 +386,7 @@ class ClassicProtocol:
         for x in missing:
             assignment[x] = b""
         if missing:
-            self.cluster.note(f"{g.group_id}: the leader's assignment has no entry for {missing}; "
-                              "they get an empty assignment", group=gid)
+            self.cluster.emit(ev.AssignmentMissing, group=gid, members=tuple(missing))
         self._write_group_metadata(g, assignment)
         for x, data in assignment.items():
             if x in g.members:
@@ -467,7 +461,7 @@ class ClassicProtocol:
             out.append(resp)
         left = [r["MemberId"] or r["GroupInstanceId"] for r in out if r["ErrorCode"] == NONE]
         if left:
-            self.cluster.note(f"{left} left classic group {gid}", group=gid, members=left)
+            self.cluster.emit(ev.MembersLeft, group=gid, members=tuple(left))
             if g.state in (CG.STABLE, CG.COMPLETING):
                 self._maybe_prepare_rebalance_or_complete_join(g, "member-left")
             elif g.state == CG.PREPARING:

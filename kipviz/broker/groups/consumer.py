@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from ...schema import events as ev
 from ...schema.error_codes import CODE
 from ...uuids import random_uuid, to_kafka_str
 from ..tables import classic_group as CG
@@ -113,11 +114,12 @@ class ConsumerProtocol:
             member, replace_static = self._static_member(g, member_id, instance_id, epoch, owned, create)
         # ---- the request is valid: create what must exist ----
         if found == "replace-classic":
-            self.metadata.remove_group(self.groups[gid], "an empty classic group is replaced by a consumer group")
+            self.metadata.remove_group(self.groups[gid], "replaced-by-consumer")
         if g is None:
             g = ConsumerGroup(gid, self.metadata.machine(KG.TABLE, gid), self.cluster.now)
             self.groups[gid] = g
-            self.cluster.note(f"consumer group {gid} created", group=gid, partition=self.metadata.partition_for(gid))
+            self.cluster.emit(ev.GroupCreated, group=gid, group_type="consumer",
+                              partition=self.metadata.partition_for(gid))
         old_meta = None if member is None else member.metadata_tuple()
         old_subs = None if member is None else (tuple(member.subscribed), member.regex)
         old_assigned = None if member is None else copy_assignment(member.assigned)
@@ -126,7 +128,7 @@ class ConsumerProtocol:
         if member is None:
             member = ConsumerMember(member_id, self.metadata.machine(KM.TABLE, f"{gid}/{member_id}"))
             g.members[member_id] = member
-            self.cluster.note(f"{member_id} joins consumer group {gid}", group=gid, member=member_id)
+            self.cluster.emit(ev.MemberJoined, group=gid, member=member_id, group_type="consumer")
         # ---- 1. update the member; bump the group epoch if subscriptions changed ----
         self._update_member(member, req, b, instance_id, regex)
         self._maybe_bump_group_epoch(g, member, old_meta, old_subs)
@@ -225,7 +227,7 @@ class ConsumerProtocol:
             self.metadata.append(gid, "ConsumerGroupMetadata", {"GroupId": gid},
                          {"Epoch": g.group_epoch, "CreationTimeMs": g.created_ms})
             self._update_group_state(g)
-            self.cluster.note(f"{gid}: group epoch {g.group_epoch}", group=gid, epoch=g.group_epoch)
+            self.cluster.emit(ev.GroupEpochBumped, group=gid, epoch=g.group_epoch)
 
     @staticmethod
     def _check_member_epoch(member: ConsumerMember, received: int, owned) -> None:
@@ -262,8 +264,8 @@ class ConsumerProtocol:
                      {"TopicPartitions": topic_partitions(g.target[new_id])})
         self._write_current_assignment(g, new)
         self._update_group_state(g)
-        self.cluster.note(f"static member {old.instance_id} rejoins {gid}: {new_id} replaces {old.member_id}",
-                          group=gid, instance_id=old.instance_id)
+        self.cluster.emit(ev.StaticMemberReplaced, group=gid, instance_id=old.instance_id, member=new_id,
+                          old_member=old.member_id, group_type="consumer")
         return new
 
     def _write_member_metadata(self, g: ConsumerGroup, m: ConsumerMember) -> None:
@@ -314,9 +316,9 @@ class ConsumerProtocol:
         g.assignment_epoch = g.group_epoch
         self.metadata.append(gid, "ConsumerGroupTargetAssignmentMetadata", {"GroupId": gid},
                      {"AssignmentEpoch": g.assignment_epoch, "AssignmentTimestamp": self.cluster.now})
-        self.cluster.note(f"{gid}: target assignment for epoch {g.assignment_epoch} computed with "
-                          f"{g.preferred_assignor()!r}", group=gid,
-                          target={m: {str(t): sorted(p) for t, p in a.items()} for m, a in g.target.items()})
+        self.cluster.emit(ev.TargetAssignmentComputed, group=gid, epoch=g.assignment_epoch,
+                          assignor=g.preferred_assignor(),
+                          target=tuple((m, _as_pairs(a)) for m, a in g.target.items()))
         self._update_group_state(g)
 
     def _reconcile(self, g: ConsumerGroup, m: ConsumerMember, owned: dict | None) -> None:
@@ -349,10 +351,8 @@ class ConsumerProtocol:
         m.machine.fire(event)
         self._write_current_assignment(g, m)
         self._update_group_state(g)
-        self.cluster.note(f"{m.member_id} of {g.group_id}: {m.state} at epoch {m.epoch}", group=g.group_id,
-                          member=m.member_id, epoch=m.epoch,
-                          assigned={str(t): sorted(p) for t, p in m.assigned.items()},
-                          revoking={str(t): sorted(p) for t, p in m.pending_revocation.items()})
+        self.cluster.emit(ev.MemberReconciled, group=g.group_id, member=m.member_id, state=m.state, epoch=m.epoch,
+                          assigned=_as_pairs(m.assigned), revoking=_as_pairs(m.pending_revocation))
         self.metadata.cancel(m.rebalance_timer)
         m.rebalance_timer = None
         if m.state == KM.UNREVOKED and m.rebalance_timeout > 0:
@@ -394,8 +394,8 @@ class ConsumerProtocol:
     def _revocation_timeout(self, g: ConsumerGroup, member_id: str, epoch: int) -> None:
         m = g.members.get(member_id) if self.groups.get(g.group_id) is g else None
         if m is not None and m.state == KM.UNREVOKED and m.epoch == epoch:
-            self.cluster.note(f"{member_id} of {g.group_id} did not revoke its partitions within its rebalance "
-                              f"timeout ({m.rebalance_timeout} ms) and is fenced", group=g.group_id, member=member_id)
+            self.cluster.emit(ev.MemberFenced, group=g.group_id, member=member_id, cause="revocation-timeout",
+                              timeout_ms=m.rebalance_timeout)
             self._fence_member(g, m)
 
     def _schedule_session_timeout(self, g: ConsumerGroup, m: ConsumerMember) -> None:
@@ -407,9 +407,8 @@ class ConsumerProtocol:
     def _session_expired(self, g: ConsumerGroup, member_id: str) -> None:
         m = g.members.get(member_id) if self.groups.get(g.group_id) is g else None
         if m is not None:
-            self.cluster.note(f"{member_id} of {g.group_id} missed its session timeout "
-                              f"({self.cluster.config.group_consumer_session_timeout_ms} ms) and is fenced",
-                              group=g.group_id, member=member_id)
+            self.cluster.emit(ev.MemberFenced, group=g.group_id, member=member_id, cause="session-timeout",
+                              timeout_ms=self.cluster.config.group_consumer_session_timeout_ms)
             self._fence_member(g, m)
 
     def _fence_member(self, g: ConsumerGroup, m: ConsumerMember) -> None:
@@ -440,7 +439,7 @@ class ConsumerProtocol:
             m = g.members.get(member_id)
             if m is None:
                 raise GroupError("UNKNOWN_MEMBER_ID", f"Member {member_id} is not a member of group {gid}.")
-            self.cluster.note(f"{member_id} left consumer group {gid}", group=gid, member=member_id)
+            self.cluster.emit(ev.ConsumerMemberLeft, group=gid, member=member_id)
             self._fence_member(g, m)
             return body
         m = g.static_member(instance_id)
@@ -454,10 +453,10 @@ class ConsumerProtocol:
             m.pending_revocation = {}
             self._write_current_assignment(g, m)
             self._update_group_state(g)
-            self.cluster.note(f"static member {member_id} ({instance_id}) temporarily left {gid}; it keeps its "
-                              "partitions until its session times out", group=gid, member=member_id)
+            self.cluster.emit(ev.ConsumerMemberLeft, group=gid, member=member_id, instance_id=instance_id,
+                              temporary=True)
             return body
-        self.cluster.note(f"static member {member_id} ({instance_id}) left consumer group {gid}", group=gid)
+        self.cluster.emit(ev.ConsumerMemberLeft, group=gid, member=member_id, instance_id=instance_id)
         self._fence_member(g, m)
         return body
 
@@ -488,6 +487,11 @@ class ConsumerProtocol:
                 "SubscribedTopicNames": list(m.subscribed), "SubscribedTopicRegex": m.regex,
                 "Assignment": tps(m.assigned), "TargetAssignment": tps(g.target.get(m.member_id, {})),
                 "MemberType": 1}
+
+
+def _as_pairs(assign: dict) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """An assignment {topic id: partitions} as ((topic id text, sorted partitions), ...), for an event."""
+    return tuple((str(t), tuple(sorted(p))) for t, p in assign.items())
 
 
 def _assign_range(out: dict, tid, n: int, subs: list[str]) -> None:

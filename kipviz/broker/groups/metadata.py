@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ...records import decode_internal, encode_internal
 from ...records.internal import definitions as record_definitions
+from ...schema import events as ev
 from ...schema.error_codes import CODE
 from ..machine import Machine
 from ..tables import classic_group as CG
@@ -107,12 +108,13 @@ class GroupMetadataManager:
         """A new Empty classic group in the table."""
         g = ClassicGroup(group_id, self.machine(CG.TABLE, group_id), self.cluster.now, state_ts=self.cluster.now)
         self.groups[group_id] = g
-        self.cluster.note(f"classic group {group_id} created", group=group_id,
+        self.cluster.emit(ev.GroupCreated, group=group_id, group_type="classic",
                           partition=self.partition_for(group_id))
         return g
 
-    def remove_group(self, g, why: str) -> None:
-        """The group leaves the coordinator (converted to the other type): -> Dead, tombstones."""
+    def remove_group(self, g, cause: str) -> None:
+        """The group leaves the coordinator (converted to the other type, or deleted): -> Dead,
+        tombstones. `cause`: a key of events.GroupRemoved.WHY."""
         if isinstance(g, ClassicGroup):
             g.machine.fire("group-removed")
             self.append(g.group_id, "GroupMetadata", {"group": g.group_id}, None)
@@ -123,7 +125,7 @@ class GroupMetadataManager:
             self.append(g.group_id, "ConsumerGroupTargetAssignmentMetadata", {"GroupId": g.group_id}, None)
             self.append(g.group_id, "ConsumerGroupMetadata", {"GroupId": g.group_id}, None)
         del self.groups[g.group_id]
-        self.cluster.note(f"group {g.group_id} removed: {why}", group=g.group_id)
+        self.cluster.emit(ev.GroupRemoved, group=g.group_id, cause=cause)
 
     # =============================================================================================
     # listing and describing

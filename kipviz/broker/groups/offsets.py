@@ -4,6 +4,7 @@ group-coordinator/src/main/java/org/apache/kafka/coordinator/group/OffsetMetadat
 deleteGroups is GroupCoordinatorShard.deleteGroups)."""
 from __future__ import annotations
 
+from ...schema import events as ev
 from ...schema.error_codes import CODE
 from ...uuids import ZERO_UUID
 from ..tables import classic_group as CG
@@ -167,9 +168,7 @@ class OffsetMetadataManager:
             c = self._offset_record(gid, t["name"], tid, p, -1, producer_id=pid, producer_epoch=pepoch)
             self.pending_txn.setdefault((part, pid), {}).setdefault(gid, {})[key] = c
         if any(v == NONE for v in out.values()):
-            self.cluster.note(f"{gid}: offsets staged in producer {pid}'s transaction (pending until its "
-                              "COMMIT/ABORT marker)", group=gid, producer_id=pid, partition=part,
-                              step="offsets-staged")
+            self.cluster.emit(ev.OffsetsStaged, group=gid, producer_id=pid, partition=part)
         return out
 
     def _verify_transaction(self, b: dict, version: int) -> int:
@@ -197,13 +196,11 @@ class OffsetMetadataManager:
                 if cur is None or c.record_offset > cur.record_offset:
                     self.by_group.setdefault(gid, {})[key] = c
                 else:
-                    self.cluster.note(f"{gid} {key[0]}-{key[1]}: transactional offset {c.offset} is older than the "
-                                      f"committed offset {cur.offset} (record offset {c.record_offset} < "
-                                      f"{cur.record_offset}) and is not materialized", group=gid)
-            self.cluster.note(f"{gid}: producer {producer_id}'s transactional offsets "
-                              f"{'committed' if commit else 'aborted'}", group=gid, producer_id=producer_id,
-                              partitions=sorted(f"{t}-{p}" for t, p in offs), commit=commit,
-                              step="offsets-resolved")
+                    self.cluster.emit(ev.StaleTransactionalOffset, group=gid, topic=key[0], partition=key[1],
+                                      offset=c.offset, committed_offset=cur.offset, record_offset=c.record_offset,
+                                      committed_record_offset=cur.record_offset)
+            self.cluster.emit(ev.OffsetsResolved, group=gid, producer_id=producer_id, commit=commit,
+                              partitions=tuple(sorted(offs)))
 
     def on_partitions_deleted(self, topic: str, partitions: int) -> None:
         """OffsetMetadataManager.onPartitionsDeleted (KAFKA-16168): a topic was deleted, so every
@@ -223,8 +220,8 @@ class OffsetMetadataManager:
             for groups in self.pending_txn.values():
                 groups.get(gid, {}).pop((topic, p), None)
         if found:
-            self.cluster.note(f"topic {topic} deleted: {len(found)} committed offset(s) removed (tombstones)",
-                              topic=topic, offsets=sorted({f"{g} {topic}-{p}" for g, p in found}))
+            self.cluster.emit(ev.DeletedTopicOffsetsRemoved, topic=topic, removed=len(found),
+                              offsets=tuple(sorted(set(found))))
 
     def delete_groups(self, group_ids: list[str]) -> list[dict]:
         """GroupCoordinatorShard.deleteGroups: per group, validateDeleteGroup (a missing or Dead group
@@ -252,8 +249,8 @@ class OffsetMetadataManager:
             for groups in self.pending_txn.values():
                 groups.pop(gid, None)
             if g is not None:
-                self.metadata.remove_group(g, "deleted (DeleteGroups)")
-            self.cluster.note(f"group {gid} deleted: {len(keys)} offset tombstone(s)", group=gid,
+                self.metadata.remove_group(g, "deleted")
+            self.cluster.emit(ev.GroupDeleted, group=gid, tombstones=len(keys),
                               partition=self.metadata.partition_for(gid))
             out.append({"GroupId": gid, "ErrorCode": 0, "ErrorMessage": None})
         return out
@@ -286,8 +283,7 @@ class OffsetMetadataManager:
                     for groups in self.pending_txn.values():
                         groups.get(gid, {}).pop((topic, p), None)
                     gone += 1
-        self.cluster.note(f"{gid}: OffsetDelete removed {gone} committed offset(s) (tombstones)", group=gid,
-                          partition=self.metadata.partition_for(gid))
+        self.cluster.emit(ev.OffsetsDeleted, group=gid, removed=gone, partition=self.metadata.partition_for(gid))
         return out
 
     def has_pending(self, gid: str, topic: str, partition: int) -> bool:
