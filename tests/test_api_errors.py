@@ -5,7 +5,7 @@ Kafka's response schemas ("Version N adds ..." notes and "Supported errors" list
 from __future__ import annotations
 
 import ast
-import importlib
+import functools
 import inspect
 import re
 import sys
@@ -26,8 +26,9 @@ load_all()
 
 # ---- the static judge: which error codes can each handler's code answer? ------------------------
 # From the handler function, follow the calls the code makes to kipviz.broker functions: module
-# functions by name, `self.m` on the method's class, `cluster.m` / `cluster.<component>.m` through
-# Cluster's component table, `self.a.m` through the class annotation of `a`, local aliases (`txns = cluster.txns`, `f = getattr(txns, "m", None)`),
+# functions by name, `self.m` on the method's class, `cluster.m`, `cluster.<coordinator>.m` and
+# `self.a.m` through the annotations (a property's return type, a field's class annotation), local
+# aliases (`txns = cluster.txns`, `f = getattr(txns, "m", None)`),
 # and `x.m` on an unknown receiver when exactly one broker class defines m. Every error name the
 # reached code mentions (CODE["X"] / E["X"], "X" strings, X constants) counts, except names it only
 # compares against (`err == E["X"]`, `err in (...)`: tested, not answered).
@@ -77,7 +78,6 @@ NOT_ANSWERED = {
 # naming them (ApiVersions' UNSUPPORTED_VERSION, with the broker's ApiKeys)
 BEFORE_THE_HANDLER = {"UNSUPPORTED_VERSION"}
 
-_COMPONENTS = {k: getattr(importlib.import_module(m), c) for k, (m, c) in cluster_module._COMPONENTS.items()}
 _Cluster = cluster_module.Cluster
 
 
@@ -158,7 +158,7 @@ def _resolve(chain: list[str], fn_globals: dict, cls, methods) -> tuple | None:
                 return f, c
             return None
     while len(path) > 1:
-        obj = _COMPONENTS.get(path[0]) if obj is _Cluster else _attribute_class(obj, path[0])
+        obj = _attribute_class(obj, path[0])
         if obj is None:
             return None
         path = path[1:]
@@ -190,6 +190,11 @@ def _attribute_class(cls, name: str):
         except Exception:  # noqa: BLE001 - a name the module does not import (e.g. under TYPE_CHECKING)
             return None
     return hint if inspect.isclass(hint) else None
+
+
+# Cluster's coordinators (its cached properties) by name: the class each holds
+_COMPONENTS = {name: _attribute_class(_Cluster, name) for name, v in vars(_Cluster).items()
+               if isinstance(v, functools.cached_property)}
 
 
 def reached_codes(fn, cls=None, seen=None, methods=None) -> dict[str, set[str]]:

@@ -8,35 +8,34 @@
 No sockets, threads or wall clock: a Cluster is a pure object driven by requests and a clock."""
 from __future__ import annotations
 
-import importlib
 import random
 import struct
 import uuid
+from functools import cached_property
 
 from .. import codec
 from ..errors import DecodeError
 from ..records import group_coordinator_partition, transaction_coordinator_partition
 from ..schema import events as ev
 from ..schema import registry
+from ..schema.coordinator_type import CoordinatorType
 from ..schema.error_codes import CODE
 from ..uuids import random_uuid, to_kafka_str
 from .authorizer import Authorizer
 from .clock import VirtualClock
 from .config import SHARE_MARKER_ROUTINGS, ClusterConfig, served_versions
+from .delayed import Delayed
+from .groups import GroupCoordinator
 from .handlers import CLOSE, DEFERRED, HANDLERS, Request, api_versions, load_all
 from .machine import Machine
+from .replicas import ReplicaManager
 from .respond import error_codes, error_response
+from .shares import ShareCoordinator
 from .tables.topic_id import TABLE as TOPIC_ID
 from .topics import INTERNAL, INTERNAL_TOPIC_CONFIGS, TopicRegistry
+from .transactions import TransactionCoordinator
 
 CLIENT_IDS_MAX = 10_000      # connections whose client.id is kept (a live server's are unbounded)
-
-# coordinators live in their own modules and are created on first use
-_COMPONENTS = {"delayed": ("kipviz.broker.delayed", "Delayed"),
-               "groups": ("kipviz.broker.groups", "GroupCoordinator"),
-               "txns": ("kipviz.broker.transactions", "TransactionCoordinator"),
-               "shares": ("kipviz.broker.shares", "ShareCoordinator"),
-               "replicas": ("kipviz.broker.replicas", "ReplicaManager")}
 
 
 class Cluster:
@@ -75,13 +74,34 @@ class Cluster:
                                       cfg.share_state_topic_partitions), strict=True):
             self.topics.create(name, n, self.now, internal=True).configs.update(INTERNAL_TOPIC_CONFIGS[name])
 
-    def __getattr__(self, name):
-        if name in _COMPONENTS:
-            module, cls = _COMPONENTS[name]
-            obj = getattr(importlib.import_module(module), cls)(self)
-            setattr(self, name, obj)
-            return obj
-        raise AttributeError(name)
+    # ---- the coordinators ----------------------------------------------------------------------
+    # Each is created on first use: a run pays only for what it uses, and a coordinator reads the
+    # config as it is then. cached_property keeps it in the instance's __dict__, so
+    # `self.__dict__.get("groups")` is "the group coordinator, if it was created" (None otherwise).
+    @cached_property
+    def groups(self) -> GroupCoordinator:
+        """The group coordinator: classic and consumer groups, committed offsets (kipviz.broker.groups)."""
+        return GroupCoordinator(self)
+
+    @cached_property
+    def txns(self) -> TransactionCoordinator:
+        """The transaction coordinator (kipviz.broker.transactions)."""
+        return TransactionCoordinator(self)
+
+    @cached_property
+    def shares(self) -> ShareCoordinator:
+        """Share groups and the share coordinator (kipviz.broker.shares)."""
+        return ShareCoordinator(self)
+
+    @cached_property
+    def delayed(self) -> Delayed:
+        """Held Fetch/ShareFetch requests, answered later (kipviz.broker.delayed)."""
+        return Delayed(self)
+
+    @cached_property
+    def replicas(self) -> ReplicaManager:
+        """The brokers' local replica logs (kipviz.broker.replicas)."""
+        return ReplicaManager(self)
 
     # ---- time and events --------------------------------------------------------------------
     @property
@@ -304,8 +324,9 @@ class Cluster:
                                          self.request_host if host is None else host)
 
     def coordinator_partition(self, key_type: int, key: str) -> tuple[str, int]:
-        """(internal topic, partition) owning a group (0) or transactional id (1)."""
-        if key_type == 1:
+        """(internal topic, partition) owning a group (CoordinatorType.GROUP) or a transactional id
+        (CoordinatorType.TRANSACTION)."""
+        if key_type == CoordinatorType.TRANSACTION:
             return "__transaction_state", transaction_coordinator_partition(
                 key, self.config.transaction_topic_partitions)
         return "__consumer_offsets", group_coordinator_partition(key, self.config.offsets_topic_partitions)
@@ -434,9 +455,9 @@ class Cluster:
             if isinstance(gid, dict):
                 gid = gid.get("GroupId")
             if isinstance(gid, str):
-                return self.coordinator_broker(0, gid)
+                return self.coordinator_broker(CoordinatorType.GROUP, gid)
         if api in ("InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn") and body.get("TransactionalId"):
-            return self.coordinator_broker(1, body["TransactionalId"])
+            return self.coordinator_broker(CoordinatorType.TRANSACTION, body["TransactionalId"])
         return 0
 
     def _respond(self, broker, client, api, version, cid, body) -> bytes:

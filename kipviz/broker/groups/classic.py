@@ -168,8 +168,7 @@ class ClassicProtocol:
 
     def _take_answer(self, m: ClassicMember):
         """The join completed inside this request: its answer was stored instead of parked."""
-        ans = getattr(m, "_answer", None)
-        m._answer = None
+        ans, m.answer = m.answer, None
         return ans if ans is not None else PARKED
 
     def _maybe_prepare_rebalance_or_complete_join(self, g: ClassicGroup, cause: str) -> None:
@@ -265,7 +264,7 @@ class ClassicProtocol:
         """Complete a member's parked request; if it is the request being handled right now, hand the
         body back to the handler instead (the response then goes out the normal way)."""
         if req is self._current:
-            m._answer = body
+            m.answer = body
         else:
             self.metadata.complete(req, message, body)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from ...records import decode_internal, encode_internal
 from ...records.internal import definitions as record_definitions
 from ...schema import events as ev
+from ...schema.coordinator_type import CoordinatorType
 from ...schema.error_codes import CODE
 from ..machine import Machine
 from ..tables import classic_group as CG
@@ -50,11 +51,11 @@ class GroupMetadataManager:
 
     def partition_for(self, group_id: str) -> int:
         """The __consumer_offsets partition holding the group (abs(groupId.hashCode) % partitions)."""
-        return self.cluster.coordinator_partition(0, group_id)[1]
+        return self.cluster.coordinator_partition(CoordinatorType.GROUP, group_id)[1]
 
     def is_coordinator(self, group_id: str, broker: int) -> bool:
         """Does `broker` lead the group's __consumer_offsets partition?"""
-        return self.cluster.coordinator_broker(0, group_id) == broker
+        return self.cluster.coordinator_broker(CoordinatorType.GROUP, group_id) == broker
 
     def append(self, group_id: str, record: str, key: dict, value: dict | None, *, value_version: int | None = None,
                 producer_id: int = -1, producer_epoch: int = -1, transactional: bool = False) -> int:
@@ -65,7 +66,7 @@ class GroupMetadataManager:
             value = shape_record(spec, v, value)
         kb, vb = encode_internal(record, key, value, value_version=value_version)
         decoded = decode_internal(kb, vb, "__consumer_offsets")
-        topic, p = self.cluster.coordinator_partition(0, group_id)
+        topic, p = self.cluster.coordinator_partition(CoordinatorType.GROUP, group_id)
         return self.cluster.append_internal(topic, p, kb, vb, decoded, producer_id=producer_id,
                                             producer_epoch=producer_epoch, transactional=transactional)
 

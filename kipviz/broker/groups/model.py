@@ -111,6 +111,7 @@ class ClassicMember:
     sync_req: object | None = None          # parked SyncGroup (awaiting sync)
     is_new: bool = False
     timer: int | None = None
+    answer: dict | None = None              # a response completed inside the member's own request
 
     def metadata(self, protocol: str | None) -> bytes:
         return next((m for n, m in self.protocols if n == protocol), b"")
