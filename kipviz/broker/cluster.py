@@ -332,6 +332,7 @@ class Cluster:
         return "__consumer_offsets", group_coordinator_partition(key, self.config.offsets_topic_partitions)
 
     def coordinator_broker(self, key_type: int, key: str) -> int:
+        """The broker leading the partition that owns `key` (coordinator_partition)."""
         topic, p = self.coordinator_partition(key_type, key)
         return self.topics.partition(topic, p).leader
 

@@ -1,6 +1,6 @@
 """The group coordinator: classic groups, KIP-848 consumer groups and committed offsets.
 
-Models released Kafka's *new* group coordinator (group-coordinator/ module; FACTS.md (c)), with
+Models released Kafka's *new* group coordinator (Kafka 4.x's group-coordinator/ module), with
 KIP-1319 (TxnOffsetCommit v6, released in Kafka 4.4):
 
 * GroupMetadataManager   -> classic groups (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, generations,

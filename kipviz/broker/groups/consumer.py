@@ -73,6 +73,7 @@ class ConsumerProtocol:
         return names
 
     def consumer_group_heartbeat(self, req, b: dict) -> dict:
+        """GroupMetadataManager.consumerGroupHeartbeat: a leave (epoch -1/-2) or a heartbeat."""
         epoch = b["MemberEpoch"]
         if epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._consumer_leave(b)
@@ -231,7 +232,7 @@ class ConsumerProtocol:
 
     @staticmethod
     def _check_member_epoch(member: ConsumerMember, received: int, owned) -> None:
-        """throwIfConsumerGroupMemberEpochIsInvalid (FACTS (c), 'Consumer (KIP-848) group')."""
+        """GroupMetadataManager.throwIfConsumerGroupMemberEpochIsInvalid."""
         if received > member.epoch:
             raise GroupError("FENCED_MEMBER_EPOCH", f"The consumer group member has a greater member epoch "
                              f"({received}) than the one known by the group coordinator ({member.epoch}). "
@@ -461,6 +462,7 @@ class ConsumerProtocol:
         return body
 
     def consumer_group_describe(self, group_ids: list[str]) -> list[dict]:
+        """GroupMetadataManager.consumerGroupDescribe: one entry per group id."""
         out = []
         for gid in group_ids:
             g = self.groups.get(gid)

@@ -98,6 +98,7 @@ class Committed:
 
 @dataclass
 class ClassicMember:
+    """ClassicGroupMember: a member of a classic group, with its parked JoinGroup/SyncGroup."""
     member_id: str
     instance_id: str | None
     client_id: str
@@ -114,17 +115,21 @@ class ClassicMember:
     answer: dict | None = None              # a response completed inside the member's own request
 
     def metadata(self, protocol: str | None) -> bytes:
+        """The member's metadata for `protocol` (b"" if it does not name it)."""
         return next((m for n, m in self.protocols if n == protocol), b"")
 
     def vote(self, candidates: set[str]) -> str:
+        """The first of its protocols among `candidates` (ClassicGroupMember.vote)."""
         return next(n for n, _ in self.protocols if n in candidates)
 
     def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
+        """Are these the protocols (names and metadata) it joined with?"""
         return [(n, bytes(m)) for n, m in protocols] == [(n, bytes(m)) for n, m in self.protocols]
 
 
 @dataclass
 class ClassicGroup:
+    """ClassicGroup: generation, protocol, leader and members of a classic group."""
     group_id: str
     machine: Machine
     created_ms: int
@@ -145,18 +150,23 @@ class ClassicGroup:
 
     @property
     def state(self) -> str:
+        """The state machine's state."""
         return self.machine.state
 
     def is_empty(self) -> bool:
+        """No member and no pending member."""
         return not self.members and not self.pending_members
 
     def awaiting_join(self) -> int:
+        """How many members have a JoinGroup parked."""
         return sum(1 for m in self.members.values() if m.join_req is not None)
 
     def all_joined(self) -> bool:
+        """ClassicGroup.hasAllMembersJoined."""
         return len(self.members) == self.awaiting_join() and not self.pending_members
 
     def rebalance_timeout(self) -> int:
+        """The largest rebalance timeout of the members (the join phase's limit)."""
         return max((m.rebalance_timeout for m in self.members.values()), default=0)
 
     def validate_member(self, member_id: str, instance_id: str | None) -> str | None:
@@ -172,6 +182,7 @@ class ClassicGroup:
         return None
 
     def supports(self, protocol_type: str, protocols: list[tuple[str, bytes]]) -> bool:
+        """ClassicGroup.supportsProtocols: may a member with these protocols join?"""
         names = {n for n, _ in protocols}
         if self.state == CG.EMPTY:
             return protocol_type != "" and bool(names)
@@ -183,6 +194,7 @@ class ClassicGroup:
                 and any(counts.get(n, 0) == len(self.members) for n in names))
 
     def select_protocol(self) -> str:
+        """ClassicGroup.selectProtocol: the protocol most members vote for."""
         members = list(self.members.values())
         candidates = {n for n, _ in members[0].protocols}
         for m in members[1:]:
@@ -200,6 +212,7 @@ class ClassicGroup:
 
 @dataclass
 class ConsumerMember:
+    """ConsumerGroupMember: a KIP-848 member, its epochs and its partitions."""
     member_id: str
     machine: Machine
     instance_id: str | None = None
@@ -219,18 +232,22 @@ class ConsumerMember:
 
     @property
     def state(self) -> str:
+        """The state machine's state."""
         return self.machine.state
 
     def reconciled_to(self, epoch: int) -> bool:
+        """Stable at `epoch`."""
         return self.state == KM.STABLE and self.epoch == epoch
 
     def metadata_tuple(self):
+        """The fields a ConsumerGroupMemberMetadata record holds, to tell whether they changed."""
         return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.rebalance_timeout,
                 tuple(self.subscribed), self.regex, self.server_assignor)
 
 
 @dataclass
 class ConsumerGroup:
+    """ConsumerGroup: a KIP-848 group, its epochs, members and target assignment."""
     group_id: str
     machine: Machine
     created_ms: int
@@ -243,9 +260,11 @@ class ConsumerGroup:
 
     @property
     def state(self) -> str:
+        """The state machine's state."""
         return self.machine.state
 
     def static_member(self, instance_id: str | None) -> ConsumerMember | None:
+        """The member holding `instance_id`, if any."""
         if instance_id is None:
             return None
         return next((m for m in self.members.values() if m.instance_id == instance_id), None)
@@ -261,6 +280,7 @@ class ConsumerGroup:
         return -1
 
     def preferred_assignor(self) -> str:
+        """The server assignor most members ask for (the default when none does)."""
         names = [m.server_assignor for m in self.members.values() if m.server_assignor]
         if not names:
             return ASSIGNORS[0]

@@ -43,7 +43,7 @@ class OffsetMetadataManager:
 
     def _validate_commit_group(self, g, member_id: str, instance_id, epoch: int, transactional: bool,
                                version: int) -> None:
-        """Group.validateOffsetCommit (FACTS (c), 'Group-type checks')."""
+        """validateOffsetCommit of the group's type (classic/ClassicGroup.java, modern/consumer/ConsumerGroup.java)."""
         if isinstance(g, ClassicGroup):
             if g.state == CG.DEAD:
                 raise GroupError("COORDINATOR_NOT_AVAILABLE")
@@ -287,6 +287,7 @@ class OffsetMetadataManager:
         return out
 
     def has_pending(self, gid: str, topic: str, partition: int) -> bool:
+        """Is a transactional offset of the group for the partition waiting for its marker?"""
         part = self.metadata.partition_for(gid)
         return any(gid in groups and (topic, partition) in groups[gid]
                    for (pp, _), groups in self.pending_txn.items() if pp == part)
