@@ -178,6 +178,8 @@ def _item(e) -> str | None:
         return _record_item(e)
     if isinstance(e, E.Note):
         return _note_item(e)
+    if isinstance(e, E.Happened):
+        return e.text
     return None
 
 

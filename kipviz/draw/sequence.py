@@ -500,6 +500,10 @@ class _Builder:
         else:
             self.rows.append(_Row("band", ev.t, lines=[(ev.text, C_MUTED)]))
 
+    def happened(self, ev: E.Happened) -> None:
+        """A typed thing that happened: a band with its sentence, as a plain Note's."""
+        self.rows.append(_Row("band", ev.t, lines=[(ev.text, C_MUTED)]))
+
     def _internal(self, ev: E.Note, src: str, dst: str, label: str) -> None:
         self.rows.append(_Row("msg", ev.t, src, dst, [(label, C_INTERNAL)], color=C_INTERNAL, dotted=True,
                               tip=ev.text))
@@ -535,7 +539,8 @@ class _Builder:
         self._internal(ev, src, dst, label)
 
     _HANDLERS = {E.RequestReceived: request, E.ResponseSent: response, E.StateChanged: state,
-                 E.RecordAppended: record, E.ClientAction: action, E.Note: note}
+                 E.RecordAppended: record, E.ClientAction: action, E.Note: note,
+                 E.Happened: happened}     # last: a more special subclass's handler matches first
 
 
 def _error_lines(label: str, ev: E.ResponseSent) -> list[tuple[str, str]]:

@@ -207,6 +207,8 @@ def classify(events: list, clients: Iterable[str] | None = None) -> dict[int, in
                 s = cur
         elif isinstance(e, E.Note):
             s = _note_step(e.detail or {}, cur)
+        elif isinstance(e, E.Happened):          # a typed event says no step: the request's
+            s = cur
         if s is not None and cur is not None and not isinstance(e, (E.RequestReceived, E.ResponseSent)):
             cur = s                              # what follows inside the request belongs to the new step
         if s is not None:

@@ -27,7 +27,9 @@ from ..schema import events as ev
 
 # share-record state changes are drawn by the record strip, not the state-machine player
 _STRIP_MACHINES = ("share-record",)
-_SHOWN = (ev.RequestReceived, ev.ResponseSent, ev.StateChanged, ev.RecordAppended, ev.Note, ev.LogCleaned)
+# what the broker did (a Happened, a client's ClientDid left out below), as before a Note
+_SHOWN = (ev.RequestReceived, ev.ResponseSent, ev.StateChanged, ev.RecordAppended, ev.Note, ev.Happened,
+          ev.LogCleaned)
 
 
 def _row(e, t0: int = 0, names: dict | None = None) -> str:
@@ -128,7 +130,7 @@ class LiveView(W.VBox):
         if seq == self._seen:
             return False
         self._seen = seq
-        shown = [e for e in recent if isinstance(e, _SHOWN)]
+        shown = [e for e in recent if isinstance(e, _SHOWN) and not isinstance(e, ev.ClientDid)]   # no client decisions
         wire = [e for e in shown if isinstance(e, (ev.RequestReceived, ev.ResponseSent))][-self.max_events:]
         bootstrap = getattr(self.server, "bootstrap", "")
         self.status.value = (f"<b>kipviz live</b> {html.escape(bootstrap)} · {seq} events · "
