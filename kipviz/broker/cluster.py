@@ -211,6 +211,8 @@ class Cluster:
         self.emit(ev.StateChanged, **fields)
 
     def note(self, text: str, **detail) -> None:
+        """Record a Note: only the notes not yet typed (groups, transactions) still come here; the
+        rest emit their own event class (schema/events.py)."""
         self.emit(ev.Note, text=text, detail=detail)
 
     # ---- admin shortcuts ----------------------------------------------------------------------
