@@ -19,6 +19,7 @@ from kipviz.draw.animate import Animation
 from kipviz.scenarios.kip516_broker import ZK_BROKER, Controller
 from kipviz.scenarios.kip516_departures import DEPARTURES, schema_facts
 from kipviz.schema.error_codes import CODE, name_of
+from kipviz.schema.events import StrayLogsKept
 from kipviz.uuids import ZERO_UUID, to_kafka_str
 
 BROKER = ["kip516.broker_stale_state", "kip516.broker_stale_state_released", "kip516.full_leader_and_isr",
@@ -140,7 +141,9 @@ def test_full_request_on_a_shipped_broker_keeps_stray_logs_and_says_so():
     b = c.create_topic("b")
     assert ctl_lisr(c, 0, [("b", b, 0, 0, [0])], kind=2) == {("b", 0): "NONE"}
     assert c.replicas.replica(0, "a").state == "Online" and not c.replicas.deleting
-    assert any(e.kind == "Note" and "FULL LeaderAndIsr omits 1" in e.text for e in c.events)
+    kept = [e for e in c.events if isinstance(e, StrayLogsKept)]
+    assert [(e.broker, e.partitions) for e in kept] == [(0, ("a-0",))]
+    assert "FULL LeaderAndIsr omits 1 local partition(s)" in kept[0].text
 
 
 def test_older_controller_epoch_is_refused():

@@ -15,6 +15,7 @@ from kipviz.broker.share_txn import pending
 from kipviz.draw.animate import animation
 from kipviz.draw.record_strip import record_strip
 from kipviz.eos import AT_LEAST_ONCE, VIOLATION, check_share_eos
+from kipviz.schema.events import BrokerCrashed
 
 NAMES = ["kip1289.happy_commit", "kip1289.happy_abort", "kip1289.case01_broker_crash_tx_pending",
          "kip1289.case05_duplicate_marker", "kip1289.case06_lock_expiry_tx_pending", "kip1289.case07_txn_timeout",
@@ -111,7 +112,7 @@ def test_happy_abort_reverts_to_acquired_and_redelivers_only_after_the_lock():
 def test_case01_state_reloaded_then_second_delivery_and_the_commit_resolves_nothing(seed):
     t = run("kip1289.case01_broker_crash_tx_pending", seed)
     moves = record_moves(t)
-    crash = next(e.seq for e in t.events if e.kind == "Note" and e.text == "broker 0 crashed")
+    crash = next(e.seq for e in t.events if isinstance(e, BrokerCrashed) and e.broker == 0)
     reloaded = [e for e in moves if e.cause == "state-reloaded"]
     assert [(offset(e), e.from_state, e.to_state, e.status) for e in reloaded] == \
         [(o, "TX_PENDING", "AVAILABLE", "proposed") for o in range(4)]

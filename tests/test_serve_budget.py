@@ -25,6 +25,7 @@ from kipviz.broker import Cluster
 from kipviz.broker.handlers.metadata import shape
 from kipviz.records import read_batches, write_batch
 from kipviz.schema.error_codes import CODE
+from kipviz.schema.events import ConnectionClosed
 from kipviz.serve import Server
 
 MiB = 1024 * 1024
@@ -86,7 +87,7 @@ def send_quietly(s: socket.socket, data: bytes) -> None:
 
 def notes(srv, text: str) -> list[str]:
     with srv.lock:
-        return [e.text for e in srv.cluster.events if type(e).__name__ == "Note" and text in e.text]
+        return [e.text for e in srv.cluster.events if isinstance(e, ConnectionClosed) and text in e.text]
 
 
 def wait_for(cond, timeout: float = 20.0, every: float = 0.02) -> bool:

@@ -22,6 +22,7 @@ import pytest
 
 from kipviz import codec
 from kipviz.broker import Acl
+from kipviz.schema.events import SaslAuthenticated, SaslFailed
 from kipviz.serve import Server
 from kipviz.serve.acl_file import AclFileError, parse_acls
 from kipviz.serve.listeners import FAILED_AUTHENTICATION_DELAY_MS, access_settings, listeners_for
@@ -82,8 +83,7 @@ def _kp_admin(bootstrap, mechanism, user, password, **kw):
 
 def _authenticated(server) -> list[str]:
     with server.lock:
-        return [e.detail["principal"] for e in server.cluster.events
-                if type(e).__name__ == "Note" and e.text.startswith("SASL ") and " authenticated as " in e.text]
+        return [e.principal for e in server.cluster.events if isinstance(e, SaslAuthenticated)]
 
 
 # ---- librdkafka ------------------------------------------------------------------------------------------
@@ -277,7 +277,7 @@ def test_a_request_before_authentication_closes_the_connection(server, first):
         assert _response(s, "Metadata", 12) is None                   # closed, nothing answered
         assert time.monotonic() - t0 >= FAILED_AUTHENTICATION_DELAY_MS / 1000 * 0.9
     with server.lock:
-        notes = [e.text for e in server.cluster.events if type(e).__name__ == "Note"]
+        notes = [e.text for e in server.cluster.events if isinstance(e, SaslFailed)]
     assert "SASL: Unexpected Kafka request of type Metadata during SASL handshake. (connection closed)" in notes
 
 
@@ -294,7 +294,7 @@ def test_a_frame_over_sasl_server_max_receive_size_before_authentication_is_a_fa
         assert _response(s, "Metadata", 12) is None
         assert time.monotonic() - t0 >= FAILED_AUTHENTICATION_DELAY_MS / 1000 * 0.9
     with server.lock:
-        notes = [e.text for e in server.cluster.events if type(e).__name__ == "Note"]
+        notes = [e.text for e in server.cluster.events if isinstance(e, SaslFailed)]
     assert f"SASL: Failing SASL authentication due to invalid receive size ({size} bytes; " \
            "sasl.server.max.receive.size 524288) (connection closed)" in notes
     assert server.pool.in_use == 0                 # the request pool never reserved its bytes

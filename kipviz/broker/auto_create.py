@@ -13,6 +13,8 @@ every clock step (Cluster._after), so one Metadata request naming 5,000 new topi
 once and the others' requests go on between the steps."""
 from __future__ import annotations
 
+from ..schema import events as ev
+
 CREATES_PER_STEP = 25
 
 
@@ -52,11 +54,10 @@ class AutoCreates:
             if c.topics.get(name) is not None or c.topics.colliding(name):
                 continue                     # created meanwhile, or the controller refuses it
             if held + partitions > cap:
-                c.note(f"topic {name} not auto-created: the model holds {held} partitions "
-                       f"(kit limit ClusterConfig.max_cluster_partitions={cap})", topic=name, api="Metadata")
+                c.emit(ev.TopicNotAutoCreated, topic=name, held=held, limit=cap)
                 continue
             c.create_topic(name, partitions)
-            c.note(f"topic {name} auto-created by a Metadata request", topic=name, api="Metadata")
+            c.emit(ev.TopicAutoCreated, topic=name)
             held += partitions
             made += 1
         if self.pending:

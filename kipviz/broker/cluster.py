@@ -231,6 +231,8 @@ class Cluster:
         self.emit(ev.StateChanged, **fields)
 
     def note(self, text: str, **detail) -> None:
+        """Record a Note: only the notes not yet typed (groups, transactions) still come here; the
+        rest emit their own event class (schema/events.py)."""
         self.emit(ev.Note, text=text, detail=detail)
 
     # ---- admin shortcuts ----------------------------------------------------------------------
@@ -240,7 +242,7 @@ class Cluster:
             raise ValueError(f"topic {name!r} already exists")
         topic = self.topics.create(name, partitions, self.now)
         self._topic_id_machine(topic).fire("create")
-        self.note(f"topic {name} created", topic=name, topic_id=str(topic.topic_id), partitions=partitions)
+        self.emit(ev.TopicCreated, topic=name, topic_id=str(topic.topic_id), partitions=partitions)
         return topic.topic_id
 
     def delete_topic(self, name: str) -> None:
@@ -248,7 +250,7 @@ class Cluster:
             raise ValueError(f"no topic {name!r}")
         topic = self.topics.delete(name, self.now)
         self._topic_id_machine(topic).fire("delete")
-        self.note(f"topic {name} deleted", topic=name, topic_id=str(topic.topic_id))
+        self.emit(ev.TopicDeleted, topic=name, topic_id=str(topic.topic_id))
         # BrokerMetadataPublisher -> GroupCoordinator.onPartitionsDeleted: the group coordinator
         # drops (tombstones) the committed offsets of the deleted partitions (KAFKA-16168)
         groups = self.__dict__.get("groups")
@@ -265,7 +267,7 @@ class Cluster:
         """The broker answers nothing (`down`) and loses its in-memory share-partition state;
         transaction markers for partitions it leads are retried until it is back."""
         self.down.add(broker)
-        self.note(f"broker {broker} crashed", broker=broker)
+        self.emit(ev.BrokerCrashed, broker=broker)
         shares = self.__dict__.get("shares")
         if shares is not None:
             shares.on_broker_crash(broker)
@@ -274,7 +276,7 @@ class Cluster:
         """Back up: share partitions it leads reload from their __share_group_state records
         (ACQUIRED / TX_PENDING were persisted as AVAILABLE, so they are redelivered)."""
         self.down.discard(broker)
-        self.note(f"broker {broker} restarted", broker=broker)
+        self.emit(ev.BrokerRestarted, broker=broker)
         shares = self.__dict__.get("shares")
         if shares is not None:
             shares.on_broker_restart(broker)
@@ -286,8 +288,7 @@ class Cluster:
         log = self.topics.partition("__share_group_state", partition)
         old = log.leader
         log.leader, log.leader_epoch = to_broker, log.leader_epoch + 1
-        self.note(f"__share_group_state-{partition} leader {old} -> {to_broker} (epoch {log.leader_epoch})",
-                  topic="__share_group_state", partition=partition, old_leader=old, leader=to_broker,
+        self.emit(ev.LeaderMoved, topic="__share_group_state", partition=partition, old_leader=old, leader=to_broker,
                   leader_epoch=log.leader_epoch)
 
     def move_partition_leader(self, topic: str, partition: int, to_broker: int) -> None:
@@ -305,8 +306,8 @@ class Cluster:
             pin_replicas(self, t)
         old = log.leader
         log.leader, log.leader_epoch = to_broker, log.leader_epoch + 1
-        self.note(f"{topic}-{partition} leader {old} -> {to_broker} (epoch {log.leader_epoch})", topic=topic,
-                  partition=partition, old_leader=old, leader=to_broker, leader_epoch=log.leader_epoch)
+        self.emit(ev.LeaderMoved, topic=topic, partition=partition, old_leader=old, leader=to_broker,
+                  leader_epoch=log.leader_epoch)
         shares = self.__dict__.get("shares")
         for sp in list(shares.partitions.values()) if shares is not None else ():
             if sp.topic == topic and sp.partition == partition:
@@ -416,16 +417,16 @@ class Cluster:
             body = HANDLERS[api](self, request)
         except Exception as e:  # noqa: BLE001 - a model bug becomes UNKNOWN_SERVER_ERROR, and is recorded
             self.internal_errors.append(f"{api} v{version}: {type(e).__name__}: {e}")
-            self.note(f"internal error in {api}: {e}", api=api)
+            self.emit(ev.InternalError, api=api, error=str(e))
             body = error_response(api, version, req["body"], CODE["UNKNOWN_SERVER_ERROR"])
         if body is DEFERRED:     # held; answered later through complete() -> take_completed()
             return "held", b""
         if body is CLOSE:        # no response, and Kafka closes the connection (acks=0 with an error)
-            self.note(f"{api} v{version}: error with acks=0, connection closed", client=client, correlation_id=cid,
-                      broker=broker)
+            self.emit(ev.ConnectionClosed, broker=broker, client=client, reason="acks0-error", api=api,
+                      version=version, correlation_id=cid)
             return "close", b""
         if body is None:         # no response on the wire (Produce with acks=0)
-            self.note(f"{api} v{version} needs no response (acks=0)", client=client, correlation_id=cid)
+            self.emit(ev.NoResponse, broker=broker, client=client, api=api, version=version, correlation_id=cid)
             return "none", b""
         return "send", self._respond(broker, client, api, version, cid, body)
 
@@ -483,19 +484,19 @@ class Cluster:
             why = f"this broker does not serve {api}"
         else:
             why = f"this broker serves v{served[0]}-v{served[1]}"
-        self.note(f"connection closed: {api} v{version} is not served ({why})", reason=why, broker=broker,
-                  client=client, api=f"{api} v{version}", correlation_id=cid)
+        self.emit(ev.ConnectionClosed, broker=broker, client=client, reason="not-served", api=api, version=version,
+                  correlation_id=cid, why=why)
         return b""
 
     def _malformed(self, frame: bytes, err: DecodeError, broker: int, client: str) -> bytes:
         """A request that cannot be parsed: RequestContext.parseRequest throws InvalidRequestException
         and SocketServer's Processor closes the connection (FACTS (i)); nothing is answered."""
-        api = None
+        api, version = "", -1
         try:
-            key, version = struct.unpack_from(">hh", codec.unframe(bytes(frame)), 0)
-            api = f"{registry.by_api_key(key, 'request').api} v{version}"
+            key, v = struct.unpack_from(">hh", codec.unframe(bytes(frame)), 0)
+            api, version = registry.by_api_key(key, "request").api, v
         except Exception:  # noqa: BLE001 - not even the api key is readable
             pass
-        self.note(f"connection closed: unreadable {api or 'request'}: {err}", reason=str(err), broker=broker,
-                  client=client, api=api)
+        self.emit(ev.ConnectionClosed, broker=broker, client=client, reason="unreadable", api=api, version=version,
+                  why=str(err))
         return b""

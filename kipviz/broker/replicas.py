@@ -27,6 +27,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+from ..schema import events as ev
 from ..schema.error_codes import CODE
 from ..uuids import ZERO_UUID, to_kafka_str
 from .machine import Machine
@@ -115,8 +116,9 @@ class ReplicaManager:
         t = self.cluster.topics.by_id.get(topic_id) if topic_id else None
         return t.partitions[partition] if t is not None and partition < len(t.partitions) else None
 
-    def _note(self, text: str, log: LocalLog, **extra) -> None:
-        self.cluster.note(text, **log.view(), **extra)
+    def _say(self, kind: type[ev.Event], log: LocalLog, **extra) -> None:
+        """Record a `kind` event about `log`, with the log's view."""
+        self.cluster.emit(kind, **log.view(), **extra)
 
     def seed_log(self, broker: int, topic: str, partition: int = 0) -> LocalLog:
         """A log already on `broker`'s disk from before topic ids (no partition.metadata). Its records
@@ -128,8 +130,7 @@ class ReplicaManager:
             raise ValueError(f"broker {broker} already holds {topic}-{partition}")
         log = self._new(broker, topic, partition, None, live.partitions[partition])
         log.machine.fire("log-before-topic-ids")
-        self._note(f"broker {broker}: {topic}-{partition} on disk without partition.metadata (written before "
-                   f"topic ids)", log)
+        self._say(ev.ReplicaLogSeeded, log)
         return log
 
     def _to_deletion(self, log: LocalLog, cause: str, *, page_layout: bool) -> None:
@@ -146,9 +147,7 @@ class ReplicaManager:
         log.machine.fire(cause)
         self.deleting.append(log)
         # the page's step 1: log at WARN every partition to delete and when
-        self._note(f"WARN broker {log.broker}: {log.topic}-{log.partition} "
-                   f"({to_kafka_str(log.topic_id) if log.topic_id else 'no topic id'}) moved to {log.dir}, "
-                   f"deleted at t={log.delete_at}", log, cause=cause)
+        self._say(ev.ReplicaLogDeletionScheduled, log, cause=cause)
 
     def poke(self) -> None:
         """Remove the logs whose deletion delay has passed (the clock moved)."""
@@ -158,7 +157,7 @@ class ReplicaManager:
             self.deleting.remove(log)
             log.machine.fire("delete-delay-elapsed")
             self.deleted.append(log)
-            self._note(f"broker {log.broker}: {log.dir} removed from disk", log)
+            self._say(ev.ReplicaLogRemoved, log)
 
     def replica(self, broker: int, topic: str, partition: int = 0) -> LocalLog | None:
         return self.logs.get(broker, {}).get((topic, partition))
@@ -186,10 +185,8 @@ class ReplicaManager:
                 for log in stray:
                     self._to_deletion(log, "absent-from-full", page_layout=True)
             elif stray:
-                self.cluster.note(f"broker {broker}: FULL LeaderAndIsr omits {len(stray)} local partition(s); a "
-                                  "shipped ZooKeeper-mode broker keeps them (stray logs are reconciled only for a "
-                                  "KRaft controller during the migration)", broker=broker,
-                                  partitions=[f"{log.topic}-{log.partition}" for log in stray])
+                self.cluster.emit(ev.StrayLogsKept, broker=broker,
+                                  partitions=tuple(f"{log.topic}-{log.partition}" for log in stray))
         return self._lisr_response(version, "NONE", errors, ids)
 
     def _partition(self, broker: int, name: str, tid, p: dict) -> str:
@@ -198,9 +195,7 @@ class ReplicaManager:
         if log is not None and tid is not None and log.topic_id is not None and log.topic_id != tid:
             if self.behaviour == "released":
                 log.machine.fire("inconsistent-topic-id")
-                self._note(f"ERROR broker {broker}: topic id in memory {to_kafka_str(log.topic_id)} does not match "
-                           f"{to_kafka_str(tid)} for {name}-{index}: INCONSISTENT_TOPIC_ID, the old log stays", log,
-                           request_topic_id=to_kafka_str(tid))
+                self._say(ev.ReplicaTopicIdMismatch, log, request_topic_id=to_kafka_str(tid))
                 return "INCONSISTENT_TOPIC_ID"
             self._to_deletion(log, "stale-topic-id", page_layout=True)
             log = None
@@ -213,15 +208,14 @@ class ReplicaManager:
                 log.machine.fire("log-before-topic-ids")
             else:
                 log.machine.fire("leader-and-isr")
-            self._note(f"broker {broker}: {name}-{index} created ({'leader' if leader == broker else 'follower'}, "
-                       f"epoch {epoch})" + (", partition.metadata written" if tid else ", no topic id"), log)
+            self._say(ev.ReplicaLogCreated, log, leader=leader)
             return "NONE"
         if tid is not None and log.topic_id is None:
             # the controller may assign ids without bumping the epoch: log.assignTopicId
             log.topic_id, log.source = tid, self._source(tid, index) or log.source
             log.machine.fire("topic-id-assigned")
             log.leader, log.leader_epoch = leader, max(epoch, log.leader_epoch)
-            self._note(f"broker {broker}: {name}-{index} migrated, partition.metadata written", log)
+            self._say(ev.ReplicaTopicIdAssigned, log)
             return "NONE"
         if epoch > log.leader_epoch:
             log.leader, log.leader_epoch = leader, epoch

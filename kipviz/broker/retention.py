@@ -24,6 +24,7 @@ sample-data generator releases written prefixes through the same `release`
 (kipviz.sampledata.retention)."""
 from __future__ import annotations
 
+from ..schema import events as ev
 from .log_config import cleanup_policy, segment_bytes, topic_value
 
 
@@ -123,7 +124,7 @@ def move_log_start(cluster, topic: str, log, start: int, what: str, why: str) ->
     maybeIncrementLogStartOffset, then deleteOldSegments for the segments below the new start):
     the one path for retention and for a coordinator's DeleteRecords (the share coordinator's
     pruning of __share_group_state). Capped like `release` at the last stable offset. Returns the
-    number of batches dropped; a move gets a Note."""
+    number of batches dropped; a move is recorded as LogStartOffsetMoved."""
     old = log.log_start_offset
     start = min(start, log.last_stable_offset, log.log_end_offset)
     if start <= old:
@@ -133,7 +134,6 @@ def move_log_start(cluster, topic: str, log, start: int, what: str, why: str) ->
         spill([])
     n = release(log, start)
     log.log_start_offset = start
-    cluster.note(f"{what}: {topic}-{log.partition} log start offset {old} -> {log.log_start_offset}",
-                 topic=topic, partition=log.partition, reason=why, log_start_offset=log.log_start_offset,
-                 batches_deleted=n)
+    cluster.emit(ev.LogStartOffsetMoved, topic=topic, partition=log.partition, old=old,
+                 log_start_offset=log.log_start_offset, by=what, reason=why, batches_deleted=n)
     return n

@@ -288,8 +288,7 @@ class Authenticator:
 
     def _fail(self, event: str, why: str, out: bytes) -> tuple[str, bytes]:
         self.machine.fire(event)
-        self.cluster.note(f"SASL: {why} (connection closed)", broker=self.broker, client=self.client,
-                          mechanism=self.mechanism, reason=why)
+        self.cluster.emit(ev.SaslFailed, broker=self.broker, client=self.client, mechanism=self.mechanism, why=why)
         return "close", out
 
     def _handshake(self, frame: bytes) -> tuple[str, bytes]:
@@ -327,9 +326,8 @@ class Authenticator:
         if done:
             self.principal = f"User:{self._server.name}"
             self.machine.fire("authenticated")
-            self.cluster.note(f"SASL {self.mechanism}: {self.client} authenticated as {self.principal}",
-                              broker=self.broker, client=self.client, principal=self.principal,
-                              mechanism=self.mechanism)
+            self.cluster.emit(ev.SaslAuthenticated, broker=self.broker, client=self.client, mechanism=self.mechanism,
+                              principal=self.principal)
         else:
             self.machine.fire("challenge")
         if req is None:

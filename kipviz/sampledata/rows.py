@@ -19,7 +19,7 @@ from ..schema import events as ev
 from ..schema import registry
 from ..schema.error_codes import name_of
 from ..uuids import to_kafka_str
-from .schema import BATCH, EVENT, HEADER, TOPIC
+from .schema import BATCH, COLUMNS, EVENT, HEADER, TOPIC
 
 SHORT_BYTES = 64          # bytes up to this size are shown in full ("0x.."), longer as "<N bytes>"
 
@@ -70,8 +70,8 @@ def to_json(d: dict) -> str:
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _COLUMN_FIELDS = {"seq", "t"}
 _NOT_IN_DETAIL = {
-    ev.StateChanged: {"machine", "key", "from_state", "to_state", "cause", "status"},
-    ev.RecordAppended: {"topic", "partition", "offset", "key", "value"},
+    ev.StateChanged: set(COLUMNS[ev.StateChanged]),
+    ev.RecordAppended: {*COLUMNS[ev.RecordAppended], "key", "value"},    # the payload: in topics/<topic>.parquet
     ev.RequestReceived: {"frame"},
     ev.ResponseSent: {"frame"},
 }
@@ -114,9 +114,8 @@ def _data_record_detail(e: ev.RecordAppended) -> str | None:
 
 
 # ---- events ----------------------------------------------------------------------------------------------------
-_SC_COLUMNS = ("machine", "key", "from_state", "to_state", "cause", "status")
-_RA_COLUMNS = ("topic", "partition", "offset")
-_STATE_DETAIL = "{}"          # a StateChanged has no field outside its columns
+_STATE_DETAIL = "{}"          # the detail of a StateChanged with no field outside its columns
+_STATE_IN_COLUMNS = not _detail_fields(ev.StateChanged)    # then its rows skip the detail JSON
 
 
 def _detail(e) -> str:
@@ -125,7 +124,7 @@ def _detail(e) -> str:
         d = _data_record_detail(e)
         if d is not None:
             return d
-    elif cls is ev.StateChanged:
+    elif cls is ev.StateChanged and _STATE_IN_COLUMNS:
         return _STATE_DETAIL
     return event_detail(e)
 
@@ -159,12 +158,12 @@ def event_columns(events) -> dict[str, list | pa.Array]:
     cols = {"seq": list(map(operator.attrgetter("seq"), events)),
             "time_ms": list(map(operator.attrgetter("t"), events)),
             "kind": list(map(operator.attrgetter("__name__"), kinds))}
-    state_changed = _is(kinds, ev.StateChanged)
-    for mask, names in ((state_changed, _SC_COLUMNS), (_is(kinds, ev.RecordAppended), _RA_COLUMNS)):
-        idx, chosen = _spreader(n, mask), list(itertools.compress(events, mask))
+    masks = {cls: _is(kinds, cls) for cls in COLUMNS}
+    for cls, names in COLUMNS.items():
+        idx, chosen = _spreader(n, masks[cls]), list(itertools.compress(events, masks[cls]))
         for name in names:
             cols[name] = _spread(idx, list(map(operator.attrgetter(name), chosen)), EVENT.field(name).type)
-    others = ~state_changed
+    others = ~masks[ev.StateChanged] if _STATE_IN_COLUMNS else np.ones(n, bool)
     cols["detail"] = _spread(_spreader(n, others), list(map(_detail, itertools.compress(events, others))),
                              pa.string(), _STATE_DETAIL)
     return cols
@@ -183,7 +182,7 @@ def api_key_of(api: str) -> int:
     return k
 
 
-_REQUEST_LOG_KINDS = frozenset({ev.RequestReceived, ev.ResponseSent, ev.Note})
+_REQUEST_LOG_KINDS = frozenset({ev.RequestReceived, ev.ResponseSent, ev.BrokerCrashed, ev.BrokerRestarted})
 
 
 class RequestLog:
@@ -203,8 +202,8 @@ class RequestLog:
     def add(self, events) -> dict[str, list]:
         """Take a chunk of events; return the rows that are complete, as columns."""
         out: list[list] = []
-        # only requests, responses and notes matter here: picked out in C (a long run has millions of
-        # other events)
+        # only requests, responses and broker crashes/restarts matter here: picked out in C (a long
+        # run has millions of other events)
         for e in itertools.compress(events, map(_REQUEST_LOG_KINDS.__contains__, map(type, events))):
             cls = type(e)
             if cls is ev.RequestReceived:
@@ -225,19 +224,18 @@ class RequestLog:
                 else:           # an answer without a recorded request (malformed frame, or given up on)
                     self._queue.append([e.seq, e.t, e.broker, e.client, e.api, e.version, e.correlation_id,
                                         tuple(e.error_codes), b"", e.frame])
-            else:               # a Note: the queue did not change, nothing new to hand out
-                self._note(e)
+            else:               # a crash or restart: the queue did not change, nothing new to hand out
+                self._broker_fault(e)
                 continue
             self._pop_ready(out)
         return _request_columns(out)
 
-    def _note(self, e: ev.Note) -> None:
+    def _broker_fault(self, e: ev.BrokerCrashed | ev.BrokerRestarted) -> None:
         """A broker crashed or restarted: requests to a down broker get no answer."""
-        if isinstance(e.detail, dict) and isinstance(e.detail.get("broker"), int):
-            if e.text.endswith(" crashed"):
-                self._down.add(e.detail["broker"])
-            elif e.text.endswith(" restarted"):
-                self._down.discard(e.detail["broker"])
+        if type(e) is ev.BrokerCrashed:
+            self._down.add(e.broker)
+        else:
+            self._down.discard(e.broker)
 
     def _pop_ready(self, out: list, everything: bool = False) -> None:
         q = self._queue

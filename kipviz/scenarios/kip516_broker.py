@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import uuid
 
+from ..schema import events as ev
 from ..schema.error_codes import name_of
 from ..uuids import ZERO_UUID, to_kafka_str
 from . import Trace, scenario
@@ -120,8 +121,10 @@ def _stale_state(trace: Trace, behaviour: str) -> None:
                      stale is not None and stale.dir == f"deleting/{to_kafka_str(old)}_0"
                      and stale.state == "Deleting" and stale.delete_at == trace.cluster.now + 4 * 3600_000,
                      repr(stale and stale.view()))
-        warn = [e for e in trace.events[mark:] if e.kind == "Note" and e.text.startswith("WARN broker 1")]
-        trace.expect("the broker logs a WARN line naming the partition and its deletion time", len(warn) == 1)
+        warn = [e for e in trace.events[mark:] if isinstance(e, ev.ReplicaLogDeletionScheduled) and e.broker == 1]
+        trace.expect("the broker logs a WARN line naming the partition and its deletion time",
+                     stale is not None
+                     and [(e.topic, e.partition, e.delete_at) for e in warn] == [("orders", 0, stale.delete_at)])
         fresh = _log(trace, 1, "orders")
         trace.expect("a new log for id B, its partition.metadata names B",
                      fresh is not None and fresh.topic_id == new and fresh.partition_metadata == _pm(new))

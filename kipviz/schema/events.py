@@ -10,7 +10,7 @@ read fields; no event carries a free-form dict."""
 from __future__ import annotations
 
 from dataclasses import MISSING, asdict, dataclass, field, fields
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,19 +51,20 @@ class ResponseSent(Event):
 
 @dataclass(frozen=True, slots=True)
 class StateChanged(Event):
-    machine: str              # table name, e.g. "transaction", "classic-group", "consumer-member"
-    key: str                  # which instance: a transactional id, a group id, "group/member"
-    from_state: str
-    to_state: str
-    cause: str                # the event of the table row that fired
-    status: str = "released"  # released / accepted / proposed: the row's label
+    # "column": a column of its own in the event log's Parquet (kipviz/sampledata/schema.py EVENT)
+    machine: Annotated[str, "column"]      # table name, e.g. "transaction", "classic-group", "consumer-member"
+    key: Annotated[str, "column"]          # which instance: a transactional id, a group id, "group/member"
+    from_state: Annotated[str, "column"]
+    to_state: Annotated[str, "column"]
+    cause: Annotated[str, "column"]        # the event of the table row that fired
+    status: Annotated[str, "column"] = "released"  # released / accepted / proposed: the row's label
 
 
 @dataclass(frozen=True, slots=True)
 class RecordAppended(Event):
-    topic: str
-    partition: int
-    offset: int
+    topic: Annotated[str, "column"]
+    partition: Annotated[int, "column", "int32"]
+    offset: Annotated[int, "column"]
     record: dict              # decoded view (internal-topic record, data record or control marker)
     key: bytes | None = field(repr=False, default=None)
     value: bytes | None = field(repr=False, default=None)
@@ -92,6 +93,351 @@ class ClientDid(Happened):
 
 
 # ---- the broker and the cluster --------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class TopicCreated(Happened):
+    """A topic made with a new topic id, KIP-516 (metadata/.../controller/ReplicationControlManager.java
+    createTopic)."""
+    SAYS: ClassVar[str] = "topic {topic} created"
+    topic: str
+    topic_id: str             # the new id, in UUID text form
+    partitions: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDeleted(Happened):
+    """A topic and its id gone (metadata/.../controller/ReplicationControlManager.java deleteTopic)."""
+    SAYS: ClassVar[str] = "topic {topic} deleted"
+    topic: str
+    topic_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TopicAutoCreated(Happened):
+    """A topic a Metadata request named, created by the broker (core/.../server/AutoTopicCreationManager.scala)."""
+    SAYS: ClassVar[str] = "topic {topic} auto-created by a Metadata request"
+    topic: str
+    api: str = "Metadata"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicNotAutoCreated(Happened):
+    """An auto-creation the kit refuses: the model's partition budget is spent (ClusterConfig;
+    Kafka has no such limit, core/.../server/AutoTopicCreationManager.scala)."""
+    SAYS: ClassVar[str] = ("topic {topic} not auto-created: the model holds {held} partitions "
+                           "(kit limit ClusterConfig.max_cluster_partitions={limit})")
+    topic: str
+    held: int
+    limit: int
+    api: str = "Metadata"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicCreationValidated(Happened):
+    """CreateTopics with validateOnly: the topic could be made, nothing is
+    (core/.../server/ControllerApis.scala handleCreateTopics)."""
+    SAYS: ClassVar[str] = "CreateTopics validateOnly: {topic} could be created"
+    topic: str
+    partitions: int
+    replication_factor: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionsAdded(Happened):
+    """CreatePartitions grew a topic (metadata/.../controller/ReplicationControlManager.java createPartitions)."""
+    SAYS: ClassVar[str] = "topic {topic}: {old_count} -> {partitions} partitions (CreatePartitions)"
+    topic: str
+    old_count: int
+    partitions: int
+    api: str = "CreatePartitions"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerCrashed(Happened):
+    """A fault a scenario injects: the broker process stops and answers nothing
+    (core/.../server/BrokerServer.scala, without its controlled shutdown)."""
+    SAYS: ClassVar[str] = "broker {broker} crashed"
+    broker: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRestarted(Happened):
+    """The crashed broker is back and loads its state again (core/.../server/BrokerServer.scala startup)."""
+    SAYS: ClassVar[str] = "broker {broker} restarted"
+    broker: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderMoved(Happened):
+    """A partition's leadership moved, its leader epoch one up
+    (metadata/.../controller/PartitionChangeBuilder.java)."""
+    SAYS: ClassVar[str] = "{topic}-{partition} leader {old_leader} -> {leader} (epoch {leader_epoch})"
+    topic: str
+    partition: int
+    old_leader: int
+    leader: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderElected(Happened):
+    """ElectLeaders chose a new leader (metadata/.../controller/ReplicationControlManager.java electLeader)."""
+    SAYS: ClassVar[str] = "{topic}-{partition}: {election} leader election elected broker {leader} (ElectLeaders)"
+    topic: str
+    partition: int
+    leader: int
+    election: str             # "preferred" or "unclean"
+    api: str = "ElectLeaders"
+
+
+@dataclass(frozen=True, slots=True)
+class InternalError(Happened):
+    """A handler raised: answered UNKNOWN_SERVER_ERROR (core/.../server/KafkaApis.scala handle ->
+    requestHelper.handleError); in the kit, a model bug."""
+    SAYS: ClassVar[str] = "internal error in {api}: {error}"
+    api: str
+    error: str
+
+
+# why a connection was closed (ConnectionClosed.reason), each with its sentence
+CLOSE_REASONS: dict[str, str] = {
+    "acks0-error": "{api} v{version}: error with acks=0, connection closed",
+    "not-served": "connection closed: {api} v{version} is not served ({why})",
+    "unreadable": "connection closed: unreadable {what}: {why}",
+    "idle": "connection closed: idle for more than {limit_ms} ms (connections.max.idle.ms)",
+    "frame-timeout": ("connection closed: a frame still incomplete after {limit_ms} ms ({size} bytes read; "
+                      "the kit's frame_timeout_ms)"),
+    "mid-request": "connection closed mid-request: {why}",
+    "size-out-of-range": "connection closed: request size {size} out of range",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionClosed(Happened):
+    """The broker closed a connection without an answer (core/.../network/SocketServer.scala:
+    Processor.processChannelException for an unserved or unreadable request, the idle-connection
+    reaper, KafkaApis closing after an acks=0 Produce error). `reason` is one of CLOSE_REASONS."""
+    broker: int
+    client: str
+    reason: str
+    api: str = ""             # the request's API, when it was read that far
+    version: int = -1
+    correlation_id: int = -1
+    why: str = ""             # not-served: the versions served; unreadable: the decode error; mid-request: what was read
+    limit_ms: int = -1        # idle, frame-timeout: the limit passed
+    size: int = -1            # frame-timeout: the bytes read; size-out-of-range: the size prefix
+
+    @property
+    def text(self) -> str:
+        what = f"{self.api} v{self.version}" if self.api else "request"
+        return CLOSE_REASONS[self.reason].format(api=self.api, version=self.version, why=self.why, what=what,
+                                                 limit_ms=self.limit_ms, size=self.size)
+
+
+@dataclass(frozen=True, slots=True)
+class NoResponse(Happened):
+    """A Produce with acks=0: nothing goes back on the wire (core/.../server/KafkaApis.scala handleProduceRequest)."""
+    SAYS: ClassVar[str] = "{api} v{version} needs no response (acks=0)"
+    broker: int
+    client: str
+    api: str
+    version: int
+    correlation_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ApiVersionsRefused(Happened):
+    """ApiVersions v5 named another cluster or node, KIP-1242 (clients/.../requests/ApiVersionsRequest.java)."""
+    SAYS: ClassVar[str] = "ApiVersions v{version} refused: {why} ({error})"
+    broker: int
+    client: str
+    version: int
+    error: str                # the error name answered
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateBatch(Happened):
+    """An idempotent producer's batch already in the log: answered with its offset, not written
+    again (storage/.../internals/log/ProducerStateEntry.java findDuplicateBatch)."""
+    SAYS: ClassVar[str] = ("duplicate batch from producer {producer_id} on {topic}-{partition}: not written "
+                           "again, answered with its offset {offset}")
+    topic: str
+    partition: int
+    producer_id: int
+    base_sequence: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigsChanged(Happened):
+    """A topic's configs or a broker's dynamic configs after (Incremental)AlterConfigs
+    (metadata/.../controller/ConfigurationControlManager.java). resource: the topic, or the broker
+    id ("" for the cluster default)."""
+    resource_type: str        # "TOPIC" or "BROKER"
+    resource: str
+    configs: tuple[tuple[str, str | None], ...]
+    api: str
+
+    @property
+    def text(self) -> str:
+        now = dict(self.configs)
+        if self.resource_type == "TOPIC":
+            return f"topic {self.resource} configs now {now}"
+        return f"broker {self.resource or 'cluster default'} dynamic configs now {now}"
+
+
+@dataclass(frozen=True, slots=True)
+class _AclChange(Happened):
+    """One ACL binding (metadata/.../controller/AclControlManager.java)."""
+    permission: str           # ALLOW or DENY
+    principal: str
+    operation: str
+    resource_type: str
+    pattern: str
+    resource_name: str
+    host: str
+
+
+@dataclass(frozen=True, slots=True)
+class AclAdded(_AclChange):
+    """CreateAcls stored a binding (metadata/.../controller/AclControlManager.java createAcls)."""
+    SAYS: ClassVar[str] = ("ACL added: {permission} {principal} {operation} on {resource_type} {pattern} "
+                           "{resource_name!r} from {host}")
+
+
+@dataclass(frozen=True, slots=True)
+class AclRemoved(_AclChange):
+    """DeleteAcls removed a binding (metadata/.../controller/AclControlManager.java deleteAcls)."""
+    SAYS: ClassVar[str] = ("ACL removed: {permission} {principal} {operation} on {resource_type} {pattern} "
+                           "{resource_name!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupOffsetsAltered(Happened):
+    """AlterShareGroupOffsets set a share group's start offsets
+    (group-coordinator/.../GroupCoordinatorService.java alterShareGroupOffsets)."""
+    SAYS: ClassVar[str] = "share group {group}: start offsets altered (AlterShareGroupOffsets)"
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class SaslAuthenticated(Happened):
+    """A SASL exchange ended with a principal (clients/.../security/authenticator/SaslServerAuthenticator.java)."""
+    SAYS: ClassVar[str] = "SASL {mechanism}: {client} authenticated as {principal}"
+    broker: int
+    client: str
+    mechanism: str
+    principal: str
+
+
+@dataclass(frozen=True, slots=True)
+class SaslFailed(Happened):
+    """A SASL exchange failed and the connection is closed
+    (clients/.../security/authenticator/SaslServerAuthenticator.java)."""
+    SAYS: ClassVar[str] = "SASL: {why} (connection closed)"
+    broker: int
+    client: str
+    mechanism: str | None     # None: it failed before a mechanism was chosen
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class LogStartOffsetMoved(Happened):
+    """A log's start offset moved up and the batches below it went (storage/.../internals/log/UnifiedLog.java
+    maybeIncrementLogStartOffset, deleteOldSegments). by: what moved it, as the sentence says it
+    ("log retention (...)", "DeleteRecords", "share coordinator record pruning")."""
+    SAYS: ClassVar[str] = "{by}: {topic}-{partition} log start offset {old} -> {log_start_offset}"
+    topic: str
+    partition: int
+    old: int
+    log_start_offset: int
+    by: str
+    reason: str
+    batches_deleted: int
+
+
+@dataclass(frozen=True, slots=True)
+class _ReplicaLogEvent(Happened):
+    """What a broker's local log of one partition looks like (core/.../cluster/Partition.scala,
+    storage/.../internals/log/UnifiedLog.java)."""
+    broker: int
+    topic: str
+    partition: int
+    topic_id: str | None      # Kafka's base64 form; None: no partition.metadata
+    dir: str
+    state: str                # the replica table's state (kipviz/broker/tables/replica.py)
+    partition_metadata: str | None
+    log_end_offset: int
+    leader_epoch: int
+    delete_at: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaLogSeeded(_ReplicaLogEvent):
+    """A log on disk from before topic ids: no partition.metadata, KIP-516 (core/.../server/ReplicaManager.scala)."""
+    SAYS: ClassVar[str] = ("broker {broker}: {topic}-{partition} on disk without partition.metadata (written before "
+                           "topic ids)")
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaLogCreated(_ReplicaLogEvent):
+    """LeaderAndIsr made a local log (core/.../server/ReplicaManager.scala becomeLeaderOrFollower)."""
+    leader: int
+
+    @property
+    def text(self) -> str:
+        role = "leader" if self.leader == self.broker else "follower"
+        return (f"broker {self.broker}: {self.topic}-{self.partition} created ({role}, epoch {self.leader_epoch})"
+                + (", partition.metadata written" if self.topic_id else ", no topic id"))
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaTopicIdAssigned(_ReplicaLogEvent):
+    """A log without a topic id got one, partition.metadata written (core/.../cluster/Partition.scala
+    checkOrSetTopicId, UnifiedLog.assignTopicId)."""
+    SAYS: ClassVar[str] = "broker {broker}: {topic}-{partition} migrated, partition.metadata written"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaTopicIdMismatch(_ReplicaLogEvent):
+    """LeaderAndIsr's topic id is not the log's: INCONSISTENT_TOPIC_ID, the log stays
+    (core/.../server/ReplicaManager.scala becomeLeaderOrFollower)."""
+    SAYS: ClassVar[str] = ("ERROR broker {broker}: topic id in memory {topic_id} does not match {request_topic_id} "
+                           "for {topic}-{partition}: INCONSISTENT_TOPIC_ID, the old log stays")
+    request_topic_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaLogDeletionScheduled(_ReplicaLogEvent):
+    """A log renamed for deletion, logged at WARN, removed after the delay
+    (storage/.../internals/log/LogManager.java asyncDelete)."""
+    cause: str                # the replica table's event: stale-topic-id, absent-from-full, ...
+
+    @property
+    def text(self) -> str:
+        return (f"WARN broker {self.broker}: {self.topic}-{self.partition} ({self.topic_id or 'no topic id'}) "
+                f"moved to {self.dir}, deleted at t={self.delete_at}")
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaLogRemoved(_ReplicaLogEvent):
+    """A log's directory removed after file.delete.delay.ms (storage/.../internals/log/LogManager.java
+    deleteLogs)."""
+    SAYS: ClassVar[str] = "broker {broker}: {dir} removed from disk"
+
+
+@dataclass(frozen=True, slots=True)
+class StrayLogsKept(Happened):
+    """A FULL LeaderAndIsr left out local partitions; a ZooKeeper-mode broker keeps them
+    (core/.../server/ReplicaManager.scala, KIP-516)."""
+    broker: int
+    partitions: tuple[str, ...]   # "topic-partition"
+
+    @property
+    def text(self) -> str:
+        return (f"broker {self.broker}: FULL LeaderAndIsr omits {len(self.partitions)} local partition(s); a "
+                "shipped ZooKeeper-mode broker keeps them (stray logs are reconciled only for a KRaft controller "
+                "during the migration)")
 
 
 # ---- groups (classic, consumer, share) and offsets ------------------------------------------------

@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable
 
 from ..broker import Cluster
+from ..schema import events as ev
 from .budget import DEFAULT_EVENTS_MAX_BYTES, DEFAULT_QUEUED_MAX_REQUEST_BYTES, RequestPool, lines
 from .listeners import PLAINTEXT, access_settings, acls_from, listeners_for, users_from
 
@@ -441,13 +442,12 @@ class Server:
         for conn in list(self._conns.values()):
             if idle is not None and (now - conn.active) * 1000 > idle:
                 self.closed_idle += 1
-                self._note(conn, f"connection closed: idle for more than {idle} ms (connections.max.idle.ms)")
+                self._closed(conn, "idle", limit_ms=idle)
                 conn.close(f"idle for more than {idle} ms")
             elif slow is not None and conn.started is not None and (now - conn.started) * 1000 > slow:
                 self.closed_slow += 1
                 have = len(conn.buf)
-                self._note(conn, f"connection closed: a frame still incomplete after {slow} ms ({have} bytes "
-                                 "read; the kit's frame_timeout_ms)")
+                self._closed(conn, "frame-timeout", limit_ms=slow, size=have)
                 conn.close(f"frame incomplete after {slow} ms")
 
     def _route(self, done) -> None:
@@ -456,9 +456,10 @@ class Server:
             if conn is not None:
                 conn.completed(frame)
 
-    def _note(self, conn: _Connection, text: str) -> None:
+    def _closed(self, conn: _Connection, reason: str, **fields) -> None:
+        """Record that the edge closed `conn` (a ConnectionClosed of `reason`, ev.CLOSE_REASONS)."""
         with self.lock:
-            self.cluster.note(text, broker=conn.broker, client=conn.client)
+            self.cluster.emit(ev.ConnectionClosed, broker=conn.broker, client=conn.client, reason=reason, **fields)
 
     def _say(self, line: str) -> None:
         if self.verbose:
@@ -535,7 +536,7 @@ class _Connection(asyncio.Protocol):
             have = len(self.buf)
             need = self.need if self.need is not None or have < 4 else _SIZE.unpack_from(self.buf, 0)[0]
             what = f"{have} of 4 size bytes" if need is None else f"{have - 4} of {need} bytes"
-            self.srv._note(self, f"connection closed mid-request: {what}")
+            self.srv._closed(self, "mid-request", why=what)
             self.why = f"closed mid-request ({what})"
         elif self.held_size:
             self.why = "client closed while its request was held"
@@ -596,7 +597,7 @@ class _Connection(asyncio.Protocol):
                     self._broker_close(b"")
                     return
                 if size < 0 or size > srv.socket_request_max_bytes:
-                    srv._note(self, f"connection closed: request size {size} out of range")
+                    srv._closed(self, "size-out-of-range", size=size)
                     self.close(f"bad size {size}")
                     return
                 if not srv.pool.try_allocate(size):

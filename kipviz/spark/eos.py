@@ -520,21 +520,15 @@ def _unreached_notes(events) -> list | None:
     __share_group_state-N that did not reach the share partition's leader), rebuilt as Note events
     for kipviz.eos; None when the event log holds no Note at all (the notes were not recorded, so
     the marker routing cannot be checked). Few rows: collected to the driver."""
-    import json
-
     from pyspark.sql import functions as F
 
-    from ..schema.events import Note
+    from ..sampledata.event_rows import event_from_row
     notes = events.filter(F.col("kind") == "Note")
     # the detail column is compact JSON with sorted keys (kipviz.sampledata.rows.event_detail)
-    rows = notes.filter(F.col("detail").contains('"step":"marker-unreached"')).select("seq", "detail").collect()
+    rows = notes.filter(F.col("detail").contains('"step":"marker-unreached"')).select("seq", "kind", "detail").collect()
     if not rows and not notes.limit(1).count():
         return None
-    out = []
-    for r in rows:
-        d = json.loads(r["detail"])
-        out.append(Note(seq=r["seq"], t=0, text=d.get("text", ""), detail=d.get("detail") or {}))
-    return out
+    return [event_from_row(r["kind"], r["detail"], seq=r["seq"]) for r in rows]
 
 
 def _recheck(rows, hist: dict, outputs: dict, group, input_topic, output_topic, allowed_at_least_once,

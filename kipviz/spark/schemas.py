@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from ..broker.tables import share_record as _share_record
 from ..broker.tables import transaction as _transaction
+from ..sampledata.schema import EVENT as _EVENT
 
 HEADER = pa.struct([("key", pa.string()), ("value", pa.binary())])
 KAFKA = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
@@ -23,10 +24,7 @@ REQUESTS = pa.schema([("seq", pa.int64()), ("time_ms", pa.int64()), ("broker", p
                       ("api", pa.string()), ("api_key", pa.int32()), ("version", pa.int32()),
                       ("correlation_id", pa.int32()), ("error_codes", pa.list_(pa.int32())),
                       ("error_names", pa.list_(pa.string())), ("request", pa.binary()), ("response", pa.binary())])
-EVENTS = pa.schema([("seq", pa.int64()), ("time_ms", pa.int64()), ("kind", pa.string()), ("machine", pa.string()),
-                    ("key", pa.string()), ("from_state", pa.string()), ("to_state", pa.string()),
-                    ("cause", pa.string()), ("status", pa.string()), ("topic", pa.string()),
-                    ("partition", pa.int32()), ("offset", pa.int64()), ("detail", pa.string())])
+EVENTS = _EVENT           # derived from the event classes (kipviz/sampledata/schema.py)
 
 # the same, as Spark DDL (what spark.read.format("kafka") gives, with includeHeaders=true)
 KAFKA_DDL = ("key binary, value binary, topic string, partition int, offset bigint, timestamp timestamp, "
@@ -36,9 +34,16 @@ BATCHES_DDL = ("topic string, partition int, base_offset bigint, last_offset big
 REQUESTS_DDL = ("seq bigint, time_ms bigint, broker int, client string, api string, api_key int, version int, "
                 "correlation_id int, error_codes array<int>, error_names array<string>, request binary, "
                 "response binary")
-EVENTS_DDL = ("seq bigint, time_ms bigint, kind string, machine string, key string, from_state string, "
-              "to_state string, cause string, status string, topic string, partition int, offset bigint, "
-              "detail string")
+_DDL_TYPES = {pa.string(): "string", pa.int64(): "bigint", pa.int32(): "int", pa.bool_(): "boolean",
+              pa.binary(): "binary", pa.float64(): "double"}
+
+
+def ddl(schema: pa.Schema) -> str:
+    """A flat pyarrow schema as Spark DDL ("name type, ...")."""
+    return ", ".join(f"{f.name} {_DDL_TYPES[f.type]}" for f in schema)
+
+
+EVENTS_DDL = ddl(EVENTS)
 
 # ---- decoder outputs (pyarrow is the source of truth; spark_schema() gives Spark's) ----------------
 _S, _I32, _I64, _B, _BIN = pa.string(), pa.int32(), pa.int64(), pa.bool_(), pa.binary()

@@ -15,6 +15,7 @@ asks. A request whose filter or binding holds an UNKNOWN (0) code cannot be pars
 read): the connection is closed."""
 from __future__ import annotations
 
+from ...schema import events as ev
 from ...schema.error_codes import CODE
 from ..authorizer import (
     NAME_OF,
@@ -61,6 +62,13 @@ def _binding(acl: Acl) -> dict:
     return {"ResourceType": RESOURCE_TYPES[acl.resource_type], "ResourceName": acl.resource_name,
             "PatternType": PATTERN_TYPES[acl.pattern], "Principal": acl.who, "Host": acl.host,
             "Operation": OPERATIONS[acl.operation], "PermissionType": PERMISSIONS[acl.permission]}
+
+
+def _fields(acl: Acl) -> dict:
+    """The binding as AclAdded / AclRemoved carry it."""
+    return {"permission": acl.permission, "principal": acl.who, "operation": acl.operation,
+            "resource_type": acl.resource_type, "pattern": acl.pattern, "resource_name": acl.resource_name,
+            "host": acl.host}
 
 
 def _alter_refused(cluster, req: Request, key: str, n: int, extra: dict) -> dict | None:
@@ -135,8 +143,7 @@ def create_acls(cluster, req: Request) -> dict:
             results.append({"ErrorCode": CODE["INVALID_REQUEST"], "ErrorMessage": problem})
             continue
         if cluster.authorizer.add(acl):
-            cluster.note(f"ACL added: {acl.permission} {acl.who} {acl.operation} on {acl.resource_type} "
-                         f"{acl.pattern} {acl.resource_name!r} from {acl.host}", api="CreateAcls", acl=_binding(acl))
+            cluster.emit(ev.AclAdded, **_fields(acl))
         results.append({"ErrorCode": 0, "ErrorMessage": None})
     return shape("CreateAclsResponse", req.version, {"ThrottleTimeMs": 0, "Results": results})
 
@@ -164,8 +171,7 @@ def delete_acls(cluster, req: Request) -> dict:
             continue
         gone = cluster.authorizer.remove(flt)
         for acl in gone:
-            cluster.note(f"ACL removed: {acl.permission} {acl.who} {acl.operation} on {acl.resource_type} "
-                         f"{acl.pattern} {acl.resource_name!r}", api="DeleteAcls", acl=_binding(acl))
+            cluster.emit(ev.AclRemoved, **_fields(acl))
         results.append({"ErrorCode": 0, "ErrorMessage": None,
                         "MatchingAcls": [{"ErrorCode": 0, "ErrorMessage": None, **_binding(a)} for a in gone]})
     return shape("DeleteAclsResponse", req.version, {"ThrottleTimeMs": 0, "FilterResults": results})

@@ -25,6 +25,7 @@ low watermark stops at the last stable offset. ElectLeaders is served by kipviz.
 (a leader moved to another replica keeps the replica list, so its preferred replica can differ)."""
 from __future__ import annotations
 
+from ...schema import events as ev
 from ...schema.error_codes import CODE
 from ..error_rows import kafka_only, rows
 from ..retention import held_bytes, move_log_start
@@ -142,8 +143,7 @@ def create_partitions(cluster, req: Request) -> dict:
             if not validate_only:
                 old = len(topic.partitions)
                 grow_topic(cluster, topic, t["Count"], t.get("Assignments"))
-                cluster.note(f"topic {topic.name}: {old} -> {t['Count']} partitions (CreatePartitions)",
-                             topic=topic.name, partitions=t["Count"], api="CreatePartitions")
+                cluster.emit(ev.PartitionsAdded, topic=topic.name, old_count=old, partitions=t["Count"])
             results.append({"Name": t["Name"], "ErrorCode": 0, "ErrorMessage": None})
         else:
             results.append({"Name": t["Name"], "ErrorCode": CODE[problem[0]], "ErrorMessage": problem[1]})

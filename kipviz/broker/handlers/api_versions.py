@@ -4,6 +4,7 @@ from __future__ import annotations
 import struct
 
 from ... import codec
+from ...schema import events as ev
 from ...schema import registry, releases
 from ...schema.error_codes import CODE
 from ...schema.headers import request_header_version
@@ -108,8 +109,8 @@ ERRORS = {"ApiVersions": (
 def api_versions(cluster, req: Request) -> dict:
     wrong = misrouted(cluster, req)
     if wrong is not None:
-        cluster.note(f"ApiVersions v{req.version} refused: {wrong[1]} ({wrong[0]})", broker=req.broker,
-                     error=wrong[0], client=req.client)
+        cluster.emit(ev.ApiVersionsRefused, broker=req.broker, client=req.client, version=req.version,
+                     error=wrong[0], why=wrong[1])
         return {"ErrorCode": CODE[wrong[0]], "ApiKeys": [], "ThrottleTimeMs": 0}
     body = {"ErrorCode": 0, "ApiKeys": advertised(cluster.config), "ThrottleTimeMs": 0}
     if req.version >= 3:

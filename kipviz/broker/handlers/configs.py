@@ -14,6 +14,7 @@ with their names and types checked (the broker-side min/max bounds of GroupConfi
 are not modelled). Resource types: 2 topic, 4 broker, 8 broker logger, 16 client metrics, 32 group."""
 from __future__ import annotations
 
+from ...schema import events as ev
 from ...schema.error_codes import CODE
 from .. import log_config as lc
 from ..error_rows import kafka_only, rows
@@ -364,7 +365,8 @@ def _alter_one(cluster, req: Request, res: dict, incremental: bool, validate_onl
             if not validate_only:
                 topic.configs.clear()
                 topic.configs.update(new)
-                cluster.note(f"topic {name} configs now {new}", topic=name, configs=dict(new), api=req.api)
+                cluster.emit(ev.ConfigsChanged, resource_type="TOPIC", resource=name, configs=tuple(new.items()),
+                             api=req.api)
         elif rtype == GROUP:
             own = group_configs(cluster)
             new = _new_values(own.get(name, {}), res, incremental, GROUP_CONFIGS)
@@ -378,8 +380,8 @@ def _alter_one(cluster, req: Request, res: dict, incremental: bool, validate_onl
         elif rtype == BROKER:
             if not validate_only:
                 lc.dynamic_broker(cluster)[name] = new_broker
-                cluster.note(f"broker {name or 'cluster default'} dynamic configs now {new_broker}",
-                             broker=name, configs=dict(new_broker), api=req.api)
+                cluster.emit(ev.ConfigsChanged, resource_type="BROKER", resource=name,
+                             configs=tuple(new_broker.items()), api=req.api)
         # CLIENT_METRICS subscriptions are accepted and kept by Kafka; the model has no client telemetry
     except lc.ConfigError as e:
         raise _Refused("INVALID_CONFIG", str(e)) from None

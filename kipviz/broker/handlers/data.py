@@ -316,9 +316,8 @@ def _produce_partition(cluster, req: Request, topic, name, unknown_code, pd: dic
         if code:
             return fail(code, message)
         if duplicate_of is not None:
-            cluster.note(f"duplicate batch from producer {batch['producer_id']} on {name}-{idx}: not written "
-                         f"again, answered with its offset {duplicate_of}", topic=name, partition=idx,
-                         producer_id=batch["producer_id"], base_sequence=batch["base_sequence"])
+            cluster.emit(ev.DuplicateBatch, topic=name, partition=idx, producer_id=batch["producer_id"],
+                         base_sequence=batch["base_sequence"], offset=duplicate_of)
             out.update(BaseOffset=duplicate_of, LogStartOffset=log.log_start_offset)
             return out
     records = batch["records"]

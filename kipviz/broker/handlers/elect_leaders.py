@@ -25,6 +25,7 @@ leader (no leader, for clients) until an election moves it (Cluster.move_partiti
 epoch + 1). Eligible leader replicas (KIP-966) are not modelled."""
 from __future__ import annotations
 
+from ...schema import events as ev
 from ...schema.error_codes import CODE
 from ..error_rows import kafka_only, rows
 from . import Request, handles
@@ -76,9 +77,8 @@ def elect_leader(cluster, topic_name: str, partition: int, kind: int) -> tuple[s
         error = "PREFERRED_LEADER_NOT_AVAILABLE" if kind == PREFERRED else "ELIGIBLE_LEADERS_NOT_AVAILABLE"
         return error, DEFAULT_MESSAGE[error]
     cluster.move_partition_leader(topic_name, partition, new)
-    cluster.note(f"{topic_name}-{partition}: {'preferred' if kind == PREFERRED else 'unclean'} leader election "
-                 f"elected broker {new} (ElectLeaders)", topic=topic_name, partition=partition, leader=new,
-                 api="ElectLeaders")
+    cluster.emit(ev.LeaderElected, topic=topic_name, partition=partition, leader=new,
+                 election="preferred" if kind == PREFERRED else "unclean")
     return "NONE", None
 
 

@@ -21,6 +21,7 @@ and the share coordinator's (kipviz.broker.shares)."""
 from __future__ import annotations
 
 from ...codec.plan import plan_for
+from ...schema import events as ev
 from ...schema.error_codes import CODE
 from ...schema.loader import load_dir
 from ...uuids import ZERO_UUID
@@ -274,7 +275,7 @@ def alter_share_group_offsets(cluster, req: Request) -> dict:
                 code = 0
             rows_.append({"PartitionIndex": idx, "ErrorCode": code, "ErrorMessage": MESSAGES.get(code) if code else None})
         out.append({"TopicName": name, "TopicId": topic.topic_id if topic else ZERO_UUID, "Partitions": rows_})
-    cluster.note(f"share group {gid}: start offsets altered (AlterShareGroupOffsets)", group=gid)
+    cluster.emit(ev.ShareGroupOffsetsAltered, group=gid)
     return shape("AlterShareGroupOffsetsResponse", v, {"ThrottleTimeMs": 0, "ErrorCode": 0, "ErrorMessage": None,
                                                       "Responses": out})
 

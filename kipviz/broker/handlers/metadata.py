@@ -27,6 +27,7 @@ import weakref
 
 from ...codec.fit import fit_body
 from ...records import share_coordinator_partition
+from ...schema import events as ev
 from ...schema.error_codes import CODE
 from ...uuids import ZERO_UUID, from_kafka_str, to_kafka_str
 from .. import log_config
@@ -448,8 +449,7 @@ def create_topics(cluster, req: Request) -> dict:
             continue
         if validate_only:
             # nothing is created, so no topic id is handed out
-            cluster.note(f"CreateTopics validateOnly: {name} could be created", topic=name,
-                         partitions=partitions, replication_factor=rf)
+            cluster.emit(ev.TopicCreationValidated, topic=name, partitions=partitions, replication_factor=rf)
         else:
             res["TopicId"] = tid = cluster.create_topic(name, partitions)
             # kept as given (validated above): DescribeConfigs, retention and Produce read them (log_config)
