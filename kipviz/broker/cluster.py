@@ -18,7 +18,9 @@ from ..errors import DecodeError
 from ..records import group_coordinator_partition, transaction_coordinator_partition
 from ..schema import events as ev
 from ..schema import registry
+from ..schema.coordinators import GROUP, TRANSACTION, coordinator_key_type
 from ..schema.error_codes import CODE
+from ..schema.topics import INTERNAL_TOPICS
 from ..uuids import random_uuid, to_kafka_str
 from .authorizer import Authorizer
 from .clock import VirtualClock
@@ -27,7 +29,7 @@ from .handlers import CLOSE, DEFERRED, HANDLERS, Request, api_versions, load_all
 from .machine import Machine
 from .respond import error_codes, error_response
 from .tables.topic_id import TABLE as TOPIC_ID
-from .topics import INTERNAL, INTERNAL_TOPIC_CONFIGS, TopicRegistry
+from .topics import INTERNAL_TOPIC_CONFIGS, TopicRegistry
 
 CLIENT_IDS_MAX = 10_000      # connections whose client.id is kept (a live server's are unbounded)
 
@@ -71,7 +73,7 @@ class Cluster:
         self.request_host: str | None = None
         self.authorizer = Authorizer(cfg.acls, cfg.super_users, cfg.allow_everyone_if_no_acl_found)
         load_all()
-        for name, n in zip(INTERNAL, (cfg.offsets_topic_partitions, cfg.transaction_topic_partitions,
+        for name, n in zip(INTERNAL_TOPICS, (cfg.offsets_topic_partitions, cfg.transaction_topic_partitions,
                                       cfg.share_state_topic_partitions), strict=True):
             self.topics.create(name, n, self.now, internal=True).configs.update(INTERNAL_TOPIC_CONFIGS[name])
 
@@ -428,15 +430,15 @@ class Cluster:
         return codec.decode_response(out, api, version)["body"]
 
     def _route(self, api: str, body: dict) -> int:
-        if api in ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
-                   "TxnOffsetCommit", "ConsumerGroupHeartbeat", "DescribeGroups", "ConsumerGroupDescribe"):
+        kind = coordinator_key_type(api)        # kipviz.schema.coordinators: one table with the pictures
+        if kind == GROUP:
             gid = body.get("GroupId") or next(iter(body.get("Groups") or body.get("GroupIds") or []), None)
             if isinstance(gid, dict):
                 gid = gid.get("GroupId")
             if isinstance(gid, str):
-                return self.coordinator_broker(0, gid)
-        if api in ("InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn") and body.get("TransactionalId"):
-            return self.coordinator_broker(1, body["TransactionalId"])
+                return self.coordinator_broker(GROUP, gid)
+        if kind == TRANSACTION and body.get("TransactionalId"):
+            return self.coordinator_broker(TRANSACTION, body["TransactionalId"])
         return 0
 
     def _respond(self, broker, client, api, version, cid, body) -> bytes:

@@ -22,7 +22,6 @@ from ..schema.topics import INTERNAL_TOPICS
 from ..uuids import random_uuid
 from .segments import MemoryStore
 
-INTERNAL = INTERNAL_TOPICS
 # The topic configs the coordinators create their topics with (defaults of the segment settings:
 # 100 MiB each). group-coordinator/.../GroupCoordinatorService.groupMetadataTopicConfigs (compact,
 # compression producer, offsets.topic.segment.bytes); core/.../coordinator/transaction/
@@ -591,7 +590,7 @@ class TopicRegistry:
         while tid in self.by_id:
             tid = random_uuid(self._rng)
         logs = [self.new_log(name, p, tid, p % self._brokers) for p in range(partitions)]
-        topic = Topic(name, tid, logs, now, internal or name in INTERNAL)
+        topic = Topic(name, tid, logs, now, internal or name in INTERNAL_TOPICS)
         self.by_name[name] = topic
         self.by_id[tid] = topic
         self._metric_names.setdefault(name.replace(".", "_"), []).append(name)

@@ -3,6 +3,7 @@ which of the eight common steps each event belongs to, and on which broker the s
 of a marker happened. kipviz.draw.flows draws what this module decides; nothing here draws.
 
     runs = flow_runs()                      # (regular Trace, share Trace): the defaults below
+    share = share_run("kip1289.marker_forwarded")   # one share-side run (kipviz.draw.flows.share_flow)
     w = flow_window(events)                 # the first committed transaction, from the consumer's read
     steps = classify(events[w.lo:w.hi], clients=(w.consumer, w.producer))   # {seq: step 1-8}
     where = resolved_on(events)             # {seq of a share-record move: broker that made it}
@@ -25,11 +26,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from ..broker.topics import INTERNAL as INTERNAL_TOPICS
 from ..errors import KipvizError
 from ..schema import events as E
+from ..schema.topics import INTERNAL_TOPICS
 
-__all__ = ["STEPS", "FlowError", "Window", "flow_window", "classify", "resolved_on", "flow_runs", "events_of",
+__all__ = ["STEPS", "FlowError", "Window", "flow_window", "classify", "resolved_on", "flow_runs", "share_run", "events_of",
            "REGULAR_SCENARIO", "SHARE_SCENARIO"]
 
 STEPS: dict[int, str] = {
@@ -76,6 +77,11 @@ def flow_runs(regular=None, share=None, *, seed: int = 0, brokers: int = 3, regu
     if share is None or isinstance(share, str):
         share = _run(share or SHARE_SCENARIO, seed, {"brokers": brokers})
     return regular, share
+
+
+def share_run(share=None, *, seed: int = 0, brokers: int = 3):
+    """The share side's run alone: `share` as flow_runs takes it (None: the default scenario)."""
+    return flow_runs(False, share, seed=seed, brokers=brokers)[1]
 
 
 def events_of(x, what: str) -> tuple[list, str]:

@@ -28,10 +28,10 @@ import weakref
 from ...codec.fit import fit_body
 from ...records import share_coordinator_partition
 from ...schema.error_codes import CODE
+from ...schema.topics import INTERNAL_TOPICS
 from ...uuids import ZERO_UUID, from_kafka_str, to_kafka_str
 from .. import log_config
 from ..error_rows import kafka_only, rows
-from ..topics import INTERNAL
 from . import Request, handles
 
 # ---- shared helpers (also used by handlers/data.py) -------------------------------------------------
@@ -539,7 +539,7 @@ def delete_topics(cluster, req: Request) -> dict:
         else:
             to_delete.append((name, t.topic_id))
     for name, tid in to_delete:
-        if name in INTERNAL:
+        if name in INTERNAL_TOPICS:
             # kipviz: the coordinators live on these topics, so the model refuses to delete them
             answer(name, tid, CODE["INVALID_REQUEST"],
                    f"kipviz does not delete the internal topic {name} (its coordinator depends on it).")
