@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kipviz import codec
 from kipviz.broker import Acl, Cluster, InvalidTransition, Machine, served_versions
 from kipviz.broker.tables import transaction as txn_table
-from kipviz.broker.transactions import complete_body
+from kipviz.codec.fit import complete_body
 from kipviz.records import decode_internal, read_batches, transaction_coordinator_partition
 from kipviz.schema import registry
 from kipviz.schema.error_codes import CODE

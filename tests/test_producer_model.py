@@ -14,7 +14,6 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from kipviz import codec
 from kipviz.broker import Cluster
 from kipviz.broker.handlers import HANDLERS, load_all
-from kipviz.broker.transactions import complete_body
 from kipviz.clients import (
     AbortableError,
     CommitFailedError,
@@ -26,6 +25,7 @@ from kipviz.clients import (
     classify_txn_offset_commit_error,
 )
 from kipviz.clients.producer import client_max_version, default_partition, murmur2
+from kipviz.codec.fit import complete_body
 from kipviz.schema.error_codes import CODE
 
 E = CODE

@@ -20,7 +20,7 @@ from ..schema import events as ev
 from ..schema import registry
 from ..schema.coordinators import GROUP, TRANSACTION, coordinator_key_type
 from ..schema.error_codes import CODE
-from ..schema.topics import INTERNAL_TOPICS
+from ..schema.topics import CONSUMER_OFFSETS, INTERNAL_TOPICS, TRANSACTION_STATE
 from ..uuids import random_uuid, to_kafka_str
 from .authorizer import Authorizer
 from .clock import VirtualClock
@@ -308,9 +308,9 @@ class Cluster:
     def coordinator_partition(self, key_type: int, key: str) -> tuple[str, int]:
         """(internal topic, partition) owning a group (0) or transactional id (1)."""
         if key_type == 1:
-            return "__transaction_state", transaction_coordinator_partition(
+            return TRANSACTION_STATE, transaction_coordinator_partition(
                 key, self.config.transaction_topic_partitions)
-        return "__consumer_offsets", group_coordinator_partition(key, self.config.offsets_topic_partitions)
+        return CONSUMER_OFFSETS, group_coordinator_partition(key, self.config.offsets_topic_partitions)
 
     def coordinator_broker(self, key_type: int, key: str) -> int:
         topic, p = self.coordinator_partition(key_type, key)

@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..schema.events import StateChanged
+from ..schema.topics import SHARE_GROUP_STATE
 from .tables import share_record as sr
 
 EMPTY_MEMBER = "AAAAAAAAAAAAAAAAAAAAAA"   # Uuid.ZERO_UUID.toString()
@@ -342,7 +343,7 @@ class SharePartition:
             from ..records import share_coordinator_partition
             n = self._state_partition = share_coordinator_partition(
                 self.group_id, self.topic_id, self.partition, self.cluster.config.share_state_topic_partitions)
-        return self.cluster.topics.partition("__share_group_state", n)
+        return self.cluster.topics.partition(SHARE_GROUP_STATE, n)
 
     def _state_leader_epoch(self) -> int:
         log = self._state_log()
@@ -385,7 +386,7 @@ class SharePartition:
         for e in (log.entries if log is not None else []):
             if e.control is not None or e.key is None or e.value is None:
                 continue
-            d = decode_internal(e.key, e.value, "__share_group_state")
+            d = decode_internal(e.key, e.value, SHARE_GROUP_STATE)
             k, v = d["key"], d["value"]
             if (k.get("GroupId"), k.get("TopicId"), k.get("Partition")) != (self.group_id, self.topic_id, self.partition):
                 continue

@@ -48,11 +48,11 @@ from __future__ import annotations
 
 from ..records import share_coordinator_partition
 from ..schema.error_codes import CODE
+from ..schema.topics import SHARE_GROUP_STATE as SHARE_STATE_TOPIC
 from .config import KIT_SUGGESTION
 from .share_partition import AckError
 
-SHARE_STATE_TOPIC = "__share_group_state"
-OPERATION_NOT_ATTEMPTED = 55
+OPERATION_NOT_ATTEMPTED = CODE["OPERATION_NOT_ATTEMPTED"]
 STATUS = "proposed"
 KIP = "KIP-1289"
 

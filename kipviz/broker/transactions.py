@@ -35,7 +35,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..codec.fit import complete_body  # noqa: F401 - moved to codec; callers import it from here
 from ..records import encode_internal
 from ..records.control import CONTROL_TYPE_IDS, control_key, end_txn_marker_value
 from ..schema import events as ev
@@ -52,7 +51,7 @@ EXPIRATION_SCAN_MS = 3600 * 1000     # transaction.remove.expired.transaction.cl
 
 NONE = 0
 E = CODE
-OPERATION_NOT_ATTEMPTED = 55   # Errors.OPERATION_NOT_ATTEMPTED (not in kipviz.schema.error_codes yet)
+OPERATION_NOT_ATTEMPTED = CODE["OPERATION_NOT_ATTEMPTED"]
 NETWORK_EXCEPTION = 13         # Errors.NETWORK_EXCEPTION
 
 

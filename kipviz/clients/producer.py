@@ -696,7 +696,7 @@ class Producer(ClientBase):
         self._set_state("READY", what)
 
 
-OPERATION_NOT_ATTEMPTED_CODE = 55
+OPERATION_NOT_ATTEMPTED_CODE = E["OPERATION_NOT_ATTEMPTED"]
 
 
 def _group_metadata(gm) -> dict:

@@ -104,6 +104,7 @@ from collections import Counter, namedtuple
 from dataclasses import dataclass, field
 
 from ..schema.events import Note, RecordAppended, StateChanged
+from ..schema.topics import TRANSACTION_STATE
 from .txnlog import TXN_KINDS, check_markers
 
 SOURCE_HEADER = "kipviz-source"
@@ -121,7 +122,6 @@ DOCUMENTED_CASES = frozenset({1, 12})
 NOT_COLOCATED = "not-colocated"
 KINDS = ("lost", "terminal-twice", "duplicate-output", "duplicate-in-transaction", "ack-without-output",
          "output-without-ack", "unknown-source", "unattributed-output") + TXN_KINDS
-TRANSACTION_STATE = "__transaction_state"
 
 # A rebuilt transition of a settled record (the fields the rules read from a StateChanged).
 Transition = namedtuple("Transition", "seq from_state to_state cause")

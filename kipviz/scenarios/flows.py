@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 from ..errors import KipvizError
 from ..schema import events as E
-from ..schema.topics import INTERNAL_TOPICS
+from ..schema.topics import CONSUMER_OFFSETS, INTERNAL_TOPICS, SHARE_GROUP_STATE
 
 __all__ = ["STEPS", "FlowError", "Window", "flow_window", "classify", "resolved_on", "flow_runs", "share_run", "events_of",
            "REGULAR_SCENARIO", "SHARE_SCENARIO"]
@@ -205,9 +205,9 @@ def classify(events: list, clients: Iterable[str] | None = None) -> dict[int, in
         elif isinstance(e, E.RecordAppended):
             if e.control:
                 s = 6
-            elif e.topic == "__consumer_offsets" and e.transactional:
+            elif e.topic == CONSUMER_OFFSETS and e.transactional:
                 s = 4
-            elif e.topic == "__share_group_state" and cur in (6, 7):
+            elif e.topic == SHARE_GROUP_STATE and cur in (6, 7):
                 s = 7
             else:
                 s = cur

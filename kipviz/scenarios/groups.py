@@ -9,9 +9,10 @@ heartbeat or commit from an earlier epoch or generation) are sent as raw frames.
 from __future__ import annotations
 
 from .. import codec
-from ..broker.transactions import complete_body
 from ..clients import Consumer
+from ..codec.fit import complete_body
 from ..schema.error_codes import name_of
+from ..schema.topics import CONSUMER_OFFSETS
 from . import Trace, scenario
 from .transactions import collapse, error_names, responses, table_walk
 
@@ -243,7 +244,7 @@ def join_sync_generations(trace: Trace) -> None:
     trace.expect("the group walk: Empty, then PreparingRebalance -> CompletingRebalance -> Stable for each "
                  "generation", walk == expected, " -> ".join(walk))
     gens = collapse(e.record["value"]["generation"] for e in trace.events
-                    if e.kind == "RecordAppended" and e.topic == "__consumer_offsets"
+                    if e.kind == "RecordAppended" and e.topic == CONSUMER_OFFSETS
                     and e.record.get("record") == "GroupMetadata" and e.record.get("value"))
     trace.expect("a GroupMetadata record in __consumer_offsets for every generation", gens == [1, 2, 3], f"{gens}")
     trace.result.update(member_1=m1.member_id, member_2=m2.member_id, generations=gens, group_walk=walk)

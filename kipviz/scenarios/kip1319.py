@@ -23,6 +23,7 @@ import uuid
 from ..broker import Acl
 from ..clients import AbortableError, CommitFailedError, Producer, classify_txn_offset_commit_error
 from ..schema.error_codes import CODE, name_of
+from ..schema.topics import CONSUMER_OFFSETS
 from ..uuids import ZERO_UUID, to_kafka_str
 from . import Finding, Trace, scenario
 from .kip516 import Wire, newest, offsets_records, part_errors
@@ -443,7 +444,7 @@ def topic_id_persisted(trace: Trace) -> None:
     trace.expect("v6: the record carries the topic's real id", v6["value"]["topicId"] == tid,
                  str(v6["value"]["topicId"]))
     trace.expect("v5: the record carries ZERO_UUID", v5["value"]["topicId"] == ZERO_UUID, str(v5["value"]["topicId"]))
-    raw = {e.value: e for e in trace.events if e.kind == "RecordAppended" and e.topic == "__consumer_offsets"}
+    raw = {e.value: e for e in trace.events if e.kind == "RecordAppended" and e.topic == CONSUMER_OFFSETS}
     sizes = sorted((len(v), v) for v in raw if v is not None and tid.bytes in v)
     trace.expect("the id's 16 bytes are in the v6 record's value; the v5 value has no tagged field",
                  len(sizes) == 1, f"{len(sizes)} value(s) hold the id")

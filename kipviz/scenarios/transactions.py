@@ -14,6 +14,7 @@ from __future__ import annotations
 from ..broker.tables.transaction import STATE_NAMES
 from ..clients import Consumer, Producer, ProducerFencedError
 from ..schema.error_codes import name_of
+from ..schema.topics import TRANSACTION_STATE
 from . import Trace, scenario
 
 INPUT, OUTPUT = "orders", "orders-enriched"
@@ -101,7 +102,7 @@ def txn_log_states(trace: Trace, transactional_id: str, since: int = 0) -> list[
     """TransactionStatus of each __transaction_state record written for the id (repeats collapsed)."""
     out = []
     for e in trace.events[since:]:
-        if e.kind != "RecordAppended" or e.topic != "__transaction_state":
+        if e.kind != "RecordAppended" or e.topic != TRANSACTION_STATE:
             continue
         rec = e.record or {}
         if (rec.get("key") or {}).get("TransactionalId") != transactional_id:

@@ -26,11 +26,12 @@ from ..eos.checker import SOURCE_HEADER
 from ..errors import DecodeError
 from ..records import read_batches
 from ..records.batch import INT64_RANGE as _INT64
-from ..records.batch import TIMESTAMP_TYPE_MASK as _LOG_APPEND_TIME
-from ..records.batch import TRANSACTIONAL_MASK as _TRANSACTIONAL
-from ..records.internal import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TRANSACTION_STATE, decode_internal
+from ..records.header import TIMESTAMP_TYPE_MASK as _LOG_APPEND_TIME
+from ..records.header import TRANSACTIONAL_MASK as _TRANSACTIONAL
+from ..records.internal import decode_internal
 from ..records.skim import skim_batch
 from ..records.skim_column import skim_column
+from ..schema.topics import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TRANSACTION_STATE
 from . import schemas
 
 __all__ = ["decode_offsets", "decode_transactions", "decode_share_state", "decode_batches",

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from ..eos import checker
 from ..eos.txnlog import check_markers
 from ..errors import KipvizError
-from ..records.internal import TRANSACTION_STATE
+from ..schema.topics import TRANSACTION_STATE
 from . import decode, txnview
 from .logs import Logs
 from .moves import partition_offset_after, share_events, share_moves

@@ -28,7 +28,7 @@ import weakref
 from ...codec.fit import fit_body
 from ...records import share_coordinator_partition
 from ...schema.error_codes import CODE
-from ...schema.topics import INTERNAL_TOPICS
+from ...schema.topics import INTERNAL_TOPICS, SHARE_GROUP_STATE
 from ...uuids import ZERO_UUID, from_kafka_str, to_kafka_str
 from .. import log_config
 from ..error_rows import kafka_only, rows
@@ -586,7 +586,7 @@ def coordinator(cluster, req: Request, key_type: int, key: str) -> tuple[int, di
         parsed = parse_share_key(key)
         if parsed is None:
             return CODE["INVALID_REQUEST"], NO_NODE
-        topic = "__share_group_state"
+        topic = SHARE_GROUP_STATE
         p = share_coordinator_partition(*parsed, n=cluster.config.share_state_topic_partitions)
     else:   # CoordinatorType.forId: "Unknown coordinator type received"
         return CODE["INVALID_REQUEST"], NO_NODE

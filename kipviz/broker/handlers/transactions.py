@@ -4,9 +4,10 @@ The front-door checks follow KafkaApis (authorization, topic existence, version-
 rewrites); the state changes are the transaction coordinator's (kipviz.broker.transactions)."""
 from __future__ import annotations
 
+from ...codec.fit import complete_body
 from ...schema.error_codes import CODE
 from ..error_rows import kafka_only, rows
-from ..transactions import OPERATION_NOT_ATTEMPTED, complete_body
+from ..transactions import OPERATION_NOT_ATTEMPTED
 from . import Request, handles
 
 E = CODE
