@@ -1,7 +1,7 @@
 """The producer model (kipviz.clients.producer) against the Cluster, everything in real frames.
 
 Checks version negotiation, transaction version 1 vs 2 flows, KIP-1319's v6 -> v5 fallback and
-error classification (seed 000), fencing, and a hypothesis state machine over random producer
+error classification (the KIP-1319 page), fencing, and a hypothesis state machine over random producer
 operations: the cluster never raises, every response decodes, and a read_committed reader sees
 exactly the records of committed transactions."""
 from __future__ import annotations

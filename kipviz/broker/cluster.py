@@ -364,7 +364,7 @@ class Cluster:
     def _dispatch(self, frame, broker, client, principal, listener, host) -> tuple[str, bytes]:
         try:
             unknown = api_versions.unknown_version(self.config, frame)     # answered in v0, body unread
-            req = None if unknown is not None else codec.decode_request(frame, trailing_ok=True)  # FACTS (i)
+            req = None if unknown is not None else codec.decode_request(frame, trailing_ok=True)  # as AbstractRequest.parseRequest
         except DecodeError as e:
             return "close", self._malformed(frame, e, broker, client)
         except Exception as e:  # noqa: BLE001 - a bytes-level bug must still not escape
@@ -469,7 +469,7 @@ class Cluster:
 
     def _malformed(self, frame: bytes, err: DecodeError, broker: int, client: str) -> bytes:
         """A request that cannot be parsed: RequestContext.parseRequest throws InvalidRequestException
-        and SocketServer's Processor closes the connection (FACTS (i)); nothing is answered."""
+        and SocketServer's Processor closes the connection (clients/.../requests/RequestContext.java); nothing is answered."""
         api = None
         try:
             key, version = struct.unpack_from(">hh", codec.unframe(bytes(frame)), 0)

@@ -1,4 +1,4 @@
-"""KIP-1289 (PROPOSED) metrics, computed from the event log only (seed 004, "Metrics").
+"""KIP-1289 (PROPOSED) metrics, computed from the event log only (the KIP-1289 page, "Metrics").
 
     metrics(cluster.events)                      # {name: value}
     time_series(cluster.events)                  # [(t, TxnPendingRecordsCount)] after each change

@@ -128,7 +128,7 @@ def decode_request(data, *, framed: bool = True, trailing_ok: bool = False) -> d
     """Decode a whole request: {api, message, version, header_version, correlation_id, header, body}.
     trailing_ok: bytes after the body are ignored, as a broker does (Kafka's AbstractRequest
     .parseRequest never checks that the body used them all; librdkafka's all-topics Metadata v9+
-    leaves 3, FACTS (i)); by default they are an error, since the kit's own frames never have any."""
+    leaves 3: its src/rdkafka_request.c, rd_kafka_MetadataRequest0); by default they are an error, since the kit's own frames never have any."""
     payload, base = _payload(data, framed)
     spec, version, hv = _request_parts(payload, base)
     header, body = _decode_parts(payload, base, registry.get("RequestHeader"), hv, spec, version, trailing_ok)

@@ -64,7 +64,7 @@ start from TX_PENDING: state lost on a broker crash, case 1) or was reverted by 
 after c (the marker never reached the staging: case 12 -- the KIP's case 12 names a share-state
 leader change; a COMMIT marker held back past the lock, corner case 13's mechanism applied to a
 commit, has the same root cause and the same outcome and is classified with it) or by some other
-cause (case 12 if the cause names a leader change, else case 1). A lock expiry BEFORE c is seed 004
+cause (case 12 if the cause names a leader change, else case 1). A lock expiry BEFORE c is the KIP-1289 page's
 corner case 6 (the transaction outlived the lock; the late marker is filtered): reported as case 6,
 classified as a window only when 6 is passed explicitly ("at-least-once window (KIP-1289 case
 6)") -- the KIP states no guarantee for case 6.

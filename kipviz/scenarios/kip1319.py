@@ -1,4 +1,4 @@
-"""KIP-1319 (TxnOffsetCommit v6, released in Kafka 4.4; seed 000): each error case at v5 and at v6, the
+"""KIP-1319 (TxnOffsetCommit v6, released in Kafka 4.4: docs/facts.md): each error case at v5 and at v6, the
 producer's version choice and fallback, the persisted topic id, and the producer's error classes.
 
     kip1319.group_id_not_found_v5 / _v6    missing group, generation >= 0: ILLEGAL_GENERATION / GROUP_ID_NOT_FOUND

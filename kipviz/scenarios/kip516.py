@@ -1,5 +1,5 @@
 """KIP-516 (topic IDs, released): what a topic id protects against when a topic is deleted and
-recreated under the same name (seed 003).
+recreated under the same name (the KIP-516 page).
 
     kip516.stale_read                         a consumer fetching by the old id gets UNKNOWN_TOPIC_ID;
                                               by name it silently reads the new topic's records

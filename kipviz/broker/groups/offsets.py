@@ -25,7 +25,7 @@ class OffsetMetadataManager:
     # =============================================================================================
     def _validate_commit_group(self, g, member_id: str, instance_id, epoch: int, transactional: bool,
                                version: int) -> None:
-        """Group.validateOffsetCommit (FACTS (c), 'Group-type checks')."""
+        """Group.validateOffsetCommit (group-coordinator/.../classic/ClassicGroup.java, .../modern/consumer/ConsumerGroup.java)."""
         if isinstance(g, ClassicGroup):
             if g.state == CG.DEAD:
                 raise GroupError("COORDINATOR_NOT_AVAILABLE")

@@ -1,6 +1,6 @@
 """Topics and metadata: Metadata, CreateTopics, DeleteTopics and FindCoordinator, after released
 Kafka (`KafkaApis.handleTopicMetadataRequest` / `getCoordinator`, KRaft `ControllerApis` and
-`ReplicationControlManager` for topic creation and deletion), with topic ids (KIP-516, seed 003).
+`ReplicationControlManager` for topic creation and deletion), with topic ids (KIP-516's page).
 
     Metadata         brokers at their advertised listeners (ClusterConfig.advertised_listeners,
                      default "broker-N":9092; crashed ones left out), cluster id, controller id,
@@ -12,7 +12,8 @@ Kafka (`KafkaApis.handleTopicMetadataRequest` / `getCoordinator`, KRaft `Control
                      -1 = default partitions / replication factor; ValidateOnly creates nothing.
     DeleteTopics     by name, and from v6 by TopicId (UNKNOWN_TOPIC_ID for unknown or deleted ids).
     FindCoordinator  key type 0 group, 1 transaction, 2 share ("groupId:topicId:partition", v6+):
-                     the leader of the owning internal partition (FACTS (f)).
+                     the leader of the owning internal partition (GroupCoordinatorService / TransactionStateManager /
+                     ShareCoordinatorService partitionFor).
 
 Replication is not simulated: a partition's replicas are its leader followed by the next brokers
 (replication factor 1 unless CreateTopics asked for more; internal topics min(3, brokers)), the
