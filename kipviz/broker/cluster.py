@@ -19,7 +19,7 @@ from ..records import group_coordinator_partition, transaction_coordinator_parti
 from ..schema import events as ev
 from ..schema import registry
 from ..schema.coordinators import GROUP, TRANSACTION, coordinator_key_type
-from ..schema.error_codes import CODE
+from ..schema.error_codes import CODE, error_codes
 from ..schema.topics import CONSUMER_OFFSETS, INTERNAL_TOPICS, TRANSACTION_STATE
 from ..uuids import random_uuid, to_kafka_str
 from .authorizer import Authorizer
@@ -27,7 +27,7 @@ from .clock import VirtualClock
 from .config import SHARE_MARKER_ROUTINGS, ClusterConfig, served_versions
 from .handlers import CLOSE, DEFERRED, HANDLERS, Request, api_versions, load_all
 from .machine import Machine
-from .respond import error_codes, error_response
+from .respond import error_response
 from .tables.topic_id import TABLE as TOPIC_ID
 from .topics import INTERNAL_TOPIC_CONFIGS, TopicRegistry
 

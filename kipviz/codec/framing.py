@@ -5,7 +5,7 @@ import struct
 
 from ..errors import DecodeError, EncodeError, UnknownMessageError
 from ..schema import registry
-from ..schema.headers import request_header_version, response_header_version  # noqa: F401 - moved to schema
+from ..schema.headers import request_header_version, response_header_version
 from ..schema.model import MessageSpec
 from .plan import Span, plan_for
 

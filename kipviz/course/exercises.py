@@ -99,7 +99,7 @@ def _held(trace, prefix: str) -> bool:
 
 def _toc_request(version: int, name_len: int | None = None, *, topic: str = "orders") -> bytes:
     from .. import codec
-    from ..draw import example_value
+    from ..records.examples import example_value
     body = example_value("TxnOffsetCommitRequest", 5)
     parts = body["Topics"][0]["Partitions"]
     name = topic if name_len is None else "t" * name_len

@@ -23,10 +23,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from ..broker import retention
 from ..broker.handlers.metadata import topic_name_problem
 from ..errors import KipvizError
 from ..uuids import to_kafka_str
-from . import files, retention
+from . import files
 from . import offload as offload_mod
 from .filewriter import STREAMS, FileWriterProcess, write_part
 from .parquet import TableWriter, record_batch, sha256
