@@ -52,6 +52,15 @@ class Plan:
             self._enc, self.encode_source = EncodeGen(self.tag).build(self.vm.fields, self.vm.flexible)
         return self._enc
 
+    def decoder(self):
+        """The compiled decoder, f(buf, pos, end) -> (value, end position): the fast path, which
+        raises on bad bytes without saying where (decode_at asks the annotator)."""
+        return self._decoder()
+
+    def encoder(self):
+        """The compiled encoder (compiled on first use, as the decoder is)."""
+        return self._encoder()
+
     def decode_at(self, buf: bytes, pos: int = 0, prefix: str = "") -> tuple[dict, int]:
         """Decode one message starting at pos; returns (value, end)."""
         try:

@@ -99,8 +99,8 @@ def _warm_up(config) -> None:
         if served is None:
             continue
         try:
-            plan_for(registry.get(api + "Request"), served[1])._decoder()
-            plan_for(registry.get(api + "Response"), served[1])._encoder()
+            plan_for(registry.get(api + "Request"), served[1]).decoder()
+            plan_for(registry.get(api + "Response"), served[1]).encoder()
         except Exception:  # noqa: BLE001 - a warm-up only; the request itself reports any problem
             pass
 
