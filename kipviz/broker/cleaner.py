@@ -32,7 +32,7 @@ several cleaner threads, producer-id expiry's effect on RETAIN_EMPTY (every prod
 from __future__ import annotations
 
 from .. import records as rec
-from ..records.header import DELETE_HORIZON_MASK, records_count
+from ..records.header import DELETE_HORIZON_MASK, header_field, records_count
 from ..schema.events import LogCleaned
 from .log_config import cleanup_policy, segment_bytes, topic_value
 from .retention import segment_starts
@@ -174,8 +174,8 @@ class _Pass:
         count = records_count(raw)
         control = bool(flags & CONTROL)
         can = self.txns.can_discard(flags, pid, last, control and count == 0)
-        attrs = int.from_bytes(raw[21:23], "big")
-        horizon = int.from_bytes(raw[27:35], "big", signed=True) if attrs & DELETE_HORIZON_MASK else None
+        attrs = header_field(raw, "attributes")
+        horizon = header_field(raw, "base_timestamp") if attrs & DELETE_HORIZON_MASK else None
         discard = can and (not control or (horizon is not None and horizon <= self.now))
         # RETAIN_EMPTY: a producer's last data batch (its sequence and epoch), and the batch ending
         # at the round's upper bound (so the last offset is not lost)

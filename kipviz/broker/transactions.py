@@ -52,7 +52,7 @@ EXPIRATION_SCAN_MS = 3600 * 1000     # transaction.remove.expired.transaction.cl
 NONE = 0
 E = CODE
 OPERATION_NOT_ATTEMPTED = CODE["OPERATION_NOT_ATTEMPTED"]
-NETWORK_EXCEPTION = 13         # Errors.NETWORK_EXCEPTION
+NETWORK_EXCEPTION = CODE["NETWORK_EXCEPTION"]         # Errors.NETWORK_EXCEPTION
 
 
 class InitProducerIdResult(NamedTuple):

@@ -49,7 +49,7 @@ from .base import (  # noqa: F401 - re-exported
     error_text,
 )
 
-DUPLICATE_SEQUENCE_NUMBER = 46
+DUPLICATE_SEQUENCE_NUMBER = E["DUPLICATE_SEQUENCE_NUMBER"]
 
 TV1_MAX = {"EndTxn": 4, "TxnOffsetCommit": 4, "Produce": 11}
 

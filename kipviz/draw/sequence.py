@@ -53,7 +53,7 @@ from ..broker.tables import transaction as _txn_table
 from ..records.view import field as rfield
 from ..records.view import internal_view, marker_type, record_epoch
 from ..schema import events as E
-from ..schema.coordinators import role_of
+from ..schema.coordinators import MEMBERSHIP_APIS, role_of
 from ..schema.error_codes import name_of
 from ..schema.status import version_status
 from ..schema.topics import INTERNAL_TOPICS, OWNER_ROLE
@@ -64,7 +64,6 @@ __all__ = ["sequence_diagram", "sequence_html", "lifeline_of", "record_summary",
            "member_names",
            "add_partitions_label"]
 
-TXN_STATUS = dict(_txn_table.STATE_NAMES)   # TransactionMetadata.scala ids, from the broker's table
 # a role of kipviz.schema.coordinators -> its lane's name
 LANE_OF_ROLE = {"group": "group coordinator", "transaction": "transaction coordinator",
                 "leader": "partition leader", "share": "share coordinator"}
@@ -138,7 +137,7 @@ def _offset_commit_text(key, value, tomb) -> str:
 def _txn_log_text(key, value, tomb) -> str:
     tid = rfield(key, "TransactionalId")
     status = rfield(value, "TransactionStatus")
-    status = TXN_STATUS.get(status, status) if isinstance(status, int) else status
+    status = _txn_table.STATE_NAMES.get(status, status) if isinstance(status, int) else status
     text = f"TransactionLog {tid}"
     if not tomb:
         text += f": {status} (producer {rfield(value, 'ProducerId')}, epoch {rfield(value, 'ProducerEpoch')})"
@@ -557,16 +556,12 @@ def _exchange(rows: list[_Row], i: int) -> int | None:
     return j
 
 
-MEMBER_APIS = frozenset({"ConsumerGroupHeartbeat", "ShareGroupHeartbeat", "StreamsGroupHeartbeat", "JoinGroup",
-                         "SyncGroup", "Heartbeat"})
-
-
 def _member_exchange(rows: list[_Row], i: int) -> int | None:
     """If rows[i] starts a group-membership request answered without an error, the coordinator's
     own rows in between (notes, bands: the group's records and state changes), the index after the
     exchange (its client's notes that follow included); else None."""
     q = rows[i]
-    if not (q.kind == "msg" and not q.dashed and not q.dotted and _api(q) in MEMBER_APIS):
+    if not (q.kind == "msg" and not q.dashed and not q.dotted and _api(q) in MEMBERSHIP_APIS):
         return None
     j = i + 1
     while j < len(rows) and rows[j].kind != "msg" and rows[j].mark == q.mark:

@@ -10,6 +10,7 @@ log and Produce/Fetch handlers, the sample-data rows).
     restamp(raw, base, epoch[, max_timestamp, log_append_time]) -> the same batch with its base offset
                                   and partition leader epoch (and max timestamp and type) assigned in place
     records_count(raw, pos)    -> the RecordsCount field
+    header_field(raw, "attributes", pos) -> any one field, by its HEADER_KEYS name
     numpy_dtype(names)         -> the header as a packed numpy dtype (the columnar skim)
     OFFSET["magic"]            -> a field's byte offset in the header (16)
 
@@ -75,6 +76,17 @@ def batch_size(raw, pos: int = 0) -> int:
 def records_count(raw, pos: int = 0) -> int:
     """The RecordsCount field of the batch at `pos` (needs HEADER_SIZE bytes)."""
     return LENGTH.unpack_from(raw, pos + _AT["records_count"])[0]
+
+
+_FIELD = {k: (off, struct.Struct({"int64": ">q", "int32": ">i", "int16": ">h", "int8": ">b", "uint32": ">I"}[w]))
+          for _n, k, off, _s, w, _r in HEADER_FIELDS}
+
+
+def header_field(raw, key: str, pos: int = 0) -> int:
+    """One header field of the batch at `pos` by its dict key ("attributes", "base_timestamp",
+    "last_offset_delta", ...: HEADER_KEYS), read at its offset with its wire type."""
+    off, st = _FIELD[key]
+    return st.unpack_from(raw, pos + off)[0]
 
 
 def batch_bounds(raw, pos: int = 0) -> tuple[int, int]:

@@ -29,6 +29,9 @@ LEADER_APIS = frozenset({"Produce", "Fetch", "ListOffsets", "ShareFetch", "Share
 SHARE_STATE_APIS = frozenset({"InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState",
                               "DeleteShareGroupState", "ReadShareGroupStateSummary"})
 
+# a member's own exchanges with its group coordinator (joining, syncing, heartbeating: the group forming)
+MEMBERSHIP_APIS = frozenset({"ConsumerGroupHeartbeat", "ShareGroupHeartbeat", "StreamsGroupHeartbeat", "JoinGroup",
+                             "SyncGroup", "Heartbeat"})
 ROLE_KEY_TYPES = {"group": GROUP, "transaction": TRANSACTION, "share": SHARE}
 
 
