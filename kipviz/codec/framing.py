@@ -14,10 +14,13 @@ _HH = struct.Struct(">hh")
 
 
 def frame(payload: bytes) -> bytes:
+    """The payload behind its int32 size prefix, as it goes on the wire."""
     return _I.pack(len(payload)) + payload
 
 
 def unframe(data: bytes) -> bytes:
+    """The payload of one size-prefixed frame; DecodeError if the size is missing, negative or
+    disagrees with the bytes that follow."""
     if len(data) < 4:
         raise DecodeError(f"needs 4 bytes for the frame size, only {len(data)} left", 0, "size")
     size, = _I.unpack_from(data, 0)
@@ -62,6 +65,8 @@ def _body_version(spec: MessageSpec, version: int, err) -> None:
 
 def encode_request(api, version: int, body: dict, *, correlation_id: int = 0,
                    client_id: str | None = "kipviz", framed: bool = True) -> bytes:
+    """A request's bytes: the request header (api key, version, correlation id, client id) then
+    the body, framed unless framed=False."""
     spec = _spec(api, "request")
     _body_version(spec, version, EncodeError)
     hv = request_header_version(spec, version)
@@ -77,6 +82,8 @@ def encode_request(api, version: int, body: dict, *, correlation_id: int = 0,
 
 def encode_response(api, version: int, body: dict, *, correlation_id: int = 0,
                     framed: bool = True) -> bytes:
+    """A response's bytes: the response header (correlation id) then the body, framed unless
+    framed=False."""
     spec = _spec(api, "response")
     _body_version(spec, version, EncodeError)
     w = bytearray()
@@ -178,12 +185,14 @@ def _annotate_parts(payload: bytes, base: int, header_spec, hv, spec, version, f
 
 
 def annotate_request(data, *, framed: bool = True) -> list[Span]:
+    """The Spans of a whole request, header and body (the api and version read from its header)."""
     payload, base = _payload(data, framed)
     spec, version, hv = _request_parts(payload, base)
     return _annotate_parts(payload, base, registry.get("RequestHeader"), hv, spec, version, framed)
 
 
 def annotate_response(data, api, version: int, *, framed: bool = True) -> list[Span]:
+    """The Spans of a whole response of `api` at `version` (a response does not name its api)."""
     spec = _spec(api, "response")
     payload, base = _payload(data, framed)
     if version not in spec.valid:

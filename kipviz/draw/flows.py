@@ -221,6 +221,7 @@ class Flow:
 
     @property
     def sides(self) -> tuple[_Side, ...]:
+        """The flows drawn, top to bottom: (regular, share), or (share,) alone."""
         return (self.share,) if self.regular is None else (self.regular, self.share)
 
     # ---- steps table ----
@@ -233,6 +234,7 @@ class Flow:
 
     @property
     def steps(self):
+        """The steps table: a row per step, what each flow did in it and its status."""
         return frame(self._step_rows())
 
     # ---- SVG ----
@@ -243,6 +245,7 @@ class Flow:
 
     @property
     def svg(self) -> str:
+        """The picture: the flows stacked, each a sequence diagram under its heading (drawn once)."""
         if self._svg is None:
             self._svg = self._draw()
         return self._svg
@@ -302,6 +305,7 @@ class Flow:
 
     @property
     def html(self) -> str:
+        """A standalone page: the picture, then the steps table."""
         return to_html(self.svg + self._table_html(), title=" vs ".join(s.title for s in self.sides))
 
     def _repr_html_(self) -> str:

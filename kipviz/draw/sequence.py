@@ -658,6 +658,8 @@ def _tw(text: str, size: float = FS) -> float:
 
 
 def wrap_text(text: str, max_px: float, size: float, *, break_words: bool = True) -> list[str]:
+    """Text cut into lines of about `max_px` at font `size` (estimated widths), between words
+    unless break_words."""
     chars = max(12, int(max_px / (size * 0.55)))
     return textwrap.wrap(text, chars, break_long_words=break_words, break_on_hyphens=False) or [""]
 

@@ -225,6 +225,7 @@ def _marker_is_commit(e) -> bool:
 
 @dataclass
 class Report:
+    """What a share-group exactly-once check found: the violations (each classified) and the counts."""
     group: str
     input_topic: str
     output_topic: str
@@ -241,6 +242,7 @@ class Report:
         return self.ok
 
     def by_kind(self, classified: bool | None = None) -> Counter:
+        """How many violations of each kind (classified=True / False: only the windows / only the rest)."""
         return Counter(v["kind"] for v in self.violations
                        if classified is None or (v["classification"] != VIOLATION) == classified)
 
@@ -249,6 +251,7 @@ class Report:
         return Counter(v["case"] for v in self.violations if v["classification"] != VIOLATION)
 
     def summary(self, limit: int = 20) -> str:
+        """The report in words: the verdict, the counts, and up to `limit` violations."""
         s = self.stats
         bad = [v for v in self.violations if v["classification"] == VIOLATION]
         head = (f"share EOS check, group {self.group!r}: {self.input_topic} -> {self.output_topic}: "
@@ -274,6 +277,7 @@ class Report:
         return "\n".join(lines)
 
     def to_frame(self):
+        """The violations as a pandas DataFrame, one row each."""
         import pandas as pd
         rows = [{"kind": v["kind"],
                  "topic": v["input"][0] if v["input"] else None,
@@ -595,6 +599,8 @@ class ShareEosChecker:
 
     def report(self, *, allowed_at_least_once=False, expect: str = "appended",
                require_output: bool = True) -> Report:
+        """Check the events fed so far: every input record settled once with its output (the module
+        docstring's rules); a Report."""
         if expect not in ("appended", "seen"):
             raise ValueError("expect must be 'appended' or 'seen'")
         t0 = time.perf_counter()

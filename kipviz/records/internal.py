@@ -109,6 +109,7 @@ def definitions() -> dict[str, MessageSpec]:
 
 
 def record_types(topic: str | None = None) -> list[RecordType]:
+    """The internal record types kipviz decodes, of one internal topic or of all."""
     if topic is not None:
         _check_topic(topic, DecodeError, 0, "topic")
     return [rt for rt in RECORD_TYPES if topic is None or rt.topic == topic]

@@ -105,6 +105,7 @@ def _digest(text: str) -> str:
 
 
 def event_batch(events) -> pa.RecordBatch:
+    """Events as one Arrow record batch of the events table."""
     return record_batch(EVENT, event_columns(events))
 
 

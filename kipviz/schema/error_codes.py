@@ -57,6 +57,7 @@ RETRIABLE = frozenset(code for code, r in ERRORS.values() if r)
 
 
 def name_of(code: int) -> str:
+    """The name of an error code ("NOT_COORDINATOR"), or "ERROR_N" for one Kafka does not define."""
     return NAME.get(code, f"ERROR_{code}")
 
 

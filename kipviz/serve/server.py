@@ -243,6 +243,7 @@ class Server:
         return None if d is None else d.path
 
     def start(self) -> Server:
+        """Start serving on a background thread; returns the server."""
         if self._thread is not None:
             return self
         self._use_log_dir()
@@ -276,6 +277,7 @@ class Server:
             topics.use_log_dir(d)
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Stop serving and wait up to `timeout` seconds for the thread."""
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
             return

@@ -152,14 +152,17 @@ def _share_row(d: dict) -> dict:
 
 
 def offsets_arrow(rb: pa.RecordBatch) -> pa.RecordBatch:
+    """A batch of __consumer_offsets rows decoded into the offsets table (Arrow)."""
     return _internal(rb, CONSUMER_OFFSETS, schemas.OFFSETS, _offset_row)
 
 
 def transactions_arrow(rb: pa.RecordBatch) -> pa.RecordBatch:
+    """A batch of __transaction_state rows decoded into the transactions table (Arrow)."""
     return _internal(rb, TRANSACTION_STATE, schemas.TRANSACTIONS, _txn_row)
 
 
 def share_state_arrow(rb: pa.RecordBatch) -> pa.RecordBatch:
+    """A batch of __share_group_state rows decoded into the share-state table (Arrow)."""
     return _internal(rb, SHARE_GROUP_STATE, schemas.SHARE_STATE, _share_row)
 
 

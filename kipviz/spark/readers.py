@@ -180,14 +180,17 @@ class Source:
 
     @property
     def group(self) -> str | None:
+        """The run's consumer or share group, from its manifest."""
         return self.manifest.get("group")
 
     @property
     def input_topic(self) -> str | None:
+        """The run's input topic, from its manifest."""
         return self.manifest.get("input_topic")
 
     @property
     def output_topic(self) -> str | None:
+        """The run's output topic, from its manifest."""
         return self.manifest.get("output_topic")
 
     def topic(self, name: str):
@@ -198,6 +201,7 @@ class Source:
         return df
 
     def batches_of(self, name: str):
+        """The topic's record batches frame, or None."""
         return self.batches.get(name)
 
     @property
