@@ -44,6 +44,32 @@ TOPIC_LITERALS_LEFT_UNTIL_MERGE = Counter({
 })
 
 
+# Coordinator key types as bare numbers left in the other helpers' files (the coordinator branches):
+# their merge reads kipviz.schema.coordinators' GROUP_KEY / TRANSACTION_KEY / SHARE_KEY and empties this.
+KEY_TYPE_NUMBERS_LEFT_UNTIL_MERGE = Counter({
+    "kipviz/broker/transactions.py": 4,
+    "kipviz/broker/groups/metadata.py": 3,
+})
+
+
+def _key_type_numbers(modules) -> list[str]:
+    """coordinator_partition(0, ...) / coordinator_broker(1, ...) / key_type == 2: a FindCoordinator
+    key type written as its number."""
+    where = []
+    for path, tree in modules:
+        if path == "kipviz/schema/coordinators.py":
+            continue
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("coordinator_partition", "coordinator_broker") and node.args
+                    and isinstance(node.args[0], ast.Constant) and type(node.args[0].value) is int):
+                where.append(f"{path}:{node.lineno} {node.func.attr}({node.args[0].value}, ...)")
+            elif (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "key_type"
+                  and any(isinstance(c, ast.Constant) and type(c.value) is int for c in node.comparators)):
+                where.append(f"{path}:{node.lineno} key_type == number")
+    return where
+
+
 def _topic_literals(modules) -> list[str]:
     return [f"{path}:{node.lineno} {node.value!r}" for path, tree in modules if path != "kipviz/schema/topics.py"
             for node in ast.walk(tree) if isinstance(node, ast.Constant) and node.value in INTERNAL_TOPICS]
@@ -135,6 +161,16 @@ def test_internal_topic_names_are_written_once():
                                                           TOPIC_LITERALS_LEFT_UNTIL_MERGE - found)
 
 
+def test_coordinator_key_types_are_named():
+    where = _key_type_numbers(MODULES)
+    found = Counter(w.split(":")[0] for w in where)
+    extra = found - KEY_TYPE_NUMBERS_LEFT_UNTIL_MERGE
+    assert not extra, "use kipviz.schema.coordinators' GROUP_KEY / TRANSACTION_KEY / SHARE_KEY:\n" + "\n".join(
+        w for w in where if w.split(":")[0] in extra)
+    assert not KEY_TYPE_NUMBERS_LEFT_UNTIL_MERGE - found, ("gone: drop from KEY_TYPE_NUMBERS_LEFT_UNTIL_MERGE",
+                                                            KEY_TYPE_NUMBERS_LEFT_UNTIL_MERGE - found)
+
+
 def test_error_codes_are_numbered_only_in_the_error_code_table():
     where = _error_numbers(MODULES)
     assert where == [], "read kipviz.schema.error_codes.CODE:\n" + "\n".join(where)
@@ -159,7 +195,8 @@ def test_each_check_finds_its_shape():
     # a check that cannot fail proves nothing: each finds the copy it looks for
     src = ('"""Docstrings may say __consumer_offsets, 57 and 61."""\nimport struct\n'
            'X = "__consumer_offsets"\nN = raw[57:61]\nM = pos + 57\nOPERATION_NOT_ATTEMPTED = 55\nNOT_COORDINATOR_CODE = 16\n'
-           'A = {"JoinGroup", "SyncGroup", "Heartbeat"}\nk = struct.unpack_from(">h", key, 2)\n')
+           'A = {"JoinGroup", "SyncGroup", "Heartbeat"}\nk = struct.unpack_from(">h", key, 2)\n'
+           'b = c.coordinator_broker(0, g)\nok = key_type == 2\n')
     fake = [("kipviz/draw/fake.py", ast.parse(src))]
     assert _topic_literals(fake) == ["kipviz/draw/fake.py:3 '__consumer_offsets'"]
     assert sorted(_error_numbers(fake)) == ["kipviz/draw/fake.py:6 55", "kipviz/draw/fake.py:6 OPERATION_NOT_ATTEMPTED = 55",
@@ -167,5 +204,7 @@ def test_each_check_finds_its_shape():
     assert _byte_reads(fake) == ["kipviz/draw/fake.py:2 imports struct", "kipviz/draw/fake.py:9 .unpack_from"]
     assert sorted(_header_offsets(fake)) == ["kipviz/draw/fake.py:4 57", "kipviz/draw/fake.py:4 61",
                                              "kipviz/draw/fake.py:4 [57:61]", "kipviz/draw/fake.py:5 57"]
+    assert _key_type_numbers(fake) == ["kipviz/draw/fake.py:10 coordinator_broker(0, ...)",
+                                       "kipviz/draw/fake.py:11 key_type == number"]
     (table,) = _api_tables(fake)
     assert table.startswith("kipviz/draw/fake.py:8 ") and all(a in table for a in ("JoinGroup", "SyncGroup", "Heartbeat"))

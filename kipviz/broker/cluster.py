@@ -18,7 +18,7 @@ from ..errors import DecodeError
 from ..records import group_coordinator_partition, transaction_coordinator_partition
 from ..schema import events as ev
 from ..schema import registry
-from ..schema.coordinators import GROUP, TRANSACTION, coordinator_key_type
+from ..schema.coordinators import GROUP_KEY, TRANSACTION_KEY, coordinator_key_type
 from ..schema.error_codes import CODE, error_codes
 from ..schema.topics import CONSUMER_OFFSETS, INTERNAL_TOPICS, TRANSACTION_STATE
 from ..uuids import random_uuid, to_kafka_str
@@ -307,7 +307,7 @@ class Cluster:
 
     def coordinator_partition(self, key_type: int, key: str) -> tuple[str, int]:
         """(internal topic, partition) owning a group (0) or transactional id (1)."""
-        if key_type == 1:
+        if key_type == TRANSACTION_KEY:
             return TRANSACTION_STATE, transaction_coordinator_partition(
                 key, self.config.transaction_topic_partitions)
         return CONSUMER_OFFSETS, group_coordinator_partition(key, self.config.offsets_topic_partitions)
@@ -431,14 +431,14 @@ class Cluster:
 
     def _route(self, api: str, body: dict) -> int:
         kind = coordinator_key_type(api)        # kipviz.schema.coordinators: one table with the pictures
-        if kind == GROUP:
+        if kind == GROUP_KEY:
             gid = body.get("GroupId") or next(iter(body.get("Groups") or body.get("GroupIds") or []), None)
             if isinstance(gid, dict):
                 gid = gid.get("GroupId")
             if isinstance(gid, str):
-                return self.coordinator_broker(GROUP, gid)
-        if kind == TRANSACTION and body.get("TransactionalId"):
-            return self.coordinator_broker(TRANSACTION, body["TransactionalId"])
+                return self.coordinator_broker(GROUP_KEY, gid)
+        if kind == TRANSACTION_KEY and body.get("TransactionalId"):
+            return self.coordinator_broker(TRANSACTION_KEY, body["TransactionalId"])
         return 0
 
     def _respond(self, broker, client, api, version, cid, body) -> bytes:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from .. import codec
 from ..clients import Consumer
 from ..codec.fit import complete_body
+from ..schema.coordinators import GROUP_KEY
 from ..schema.error_codes import name_of
 from ..schema.topics import CONSUMER_OFFSETS
 from . import Trace, scenario
@@ -26,7 +27,7 @@ def send_raw(trace: Trace, api: str, version: int, body: dict, client: str, grou
     c = trace.cluster
     frame = codec.encode_request(api, version, complete_body(api + "Request", version, body),
                                  correlation_id=9000 + len(c.events), client_id=client)
-    out = c.handle(frame, broker=c.coordinator_broker(0, group), client=client)
+    out = c.handle(frame, broker=c.coordinator_broker(GROUP_KEY, group), client=client)
     return codec.decode_response(out, api, version)["body"] if out else None
 
 

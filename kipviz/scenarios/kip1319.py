@@ -22,6 +22,7 @@ import uuid
 
 from ..broker import Acl
 from ..clients import AbortableError, CommitFailedError, Producer, classify_txn_offset_commit_error
+from ..schema.coordinators import GROUP_KEY
 from ..schema.error_codes import CODE, name_of
 from ..schema.topics import CONSUMER_OFFSETS
 from ..uuids import ZERO_UUID, to_kafka_str
@@ -86,7 +87,7 @@ def consumer_group(trace: Trace, group: str = "cg") -> dict:
         body = {"GroupId": group, "MemberId": member, "MemberEpoch": epoch, "InstanceId": None, "RackId": None,
                 "RebalanceTimeoutMs": 30000 if join else -1, "SubscribedTopicNames": ["in"] if join else None,
                 "SubscribedTopicRegex": None, "ServerAssignor": None, "TopicPartitions": [] if join else owned}
-        r = w("ConsumerGroupHeartbeat", v, body, broker=trace.cluster.coordinator_broker(0, group))
+        r = w("ConsumerGroupHeartbeat", v, body, broker=trace.cluster.coordinator_broker(GROUP_KEY, group))
         trace.expect(f"ConsumerGroupHeartbeat v{v}: {client} {why} (epoch {epoch} -> {r['MemberEpoch']}): NONE",
                      r["ErrorCode"] == 0, name_of(r["ErrorCode"]))
         return r
@@ -224,7 +225,7 @@ def _txn_commit_frame(w: Wire, p: Producer, version: int, topics: list[dict], gr
     return w("TxnOffsetCommit", version, {
         "TransactionalId": p.transactional_id, "GroupId": group, "ProducerId": p.producer_id,
         "ProducerEpoch": p.producer_epoch, "GenerationIdOrMemberEpoch": -1, "MemberId": "",
-        "GroupInstanceId": None, "Topics": topics}, broker=w.cluster.coordinator_broker(0, group))
+        "GroupInstanceId": None, "Topics": topics}, broker=w.cluster.coordinator_broker(GROUP_KEY, group))
 
 
 def _parts(*indexes: int, offset: int = 7) -> list[dict]:

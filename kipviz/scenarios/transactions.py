@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..broker.tables.transaction import STATE_NAMES
 from ..clients import Consumer, Producer, ProducerFencedError
+from ..schema.coordinators import GROUP_KEY
 from ..schema.error_codes import name_of
 from ..schema.topics import TRANSACTION_STATE
 from . import Trace, scenario
@@ -122,7 +123,7 @@ def markers(trace: Trace, producer_id: int, since: int = 0) -> dict[tuple[str, i
 
 
 def offsets_partition(trace: Trace, group: str = GROUP) -> tuple[str, int]:
-    return trace.cluster.coordinator_partition(0, group)
+    return trace.cluster.coordinator_partition(GROUP_KEY, group)
 
 
 # ---- read-process-write ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ key types are FindCoordinatorRequest's (clients/.../requests/FindCoordinatorRequ
 CoordinatorType: GROUP 0, TRANSACTION 1, SHARE 2)."""
 from __future__ import annotations
 
-GROUP, TRANSACTION, SHARE = 0, 1, 2          # FindCoordinator key types (CoordinatorType)
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2     # FindCoordinator key types (CoordinatorType)
 
 GROUP_APIS = frozenset({
     "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch", "TxnOffsetCommit",
@@ -32,7 +32,7 @@ SHARE_STATE_APIS = frozenset({"InitializeShareGroupState", "ReadShareGroupState"
 # a member's own exchanges with its group coordinator (joining, syncing, heartbeating: the group forming)
 MEMBERSHIP_APIS = frozenset({"ConsumerGroupHeartbeat", "ShareGroupHeartbeat", "StreamsGroupHeartbeat", "JoinGroup",
                              "SyncGroup", "Heartbeat"})
-ROLE_KEY_TYPES = {"group": GROUP, "transaction": TRANSACTION, "share": SHARE}
+ROLE_KEY_TYPES = {"group": GROUP_KEY, "transaction": TRANSACTION_KEY, "share": SHARE_KEY}
 
 
 def role_of(api: str) -> str | None:
@@ -49,6 +49,6 @@ def role_of(api: str) -> str | None:
 
 
 def coordinator_key_type(api: str) -> int | None:
-    """The FindCoordinator key type (GROUP, TRANSACTION, SHARE) of the coordinator answering `api`,
+    """The FindCoordinator key type (GROUP_KEY, TRANSACTION_KEY, SHARE_KEY) of the coordinator answering `api`,
     or None when any broker or a partition's leader answers it."""
     return ROLE_KEY_TYPES.get(role_of(api))

@@ -7,6 +7,7 @@ order follow released Kafka's KafkaApis (core/src/main/scala/kafka/server/KafkaA
 TxnOffsetCommit v6."""
 from __future__ import annotations
 
+from ...schema.coordinators import GROUP_KEY
 from ...schema.error_codes import CODE
 from ..error_rows import kafka_only, rows
 from ..groups import ASSIGNORS, PARKED, GroupError, shape
@@ -36,7 +37,7 @@ def _parked(cluster) -> object:
 
 
 def _wrong_coordinator(cluster, req: Request, group_id: str) -> bool:
-    return cluster.coordinator_broker(0, group_id) != req.broker
+    return cluster.coordinator_broker(GROUP_KEY, group_id) != req.broker
 
 
 def _authorized_ops(cluster, req: Request, group_id: str) -> int:
@@ -265,7 +266,7 @@ def list_groups(cluster, req: Request) -> dict:
     b = req.body
     groups = cluster.groups.list_groups(b.get("StatesFilter") or [] if req.version >= 4 else [],
                                         b.get("TypesFilter") or [] if req.version >= 5 else [])
-    groups = [g for g in groups if cluster.coordinator_broker(0, g["GroupId"]) == req.broker]
+    groups = [g for g in groups if cluster.coordinator_broker(GROUP_KEY, g["GroupId"]) == req.broker]
     if not cluster.authorized(req.principal, "CLUSTER", "kafka-cluster", "DESCRIBE"):
         groups = [g for g in groups if cluster.authorized(req.principal, "GROUP", g["GroupId"], "DESCRIBE")]
     return finish("ListGroups", req.version, {"ErrorCode": 0, "Groups": groups})

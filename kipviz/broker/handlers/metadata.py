@@ -28,6 +28,7 @@ import weakref
 
 from ...codec.fit import fit_body
 from ...records import share_coordinator_partition
+from ...schema.coordinators import GROUP_KEY, SHARE_KEY, TRANSACTION_KEY
 from ...schema.error_codes import CODE
 from ...schema.topics import INTERNAL_TOPICS, SHARE_GROUP_STATE
 from ...uuids import ZERO_UUID, from_kafka_str, to_kafka_str
@@ -571,17 +572,17 @@ def parse_share_key(key: str) -> tuple[str, uuid.UUID, int] | None:
 def coordinator(cluster, req: Request, key_type: int, key: str) -> tuple[int, dict]:
     """KafkaApis.getCoordinator: (error code, node)."""
     who = req.principal
-    if key_type == 0 and not cluster.authorized(who, "GROUP", key, "DESCRIBE"):
+    if key_type == GROUP_KEY and not cluster.authorized(who, "GROUP", key, "DESCRIBE"):
         return CODE["GROUP_AUTHORIZATION_FAILED"], NO_NODE
-    if key_type == 1 and not cluster.authorized(who, "TRANSACTIONAL_ID", key, "DESCRIBE"):
+    if key_type == TRANSACTION_KEY and not cluster.authorized(who, "TRANSACTIONAL_ID", key, "DESCRIBE"):
         return CODE["TRANSACTIONAL_ID_AUTHORIZATION_FAILED"], NO_NODE
-    if key_type == 2 and req.version < 6:
+    if key_type == SHARE_KEY and req.version < 6:
         return CODE["INVALID_REQUEST"], NO_NODE
-    if key_type == 2 and not cluster.authorized(who, "CLUSTER", CLUSTER_RESOURCE, "CLUSTER_ACTION"):
+    if key_type == SHARE_KEY and not cluster.authorized(who, "CLUSTER", CLUSTER_RESOURCE, "CLUSTER_ACTION"):
         return CODE["CLUSTER_AUTHORIZATION_FAILED"], NO_NODE
     if key_type in (0, 1):
         topic, p = cluster.coordinator_partition(key_type, key)
-    elif key_type == 2:
+    elif key_type == SHARE_KEY:
         if cluster.config.share_version < 1:
             return CODE["COORDINATOR_NOT_AVAILABLE"], NO_NODE
         parsed = parse_share_key(key)
