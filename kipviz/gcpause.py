@@ -18,6 +18,7 @@ YOUNG_LIMIT = 2_000_000
 
 @contextmanager
 def gc_paused():
+    """A block run with the cyclic garbage collector off (as it was before, after it)."""
     if not gc.isenabled():
         yield
         return
@@ -30,6 +31,7 @@ def gc_paused():
 
 @contextmanager
 def rare_collections():
+    """A block run with young-generation collections at most every YOUNG_LIMIT allocations."""
     old = gc.get_threshold()
     gc.set_threshold(max(old[0], YOUNG_LIMIT), old[1], old[2])
     try:

@@ -87,10 +87,12 @@ class Table:
         return (dict(zip(self.columns, r, strict=True)) for r in self.rows)
 
     def column(self, name) -> list:
+        """The values of one column, top to bottom."""
         i = self.columns.index(name)
         return [r[i] for r in self.rows]
 
     def to_pandas(self):
+        """The table as a pandas DataFrame (its index and index name kept)."""
         import pandas as pd
         df = pd.DataFrame(self.rows, columns=self.columns, index=self.index)
         return df.rename_axis(self.index_name) if self.index_name else df

@@ -47,7 +47,7 @@ def test_malformed_requests_never_raise():
                                                  "IncludeTopicAuthorizedOperations": False}, correlation_id=9)
     bad = good[:-2] + b"\xff\xff"
     bad = struct.pack(">i", len(bad) - 4) + bad[4:]
-    # a parse failure closes the connection (FACTS (i): InvalidRequestException, SocketServer closes)
+    # a parse failure closes the connection (RequestContext.parseRequest: InvalidRequestException, SocketServer closes)
     assert c.dispatch(bad) == ("close", b"")
     assert "Metadata v12" in c.events[-1].text
     assert c.dispatch(b"\x00\x00\x00\x02\x00") == ("close", b"")

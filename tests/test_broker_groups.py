@@ -1,4 +1,4 @@
-"""The group coordinator model against FACTS.md (c), seed 000 (KIP-1319) and seed 001 (KIP-848).
+"""The group coordinator model against Kafka's group-coordinator/ module, the KIP-1319 page and the KIP-848 page.
 
 Every test drives the model through Cluster.handle(frame) with real encoded requests and decodes
 the real response bytes."""
@@ -20,7 +20,7 @@ from kipviz.schema.error_codes import CODE
 from kipviz.uuids import ZERO_UUID
 
 E = CODE
-GROUP = "my-group"            # __consumer_offsets partition 12 (FACTS (f))
+GROUP = "my-group"            # __consumer_offsets partition 12 (GroupCoordinatorService.partitionFor)
 
 
 class K:
@@ -741,7 +741,7 @@ class GroupMachine(RuleBasedStateMachine):
     """Random commits (plain and transactional), fetches, consumer heartbeats, time and garbage.
     Invariants: handle never raises, every response decodes (K.send), internal_errors stays empty,
     and a fetch returns exactly the last successful plain commit or committed transactional offset
-    (whichever has the higher record offset, FACTS (c))."""
+    (whichever has the higher record offset, OffsetMetadataManager.java)."""
 
     def __init__(self):
         super().__init__()

@@ -1,4 +1,4 @@
-"""Share groups (KIP-932) against FACTS.md (a): record states, delivery count, locks, SPSO,
+"""Share groups (KIP-932) against SharePartition.java: record states, delivery count, locks, SPSO,
 sessions, persisted state. Driven through Cluster.call (real encoded frames)."""
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Topics, metadata and the data path of the broker model (kipviz/broker/handlers/metadata.py and
 data.py), driven only through Cluster.handle with real request frames: Metadata, CreateTopics,
 DeleteTopics, FindCoordinator, Produce, Fetch and ListOffsets, and the KIP-516 topic-id behaviour
-of seed 003 (a deleted and recreated topic gets a new id; requests carrying the old id are told
+of the KIP-516 page (a deleted and recreated topic gets a new id; requests carrying the old id are told
 UNKNOWN_TOPIC_ID while requests by name reach the new topic).
 
 Transaction markers are appended straight to the partition log (PartitionLog.append_marker) and
@@ -379,7 +379,7 @@ def test_delete_topics_needs_delete_permission():
 # ---- FindCoordinator --------------------------------------------------------------------------------
 def test_find_coordinator_group_is_the_leader_of_its_consumer_offsets_partition():
     c = Cluster(brokers=3, seed=14)
-    assert group_coordinator_partition("my-group") == 12                 # FACTS (f) worked value
+    assert group_coordinator_partition("my-group") == 12                 # GroupCoordinatorService.partitionFor's worked value
     assert group_coordinator_partition("polygenelubricants") == 0        # hash == Integer.MIN_VALUE
     for key in ("my-group", "group1", "polygenelubricants", ""):
         p = group_coordinator_partition(key)
@@ -751,7 +751,7 @@ def test_list_offsets_goes_to_the_leader():
     assert list_offset(c, 11, "orders", 1, -1, broker=1)["ErrorCode"] == 0
 
 
-# ---- KIP-516 (seed 003) -----------------------------------------------------------------------------
+# ---- KIP-516 -----------------------------------------------------------------------------------
 def test_kip516_recreated_topic_gets_a_new_id_and_the_old_id_is_a_stale_unknown_topic_id():
     c = Cluster(seed=25)
     old = create(c, 7, ("orders", 1, 1))[0]["TopicId"]

@@ -1,4 +1,4 @@
-"""The transaction coordinator model, checked through real request frames against FACTS (d).
+"""The transaction coordinator model, checked through real request frames against TransactionCoordinator.scala and TransactionMetadata.scala.
 
 Every request here is encoded with kipviz.codec and answered by Cluster.handle; the data records
 the markers close are appended straight to the partition log (what a Produce would leave there),
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kipviz import codec
 from kipviz.broker import Acl, Cluster, InvalidTransition, Machine, served_versions
 from kipviz.broker.tables import transaction as txn_table
-from kipviz.broker.transactions import complete_body
+from kipviz.codec.fit import complete_body
 from kipviz.records import decode_internal, read_batches, transaction_coordinator_partition
 from kipviz.schema import registry
 from kipviz.schema.error_codes import CODE
@@ -398,7 +398,7 @@ def test_markers_wait_for_a_partition_leader_that_is_down():
 def test_add_offsets_adds_the_groups_consumer_offsets_partition(cluster):
     r = init(cluster, "app")
     assert add_offsets(cluster, "app", r["ProducerId"], r["ProducerEpoch"], "my-group") == 0
-    # FACTS (f): "my-group" lives in __consumer_offsets partition 12
+    # GroupCoordinatorService.partitionFor: "my-group" lives in __consumer_offsets partition 12
     assert cluster.coordinator_partition(0, "my-group") == ("__consumer_offsets", 12)
     assert cluster.txns.describe("app")["partitions"] == [("__consumer_offsets", 12)]
     assert [x[1] for x in changes(cluster, "app")][-1] == "add-offsets"
@@ -606,7 +606,7 @@ def test_transaction_state_records_decode_and_land_in_the_partition_kafka_picks(
         assert values[-1]["TransactionPartitions"] == []                        # complete: no partitions
         assert values[0]["TransactionStartTimestampMs"] == -1
         assert all(v["TransactionTimeoutMs"] == 60000 for v in values)
-    assert transaction_coordinator_partition("polygenelubricants", 50) == 0     # FACTS (f) edge case
+    assert transaction_coordinator_partition("polygenelubricants", 50) == 0     # TransactionStateManager.partitionFor edge case
 
 
 def test_transactional_ids_expire_to_dead_with_a_tombstone(cluster):
@@ -741,7 +741,7 @@ def test_verify_txn_offset_commit_v5_adds_the_offsets_partition_under_tv2(cluste
     pid, ep = r["ProducerId"], r["ProducerEpoch"]
     assert tx.verify_txn_offset_commit("app", pid, ep, "group1", 4) == E["TRANSACTION_ABORTABLE"]
     assert tx.verify_txn_offset_commit("app", pid, ep, "group1", 5) == 0
-    assert tx.describe("app")["partitions"] == [("__consumer_offsets", 40)]       # FACTS (f): group1 -> 40
+    assert tx.describe("app")["partitions"] == [("__consumer_offsets", 40)]       # GroupCoordinatorService.partitionFor: group1 -> 40
     assert tx.verify_txn_offset_commit("app", pid, ep + 3, "group1", 6) == E["INVALID_PRODUCER_EPOCH"]
 
 

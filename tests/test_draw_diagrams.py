@@ -17,7 +17,6 @@ from kipviz.draw import (
     diff_diagram,
     diff_table,
     dot_available,
-    example_value,
     history_html,
     save,
     to_html,
@@ -28,7 +27,7 @@ from kipviz.draw import (
     wire_svg,
 )
 from kipviz.errors import UnknownMessageError
-from kipviz.records.examples import TOPIC_IDS
+from kipviz.records.examples import TOPIC_IDS, example_value
 from kipviz.schema import registry
 from kipviz.schema.check import reference_root
 from kipviz.schema.loader import load_dir, load_text

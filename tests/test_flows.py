@@ -11,9 +11,10 @@ import pytest
 
 from kipviz import scenarios
 from kipviz.broker import Cluster
-from kipviz.draw.flows import STEPS, Flow, FlowError, classify, flow_window, regular_vs_share_flow, share_flow
+from kipviz.draw.flows import Flow, regular_vs_share_flow, share_flow
 from kipviz.draw.sequence import C_PROPOSED
 from kipviz.scenarios import kip1289_errors as k
+from kipviz.scenarios.flows import STEPS, FlowError, classify, flow_runs, flow_window, share_run
 
 NS = "{http://www.w3.org/2000/svg}"
 
@@ -200,7 +201,7 @@ def test_compact_draws_only_step_events_and_folds_repeated_produce(flow):
 
 
 def test_not_compact_draws_the_whole_window():
-    f = regular_vs_share_flow(compact=False)
+    f = regular_vs_share_flow(*flow_runs(), compact=False)
     assert f.regular.events == f.regular.window and f.regular.folded == 0
     assert any(r.startswith("Metadata") for r in labels(column(f.svg, "regular"), "kv-req"))
 
@@ -271,7 +272,7 @@ def test_any_two_traces_clusters_or_event_lists():
 
 
 def test_default_runs():
-    f = regular_vs_share_flow(seed=1)
+    f = regular_vs_share_flow(*flow_runs(seed=1))
     assert f.regular.source.startswith("txn.read_process_write_commit")
     assert f.share.source.startswith("kip1289.marker_not_colocated")     # named for what it shows
     assert "AddOffsetsToTxn v4" in labels(column(f.svg, "regular"), "kv-req")
@@ -287,7 +288,9 @@ def test_events_without_a_committed_transaction_or_not_events_are_refused():
     with pytest.raises(FlowError, match="regular: expected a Trace"):
         regular_vs_share_flow(42, k.share_commit_run())
     with pytest.raises(FlowError, match="no scenario 'kip1289.nope'"):
-        regular_vs_share_flow(aborted, "kip1289.nope")
+        flow_runs(aborted, "kip1289.nope")
+    with pytest.raises(FlowError, match="the drawing runs nothing"):
+        regular_vs_share_flow(aborted, "kip1289.marker_colocated")
     with pytest.raises(FlowError, match="not a kipviz.schema.events event"):
         regular_vs_share_flow(aborted, ["not an event"])
     with pytest.raises(FlowError, match="not a read-process-write loop"):
@@ -403,7 +406,7 @@ def test_default_share_flow_is_the_kip_as_written_and_shows_the_records_stuck():
     """The measured case: 3 brokers, seed 0: staged on broker 0 (in-0's leader), the COMMIT marker for
     __share_group_state-N to broker 1, which does not lead in-0: nothing resolves them. The run is
     named for that (kip1289.marker_not_colocated), not happy_commit (issue 31)."""
-    f = regular_vs_share_flow()
+    f = regular_vs_share_flow(*flow_runs())
     assert f.share.source.startswith("kip1289.marker_not_colocated")
     df = f.steps.set_index("step")
     state = re.search(r"__share_group_state-(\d+)", df.loc[6, "share"]).group(0)
@@ -421,7 +424,7 @@ def test_default_share_flow_is_the_kip_as_written_and_shows_the_records_stuck():
 
 def test_share_flow_draws_the_share_side_alone():
     """Issue 31: the forwarded and participants runs were drawn below the same regular flow each time."""
-    f = share_flow("kip1289.marker_forwarded")
+    f = share_flow(share_run("kip1289.marker_forwarded"))
     root = ET.fromstring(f.svg)
     assert [g.get("data-side") for g in root.iter(NS + "g") if g.get("class") == "kv-flow-column"] == ["share"]
     assert f.share.source.startswith("kip1289.marker_forwarded") and f.regular is None
@@ -430,7 +433,7 @@ def test_share_flow_draws_the_share_side_alone():
 
 
 def test_forwarded_flow_resolves_on_the_broker_that_resolved_it():
-    f = regular_vs_share_flow(share="kip1289.marker_forwarded")
+    f = regular_vs_share_flow(*flow_runs(share="kip1289.marker_forwarded"))
     col = column(f.svg, "share")
     b0 = next(n for n in lanes(col) if n.startswith("broker 0"))
     b1 = next(n for n in lanes(col) if n.startswith("broker 1"))
@@ -453,13 +456,18 @@ def test_classification_reads_typed_fields_not_note_text(runs):
         assert classify(blank, clients=(w.consumer, w.producer)) == classify(window, clients=(w.consumer, w.producer))
 
 
-def test_flow_facts_live_in_scenarios_and_the_drawing_re_exports_them():
+def test_flow_facts_live_in_scenarios_and_the_drawing_runs_nothing():
+    import inspect
     import subprocess
     import sys
 
     from kipviz.draw import flows as drawn
-    from kipviz.scenarios import flows as facts
-    assert drawn.classify is facts.classify and drawn.flow_window is facts.flow_window and drawn.STEPS is facts.STEPS
+    assert drawn.__all__ == ["regular_vs_share_flow", "share_flow", "Flow"]      # no re-exported facts
+    src = inspect.getsource(drawn)
+    imports = [line for line in src.splitlines() if line.startswith(("from ", "import "))]
+    assert not any("flow_runs" in line or "share_run" in line for line in imports)
+    with pytest.raises(TypeError):
+        drawn.regular_vs_share_flow()                    # the runs are the caller's (flow_runs)
     code = "import sys, kipviz.scenarios.flows; print(any(m.startswith('kipviz.draw') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

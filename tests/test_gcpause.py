@@ -5,10 +5,10 @@ import gc
 import pytest
 
 from kipviz.broker.handlers.metadata import shape
-from kipviz.broker.respond import error_codes
-from kipviz.broker.transactions import complete_body
+from kipviz.codec.fit import complete_body
 from kipviz.gcpause import YOUNG_LIMIT, gc_paused, rare_collections
 from kipviz.sampledata.generate import share_eos_options
+from kipviz.schema.error_codes import error_codes
 from kipviz.workloads import ShareEosWorkload
 
 

@@ -71,7 +71,7 @@ def test_a_4_3_cluster_answers_api_versions_v5_as_unknown():
     out = Cluster(release="4.3").handle(codec.encode_request("ApiVersions", 5, {
         "ClientSoftwareName": "k", "ClientSoftwareVersion": "1", "ClusterId": None, "NodeId": -1},
         correlation_id=1, client_id="t"))
-    body = codec.decode_response(out, "ApiVersions", 0)["body"]       # FACTS (i): answered in the v0 layout
+    body = codec.decode_response(out, "ApiVersions", 0)["body"]       # RequestContext.parseRequest: answered in the v0 layout
     assert body["ErrorCode"] == CODE["UNSUPPORTED_VERSION"]
     assert {k["ApiKey"]: k["MaxVersion"] for k in body["ApiKeys"]}[18] == 4
 

@@ -1,4 +1,4 @@
-"""KIP-1289 (PROPOSED, voting; seed 004, FACTS (a) "KIP-1289 draft semantics"): share-group
+"""KIP-1289 (PROPOSED, voting; docs/facts.md#kip-1289s-draft-semantics): share-group
 acknowledgements inside a producer transaction. Everything goes through real frames
 (Cluster.call / the producer and share-consumer models); every TX_PENDING move must be labelled
 "proposed"."""

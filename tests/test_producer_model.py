@@ -1,7 +1,7 @@
 """The producer model (kipviz.clients.producer) against the Cluster, everything in real frames.
 
 Checks version negotiation, transaction version 1 vs 2 flows, KIP-1319's v6 -> v5 fallback and
-error classification (seed 000), fencing, and a hypothesis state machine over random producer
+error classification (the KIP-1319 page), fencing, and a hypothesis state machine over random producer
 operations: the cluster never raises, every response decodes, and a read_committed reader sees
 exactly the records of committed transactions."""
 from __future__ import annotations
@@ -14,7 +14,6 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from kipviz import codec
 from kipviz.broker import Cluster
 from kipviz.broker.handlers import HANDLERS, load_all
-from kipviz.broker.transactions import complete_body
 from kipviz.clients import (
     AbortableError,
     CommitFailedError,
@@ -26,6 +25,7 @@ from kipviz.clients import (
     classify_txn_offset_commit_error,
 )
 from kipviz.clients.producer import client_max_version, default_partition, murmur2
+from kipviz.codec.fit import complete_body
 from kipviz.schema.error_codes import CODE
 
 E = CODE

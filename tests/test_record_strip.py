@@ -316,7 +316,7 @@ def test_a_marker_that_resolves_nothing_is_a_frame_with_its_records_dashed_red()
 def test_captions_give_times_from_t0_and_name_clients_by_client_id():
     """A live server's clock is epoch ms and it names connections by address: the strip says neither."""
     from kipviz import codec
-    from kipviz.draw import example_value
+    from kipviz.records.examples import example_value
     t0 = 1_796_174_194_000
     frame = codec.encode_request("ShareFetch", 1, example_value("ShareFetchRequest", 1), correlation_id=1,
                                  client_id="auditor")

@@ -62,7 +62,7 @@ def zz(v: int) -> bytes:
 def hand_batch(record_bodies: list[bytes], *, base_offset=0, leader_epoch=-1, attributes=0,
                last_offset_delta=0, base_ts=0, max_ts=0, pid=-1, epoch=-1, seq=-1, count=None,
                crc=None) -> bytes:
-    """A batch laid out by hand from FACTS (e): 61-byte header, then length-prefixed records."""
+    """A batch laid out by hand from DefaultRecordBatch.java's layout: 61-byte header, then length-prefixed records."""
     recs = b"".join(zz(len(r)) + r for r in record_bodies)
     after_crc = struct.pack(">hiqqqhii", attributes, last_offset_delta, base_ts, max_ts, pid, epoch,
                             seq, len(record_bodies) if count is None else count) + recs

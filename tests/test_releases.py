@@ -1,5 +1,5 @@
 """The release matrix (versions each Kafka release serves), derived from the kit's labels, checked
-against Kafka's own 4.3-era schema files and FACTS.md (h)'s list of what 4.4 changed."""
+against Kafka's own 4.3-era schema files and docs/facts.md#kafka-44's list of what 4.4 changed."""
 from __future__ import annotations
 
 import pytest
@@ -16,7 +16,7 @@ ROOT = reference_root()
 needs_kafka = pytest.mark.skipif(ROOT is None, reason="Kafka reference schemas (../shared/kafka/message-4.3) not "
                                  "found; set KIPVIZ_KAFKA_REF to compare the release matrix with Kafka 4.3")
 
-# FACTS.md (h): request versions Kafka 4.4 added over 4.3.1 (franz-go PR #1446, ApiVersions diff of 4.4.0-rc1)
+# docs/facts.md#kafka-44: request versions Kafka 4.4 added over 4.3.1 (franz-go PR #1446, ApiVersions diff of 4.4.0-rc1)
 NEW_IN_44 = {"ApiVersions": 5, "TxnOffsetCommit": 6, "DeleteGroups": 3,
              "StreamsGroupHeartbeat": 1, "StreamsGroupDescribe": 1}
 

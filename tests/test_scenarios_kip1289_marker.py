@@ -276,8 +276,9 @@ def test_a_commit_resolves_the_staging_iff_colocated_forwarded_or_participants(s
 # ---- the flow picture ------------------------------------------------------------------------------------------
 def test_participants_flow_draws_the_marker_to_the_share_partitions_leader():
     from kipviz.draw.flows import regular_vs_share_flow
+    from kipviz.scenarios.flows import flow_runs
     from tests.test_flows import NS, column, groups, lane_of, lanes, text_of
-    f = regular_vs_share_flow(share="kip1289.marker_participants")
+    f = regular_vs_share_flow(*flow_runs(share="kip1289.marker_participants"))
     col = column(f.svg, "share")
     b0 = next(n for n in lanes(col) if n.startswith("broker 0"))
     b1 = next(n for n in lanes(col) if n.startswith("broker 1"))

@@ -3,7 +3,7 @@
 Every scenario runs with two seeds, all its checks pass and the model records no internal error.
 On top of the scenario's own checks, each test reads the recorded events (the requests and the
 response bodies that went over the simulated wire, the __consumer_offsets records) and asserts
-the error names where the KIPs put them (seed 000 for KIP-1319, seed 003 for KIP-516)."""
+the error names where the KIPs put them (their pages: docs/facts.md)."""
 from __future__ import annotations
 
 import uuid

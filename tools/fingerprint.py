@@ -73,9 +73,10 @@ def scenario_parts(name: str) -> dict:
 
 def flows_parts() -> dict:
     from kipviz.draw import flows
+    from kipviz.scenarios.flows import flow_runs, share_run
     out = {}
-    for fn in ("regular_vs_share_flow", "share_flow"):
-        pic = getattr(flows, fn)()
+    for fn, runs in (("regular_vs_share_flow", flow_runs), ("share_flow", lambda: (share_run(),))):
+        pic = getattr(flows, fn)(*runs())
         html = pic._repr_html_() if hasattr(pic, "_repr_html_") else str(pic)
         out[fn] = _h(html)
     return out

@@ -32,7 +32,7 @@ several cleaner threads, producer-id expiry's effect on RETAIN_EMPTY (every prod
 from __future__ import annotations
 
 from .. import records as rec
-from ..records.header import DELETE_HORIZON_MASK
+from ..records.header import DELETE_HORIZON_MASK, header_field, records_count
 from ..schema.events import LogCleaned
 from .log_config import cleanup_policy, segment_bytes, topic_value
 from .retention import segment_starts
@@ -171,11 +171,11 @@ class _Pass:
     def batch(self, i: int, raw: bytes) -> bytes | None:
         """Held batch i as the pass leaves it: the same bytes, rewritten ones, or None (gone)."""
         base, last, pid, _epoch, flags, _ts, _size = self.log.batch_numbers(i)
-        count = int.from_bytes(raw[57:61], "big")
+        count = records_count(raw)
         control = bool(flags & CONTROL)
         can = self.txns.can_discard(flags, pid, last, control and count == 0)
-        attrs = int.from_bytes(raw[21:23], "big")
-        horizon = int.from_bytes(raw[27:35], "big", signed=True) if attrs & DELETE_HORIZON_MASK else None
+        attrs = header_field(raw, "attributes")
+        horizon = header_field(raw, "base_timestamp") if attrs & DELETE_HORIZON_MASK else None
         discard = can and (not control or (horizon is not None and horizon <= self.now))
         # RETAIN_EMPTY: a producer's last data batch (its sequence and epoch), and the batch ending
         # at the round's upper bound (so the last offset is not lost)
@@ -223,7 +223,7 @@ def clean(cluster, topic, log, first_dirty: int, upper: int) -> LogCleaned:
     kept: list[tuple[int, bytes]] = []
     for i in range(k):
         raw = log.batches[i]
-        before_records += int.from_bytes(raw[57:61], "big")
+        before_records += records_count(raw)
         got = flt.batch(i, raw)
         if got is not None:
             kept.append((i, got))

@@ -18,8 +18,9 @@ from ..errors import DecodeError
 from ..records import group_coordinator_partition, transaction_coordinator_partition
 from ..schema import events as ev
 from ..schema import registry
-from ..schema.coordinator_type import CoordinatorType
-from ..schema.error_codes import CODE
+from ..schema.coordinators import GROUP_KEY, TRANSACTION_KEY, coordinator_key_type
+from ..schema.error_codes import CODE, error_codes
+from ..schema.topics import CONSUMER_OFFSETS, INTERNAL_TOPICS, TRANSACTION_STATE
 from ..uuids import random_uuid, to_kafka_str
 from .authorizer import Authorizer
 from .clock import VirtualClock
@@ -29,10 +30,10 @@ from .groups import GroupCoordinator
 from .handlers import CLOSE, DEFERRED, HANDLERS, Request, api_versions, load_all
 from .machine import Machine
 from .replicas import ReplicaManager
-from .respond import error_codes, error_response
+from .respond import error_response
 from .shares import ShareCoordinator
 from .tables.topic_id import TABLE as TOPIC_ID
-from .topics import INTERNAL, INTERNAL_TOPIC_CONFIGS, TopicRegistry
+from .topics import INTERNAL_TOPIC_CONFIGS, TopicRegistry
 from .transactions import TransactionCoordinator
 
 CLIENT_IDS_MAX = 10_000      # connections whose client.id is kept (a live server's are unbounded)
@@ -70,7 +71,7 @@ class Cluster:
         self.request_host: str | None = None
         self.authorizer = Authorizer(cfg.acls, cfg.super_users, cfg.allow_everyone_if_no_acl_found)
         load_all()
-        for name, n in zip(INTERNAL, (cfg.offsets_topic_partitions, cfg.transaction_topic_partitions,
+        for name, n in zip(INTERNAL_TOPICS, (cfg.offsets_topic_partitions, cfg.transaction_topic_partitions,
                                       cfg.share_state_topic_partitions), strict=True):
             self.topics.create(name, n, self.now, internal=True).configs.update(INTERNAL_TOPIC_CONFIGS[name])
 
@@ -325,12 +326,12 @@ class Cluster:
                                          self.request_host if host is None else host)
 
     def coordinator_partition(self, key_type: int, key: str) -> tuple[str, int]:
-        """(internal topic, partition) owning a group (CoordinatorType.GROUP) or a transactional id
-        (CoordinatorType.TRANSACTION)."""
-        if key_type == CoordinatorType.TRANSACTION:
-            return "__transaction_state", transaction_coordinator_partition(
+        """(internal topic, partition) owning a group (GROUP_KEY) or a transactional id
+        (TRANSACTION_KEY)."""
+        if key_type == TRANSACTION_KEY:
+            return TRANSACTION_STATE, transaction_coordinator_partition(
                 key, self.config.transaction_topic_partitions)
-        return "__consumer_offsets", group_coordinator_partition(key, self.config.offsets_topic_partitions)
+        return CONSUMER_OFFSETS, group_coordinator_partition(key, self.config.offsets_topic_partitions)
 
     def coordinator_broker(self, key_type: int, key: str) -> int:
         """The broker leading the partition that owns `key` (coordinator_partition)."""
@@ -385,7 +386,7 @@ class Cluster:
     def _dispatch(self, frame, broker, client, principal, listener, host) -> tuple[str, bytes]:
         try:
             unknown = api_versions.unknown_version(self.config, frame)     # answered in v0, body unread
-            req = None if unknown is not None else codec.decode_request(frame, trailing_ok=True)  # FACTS (i)
+            req = None if unknown is not None else codec.decode_request(frame, trailing_ok=True)  # as AbstractRequest.parseRequest
         except DecodeError as e:
             return "close", self._malformed(frame, e, broker, client)
         except Exception as e:  # noqa: BLE001 - a bytes-level bug must still not escape
@@ -451,15 +452,15 @@ class Cluster:
         return codec.decode_response(out, api, version)["body"]
 
     def _route(self, api: str, body: dict) -> int:
-        if api in ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
-                   "TxnOffsetCommit", "ConsumerGroupHeartbeat", "DescribeGroups", "ConsumerGroupDescribe"):
+        kind = coordinator_key_type(api)        # kipviz.schema.coordinators: one table with the pictures
+        if kind == GROUP_KEY:
             gid = body.get("GroupId") or next(iter(body.get("Groups") or body.get("GroupIds") or []), None)
             if isinstance(gid, dict):
                 gid = gid.get("GroupId")
             if isinstance(gid, str):
-                return self.coordinator_broker(CoordinatorType.GROUP, gid)
-        if api in ("InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn") and body.get("TransactionalId"):
-            return self.coordinator_broker(CoordinatorType.TRANSACTION, body["TransactionalId"])
+                return self.coordinator_broker(GROUP_KEY, gid)
+        if kind == TRANSACTION_KEY and body.get("TransactionalId"):
+            return self.coordinator_broker(TRANSACTION_KEY, body["TransactionalId"])
         return 0
 
     def _respond(self, broker, client, api, version, cid, body) -> bytes:
@@ -490,7 +491,7 @@ class Cluster:
 
     def _malformed(self, frame: bytes, err: DecodeError, broker: int, client: str) -> bytes:
         """A request that cannot be parsed: RequestContext.parseRequest throws InvalidRequestException
-        and SocketServer's Processor closes the connection (FACTS (i)); nothing is answered."""
+        and SocketServer's Processor closes the connection (clients/.../requests/RequestContext.java); nothing is answered."""
         api, version = "", -1
         try:
             key, v = struct.unpack_from(">hh", codec.unframe(bytes(frame)), 0)

@@ -1,4 +1,4 @@
-"""Cluster settings, with released Kafka's defaults (../shared/kafka/FACTS.md, 'Other defaults')."""
+"""Cluster settings, with released Kafka's defaults (docs/facts.md#defaults-the-model-uses)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -15,7 +15,7 @@ __all__ = ["Acl", "ClusterConfig", "served_versions", "SHARE_MARKER_ROUTINGS", "
 SHARE_MARKER_ROUTINGS: dict[str, dict] = {
     "page": {"source": "KIP-1289", "label": "KIP-1289 as written",
              "what": "the broker receiving the marker for __share_group_state-N resolves only the share "
-                     "partitions it leads (seed 004, 'Existing RPCs NOT changed': the hook \"broadcasts to all "
+                     "partitions it leads (the KIP-1289 page, 'Existing RPCs NOT changed': the hook \"broadcasts to all "
                      "SharePartition instances on that broker\")"},
     "forward-to-leader": {"source": "kit", "label": "the kit's suggestion, not KIP-1289",
                           "what": "the broker receiving the marker forwards it to the leader of every share "

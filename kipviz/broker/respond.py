@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ..codec.defaults import struct_default
 from ..schema import registry
-from ..schema.error_codes import error_codes  # noqa: F401 - one function, in schema; cluster imports it here
 from ..schema.resolve import resolve
 
 # fields that identify an element and are copied from the request into the mirrored response

@@ -21,7 +21,7 @@ point at the log start).
 A log addresses its records by absolute offset (`log.entries[offset]`, `len(log.entries)` is the
 log end offset) whatever was released; iteration sees the records still held only. The
 sample-data generator releases written prefixes through the same `release`
-(kipviz.sampledata.retention)."""
+(kipviz.sampledata.writer)."""
 from __future__ import annotations
 
 from ..schema import events as ev

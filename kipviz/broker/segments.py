@@ -34,6 +34,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
+from ..records.header import header_field
 from .replicas import partition_metadata
 
 INDEX_INTERVAL_BYTES = 4096      # index.interval.bytes (LogConfig.DEFAULT_INDEX_INTERVAL_BYTES)
@@ -196,7 +197,7 @@ class FileStore:
                 if new:
                     self._time_entry(new[-1], force=True)
                 new.append(_Segment(groups[g], ".cleaned"))
-            last = base + int.from_bytes(raw[23:27], "big")
+            last = base + header_field(raw, "last_offset_delta")
             pos_of.append(self._write(new[-1], raw, last, ts))
             seg_of.append(len(new) - 1)
             len_of.append(len(raw))

@@ -1,4 +1,4 @@
-"""KIP-1289 (PROPOSED) metrics, computed from the event log only (seed 004, "Metrics").
+"""KIP-1289 (PROPOSED) metrics, computed from the event log only (the KIP-1289 page, "Metrics").
 
     metrics(cluster.events)                      # {name: value}
     time_series(cluster.events)                  # [(t, TxnPendingRecordsCount)] after each change
@@ -21,6 +21,8 @@ Derived as follows (names as the KIP gives them):
 from __future__ import annotations
 
 import math
+
+from ..schema.topics import SHARE_GROUP_STATE, TRANSACTION_STATE
 
 TX_PENDING = "TX_PENDING"
 MACHINE = "share-record"
@@ -96,7 +98,7 @@ def _ack_stats(events: list) -> tuple[list[int], dict, int, int, int]:
             t0 = received.pop((e.broker, e.client, e.correlation_id), None)
             if t0 is not None:
                 latency.append(e.t - t0)
-        elif k == "RecordAppended" and e.topic == "__transaction_state" and isinstance(e.record, dict):
+        elif k == "RecordAppended" and e.topic == TRANSACTION_STATE and isinstance(e.record, dict):
             tid = (e.record.get("key") or {}).get("TransactionalId")
             value = e.record.get("value")
             if tid is not None:
@@ -125,7 +127,7 @@ def metrics(events) -> dict:
         "TxnShareAcknowledgeRequestLatencyMs": {"count": len(latency), "max": max(latency, default=0),
                                                 "p99": _p99(latency)},
         "TransactionPartitionsCount": len(parts),
-        "ShareStatePartitionsInTransactions": sum(1 for t, _ in parts if t == "__share_group_state"),
+        "ShareStatePartitionsInTransactions": sum(1 for t, _ in parts if t == SHARE_GROUP_STATE),
         "share-ack-txn-send-rate": sent / span_s,
         "share-ack-txn-send-error-rate": failed / span_s,
         "share-group-metadata-fetch-rate": fetched / span_s,

@@ -1,6 +1,6 @@
 """One share partition (KIP-932): the in-flight records of one (share group, topic partition).
 
-Source: core/src/main/java/kafka/server/share/SharePartition.java (FACTS.md (a)). Every record-state
+Source: core/src/main/java/kafka/server/share/SharePartition.java. Every record-state
 change fires a row of kipviz/broker/tables/share_record.py and is recorded as a StateChanged event
 keyed "group/topic-partition@offset".
 
@@ -13,12 +13,12 @@ keyed "group/topic-partition@offset".
 * Delivery limit (group.share.delivery.count.limit, default 5): a move to AVAILABLE with
   deliveryCount >= limit becomes ARCHIVED (InFlightState.tryUpdateState); the count is not
   increased for ARCHIVED.
-* NEWEST behaviour modelled (KAFKA-17541 [2/2], PR #20837, Nov 2025, FACTS POST-SNAPSHOT): when
+* NEWEST behaviour modelled (KAFKA-17541 [2/2], PR #20837, Nov 2025, docs/facts.md#changes-after-the-kits-source-snapshot): when
   re-acquiring a run of AVAILABLE records whose deliveryCount is already >= 3 only half the run
   (rounded up) is handed out, and on the last attempt (deliveryCount == limit - 1) only one offset.
   OLDER behaviour (the 2024-10 snapshot, Kafka 4.0/4.1): the whole run is re-acquired whatever its
   count. Not modelled: KAFKA-17541 [1/2]'s DeliveryCountOps.DECREASE (a delivery is given back when
-  records are released "without real processing"); FACTS does not say exactly when the broker
+  records are released "without real processing"); no source the kit could check says when the broker
   decides that, so every acquisition counts here.
 * acknowledge(member, batches): all or nothing -- every batch is validated against a staged copy
   first; an error leaves every record untouched (Kafka's rollbackOrProcessStateUpdates).
@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..schema.events import StateChanged
+from ..schema.topics import SHARE_GROUP_STATE
 from .tables import share_record as sr
 
 EMPTY_MEMBER = "AAAAAAAAAAAAAAAAAAAAAA"   # Uuid.ZERO_UUID.toString()
@@ -300,7 +301,7 @@ class SharePartition:
     # ---- KIP-1289 (proposed): transactional acknowledgements -----------------------------------
     def plan_txn(self, member: str, batches: list[dict]) -> list[tuple[int, str]]:
         """Validate TxnShareAcknowledge batches without touching a record: [(offset, commit event)].
-        Only ACCEPT (1) and REJECT (3) are allowed in a transaction (seed 004 corner case 10);
+        Only ACCEPT (1) and REJECT (3) are allowed in a transaction (the KIP-1289 page's corner case 10);
         every offset must be ACQUIRED by `member`. Raises AckError (INVALID_RECORD_STATE /
         INVALID_REQUEST)."""
         out: list[tuple[int, str]] = []
@@ -342,7 +343,7 @@ class SharePartition:
             from ..records import share_coordinator_partition
             n = self._state_partition = share_coordinator_partition(
                 self.group_id, self.topic_id, self.partition, self.cluster.config.share_state_topic_partitions)
-        return self.cluster.topics.partition("__share_group_state", n)
+        return self.cluster.topics.partition(SHARE_GROUP_STATE, n)
 
     def _state_leader_epoch(self) -> int:
         log = self._state_log()
@@ -371,7 +372,7 @@ class SharePartition:
         return hit
 
     def reload_from_state(self, why: str = "broker restart") -> list[int]:
-        """The share-partition leader restarted (seed 004 corner case 1): the in-memory cache is
+        """The share-partition leader restarted (the KIP-1289 page's corner case 1): the in-memory cache is
         rebuilt from the persisted __share_group_state records (the last ShareSnapshot and the
         ShareUpdates after it). ACQUIRED and TX_PENDING were persisted as AVAILABLE (state_batches),
         so every record in flight comes back AVAILABLE (or is fetched again from the log) and is
@@ -385,7 +386,7 @@ class SharePartition:
         for e in (log.entries if log is not None else []):
             if e.control is not None or e.key is None or e.value is None:
                 continue
-            d = decode_internal(e.key, e.value, "__share_group_state")
+            d = decode_internal(e.key, e.value, SHARE_GROUP_STATE)
             k, v = d["key"], d["value"]
             if (k.get("GroupId"), k.get("TopicId"), k.get("Partition")) != (self.group_id, self.topic_id, self.partition):
                 continue

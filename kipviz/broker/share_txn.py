@@ -1,4 +1,4 @@
-"""KIP-1289 (PROPOSED, voting; seed 004, FACTS (a) "KIP-1289 draft semantics"): share-group
+"""KIP-1289 (PROPOSED, voting; docs/facts.md#kip-1289s-draft-semantics): share-group
 acknowledgements staged inside a producer transaction.
 
 Nothing here is in released Kafka. The RPC (TxnShareAcknowledge) is served only at
@@ -26,7 +26,7 @@ Staging (`stage`, the share-partition leader's side of TxnShareAcknowledge), in 
 6. ACQUIRED -> TX_PENDING (txn-stage) with the staging (producer id, epoch) on each record.
 
 Markers (`on_marker`, called from the WriteTxnMarkers hook for __share_group_state-N on the
-broker that received the marker, N's leader). As the KIP is written (seed 004, "Existing RPCs NOT
+broker that received the marker, N's leader). As the KIP is written (the KIP-1289 page, "Existing RPCs NOT
 changed": the hook "broadcasts to all SharePartition instances on that broker";
 config.share_marker_routing "page", the default) only the share partitions THAT broker leads are
 reached; a share partition led elsewhere keeps its records TX_PENDING until the lock expires
@@ -48,11 +48,11 @@ from __future__ import annotations
 
 from ..records import share_coordinator_partition
 from ..schema.error_codes import CODE
+from ..schema.topics import SHARE_GROUP_STATE as SHARE_STATE_TOPIC
 from .config import KIT_SUGGESTION
 from .share_partition import AckError
 
-SHARE_STATE_TOPIC = "__share_group_state"
-OPERATION_NOT_ATTEMPTED = 55
+OPERATION_NOT_ATTEMPTED = CODE["OPERATION_NOT_ATTEMPTED"]
 STATUS = "proposed"
 KIP = "KIP-1289"
 
@@ -180,7 +180,7 @@ def on_marker(cluster, partition: int, producer_id: int, commit: bool, producer_
     how many records moved (0 for a duplicate/stale marker).
 
     Which share partitions it reaches is config.share_marker_routing (SHARE_MARKER_ROUTINGS):
-    "page" (KIP-1289 as written, seed 004 "Existing RPCs NOT changed": the hook "broadcasts to all
+    "page" (KIP-1289 as written, its page's "Existing RPCs NOT changed": the hook "broadcasts to all
     SharePartition instances on that broker") resolves only the share partitions that broker leads;
     records staged on a share partition led by another broker stay TX_PENDING until their lock
     expires (kip1289.marker_not_colocated). "forward-to-leader" (the kit's suggestion, not the KIP's)

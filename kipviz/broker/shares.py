@@ -39,10 +39,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..records import encode_internal, share_coordinator_partition
+from ..schema.topics import SHARE_GROUP_STATE
 from ..uuids import ZERO_UUID
 from .share_partition import SharePartition
 
-SHARE_STATE_TOPIC = "__share_group_state"
+SHARE_STATE_TOPIC = SHARE_GROUP_STATE
 UPDATES_PER_SNAPSHOT = 500
 
 

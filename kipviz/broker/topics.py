@@ -17,12 +17,11 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from .. import records as rec
-from ..records.header import CONTROL_MASK, HEADER, TRANSACTIONAL_MASK
-from ..schema.topics import INTERNAL_TOPICS
+from ..records.header import CONTROL_MASK, HEADER, TRANSACTIONAL_MASK, records_count
+from ..schema.topics import CONSUMER_OFFSETS, INTERNAL_TOPICS, SHARE_GROUP_STATE, TRANSACTION_STATE
 from ..uuids import random_uuid
 from .segments import MemoryStore
 
-INTERNAL = INTERNAL_TOPICS
 # The topic configs the coordinators create their topics with (defaults of the segment settings:
 # 100 MiB each). group-coordinator/.../GroupCoordinatorService.groupMetadataTopicConfigs (compact,
 # compression producer, offsets.topic.segment.bytes); core/.../coordinator/transaction/
@@ -31,10 +30,10 @@ INTERNAL = INTERNAL_TOPICS
 # brokers are few); share-coordinator/.../ShareCoordinatorService.shareGroupStateTopicConfigs ("delete" as
 # defined in KIP-932, compression producer, share.coordinator.state.topic.segment.bytes).
 INTERNAL_TOPIC_CONFIGS = {
-    "__consumer_offsets": {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"},
-    "__transaction_state": {"cleanup.policy": "compact", "compression.type": "uncompressed",
+    CONSUMER_OFFSETS: {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"},
+    TRANSACTION_STATE: {"cleanup.policy": "compact", "compression.type": "uncompressed",
                             "segment.bytes": "104857600", "unclean.leader.election.enable": "false"},
-    "__share_group_state": {"cleanup.policy": "delete", "compression.type": "producer", "segment.bytes": "104857600"},
+    SHARE_GROUP_STATE: {"cleanup.policy": "delete", "compression.type": "producer", "segment.bytes": "104857600"},
 }
 TXN, CONTROL, COMMIT, ABORTED = 1, 2, 4, 8          # per-batch flags
 GAPS = 16          # a batch the log cleaner rewrote: its records no longer fill base..last (kipviz.broker.cleaner)
@@ -367,7 +366,7 @@ class PartitionLog:
         if not self._flags[i] & GAPS:
             return range(self._base[i], self._last[i] + 1)
         if self._flags[i] & CONTROL:
-            return [self._base[i]] if self.store.get(i)[57:61] != b"\0\0\0\0" else []
+            return [self._base[i]] if records_count(self.store.get(i)) != 0 else []
         return [r["offset"] for r in self.decoded(self._base[i])]
 
     def holds(self, offset: int) -> bool:
@@ -591,7 +590,7 @@ class TopicRegistry:
         while tid in self.by_id:
             tid = random_uuid(self._rng)
         logs = [self.new_log(name, p, tid, p % self._brokers) for p in range(partitions)]
-        topic = Topic(name, tid, logs, now, internal or name in INTERNAL)
+        topic = Topic(name, tid, logs, now, internal or name in INTERNAL_TOPICS)
         self.by_name[name] = topic
         self.by_id[tid] = topic
         self._metric_names.setdefault(name.replace(".", "_"), []).append(name)

@@ -5,7 +5,7 @@
     cluster.txns.check_produce(...)     # hook for the Produce handler (KIP-890 verification / TV2 add)
     cluster.txns.verify_txn_offset_commit(...)   # hook for the TxnOffsetCommit handler
 
-What it does, after released Kafka (FACTS (d); `TransactionCoordinator.scala`,
+What it does, after released Kafka (`TransactionCoordinator.scala`,
 `TransactionMetadata.scala`, `TransactionStateManager.scala`, `AddPartitionsToTxnManager.scala`):
 
 * InitProducerId: producer ids come in blocks of 1000 per broker (like the KRaft controller
@@ -35,7 +35,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..codec.fit import complete_body  # noqa: F401 - moved to codec; callers import it from here
 from ..records import encode_internal
 from ..records.control import CONTROL_TYPE_IDS, control_key, end_txn_marker_value
 from ..schema import events as ev
@@ -52,8 +51,8 @@ EXPIRATION_SCAN_MS = 3600 * 1000     # transaction.remove.expired.transaction.cl
 
 NONE = 0
 E = CODE
-OPERATION_NOT_ATTEMPTED = 55   # Errors.OPERATION_NOT_ATTEMPTED (not in kipviz.schema.error_codes yet)
-NETWORK_EXCEPTION = 13         # Errors.NETWORK_EXCEPTION
+OPERATION_NOT_ATTEMPTED = CODE["OPERATION_NOT_ATTEMPTED"]
+NETWORK_EXCEPTION = CODE["NETWORK_EXCEPTION"]         # Errors.NETWORK_EXCEPTION
 
 
 class InitProducerIdResult(NamedTuple):
@@ -200,7 +199,7 @@ class TransactionCoordinator:
                      "TransactionTimeoutMs": txn.timeout_ms, "TransactionStatus": table.STATE_IDS[state],
                      "TransactionPartitions": parts, "TransactionLastUpdateTimestampMs": txn.last_update_ms,
                      "TransactionStartTimestampMs": txn.start_ms, "ClientTransactionVersion": txn.client_tv}
-            # transaction.version >= 1 writes the flexible value (version 1), FACTS (d)
+            # transaction.version >= 1 writes the flexible value (version 1), TransactionLog.scala
             key, value_bytes = encode_internal("TransactionLog", key_fields, value, value_version=1)
         # the decoded view, as kipviz.records.decode_internal gives it (built, not re-decoded)
         view = {"topic": topic, "record": "TransactionLog", "record_type": 0, "key_version": 0,
@@ -346,7 +345,7 @@ class TransactionCoordinator:
 
     # ---- KIP-1289 (proposed): share-state partitions in a transaction -----------------------
     def check_share_ack_producer(self, transactional_id: str, producer_id: int, producer_epoch: int) -> int:
-        """Read-only fencing check for TxnShareAcknowledge (seed 004 corner cases 3 and 14): the
+        """Read-only fencing check for TxnShareAcknowledge (the KIP-1289 page's corner cases 3 and 14): the
         producer id/epoch must be the transactional id's current ones. Unknown id ->
         TRANSACTIONAL_ID_NOT_FOUND; other producer id -> INVALID_PRODUCER_ID_MAPPING; older epoch
         -> PRODUCER_FENCED; newer epoch -> INVALID_PRODUCER_EPOCH; a transaction that is already
@@ -486,7 +485,7 @@ class TransactionCoordinator:
 
     def verify_txn_offset_commit(self, transactional_id: str, producer_id: int, producer_epoch: int,
                                  group_id: str, version: int) -> int:
-        """For the TxnOffsetCommit handler (group coordinator, FACTS (c) 'Service layer'): verify
+        """For the TxnOffsetCommit handler (group coordinator: group-coordinator/.../GroupCoordinatorService.java): verify
         the group's __consumer_offsets partition is in the transaction (KIP-890 part 1), or add it
         (v5+ under transaction version 2). apiVersion >= 4 gets TRANSACTION_ABORTABLE, older
         versions INVALID_TXN_STATE; PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH; the result
@@ -518,7 +517,7 @@ class TransactionCoordinator:
 
     def _end_tv1(self, txn: TxnMetadata, producer_id: int, producer_epoch: int, commit: bool,
                  from_client: bool) -> tuple[int, int, int]:
-        """endTransactionWithTV1: FACTS (d) 'Error order in endTransaction'."""
+        """endTransactionWithTV1 (TransactionCoordinator.scala), in its order of errors."""
         fail = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
         state = txn.state
         fence = state == "PrepareEpochFence"

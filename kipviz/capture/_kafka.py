@@ -90,8 +90,8 @@ def _decodes(data: bytes, start: int, end: int, spec, version: int, side: str) -
     decoders take an end bound, so no slice of the stream is copied."""
     header, body = _plans(spec, version, side)
     try:
-        _, pos = header._decoder()(data, start, end)
-        _, stop = body._decoder()(data, pos, end)
+        _, pos = header.decoder()(data, start, end)
+        _, stop = body.decoder()(data, pos, end)
     except Exception:  # noqa: BLE001 - any failure means: not a frame start
         return False
     return stop == end

@@ -15,6 +15,7 @@ from .outputs import check_out
 
 
 def cmd_list(args) -> int:
+    """`kipviz list`: the messages, their versions and each version's status."""
     from ..schema import registry, releases
     release = releases.check(args.release) if args.release is not None else None
     rows = catalog()
@@ -39,6 +40,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_decode(args) -> int:
+    """`kipviz decode`: a message's bytes (--hex or --file) decoded, or where they go wrong."""
     if (args.hex is None) == (args.file is None):
         raise KipvizError("give exactly one of --hex or --file")
     codec.plan(args.name, args.version)     # an unknown name or version is not about bytes: no "at byte 0"
@@ -100,6 +102,7 @@ def _export(graph, fmt: str, out: str | None, title: str) -> None:
 
 
 def cmd_wire(args) -> int:
+    """`kipviz wire`: a message version's byte layout as a picture."""
     from ..draw import wire_diagram
     version = args.version if args.version is not None else _latest(args.name)
     graph = wire_diagram(args.name, version, header=not args.no_header, example=True if args.example else None)
@@ -108,6 +111,7 @@ def cmd_wire(args) -> int:
 
 
 def cmd_diff(args) -> int:
+    """`kipviz diff`: what changed between two versions of a message, as text or a picture."""
     from ..draw import diff_diagram, version_diff
     if args.format == "text":
         rows = version_diff(args.name, args.a, args.b, errors=True)
@@ -121,6 +125,7 @@ def cmd_diff(args) -> int:
 
 
 def cmd_scenarios(args) -> int:
+    """`kipviz scenarios`: the scenarios by name, with their KIP and status."""
     from .. import scenarios
     rows = scenarios.catalog()
     if args.name:
@@ -254,6 +259,8 @@ def _write_scenario_files(sc, trace, args) -> None:
 
 
 def cmd_scenario(args) -> int:
+    """`kipviz scenario`: run one scenario, print what it checked, write the files asked for;
+    status 1 when a check failed."""
     from .. import scenarios
     sc = scenarios.get(args.name)              # bad input is refused before anything runs
     _check_scenario_args(args)
@@ -275,6 +282,7 @@ class _MachineHelp(str):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `kipviz` command's argument parser, every command group's sub-commands added."""
     p = _Parser(prog="kipviz", description="Explore Kafka's wire protocol from the kit's definitions.")
     sub = p.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("list", help="messages, versions and their status (released/accepted/proposed)")
@@ -363,6 +371,7 @@ def _was_interrupted() -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the `kipviz` command; its exit status (a kit error is one line on stderr, status 2)."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -19,6 +19,7 @@ KIT_NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"      # kipviz/
 
 
 def default_sources() -> list[Path]:
+    """The kit's own notebooks folder; KipvizError when the package has none beside it."""
     if not KIT_NOTEBOOKS.is_dir():
         raise KipvizError(f"no notebooks folder next to the kipviz package ({KIT_NOTEBOOKS}); "
                           "name the notebooks or their folder: kipviz export PATH ...")
@@ -64,6 +65,7 @@ def _stop(code: int) -> None:
 
 
 def cmd_export(args) -> int:
+    """`kipviz export`: the notebooks run and written as a static HTML site."""
     from ..course.export import export_site, find_notebooks
     if args.timeout <= 0:
         raise KipvizError(f"--timeout must be a positive number of seconds, got {args.timeout}")
@@ -99,6 +101,7 @@ def cmd_export(args) -> int:
 
 
 def add_export(sub) -> None:
+    """Add the `export` command to the parser's sub-commands."""
     ex = sub.add_parser("export", help="the notebooks as a static HTML site (run, with outputs; animations play "
                                        "without a kernel; nothing fetched from the internet)")
     ex.add_argument("sources", nargs="*", metavar="NOTEBOOK",

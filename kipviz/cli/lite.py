@@ -11,6 +11,7 @@ from pathlib import Path
 
 
 def cmd_lite(args) -> int:
+    """`kipviz lite`: build the JupyterLite site that runs the notebooks in the browser."""
     from ..lite.site import build_site
     site = build_site(args.output, sources=Path(args.notebooks) if args.notebooks else None,
                       progress=None if not args.quiet else (lambda line: None))
@@ -19,6 +20,7 @@ def cmd_lite(args) -> int:
 
 
 def add_lite(sub) -> None:
+    """Add the `lite` command to the parser's sub-commands."""
     p = sub.add_parser("lite", help="the notebooks as a JupyterLite site that runs in the browser with no server "
                                     "(Pyodide; built from PyPI and npm, then works offline)")
     p.add_argument("-o", "--output", default="site", metavar="DIR",

@@ -10,6 +10,7 @@ import sys
 
 
 def cmd_review(args) -> int:
+    """`kipviz review`: the design review of a schema file (exit 1 when it finds errors)."""
     from ..review import review
     if args.html:
         from .outputs import check_out
@@ -23,6 +24,7 @@ def cmd_review(args) -> int:
 
 
 def add_review(sub) -> None:
+    """Add the `review` command to the parser's sub-commands."""
     rv = sub.add_parser("review", help="review a new or changed schema file (a KIP draft): validation, "
                                        "compatibility findings, diff, wire diagrams, example (exit 1 on errors)")
     rv.add_argument("schema", help="the schema file to review, e.g. TxnShareAcknowledgeRequest.json")

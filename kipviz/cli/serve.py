@@ -27,6 +27,7 @@ DEFAULT_SEGMENT_BYTES = 1024 * 1024
 
 
 def cmd_serve(args) -> int:
+    """`kipviz serve`: the cluster model on real sockets, until interrupted."""
     from ..schema.releases import RELEASES
     from ..serve import Server
     if args.release is not None and args.release not in RELEASES:
@@ -155,6 +156,7 @@ ACCESS_FLAGS = (
 
 
 def add_serve(sub) -> None:
+    """Add the `serve` command to the parser's sub-commands."""
     sv = sub.add_parser("serve", help="run the cluster model on real sockets for real Kafka clients")
     sv.add_argument("--brokers", type=int, default=1, help="modelled brokers, one listener each (default 1)")
     sv.add_argument("--host", default="127.0.0.1",

@@ -26,6 +26,7 @@ BUNDLED = {
 
 
 def cmd_sample_data(args) -> int:
+    """`kipviz sample-data`: run a workload or scenario and write its logs as Parquet."""
     from ..sampledata import generate
     if args.all:
         if args.scenario or args.records is not None:
@@ -125,6 +126,7 @@ def _source(directory: str, master: str | None, remote: str | None = None):
 
 
 def cmd_analyze(args) -> int:
+    """`kipviz analyze`: the Spark analyses of a sample-data folder (or a live cluster)."""
     if args.html:
         from .outputs import check_out
         check_out(args.html)
@@ -138,6 +140,7 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_verify_eos(args) -> int:
+    """`kipviz verify-eos`: the exactly-once verification in Spark; its verdict sets the exit status."""
     from ..spark.eos import verdict_lines, verify_eos
     res = verify_eos(_source(args.directory, args.master, args.remote), group=args.group, input_topic=args.input_topic,
                      output_topic=args.output_topic, allowed_at_least_once=not args.strict)
@@ -148,6 +151,7 @@ def cmd_verify_eos(args) -> int:
 
 
 def add_spark(sub) -> None:
+    """Add the `sample-data`, `analyze` and `verify-eos` commands to the parser's sub-commands."""
     sd = sub.add_parser("sample-data", help="run a workload or scenario on the model and write its logs as Parquet "
                                             "(Kafka-source topic datasets, batches, requests, events)")
     sd.add_argument("--scenario", help="regular_eos, share_eos, kip1319, kip516, or any `kipviz scenarios` name")

@@ -20,7 +20,7 @@ from ..schema.error_codes import CODE, NAME, RETRIABLE
 from ..uuids import ZERO_UUID
 
 E = CODE
-NETWORK_EXCEPTION = 13
+NETWORK_EXCEPTION = CODE["NETWORK_EXCEPTION"]
 
 # client-side caps that are not "newest non-proposed version"
 CLIENT_MAX = {"AddPartitionsToTxn": 3}      # v4+ is the broker-to-coordinator form (KIP-890)

@@ -49,7 +49,7 @@ from .base import (  # noqa: F401 - re-exported
     error_text,
 )
 
-DUPLICATE_SEQUENCE_NUMBER = 46
+DUPLICATE_SEQUENCE_NUMBER = E["DUPLICATE_SEQUENCE_NUMBER"]
 
 TV1_MAX = {"EndTxn": 4, "TxnOffsetCommit": 4, "Produce": 11}
 
@@ -542,7 +542,7 @@ class Producer(ClientBase):
         One TxnShareAcknowledge per share-partition leader (found through Metadata). If the
         broker does not advertise TxnShareAcknowledge (share.version 1, old broker) this raises
         UnsupportedVersionError at once, with no bytes sent and the transaction still open, so the
-        caller can abort it (seed 004 corner case 9). Model simplification: the call waits for the
+        caller can abort it (the KIP-1289 page's corner case 9). Model simplification: the call waits for the
         answers (Kafka's Sender would report errors at commit/abort); STALE_MEMBER_EPOCH /
         UNKNOWN_MEMBER_ID raise CommitFailedError and INVALID_RECORD_STATE AbortableError
         (abortable), PRODUCER_FENCED / INVALID_PRODUCER_EPOCH ProducerFencedError (fatal)."""
@@ -696,7 +696,7 @@ class Producer(ClientBase):
         self._set_state("READY", what)
 
 
-OPERATION_NOT_ATTEMPTED_CODE = 55
+OPERATION_NOT_ATTEMPTED_CODE = E["OPERATION_NOT_ATTEMPTED"]
 
 
 def _group_metadata(gm) -> dict:

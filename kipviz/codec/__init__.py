@@ -35,6 +35,7 @@ __all__ = ["encode", "decode", "annotate", "DecodeError", "EncodeError", "Span",
 
 
 def plan(name: str | MessageSpec, version: int) -> Plan:
+    """The compiled plan of message `name` at `version`; UnknownMessageError for a version it lacks."""
     spec = registry.get(name)
     if isinstance(version, bool) or not isinstance(version, int) or version not in spec.valid:
         raise UnknownMessageError(f"{spec.name} has no version {version!r} (valid: {spec.valid})")
@@ -42,6 +43,7 @@ def plan(name: str | MessageSpec, version: int) -> Plan:
 
 
 def encode(name: str | MessageSpec, version: int, value: dict) -> bytes:
+    """A message value's bytes at `version` (no header, no frame)."""
     try:
         p = plan(name, version)
     except UnknownMessageError as e:
@@ -50,6 +52,7 @@ def encode(name: str | MessageSpec, version: int, value: dict) -> bytes:
 
 
 def decode(name: str | MessageSpec, version: int, data: bytes) -> dict:
+    """A message's value from its bytes at `version`; DecodeError names the offset and field."""
     try:
         p = plan(name, version)
     except UnknownMessageError as e:
@@ -58,6 +61,7 @@ def decode(name: str | MessageSpec, version: int, data: bytes) -> dict:
 
 
 def annotate(name: str | MessageSpec, version: int, data: bytes) -> list[Span]:
+    """Every byte range of an encoded message, as Spans (offset, field path, wire type, value)."""
     try:
         p = plan(name, version)
     except UnknownMessageError as e:

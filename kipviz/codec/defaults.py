@@ -23,4 +23,5 @@ def default_value(f: VField):
 
 
 def struct_default(fields: tuple[VField, ...]) -> dict:
+    """A struct's value with every field at its default."""
     return {f.name: default_value(f) for f in fields}

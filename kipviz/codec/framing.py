@@ -5,7 +5,7 @@ import struct
 
 from ..errors import DecodeError, EncodeError, UnknownMessageError
 from ..schema import registry
-from ..schema.headers import request_header_version, response_header_version  # noqa: F401 - moved to schema
+from ..schema.headers import request_header_version, response_header_version
 from ..schema.model import MessageSpec
 from .plan import Span, plan_for
 
@@ -14,10 +14,13 @@ _HH = struct.Struct(">hh")
 
 
 def frame(payload: bytes) -> bytes:
+    """The payload behind its int32 size prefix, as it goes on the wire."""
     return _I.pack(len(payload)) + payload
 
 
 def unframe(data: bytes) -> bytes:
+    """The payload of one size-prefixed frame; DecodeError if the size is missing, negative or
+    disagrees with the bytes that follow."""
     if len(data) < 4:
         raise DecodeError(f"needs 4 bytes for the frame size, only {len(data)} left", 0, "size")
     size, = _I.unpack_from(data, 0)
@@ -62,6 +65,8 @@ def _body_version(spec: MessageSpec, version: int, err) -> None:
 
 def encode_request(api, version: int, body: dict, *, correlation_id: int = 0,
                    client_id: str | None = "kipviz", framed: bool = True) -> bytes:
+    """A request's bytes: the request header (api key, version, correlation id, client id) then
+    the body, framed unless framed=False."""
     spec = _spec(api, "request")
     _body_version(spec, version, EncodeError)
     hv = request_header_version(spec, version)
@@ -77,6 +82,8 @@ def encode_request(api, version: int, body: dict, *, correlation_id: int = 0,
 
 def encode_response(api, version: int, body: dict, *, correlation_id: int = 0,
                     framed: bool = True) -> bytes:
+    """A response's bytes: the response header (correlation id) then the body, framed unless
+    framed=False."""
     spec = _spec(api, "response")
     _body_version(spec, version, EncodeError)
     w = bytearray()
@@ -128,7 +135,7 @@ def decode_request(data, *, framed: bool = True, trailing_ok: bool = False) -> d
     """Decode a whole request: {api, message, version, header_version, correlation_id, header, body}.
     trailing_ok: bytes after the body are ignored, as a broker does (Kafka's AbstractRequest
     .parseRequest never checks that the body used them all; librdkafka's all-topics Metadata v9+
-    leaves 3, FACTS (i)); by default they are an error, since the kit's own frames never have any."""
+    leaves 3: its src/rdkafka_request.c, rd_kafka_MetadataRequest0); by default they are an error, since the kit's own frames never have any."""
     payload, base = _payload(data, framed)
     spec, version, hv = _request_parts(payload, base)
     header, body = _decode_parts(payload, base, registry.get("RequestHeader"), hv, spec, version, trailing_ok)
@@ -178,12 +185,14 @@ def _annotate_parts(payload: bytes, base: int, header_spec, hv, spec, version, f
 
 
 def annotate_request(data, *, framed: bool = True) -> list[Span]:
+    """The Spans of a whole request, header and body (the api and version read from its header)."""
     payload, base = _payload(data, framed)
     spec, version, hv = _request_parts(payload, base)
     return _annotate_parts(payload, base, registry.get("RequestHeader"), hv, spec, version, framed)
 
 
 def annotate_response(data, api, version: int, *, framed: bool = True) -> list[Span]:
+    """The Spans of a whole response of `api` at `version` (a response does not name its api)."""
     spec = _spec(api, "response")
     payload, base = _payload(data, framed)
     if version not in spec.valid:

@@ -397,12 +397,14 @@ class DecodeGen:
         self.sites: list[_ShapeSite] = []
 
     def const(self, obj) -> str:
+        """A name in the generated code's namespace bound to `obj`."""
         self.nconst += 1
         name = f"_c{self.nconst}"
         self.ns[name] = obj
         return name
 
     def var(self, stem: str) -> str:
+        """A fresh local variable name starting with `stem`."""
         self.nvar += 1
         return f"{stem}{self.nvar}"
 
@@ -419,16 +421,19 @@ class DecodeGen:
             L.append(f"{ind}else: {var}, pos = _ruv(buf, pos)")
 
     def span(self, L, ind, start, path_expr, wtype, value, role):
+        """Emit the recording of one span (the annotator only)."""
         if self.ann:
             L.append(f"{ind}sp(({start}, pos, {path_expr}, {wtype!r}, {value}, {role!r}))")
 
     def fail(self, L, ind, msg_expr, at, path_expr):
+        """Emit a failure: a DecodeError with its message in the annotator, a bare _Fail in the fast decoder."""
         if self.ann:
             L.append(f"{ind}raise _DE({msg_expr}, {at}, {path_expr})")
         else:
             L.append(f"{ind}raise _Fail")
 
     def start(self, L, ind) -> str:
+        """Emit the saving of the start offset of what follows (annotator only); its variable, or ""."""
         if not self.ann:
             return ""
         s0 = self.var("s")
@@ -437,6 +442,7 @@ class DecodeGen:
 
     # ---- one value of a field ----------------------------------------------------------------
     def read_value(self, L, ind, f: VField, var: str, path: str, compact: bool, nullable: bool, q: str):
+        """Emit the reading of one value of a field (not an array) into `var`."""
         et = f.elem
         if et in FMT:
             size = SIZE[et]
@@ -470,6 +476,7 @@ class DecodeGen:
             L.append(f"{ind}{var} = {d}")
 
     def read_blob(self, L, ind, et, var, path, compact, nullable):
+        """Emit the reading of a string or bytes value: its length (int16/int32 or compact varint), then its bytes."""
         s0 = self.start(L, ind)
         ln, e = self.var("ln"), self.var("e")
         if compact:
@@ -508,6 +515,7 @@ class DecodeGen:
             L.append(f"{i2}if {ln}: sp((pos - {ln}, pos, {path}, {et!r}, {var}, 'value'))")
 
     def read_field(self, L, ind, f: VField, var: str, path: str, compact: bool, nullable: bool, q: str):
+        """Emit the reading of a field into `var`: one value, or an array's count then its elements."""
         if not f.is_array:
             self.read_value(L, ind, f, var, path, compact, nullable, q)
             return
@@ -686,6 +694,8 @@ class DecodeGen:
         return d
 
     def tag_section(self, L, ind, tagged, local, q, d, items):
+        """Emit the reading of a flexible struct's tagged-field section (known tags into their fields,
+        unknown ones kept)."""
         unk, nt, tg, sz, e, tp = (self.var(s) for s in ("unk", "nt", "tg", "sz", "e", "tp"))
         L.append(f"{ind}{unk} = None")
         tpath = f"{q} + '_tags'" if self.ann else "''"
@@ -725,6 +735,7 @@ class DecodeGen:
         L.append(f"{ind}if {unk}: {d}[{UNKNOWN_TAGS!r}] = {unk}")
 
     def build(self, fields: tuple[VField, ...], flexible: bool):
+        """Compile the decoder of a message version's fields; returns (function, its source)."""
         args = "buf, pos, n, q, sp, spx" if self.ann else "buf, pos, n"
         L = [f"def _decode({args}):"]
         d = self.struct_body(L, "    ", fields, flexible, "q" if self.ann else "")

@@ -103,6 +103,7 @@ def _shape_fields(fields: tuple[VField, ...]) -> bool:
 
 
 class EncodeGen:
+    """Writes, compiles and returns one message version's encoder, f(value, bytearray) (Plan.encoder)."""
     def __init__(self, tag: str):
         self.tag = tag
         self.ns = dict(BASE_NS)
@@ -112,22 +113,26 @@ class EncodeGen:
         self.sites: list[_EncShapeSite] = []
 
     def const(self, obj) -> str:
+        """A name in the generated code's namespace bound to `obj`."""
         self.nconst += 1
         name = f"_c{self.nconst}"
         self.ns[name] = obj
         return name
 
     def var(self, stem: str) -> str:
+        """A fresh local variable name starting with `stem`."""
         self.nvar += 1
         return f"{stem}{self.nvar}"
 
     def array_packers(self, et: str, compact: bool) -> str:
+        """The name of the packers of an array of fixed-size `et` values (shared per element type)."""
         key = (FMT[et], compact)
         if key not in self.packers:
             self.packers[key] = self.const(_array_packers(FMT[et], compact))
         return self.packers[key]
 
     def fixed_expr(self, f: VField, x: str) -> str:
+        """The expression packing a fixed-size value `x` (a uuid's bytes, a bool's byte, else x)."""
         if f.elem == "uuid":
             return f"{x}.bytes"
         if f.elem == "bool":
@@ -135,6 +140,7 @@ class EncodeGen:
         return x
 
     def write_len(self, L, ind, expr, compact, wide):
+        """Emit the writing of a length: compact varint (length + 1) or int16/int32 (`wide`)."""
         if compact:
             lv = self.var("l")
             L.append(f"{ind}{lv} = {expr} + 1")
@@ -144,12 +150,14 @@ class EncodeGen:
             L.append(f"{ind}w += {'_i' if wide else '_h'}.pack({expr})")
 
     def write_null(self, L, ind, compact, wide):
+        """Emit the writing of a null string, bytes or array (compact 0, else -1)."""
         if compact:
             L.append(f"{ind}w.append(0)")
         else:
             L.append(f"{ind}w += {_NULL4 if wide else _NULL2}")
 
     def write_value(self, L, ind, f: VField, x: str, compact: bool, nullable: bool):
+        """Emit the writing of one value of a field (not an array)."""
         et = f.elem
         if et in _EFMT:
             st = self.const(struct.Struct(">" + _EFMT[et]))
@@ -180,6 +188,7 @@ class EncodeGen:
             self.struct_body(L, ind, f.fields, compact, x)
 
     def write_field(self, L, ind, f: VField, x: str, compact: bool, nullable: bool):
+        """Emit the writing of a field: one value, or an array's count then its elements (null if allowed)."""
         if not f.is_array:
             self.write_value(L, ind, f, x, compact, nullable)
             return
@@ -306,6 +315,7 @@ class EncodeGen:
             i += 1
 
     def struct_body(self, L, ind, fields: tuple[VField, ...], flexible: bool, v: str):
+        """Emit the writing of a struct value `v`: its plain fields in order, then (flexible) the tagged ones."""
         nall = len(fields)
         L.append(f"{ind}if len({v}) != {nall} and not (len({v}) == {nall + 1} and {UNKNOWN_TAGS!r} in {v}): raise _Fail")
         plain = [f for f in fields if not f.tagged]
@@ -352,6 +362,7 @@ class EncodeGen:
             L.append(f"{ind}        _wuv(w, {t}); _wuv(w, len({b})); w += {b}")
 
     def build(self, fields: tuple[VField, ...], flexible: bool):
+        """Compile the encoder of a message version's fields; returns (function, its source)."""
         L = ["def _encode(v, w):"]
         self.struct_body(L, "    ", fields, flexible, "v")
         src = "\n".join(L)

@@ -8,6 +8,7 @@ from .. import uuids
 
 
 def json_default(o):
+    """JSON for what json cannot write: a Uuid in Kafka's base64 form, bytes as hex."""
     if isinstance(o, uuid.UUID):
         return uuids.to_kafka_str(o)
     if isinstance(o, (bytes, bytearray)):
@@ -16,4 +17,5 @@ def json_default(o):
 
 
 def to_json(value) -> str:
+    """A decoded value as indented JSON text."""
     return json.dumps(value, indent=2, default=json_default)

@@ -29,6 +29,7 @@ class Span(NamedTuple):
 
 
 class Plan:
+    """One message version compiled: decode, annotate and encode (each generated on first use)."""
     def __init__(self, vm: VMessage):
         self.vm = vm
         self.spec = vm.spec
@@ -52,6 +53,15 @@ class Plan:
             self._enc, self.encode_source = EncodeGen(self.tag).build(self.vm.fields, self.vm.flexible)
         return self._enc
 
+    def decoder(self):
+        """The compiled decoder, f(buf, pos, end) -> (value, end position): the fast path, which
+        raises on bad bytes without saying where (decode_at asks the annotator)."""
+        return self._decoder()
+
+    def encoder(self):
+        """The compiled encoder (compiled on first use, as the decoder is)."""
+        return self._encoder()
+
     def decode_at(self, buf: bytes, pos: int = 0, prefix: str = "") -> tuple[dict, int]:
         """Decode one message starting at pos; returns (value, end)."""
         try:
@@ -65,6 +75,7 @@ class Plan:
         raise DecodeError("could not decode", pos, prefix.rstrip("."))   # pragma: no cover
 
     def annotate_at(self, buf: bytes, pos: int = 0, prefix: str = "") -> tuple[dict, int, list[tuple]]:
+        """Decode one message starting at pos, recording every span; returns (value, end, spans)."""
         spans: list[tuple] = []
         try:
             value, end = self._annotator()(buf, pos, len(buf), prefix, spans.append, spans.extend)
@@ -77,6 +88,7 @@ class Plan:
         return value, end, spans
 
     def decode(self, data) -> dict:
+        """The value of a whole message; DecodeError on bad bytes or bytes left after it."""
         buf = data if type(data) is bytes else _as_bytes(data)
         if len(buf) < _GC_PAUSE_BYTES:
             value, end = self.decode_at(buf)
@@ -88,6 +100,7 @@ class Plan:
         return value
 
     def annotate(self, data, prefix: str = "") -> list[Span]:
+        """The Spans of a whole message; DecodeError on bad bytes or bytes left after it."""
         buf = data if type(data) is bytes else _as_bytes(data)
         _, end, spans = self.annotate_at(buf, 0, prefix)
         if end != len(buf):
@@ -95,10 +108,13 @@ class Plan:
         return list(map(_new_tuple, repeat(Span), spans))   # Span._make without its length check
 
     def normalize(self, value) -> dict:
+        """A value filled out to this version's shape (defaults added, types checked), as encode sees it."""
         return normalize_struct(self.vm.fields, value, "", self.vm.flexible,
                                 absent_fields(self.spec.fields, self.version))
 
     def encode_into(self, value, w: bytearray) -> None:
+        """Append the message's bytes to `w`: the fast encoder, or on failure the normalized value
+        (whose errors say which field is wrong)."""
         enc = self._encoder()
         mark = len(w)
         try:
@@ -114,6 +130,7 @@ class Plan:
             raise EncodeError(f"cannot encode {self.tag}: {type(e).__name__}: {e}") from None
 
     def encode(self, value) -> bytes:
+        """The message's bytes."""
         w = bytearray()
         self.encode_into(value, w)
         return bytes(w)
@@ -132,4 +149,5 @@ def _as_bytes(data) -> bytes:
 
 @lru_cache(maxsize=8192)
 def plan_for(spec: MessageSpec, version: int) -> Plan:
+    """The plan of `spec` at `version` (resolved once per pair)."""
     return Plan(resolve(spec, version))

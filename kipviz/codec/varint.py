@@ -47,6 +47,7 @@ def read_varlong(buf: bytes, pos: int, path: str = "") -> tuple[int, int]:
 
 
 def write_uvarint(w: bytearray, value: int) -> None:
+    """Append an unsigned varint (7 bits a byte, low first)."""
     while value >= 0x80:
         w.append((value & 0x7F) | 0x80)
         value >>= 7
@@ -54,20 +55,24 @@ def write_uvarint(w: bytearray, value: int) -> None:
 
 
 def uvarint_bytes(value: int) -> bytes:
+    """An unsigned varint's bytes."""
     w = bytearray()
     write_uvarint(w, value)
     return bytes(w)
 
 
 def write_varint(w: bytearray, value: int) -> None:
+    """Append a signed int32 as a zigzag varint."""
     write_uvarint(w, ((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
 
 
 def write_varlong(w: bytearray, value: int) -> None:
+    """Append a signed int64 as a zigzag varint."""
     write_uvarint(w, ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
 def uvarint_size(value: int) -> int:
+    """How many bytes an unsigned varint of `value` takes."""
     size = 1
     while value >= 0x80:
         value >>= 7

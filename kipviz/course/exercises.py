@@ -33,6 +33,7 @@ __all__ = ["Exercise", "EXERCISES", "exercise", "BROKEN_DRAFT", "SEED_HEX", "tag
 
 @dataclass(frozen=True)
 class Exercise:
+    """One prediction exercise of a notebook: its hint, how its answer is computed, and its solution."""
     id: str                         # "NN-k": notebook number, exercise number
     hint: str                       # guides without naming the answer (tests/test_predictions.py)
     solve: Callable[..., Any]       # the expected answer, computed (keyword inputs: objects of the notebook)
@@ -45,12 +46,14 @@ class Exercise:
     runs: tuple[str, ...] = ()      # the scenarios its outcome cells show (traces() runs them)
 
     def expected(self, **inputs) -> Any:
+        """The expected answer, computed from the notebook's objects (TypeError names a missing one)."""
         missing = [n for n in self.inputs if n not in inputs]
         if missing:
             raise TypeError(f"exercise {self.id} needs {', '.join(missing)} from its notebook")
         return self.solve(**{n: inputs[n] for n in self.inputs})
 
     def check(self, answer, **inputs) -> Check:
+        """Check a learner's answer: a Check that says whether it is right, with the hint or the solution."""
         expected = self.expected(**inputs)
         result = check(answer, expected, self.hint, explain=self.explain,
                        solution=" ".join(t for t in (f"The answer is {expected!r}.", self.explain, self.solution) if t))
@@ -78,6 +81,7 @@ reveal.install()
 
 
 def exercise(id: str) -> Exercise:
+    """The exercise with this id ("03-1"); KeyError lists the known ones."""
     try:
         return EXERCISES[id]
     except KeyError:
@@ -99,7 +103,7 @@ def _held(trace, prefix: str) -> bool:
 
 def _toc_request(version: int, name_len: int | None = None, *, topic: str = "orders") -> bytes:
     from .. import codec
-    from ..draw import example_value
+    from ..records.examples import example_value
     body = example_value("TxnOffsetCommitRequest", 5)
     parts = body["Topics"][0]["Partitions"]
     name = topic if name_len is None else "t" * name_len

@@ -40,6 +40,7 @@ vertical-align:top}th{background:#f4f4f4}tfoot td{font-weight:bold}.note{color:#
 
 @dataclass
 class Page:
+    """One exported notebook page: its name, file, whether it ran, and how long it took."""
     name: str
     path: Path
     executed: bool
@@ -49,6 +50,7 @@ class Page:
 
 @dataclass
 class Site:
+    """An exported course site: its folder, index page and pages."""
     out: Path
     index: Path
     pages: list[Page] = field(default_factory=list)

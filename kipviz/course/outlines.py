@@ -49,6 +49,7 @@ def kip_link(number: int) -> str:
 
 @dataclass
 class Outline:
+    """What a notebook says about itself: title, objectives, prerequisites, minutes and KIPs."""
     path: Path
     title: str = ""
     objectives: list[str] = field(default_factory=list)
@@ -65,10 +66,12 @@ class Outline:
 
     @property
     def name(self) -> str:
+        """The notebook's file name without its suffix ("03_topic_ids")."""
         return self.path.stem
 
     @property
     def number(self) -> str:
+        """The notebook's number ("03")."""
         return self.name.split("_", 1)[0]
 
     @property
@@ -231,9 +234,11 @@ class Contents:
 
     @property
     def minutes(self) -> int:
+        """The course's minutes, every notebook's summed."""
         return sum(o.minutes or 0 for o in self.outlines)
 
     def rows(self) -> list[dict]:
+        """One row per notebook: name, title, minutes, prerequisites and KIPs."""
         return [{"notebook": o.name, "title": o.title, "minutes": o.minutes, "prerequisites": o.prerequisites,
                  "KIPs": ", ".join(f"KIP-{k}" for k in o.kips)} for o in self.outlines]
 

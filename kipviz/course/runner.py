@@ -45,6 +45,7 @@ class Memory:
     processes: dict[int, tuple[str, int]] = field(default_factory=dict)   # pid -> (name, high-water mark)
 
     def describe(self) -> str:
+        """The run's memory in words: the peak, the sum of resident sets, and per process."""
         procs = ", ".join(f"{name} {hwm / MB:.0f}" for name, hwm in
                           sorted(self.processes.values(), key=lambda p: -p[1]))
         return (f"peak {self.peak / MB:.0f} MB (sum of resident sets {self.peak_rss / MB:.0f} MB; "
@@ -114,11 +115,13 @@ class MemoryWatch:
         self._thread = threading.Thread(target=self._loop, name="kipviz-memory", daemon=True)
 
     def start(self) -> MemoryWatch:
+        """Take a first sample and start sampling in the background; returns the watch."""
         self.sample()
         self._thread.start()
         return self
 
     def sample(self) -> None:
+        """Sample the resident memory of the process and its children once."""
         ps = self._psutil
         try:
             procs = [self.root, *self.root.children(recursive=True)]
@@ -156,6 +159,7 @@ class MemoryWatch:
             self.sample()
 
     def stop(self) -> Memory:
+        """Stop sampling; the Memory measured."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
@@ -164,6 +168,7 @@ class MemoryWatch:
 
 @dataclass
 class Run:
+    """A notebook run: the executed notebook, its memory and its seconds."""
     nb: object                  # nbformat.NotebookNode
     memory: Memory
     seconds: float

@@ -7,6 +7,7 @@ import html
 
 
 class Check:
+    """The outcome of checking an answer: ok, the message shown, and the solution."""
     def __init__(self, ok: bool, message: str, solution: str = ""):
         self.ok = ok
         self.message = message

@@ -4,14 +4,12 @@
     wire_svg(name, version, ...)                 the same as SVG text
     version_diff(name, a, b) / diff_table / diff_diagram    what changed between two versions
     version_history(name) / history_html(name)  fields x versions matrix with status and KIPs
-    example_value(name, version)                 a realistic example value for any version
     to_svg / to_png / to_html / save            export helpers (need graphviz's `dot`)
     state_diagram(table) / Animation(table, events)   state machines from their tables, animated
     sequence_diagram(events)                    a scenario's messages between lifelines (SVG)
     record_strip(events)                        a share partition's records over time (state, deliveries, owner)
     compaction_picture(events, topic, p)        a partition before and after a log cleaner pass (SVG)
 """
-from ..records.examples import example_value
 from .animate import Animation
 from .compaction import CompactionPicture, compaction_picture
 from .diff import diff_diagram, diff_table, version_diff
@@ -20,10 +18,10 @@ from .machines import state_diagram, tables
 from .record_strip import RecordStrip, record_strip, share_state_diagrams
 from .render import DotNotFoundError, dot_available, save, to_html, to_png, to_svg
 from .sequence import sequence_diagram, sequence_html
-from .wire import header_info, wire_diagram, wire_svg, wire_type
+from .wire import header_info, wire_diagram, wire_svg
 
-__all__ = ["wire_diagram", "wire_svg", "wire_type", "header_info", "version_diff", "diff_table",
-           "diff_diagram", "version_history", "history_html", "example_value", "to_svg", "to_png",
+__all__ = ["wire_diagram", "wire_svg", "header_info", "version_diff", "diff_table",
+           "diff_diagram", "version_history", "history_html", "to_svg", "to_png",
            "to_html", "save", "DotNotFoundError", "dot_available", "state_diagram", "tables",
            "sequence_diagram", "sequence_html", "Animation", "record_strip", "RecordStrip",
            "share_state_diagrams", "compaction_picture", "CompactionPicture"]

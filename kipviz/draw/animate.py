@@ -54,6 +54,7 @@ SPEEDS = (0.5, 1, 2, 4, 8)          # frames per second a player's speed choice 
 
 @dataclass(frozen=True)
 class Frame:
+    """One step of an animation: a state change, the table row it took, and every followed state after it."""
     index: int
     event: E.StateChanged
     row: Row | None                       # the table row taken (None: the table has no such row)
@@ -64,14 +65,17 @@ class Frame:
 
     @property
     def key(self) -> str:
+        """The key of the instance that changed ("tx-1", "group/topic-0@3")."""
         return self.event.key
 
     @property
     def state(self) -> str:
+        """The state it changed to."""
         return self.event.to_state
 
     @property
     def t(self) -> int:
+        """When it changed (virtual ms)."""
         return self.event.t
 
 
@@ -311,6 +315,7 @@ class Animation:
 
     # ---- frames as SVG ----------------------------------------------------------------------------------
     def frame_svg(self, i: int, caption: bool = True) -> str:
+        """Frame i as SVG text, with its caption unless caption=False."""
         fr = self.frames[i]
         svg = self.picture_svg(fr.picture)
         return _with_caption(svg, fr.caption) if caption else svg

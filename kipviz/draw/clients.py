@@ -42,4 +42,5 @@ def client_names(events, known: Mapping[str, str] | None = None) -> dict[str, st
 
 
 def client_name(names: dict[str, str], connection: str) -> str:
+    """The client.id of a connection, or the connection's own name when none is known."""
     return names.get(connection, connection)

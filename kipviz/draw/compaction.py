@@ -28,6 +28,7 @@ C_TEXT, C_MUTED, C_MARK = "#1a202c", "#718096", "#c05621"
 
 @dataclass
 class CompactionPicture:
+    """A partition's batches before and after one log cleaner pass (kipviz.schema.events.LogCleaned)."""
     topic: str
     partition: int
     cleaned: E.LogCleaned
@@ -36,6 +37,7 @@ class CompactionPicture:
     max_cells: int = 60
 
     def svg(self) -> str:
+        """The picture as SVG text: the two rows of batches, at most max_cells each."""
         cells = min(len(self.before), self.max_cells)
         h = 60 + 2 * (CELL_H + 44) + 30
         c = self.cleaned

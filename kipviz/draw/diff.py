@@ -10,7 +10,7 @@ from __future__ import annotations
 import graphviz
 
 from ..schema import registry
-from ..schema.diff import (  # noqa: F401 - moved to schema; re-exported
+from ..schema.diff import (
     diff_rows,
     flatten,
     header_version,

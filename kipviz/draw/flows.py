@@ -1,9 +1,9 @@
-"""The KIP-1289 page's two read-process-write flows (seed 004: "Flow — Regular Consumer Group" and
-"Flow — Share Group (THIS KIP)"), one above the other, each drawn from a real run's events.
+"""The KIP-1289 page's two read-process-write flows (its "Flow — Regular Consumer Group" and
+"Flow — Share Group (THIS KIP)", docs/facts.md), one above the other, each drawn from a real run's events.
 
-    flow = regular_vs_share_flow()                  # runs both flows (defaults below)
-    flow = regular_vs_share_flow(a, b)              # any two Traces, Clusters, event lists or scenario names
-    flow = share_flow("kip1289.marker_forwarded")   # the share flow alone (the regular one drawn once)
+    regular, share = flow_runs()                    # kipviz.scenarios.flows: the default runs
+    flow = regular_vs_share_flow(regular, share)    # any two Traces, Clusters or event lists
+    flow = share_flow(share_run("kip1289.marker_forwarded"))   # the share flow alone (the regular one drawn once)
     flow.svg                                        # one self-contained SVG, two titled flows stacked
     flow.html                                       # a standalone page: the SVG, then the steps table
     flow.steps                                      # pandas DataFrame (a kipviz.table.Table without pandas)
@@ -33,7 +33,8 @@ compact=True keeps only the events of a step (no ApiVersions / Metadata / FindCo
 client decisions) and folds repeated Produce exchanges that add nothing (the first per broker is
 kept; .steps counts them all). The picture only draws: which events form the flow, which step
 each belongs to and on which broker a marker's share-record moves happened are decided in
-kipviz.scenarios.flows (from typed event fields), which also runs the default scenarios.
+kipviz.scenarios.flows (from typed event fields), which also runs the scenarios (the drawing runs
+nothing).
 One lane per broker (its roles under its name): each step is drawn on the broker where it
 happened -- the staging on the share partition's leader, the marker on __share_group_state-N's
 leader, the resolution on the broker whose hook resolved it.
@@ -55,20 +56,11 @@ import html
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..scenarios.flows import (
-    REGULAR_SCENARIO,
-    SHARE_SCENARIO,
-    STEPS,
-    FlowError,
-    Window,
-    classify,
-    events_of,
-    flow_runs,
-    flow_window,
-    resolved_on,
-)
+from ..scenarios.flows import STEPS, FlowError, classify, events_of, flow_window, resolved_on
 from ..schema import events as E
 from ..schema.error_codes import name_of
+from ..schema.status import version_status
+from ..schema.topics import INTERNAL_TOPICS
 from ..table import frame
 from .render import to_html
 from .sequence import (
@@ -77,18 +69,13 @@ from .sequence import (
     C_TEXT,
     FONT,
     FS,
-    INTERNAL_TOPICS,
     add_partitions_label,
     lifeline_of,
     sequence_diagram,
-    version_status,
     wrap_text,
 )
 
-# STEPS, FlowError, Window, classify and flow_window live in kipviz.scenarios.flows (what the
-# flow is); they are re-exported here for the callers that import them from the drawing
-__all__ = ["regular_vs_share_flow", "share_flow", "Flow", "FlowError", "STEPS", "classify", "flow_window", "Window",
-           "REGULAR_SCENARIO", "SHARE_SCENARIO"]
+__all__ = ["regular_vs_share_flow", "share_flow", "Flow"]
 
 STATUS_ORDER = ("released", "accepted", "proposed")
 C_STATUS = {"released": "#2f855a", "accepted": "#b7791f", "proposed": C_PROPOSED}
@@ -236,6 +223,7 @@ class Flow:
 
     @property
     def sides(self) -> tuple[_Side, ...]:
+        """The flows drawn, top to bottom: (regular, share), or (share,) alone."""
         return (self.share,) if self.regular is None else (self.regular, self.share)
 
     # ---- steps table ----
@@ -248,6 +236,7 @@ class Flow:
 
     @property
     def steps(self):
+        """The steps table: a row per step, what each flow did in it and its status."""
         return frame(self._step_rows())
 
     # ---- SVG ----
@@ -258,6 +247,7 @@ class Flow:
 
     @property
     def svg(self) -> str:
+        """The picture: the flows stacked, each a sequence diagram under its heading (drawn once)."""
         if self._svg is None:
             self._svg = self._draw()
         return self._svg
@@ -317,6 +307,7 @@ class Flow:
 
     @property
     def html(self) -> str:
+        """A standalone page: the picture, then the steps table."""
         return to_html(self.svg + self._table_html(), title=" vs ".join(s.title for s in self.sides))
 
     def _repr_html_(self) -> str:
@@ -343,6 +334,9 @@ def _embed(svg: str, x: float, y: float) -> str:
 
 
 def _side(key: str, x, *, title: str, subtitle: str, compact: bool) -> _Side:
+    if x is None or isinstance(x, str):
+        raise FlowError(f"{key}: expected a Trace, a Cluster or a list of events, not {x!r} (the drawing "
+                        "runs nothing: kipviz.scenarios.flows.flow_runs runs a scenario by name)")
     events, source = events_of(x, key)
     w = flow_window(events)
     window = events[w.lo:w.hi]
@@ -354,16 +348,12 @@ def _side(key: str, x, *, title: str, subtitle: str, compact: bool) -> _Side:
     return _Side(key, title, subtitle, drawn, window, steps, folded, what, resolved_on(window))
 
 
-def regular_vs_share_flow(regular=None, share=None, *, seed: int = 0, brokers: int = 3,
-                          regular_transaction_version: int = 1, compact: bool = True, width: int = WIDTH,
+def regular_vs_share_flow(regular, share, *, compact: bool = True, width: int = WIDTH,
                           titles: tuple[str, str] = ("Regular consumer group", "Share group (KIP-1289)")) -> Flow:
     """The regular and the share-group read-process-write flows, one above the other.
 
-    regular, share: a Trace, a Cluster, a list of events, or a scenario name (run with `seed`);
-    None runs the defaults (kipviz.scenarios.flows.flow_runs). A name or default is run on
-    `brokers` brokers; the regular one on the Kafka 4.0 model at `regular_transaction_version`."""
-    regular, share = flow_runs(regular, share, seed=seed, brokers=brokers,
-                               regular_transaction_version=regular_transaction_version)
+    regular, share: a Trace, a Cluster or a list of events; the runs of the defaults (or of any
+    scenario's name) come from kipviz.scenarios.flows.flow_runs: regular_vs_share_flow(*flow_runs())."""
     return Flow(
         _side("regular", regular, title=titles[0], compact=compact,
               subtitle="sendOffsetsToTransaction: TxnOffsetCommit, markers to __consumer_offsets"),
@@ -375,10 +365,8 @@ def _share_side(share, title: str, compact: bool) -> _Side:
                  subtitle="sendShareAcknowledgementsToTransaction: TxnShareAcknowledge, markers to __share_group_state")
 
 
-def share_flow(share=None, *, seed: int = 0, brokers: int = 3, compact: bool = True, width: int = WIDTH,
-               title: str = "Share group (KIP-1289)") -> Flow:
+def share_flow(share, *, compact: bool = True, width: int = WIDTH, title: str = "Share group (KIP-1289)") -> Flow:
     """The share-group flow alone, numbered with the steps both flows share: another run to set
     beside a regular_vs_share_flow() already shown (the regular flow drawn once, not again per run).
-    share: as in regular_vs_share_flow (None: its default)."""
-    _, share = flow_runs(False, share, seed=seed, brokers=brokers)
+    share: a Trace, a Cluster or a list of events (kipviz.scenarios.flows.share_run runs one)."""
     return Flow(None, _share_side(share, title, compact), width=width)

@@ -21,10 +21,10 @@ import html
 
 from .. import codec
 from ..schema import registry
+from ..schema.diff import flatten, rename_version, spec_paths
 from ..schema.model import MessageSpec
 from ..schema.resolve import VField, resolve
 from ..schema.wiretype import wire_type
-from .diff import flatten, rename_version, spec_paths
 
 __all__ = ["version_history", "history_html", "cell_code", "META_ROWS", "ABSENT"]
 

@@ -62,6 +62,7 @@ STYLE = {"node_fill": C_NODE_FILL, "node_line": C_NODE_LINE, "current_fill": C_C
 
 
 def status_color(status: str) -> str:
+    """The colour of a row's status: released, accepted or proposed."""
     return {"accepted": C_ACCEPTED, "proposed": C_PROPOSED}.get(status, C_RELEASED)
 
 
@@ -121,6 +122,7 @@ def edge_color(table: Table, rows: list[int]) -> str:
 
 
 def row_index(table: Table, row: Row) -> int:
+    """The index of `row` in its table; ValueError when it is not one of its rows."""
     try:
         return table.rows.index(row)
     except ValueError:

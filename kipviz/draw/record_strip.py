@@ -348,9 +348,11 @@ class RecordStrip:
         return {"title": self.title, "pictures": pictures, "frames": frames}
 
     def html(self, *, title: str | None = None, fps: float = 2) -> str:
+        """A standalone page playing the strip frame by frame (`fps` frames a second)."""
         return player_html(self.player_data(), title=title or self.title, fps=fps)
 
     def to_html(self, path, *, title: str | None = None, fps: float = 2) -> Path:
+        """Write html() to `path`; returns the path."""
         path = Path(path)
         path.write_text(self.html(title=title, fps=fps), encoding="utf-8")
         return path

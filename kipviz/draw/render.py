@@ -37,6 +37,7 @@ class DotNotFoundError(KipvizError, RuntimeError):
 
 
 def dot_available() -> bool:
+    """Whether graphviz pictures can be drawn: the `dot` program, or graphviz in the browser."""
     return shutil.which("dot") is not None or wasm.available()
 
 
@@ -96,6 +97,7 @@ def layout_size(graph) -> tuple[float, float]:
 
 
 def to_png(graph) -> bytes:
+    """A graphviz graph as PNG bytes (needs `dot`)."""
     return _pipe(graph, "png")
 
 

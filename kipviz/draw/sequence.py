@@ -45,35 +45,28 @@ from __future__ import annotations
 
 import json
 import re
-import struct
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..broker.tables import transaction as _txn_table
+from ..records.view import field as rfield
+from ..records.view import internal_view, marker_type, record_epoch
 from ..schema import events as E
+from ..schema.coordinators import MEMBERSHIP_APIS, role_of
 from ..schema.error_codes import name_of
 from ..schema.status import version_status
-from ..schema.topics import INTERNAL_TOPICS
+from ..schema.topics import INTERNAL_TOPICS, OWNER_ROLE
 from .clients import client_names
 from .render import halo, svg_text, to_html
 
 __all__ = ["sequence_diagram", "sequence_html", "lifeline_of", "record_summary", "state_summary", "error_places",
            "member_names",
-           "version_status", "add_partitions_label", "GROUP_APIS", "TXN_APIS", "LEADER_APIS"]
+           "add_partitions_label"]
 
-GROUP_APIS = frozenset({
-    "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch", "TxnOffsetCommit",
-    "ConsumerGroupHeartbeat", "ConsumerGroupDescribe", "ListGroups", "DescribeGroups", "DeleteGroups",
-    "OffsetDelete", "ShareGroupHeartbeat", "ShareGroupDescribe", "StreamsGroupHeartbeat",
-    "StreamsGroupDescribe", "DescribeShareGroupOffsets", "AlterShareGroupOffsets", "DeleteShareGroupOffsets"})
-TXN_APIS = frozenset({"InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "WriteTxnMarkers",
-                      "DescribeTransactions", "ListTransactions"})
-LEADER_APIS = frozenset({"Produce", "Fetch", "ListOffsets", "ShareFetch", "ShareAcknowledge",
-                         "TxnShareAcknowledge", "DeleteRecords", "OffsetForLeaderEpoch"})
-SHARE_STATE_APIS = frozenset({"InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState",
-                              "DeleteShareGroupState", "ReadShareGroupStateSummary"})
-TXN_STATUS = dict(_txn_table.STATE_NAMES)   # TransactionMetadata.scala ids, from the broker's table
+# a role of kipviz.schema.coordinators -> its lane's name
+LANE_OF_ROLE = {"group": "group coordinator", "transaction": "transaction coordinator",
+                "leader": "partition leader", "share": "share coordinator"}
 
 FONT = "Helvetica,Arial,sans-serif"
 C_TEXT = "#1a202c"
@@ -104,16 +97,10 @@ MAX_NOTE_LINES = 8     # consecutive writes of one lifeline share a note, up to 
 
 # ---- which lifeline -----------------------------------------------------------------------------
 def lifeline_of(api: str, broker: int) -> str:
-    """The server lifeline a request of `api` received by `broker` goes to."""
-    if api in GROUP_APIS or api.startswith(("ConsumerGroup", "ShareGroup", "StreamsGroup")):
-        return f"group coordinator (broker {broker})"
-    if api in TXN_APIS:
-        return f"transaction coordinator (broker {broker})"
-    if api in LEADER_APIS:
-        return f"partition leader (broker {broker})"
-    if api in SHARE_STATE_APIS:
-        return f"share coordinator (broker {broker})"
-    return f"broker {broker}"
+    """The server lifeline a request of `api` received by `broker` goes to (the role from
+    kipviz.schema.coordinators, the broker model's routing table)."""
+    role = role_of(api)
+    return f"{LANE_OF_ROLE[role]} (broker {broker})" if role else f"broker {broker}"
 
 
 def _role_of_machine(machine: str) -> str:
@@ -142,71 +129,31 @@ def state_summary(ev: E.StateChanged) -> str:
 
 
 # ---- internal-topic records ----------------------------------------------------------------------
-def _get(d, *names, default=None):
-    """A field by any of its spellings, case-insensitively (kit definitions mix the two)."""
-    if not isinstance(d, dict):
-        return default
-    low = {str(k).lower(): v for k, v in d.items()}
-    for n in names:
-        if n.lower() in low:
-            return low[n.lower()]
-    return default
-
-
-def _decoded(ev: E.RecordAppended) -> dict | None:
-    rec = ev.record if isinstance(ev.record, dict) else {}
-    if "record" in rec and ("key" in rec or "value" in rec):
-        return rec
-    if ev.key is not None and ev.topic in INTERNAL_TOPICS:
-        try:
-            from ..records import decode_internal
-            return decode_internal(ev.key, ev.value, topic=ev.topic)
-        except Exception:  # noqa: BLE001 - a picture never fails on one odd record
-            pass
-    if rec:
-        name = _get(rec, "record", "type", "kind", "record_type")
-        return {"record": name, "key": _get(rec, "key", default=rec), "value": _get(rec, "value"),
-                "tombstone": bool(_get(rec, "tombstone", default=False))}
-    return None
-
-
-def _marker_type(ev: E.RecordAppended) -> str:
-    t = _get(ev.record, "type", "control_type", "marker", "kind") if isinstance(ev.record, dict) else None
-    if isinstance(t, str):
-        return t.upper()
-    if isinstance(t, int):
-        return {0: "ABORT", 1: "COMMIT"}.get(t, f"control type {t}")
-    if ev.key is not None and len(ev.key) >= 4:
-        ctype = struct.unpack_from(">h", ev.key, 2)[0]
-        return {0: "ABORT", 1: "COMMIT"}.get(ctype, f"control type {ctype}")
-    return "control"
-
-
 def _offset_commit_text(key, value, tomb) -> str:
-    tp = f"{_get(key, 'topic')}-{_get(key, 'partition')}"
-    return f"OffsetCommit {tp}" + ("" if tomb else f"={_get(value, 'offset')}")
+    tp = f"{rfield(key, 'topic')}-{rfield(key, 'partition')}"
+    return f"OffsetCommit {tp}" + ("" if tomb else f"={rfield(value, 'offset')}")
 
 
 def _txn_log_text(key, value, tomb) -> str:
-    tid = _get(key, "TransactionalId", "transactional_id")
-    status = _get(value, "TransactionStatus", "state", "status")
-    status = TXN_STATUS.get(status, status) if isinstance(status, int) else status
+    tid = rfield(key, "TransactionalId")
+    status = rfield(value, "TransactionStatus")
+    status = _txn_table.STATE_NAMES.get(status, status) if isinstance(status, int) else status
     text = f"TransactionLog {tid}"
     if not tomb:
-        text += f": {status} (producer {_get(value, 'ProducerId')}, epoch {_get(value, 'ProducerEpoch')})"
-        parts = _get(value, "TransactionPartitions") or []
-        tps = [f"{_get(p, 'Topic')}-{i}" for p in parts if isinstance(p, dict)
-               for i in (_get(p, "PartitionIds") or [])]
+        text += f": {status} (producer {rfield(value, 'ProducerId')}, epoch {rfield(value, 'ProducerEpoch')})"
+        parts = rfield(value, "TransactionPartitions") or []
+        tps = [f"{rfield(p, 'Topic')}-{i}" for p in parts if isinstance(p, dict)
+               for i in (rfield(p, "PartitionIds") or [])]
         if tps:
             text += " [" + ", ".join(tps[:4]) + (f", +{len(tps) - 4}" if len(tps) > 4 else "") + "]"
     return text
 
 
 def _group_metadata_text(key, value, tomb) -> str:
-    text = f"GroupMetadata {_get(key, 'group')}"
+    text = f"GroupMetadata {rfield(key, 'group')}"
     if not tomb:
-        members = _get(value, "members") or []
-        text += (f": generation {_get(value, 'generation')}, {len(members)} member"
+        members = rfield(value, "members") or []
+        text += (f": generation {rfield(value, 'generation')}, {len(members)} member"
                  f"{'s' if len(members) != 1 else ''}")
     return text
 
@@ -214,7 +161,7 @@ def _group_metadata_text(key, value, tomb) -> str:
 def _other_record_text(name: str, key, value, tomb) -> str:
     keyvals = [str(v) for v in key.values()] if isinstance(key, dict) else [str(key)]
     text = f"{name} " + "/".join(keyvals)
-    epoch = _get(value, "MemberEpoch", "Epoch", "GroupEpoch", "AssignmentEpoch", "StateEpoch")
+    epoch = record_epoch(value)
     if epoch is not None and not tomb:
         text += f" epoch {epoch}"
     return text
@@ -230,8 +177,8 @@ def record_summary(ev: E.RecordAppended) -> str:
     where = f"{ev.topic}-{ev.partition} @{ev.offset}"
     if ev.control:
         who = f" (producer {ev.producer_id}, epoch {ev.producer_epoch})" if ev.producer_id >= 0 else ""
-        return f"{where}: {_marker_type(ev)} marker{who}"
-    d = _decoded(ev)
+        return f"{where}: {marker_type(ev.key, ev.record)} marker{who}"
+    d = internal_view(ev.topic, ev.key, ev.value, ev.record)
     if d is None:
         return f"{where}: record" + (" (transactional)" if ev.transactional else "")
     name = d.get("record") or "record"
@@ -464,9 +411,7 @@ class _Builder:
             line = self.role_line("partition leader", ev.broker)
             box, style = (C_MARKER_BOX, C_MARKER_LINE), "marker"
         elif ev.topic in INTERNAL_TOPICS:
-            role = {"__consumer_offsets": "group coordinator", "__transaction_state": "transaction coordinator",
-                    "__share_group_state": "share coordinator"}[ev.topic]
-            line = self.role_line(role, ev.broker)
+            line = self.role_line(LANE_OF_ROLE[OWNER_ROLE[ev.topic]], ev.broker)
             box, style = (C_RECORD_BOX, C_RECORD_LINE), "record"
         else:
             return                       # data records: the Produce arrow already shows them
@@ -616,16 +561,12 @@ def _exchange(rows: list[_Row], i: int) -> int | None:
     return j
 
 
-MEMBER_APIS = frozenset({"ConsumerGroupHeartbeat", "ShareGroupHeartbeat", "StreamsGroupHeartbeat", "JoinGroup",
-                         "SyncGroup", "Heartbeat"})
-
-
 def _member_exchange(rows: list[_Row], i: int) -> int | None:
     """If rows[i] starts a group-membership request answered without an error, the coordinator's
     own rows in between (notes, bands: the group's records and state changes), the index after the
     exchange (its client's notes that follow included); else None."""
     q = rows[i]
-    if not (q.kind == "msg" and not q.dashed and not q.dotted and _api(q) in MEMBER_APIS):
+    if not (q.kind == "msg" and not q.dashed and not q.dotted and _api(q) in MEMBERSHIP_APIS):
         return None
     j = i + 1
     while j < len(rows) and rows[j].kind != "msg" and rows[j].mark == q.mark:
@@ -722,6 +663,8 @@ def _tw(text: str, size: float = FS) -> float:
 
 
 def wrap_text(text: str, max_px: float, size: float, *, break_words: bool = True) -> list[str]:
+    """Text cut into lines of about `max_px` at font `size` (estimated widths), between words
+    unless break_words."""
     chars = max(12, int(max_px / (size * 0.55)))
     return textwrap.wrap(text, chars, break_long_words=break_words, break_on_hyphens=False) or [""]
 

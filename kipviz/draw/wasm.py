@@ -22,10 +22,12 @@ _state: dict = {"viz": None, "promise": None}
 
 
 def available() -> bool:
+    """Whether graphviz runs in the browser here (Pyodide, with the kit's graphviz script)."""
     return sys.platform == "emscripten" and bool(os.environ.get("KIPVIZ_GRAPHVIZ_JS"))
 
 
 def prepare() -> None:
+    """Start loading the browser's graphviz ahead of the first picture (once)."""
     if not available() or _state["promise"] is not None:
         return
     import js
@@ -49,6 +51,7 @@ def _viz():
 
 
 def render(source: str, fmt: str) -> bytes:
+    """A DOT source drawn by the browser's graphviz, in one of FORMATS; KipvizError for another format."""
     if fmt not in FORMATS:
         raise KipvizError(f"the browser kit draws {' and '.join(FORMATS)}; {fmt.upper()} needs graphviz's "
                           "`dot` program (the desktop kit)")

@@ -30,10 +30,10 @@ from ..records.examples import example_value
 from ..schema import registry
 from ..schema.model import MessageSpec
 from ..schema.resolve import VField, resolve
-from ..schema.wiretype import wire_type  # noqa: F401 - moved to schema; re-exported here
+from ..schema.wiretype import wire_type
 from .render import label_text, to_svg
 
-__all__ = ["wire_diagram", "wire_svg", "wire_type", "header_info", "text_width"]
+__all__ = ["wire_diagram", "wire_svg", "header_info", "text_width"]
 
 FONT = "Helvetica"
 MONO = "Courier"
@@ -253,7 +253,7 @@ class _Table:
         return rows
 
     def _name(self, f: VField) -> str:
-        from .diff import rename_version  # diff imports this module
+        from ..schema.diff import rename_version
         name = f.name
         note = ""
         rv = rename_version(self.spec, f.spec) if f.spec.aliases else None

@@ -64,7 +64,7 @@ start from TX_PENDING: state lost on a broker crash, case 1) or was reverted by 
 after c (the marker never reached the staging: case 12 -- the KIP's case 12 names a share-state
 leader change; a COMMIT marker held back past the lock, corner case 13's mechanism applied to a
 commit, has the same root cause and the same outcome and is classified with it) or by some other
-cause (case 12 if the cause names a leader change, else case 1). A lock expiry BEFORE c is seed 004
+cause (case 12 if the cause names a leader change, else case 1). A lock expiry BEFORE c is the KIP-1289 page's
 corner case 6 (the transaction outlived the lock; the late marker is filtered): reported as case 6,
 classified as a window only when 6 is passed explicitly ("at-least-once window (KIP-1289 case
 6)") -- the KIP states no guarantee for case 6.
@@ -104,6 +104,7 @@ from collections import Counter, namedtuple
 from dataclasses import dataclass, field
 
 from ..schema.events import Note, RecordAppended, StateChanged
+from ..schema.topics import TRANSACTION_STATE
 from .txnlog import TXN_KINDS, check_markers
 
 SOURCE_HEADER = "kipviz-source"
@@ -121,7 +122,6 @@ DOCUMENTED_CASES = frozenset({1, 12})
 NOT_COLOCATED = "not-colocated"
 KINDS = ("lost", "terminal-twice", "duplicate-output", "duplicate-in-transaction", "ack-without-output",
          "output-without-ack", "unknown-source", "unattributed-output") + TXN_KINDS
-TRANSACTION_STATE = "__transaction_state"
 
 # A rebuilt transition of a settled record (the fields the rules read from a StateChanged).
 Transition = namedtuple("Transition", "seq from_state to_state cause")
@@ -225,6 +225,7 @@ def _marker_is_commit(e) -> bool:
 
 @dataclass
 class Report:
+    """What a share-group exactly-once check found: the violations (each classified) and the counts."""
     group: str
     input_topic: str
     output_topic: str
@@ -241,6 +242,7 @@ class Report:
         return self.ok
 
     def by_kind(self, classified: bool | None = None) -> Counter:
+        """How many violations of each kind (classified=True / False: only the windows / only the rest)."""
         return Counter(v["kind"] for v in self.violations
                        if classified is None or (v["classification"] != VIOLATION) == classified)
 
@@ -249,6 +251,7 @@ class Report:
         return Counter(v["case"] for v in self.violations if v["classification"] != VIOLATION)
 
     def summary(self, limit: int = 20) -> str:
+        """The report in words: the verdict, the counts, and up to `limit` violations."""
         s = self.stats
         bad = [v for v in self.violations if v["classification"] == VIOLATION]
         head = (f"share EOS check, group {self.group!r}: {self.input_topic} -> {self.output_topic}: "
@@ -274,6 +277,7 @@ class Report:
         return "\n".join(lines)
 
     def to_frame(self):
+        """The violations as a pandas DataFrame, one row each."""
         import pandas as pd
         rows = [{"kind": v["kind"],
                  "topic": v["input"][0] if v["input"] else None,
@@ -595,6 +599,8 @@ class ShareEosChecker:
 
     def report(self, *, allowed_at_least_once=False, expect: str = "appended",
                require_output: bool = True) -> Report:
+        """Check the events fed so far: every input record settled once with its output (the module
+        docstring's rules); a Report."""
         if expect not in ("appended", "seen"):
             raise ValueError("expect must be 'appended' or 'seen'")
         t0 = time.perf_counter()

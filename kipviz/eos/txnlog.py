@@ -47,6 +47,7 @@ __all__ = ["check_markers", "retried_markers", "TXN_KINDS", "txn_name"]
 
 
 def txn_name(tid, pid, epoch) -> str:
+    """A transaction's name in a message: "tx-1 (producer 7, epoch 0)"."""
     return f"{tid} (producer {pid}, epoch {epoch})" if tid is not None else f"producer {pid}, epoch {epoch}"
 
 

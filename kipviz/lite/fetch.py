@@ -31,6 +31,7 @@ class LiteBuildError(KipvizError):
 
 
 def cache_dir() -> Path:
+    """The folder downloaded wheels are kept in (KIPVIZ_LITE_CACHE, else ~/.cache/kipviz-lite)."""
     root = os.environ.get("KIPVIZ_LITE_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") \
         / "kipviz-lite"
     path = Path(root)
@@ -50,6 +51,7 @@ def _wheel_key(path: Path) -> tuple[str, str]:
 
 
 def last_error(text: str) -> str:
+    """The line of a tool's output that says what went wrong (its last ERROR line, else its last line)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("ERROR")]
     return (errors or lines or ["no output"])[-1]

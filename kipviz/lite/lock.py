@@ -62,6 +62,7 @@ def requirements(path: Path) -> list[str]:
 
 
 def entry(path: Path, depends: list[str]) -> dict:
+    """A wheel's entry in the site's Pyodide lock file."""
     meta = wheel_metadata(path)
     return {"name": meta["Name"], "version": meta["Version"], "file_name": path.name, "install_dir": "site",
             "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "package_type": "package",

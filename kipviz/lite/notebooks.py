@@ -27,6 +27,7 @@ NEEDS = ("spark", "socket")
 
 
 def site_notebooks(sources: Path | None = None) -> list[Path]:
+    """The course notebooks the browser site carries; LiteBuildError when there are none."""
     folder = Path(sources) if sources else KIT / "notebooks"
     paths = [p for p in sorted(folder.glob("[0-9][0-9]_*.ipynb")) if p.stem not in EXCLUDED]
     if not paths:
@@ -90,6 +91,7 @@ def saved_outputs(paths: list[Path], *, timeout: int = 600) -> dict[str, list]:
 
 
 def write_site_notebooks(paths: list[Path], folder: Path) -> None:
+    """Copy the notebooks into `folder`, marking each cell the browser kit cannot run (%%needs)."""
     import nbformat
     folder.mkdir(parents=True, exist_ok=True)
     for path in paths:

@@ -41,6 +41,7 @@ def _show(outputs: list[dict]) -> None:
 
 
 def needs(line: str, cell: str) -> None:
+    """The %%needs cell magic: say what a cell needs that the browser kit lacks, and show its saved output."""
     from .notebooks import cell_key
     what = line.strip() or "spark"
     saved = _saved().get(cell_key(cell))
@@ -53,6 +54,7 @@ def needs(line: str, cell: str) -> None:
 
 
 def load_ipython_extension(ip) -> None:
+    """Register %%needs and start the browser's graphviz (`%load_ext kipviz.lite.runtime`)."""
     ip.register_magic_function(needs, magic_kind="cell", magic_name="needs")
     from ..draw import render
     render.prepare()

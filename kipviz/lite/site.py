@@ -46,6 +46,7 @@ PYODIDE_VERSION = "314.0.6"      # the one jupyterlite_pyodide_kernel 0.8.6 name
 
 @dataclass
 class Site:
+    """A built browser site: where it is, its notebooks, its size, build time and kernel packages."""
     path: Path
     notebooks: list[str]
     size: int = 0                                   # bytes, every file of the site

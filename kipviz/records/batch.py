@@ -75,7 +75,7 @@ from ..gcpause import gc_paused
 from .compression import CODEC_NAMES, MAX_DECOMPRESSED, codec_id, compress, decompress
 from .control import parse_control
 from .crc import crc32c as _crc32c
-from .header import (  # noqa: F401 - the header layout lives in records/header.py; these names stay here too
+from .header import (
     COMPRESSION_MASK,
     CONTROL_MASK,
     DELETE_HORIZON_MASK,
@@ -86,13 +86,13 @@ from .header import (  # noqa: F401 - the header layout lives in records/header.
     LENGTH,
     LOG_OVERHEAD,
     MIN_LENGTH,
+    OFFSET,
     TIMESTAMP_TYPE_MASK,
     TIMESTAMP_TYPES,
     TRANSACTIONAL_MASK,
 )
 
-__all__ = ["read_batches", "write_batch", "annotate_batches", "Batches", "HEADER_SIZE",
-           "HEADER_FIELDS", "RecordLimitError", "MAX_TOTAL_DECOMPRESSED", "MAX_RECORDS"]
+__all__ = ["read_batches", "write_batch", "annotate_batches", "Batches", "RecordLimitError", "MAX_TOTAL_DECOMPRESSED", "MAX_RECORDS"]
 
 # kit limits per read_batches/annotate_batches call (Kafka has no such total: a broker reads what
 # one request or one segment holds, bounded by message.max.bytes / fetch.max.bytes)
@@ -233,7 +233,7 @@ def _walk(data: bytes, verify_crc: bool, strict: bool, limits: _Limits, spans) -
                               pos + 21, prefix + ".Attributes")
         count = h[12]
         if count < 0:
-            raise DecodeError(f"negative RecordsCount {count}", pos + 57, prefix + ".RecordsCount")
+            raise DecodeError(f"negative RecordsCount {count}", pos + OFFSET["records_count"], prefix + ".RecordsCount")
         batch = dict(zip(HEADER_KEYS, h, strict=True))
         is_control = bool(attrs & CONTROL_MASK)
         lat = h[8] if attrs & TIMESTAMP_TYPE_MASK else None
@@ -259,7 +259,7 @@ def _walk(data: bytes, verify_crc: bool, strict: bool, limits: _Limits, spans) -
             if spans is not None and end > rstart:
                 spans.append(Span(rstart, end, prefix + ".records", f"{CODEC_NAMES[cid]} records",
                                   f"{count} records, {len(rb)} bytes uncompressed", "value"))
-        limits.check_count(count, rb, pos + 57, prefix + ".RecordsCount")
+        limits.check_count(count, rb, pos + OFFSET["records_count"], prefix + ".RecordsCount")
         ctx = (h[0], h[7], lat, prefix, rstart, blob_at, is_control,
                spans if (spans is not None and cid == 0) else None)
         headers_left = limits.items_left - count

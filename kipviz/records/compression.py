@@ -67,6 +67,7 @@ def codec_id(compression) -> int:
 
 
 def codec_name(cid: int) -> str:
+    """The name of a compression codec id ("gzip", ...), "unknown(N)" for an id Kafka does not define."""
     return CODEC_NAMES[cid] if 0 <= cid < len(CODEC_NAMES) else f"unknown({cid})"
 
 

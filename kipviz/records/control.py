@@ -76,3 +76,18 @@ def parse_control(key, value, offset: int = 0, path: str = "") -> dict:
         out["value_version"] = vv
         out["coordinator_epoch"] = epoch
     return out
+
+
+def control_type_name(marker) -> str | None:
+    """A control record's type name from its key bytes (4 bytes: version int16 + type int16), its
+    type id or its name: "COMMIT", "ABORT", ... ("control type N" for an id ControlRecordType.java
+    does not define); None when `marker` is none of these (a key shorter than 4 bytes)."""
+    if isinstance(marker, str):
+        return marker.upper()
+    if isinstance(marker, (bytes, bytearray, memoryview)):
+        if len(marker) < _KEY.size:
+            return None
+        marker = _KEY.unpack_from(bytes(marker))[1]
+    if isinstance(marker, int) and not isinstance(marker, bool):
+        return CONTROL_TYPES.get(marker, f"control type {marker}")
+    return None

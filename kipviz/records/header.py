@@ -9,7 +9,12 @@ log and Produce/Fetch handlers, the sample-data rows).
     is_transactional(raw)      -> a magic-2 batch with the transactional bit (False for anything shorter)
     restamp(raw, base, epoch[, max_timestamp, log_append_time]) -> the same batch with its base offset
                                   and partition leader epoch (and max timestamp and type) assigned in place
-    numpy_dtype(names)         -> the header as a packed numpy dtype (the columnar skim)"""
+    records_count(raw, pos)    -> the RecordsCount field
+    header_field(raw, "attributes", pos) -> any one field, by its HEADER_KEYS name
+    numpy_dtype(names)         -> the header as a packed numpy dtype (the columnar skim)
+    OFFSET["magic"]            -> a field's byte offset in the header (16)
+
+The one home of the layout: other modules read a header through these names, never its offsets."""
 from __future__ import annotations
 
 import struct
@@ -40,6 +45,7 @@ HEADER_FIELDS = (
 )
 HEADER_KEYS = tuple(f[1] for f in HEADER_FIELDS)
 _AT = {f[1]: f[2] for f in HEADER_FIELDS}
+OFFSET = dict(_AT)         # dict key -> the field's byte offset in the header
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 
 COMPRESSION_MASK, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_MASK, CONTROL_MASK, DELETE_HORIZON_MASK = (
@@ -65,6 +71,22 @@ MAGIC_OFFSET = _AT["magic"]   # 16
 def batch_size(raw, pos: int = 0) -> int:
     """The whole batch's size from its Length field (LOG_OVERHEAD + Length); needs 12 bytes."""
     return LOG_OVERHEAD + LENGTH.unpack_from(raw, pos + _AT["length"])[0]
+
+
+def records_count(raw, pos: int = 0) -> int:
+    """The RecordsCount field of the batch at `pos` (needs HEADER_SIZE bytes)."""
+    return LENGTH.unpack_from(raw, pos + _AT["records_count"])[0]
+
+
+_FIELD = {k: (off, struct.Struct({"int64": ">q", "int32": ">i", "int16": ">h", "int8": ">b", "uint32": ">I"}[w]))
+          for _n, k, off, _s, w, _r in HEADER_FIELDS}
+
+
+def header_field(raw, key: str, pos: int = 0) -> int:
+    """One header field of the batch at `pos` by its dict key ("attributes", "base_timestamp",
+    "last_offset_delta", ...: HEADER_KEYS), read at its offset with its wire type."""
+    off, st = _FIELD[key]
+    return st.unpack_from(raw, pos + off)[0]
 
 
 def batch_bounds(raw, pos: int = 0) -> tuple[int, int]:

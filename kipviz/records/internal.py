@@ -36,17 +36,14 @@ from ..codec.plan import Span, plan_for
 from ..errors import DecodeError, EncodeError
 from ..schema.loader import load_dir
 from ..schema.model import MessageSpec
+from ..schema.topics import CONSUMER_OFFSETS, INTERNAL_TOPICS, SHARE_GROUP_STATE, TRANSACTION_STATE
 
 DEFS_DIR = Path(__file__).resolve().parent.parent / "defs" / "records"
 
-CONSUMER_OFFSETS = "__consumer_offsets"
-TRANSACTION_STATE = "__transaction_state"
-SHARE_GROUP_STATE = "__share_group_state"
-TOPICS = (CONSUMER_OFFSETS, TRANSACTION_STATE, SHARE_GROUP_STATE)
+TOPICS = INTERNAL_TOPICS     # the topics whose records this module decodes
 
 __all__ = ["decode_internal", "encode_internal", "annotate_internal", "dump_json", "definitions",
-           "record_types", "RecordType", "AmbiguousRecordError", "TOPICS", "CONSUMER_OFFSETS",
-           "TRANSACTION_STATE", "SHARE_GROUP_STATE"]
+           "record_types", "RecordType", "AmbiguousRecordError", "TOPICS"]
 
 
 @dataclass(frozen=True)
@@ -112,6 +109,7 @@ def definitions() -> dict[str, MessageSpec]:
 
 
 def record_types(topic: str | None = None) -> list[RecordType]:
+    """The internal record types kipviz decodes, of one internal topic or of all."""
     if topic is not None:
         _check_topic(topic, DecodeError, 0, "topic")
     return [rt for rt in RECORD_TYPES if topic is None or rt.topic == topic]

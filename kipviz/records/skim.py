@@ -24,6 +24,8 @@ _OFF = (COMPRESSION_MASK | CONTROL_MASK)
 
 
 def skim_batch(data: bytes, key: bytes):
+    """(header, offset deltas, timestamp deltas, each record's `key` header value) of one plain
+    batch, or None when the skim does not take it (the module docstring)."""
     if len(data) < HEADER_SIZE:
         return None
     h = HEADER.unpack_from(data, 0)

@@ -35,6 +35,7 @@ MIN_ACTIVE = 32          # below this many batches still walking, the rest go ba
 
 
 class Skimmed(NamedTuple):
+    """The columns a skim of many batches returns: which batches it read (ok) and their header fields."""
     ok: np.ndarray                # bool per input batch
     counts: np.ndarray            # records per skimmed batch
     base_offset: np.ndarray

@@ -37,6 +37,7 @@ WIRE_RULES = frozenset({"field-removed-without-bound", "field-versions-narrowed"
 
 @dataclass
 class Review:
+    """A design review of one schema file: the draft, what it is compared with, and the findings."""
     draft: source.Draft
     baseline: _baseline.Baseline
     findings: list[Finding] = field(default_factory=list)
@@ -53,14 +54,17 @@ class Review:
 
     @property
     def errors(self) -> list[Finding]:
+        """The findings of severity error."""
         return [f for f in self.findings if f.severity == "error"]
 
     @property
     def warnings(self) -> list[Finding]:
+        """The findings of severity warning."""
         return [f for f in self.findings if f.severity == "warning"]
 
     @property
     def name(self) -> str:
+        """The reviewed message's name (or its file's, when it did not parse)."""
         return self.draft.spec.name if self.draft.spec else self.draft.source
 
     @property
@@ -72,6 +76,7 @@ class Review:
         return vs or [self.spec.valid.hi]
 
     def counts(self) -> dict[str, int]:
+        """How many findings of each severity."""
         return {s: sum(f.severity == s for f in self.findings) for s in checks.SEVERITIES}
 
     def summary(self) -> str:
@@ -98,6 +103,7 @@ class Review:
         return render(self, title=title, standalone=True)
 
     def save(self, path) -> Path:
+        """Write the HTML report to `path`; returns the path."""
         p = Path(path)
         p.write_text(self.to_html(), encoding="utf-8")
         return p

@@ -17,6 +17,7 @@ __all__ = ["Baseline", "find"]
 
 @dataclass(frozen=True)
 class Baseline:
+    """What a draft is compared with: a definition (the kit's or Kafka's own file) and its label."""
     spec: MessageSpec | None
     label: str            # where it came from, for the report ("the kit's definition ...")
     official: bool = False  # a Kafka schema file: every version counts as released

@@ -26,6 +26,7 @@ PAGE_SETTINGS = {"share_marker_routing": "page"}
 
 
 def page_settings() -> dict:
+    """The cluster settings that play a KIP as its page is written (the ClusterConfig fields)."""
     import dataclasses
 
     from ..broker import ClusterConfig
@@ -35,6 +36,7 @@ def page_settings() -> dict:
 
 @dataclass
 class OpenQuestion:
+    """A question a KIP's page leaves open, with the scenario that shows what the model does."""
     key: str
     kind: str               # inconsistency | violation | unspecified | not-modelled
     page: str
@@ -49,6 +51,7 @@ class OpenQuestion:
     command: str = ""        # how to run it again; default `kipviz scenario NAME`
 
     def line(self) -> str:
+        """The question in one line: its kind, what the model does, the command to see it, and the outcome."""
         state = ("shown" if self.holds else "NOT as stated") if self.ran else "scenario not in this build"
         sug = f"; kit's suggestion: {self.suggestion}" if self.suggestion else ""
         cmd = self.command or f"kipviz scenario {self.scenario}"
@@ -58,6 +61,7 @@ class OpenQuestion:
 
 @dataclass
 class Behaviour:
+    """The behaviour part of a review: the open questions of the API's KIP, from runs of its scenarios."""
     api: str
     kip: str | None
     questions: list[OpenQuestion] = field(default_factory=list)
@@ -65,6 +69,7 @@ class Behaviour:
     seconds: float = 0.0
 
     def summary_lines(self) -> list[str]:
+        """The behaviour part in lines of text."""
         if self.kip is None:
             return [f"behaviour: not checked -- {self.not_checked}"]
         out = [f"Open questions ({self.kip}, page-as-written settings; {len(self.questions)} found in "

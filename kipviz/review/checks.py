@@ -45,6 +45,7 @@ RULES: dict[str, tuple[str, str]] = {
 
 @dataclass(frozen=True)
 class Finding:
+    """One review finding: its rule, severity, field path, versions and message."""
     rule: str
     severity: str          # error, warning or info
     path: str              # dotted field path, "(message)" or "(apiKey)"
@@ -55,6 +56,7 @@ class Finding:
 
     @property
     def versions_text(self) -> str:
+        """The finding's versions as ranges ("3-5, 7")."""
         return ranges(self.versions)
 
     def __str__(self) -> str:
@@ -65,6 +67,7 @@ class Finding:
 
 @dataclass
 class Subject:
+    """What the checks look at: the draft, the definition it changes (if any) and the pairs of versions."""
     draft: MessageSpec
     base: MessageSpec | None = None
     official: bool = False          # base is a Kafka schema file (no kit labels)
@@ -72,13 +75,16 @@ class Subject:
 
     @property
     def shared(self) -> list[int]:
+        """The draft's versions the base has too."""
         return [v for v in self.draft.versions if self.base is not None and v in self.base.valid]
 
     @property
     def new_versions(self) -> list[int]:
+        """The draft's versions the base does not have (every version without a base)."""
         return [v for v in self.draft.versions if self.base is None or v not in self.base.valid]
 
     def pairs(self) -> list["Pair"]:
+        """Every field of the base and the draft paired by path (one side None when absent); computed once."""
         if self._pairs is None:
             self._pairs = pair_fields(self.base.fields if self.base else (), self.draft.fields, "", None)
         return self._pairs
@@ -119,6 +125,7 @@ def _status_words(s: Subject, versions) -> str:
 # ---- pairing the baseline's fields with the draft's ----------------------------------------------
 @dataclass
 class Pair:
+    """A field of the base and its counterpart in the draft, at one dotted path (None where missing)."""
     path: str
     base: FieldSpec | None
     draft: FieldSpec | None
@@ -187,6 +194,7 @@ class _Collect:
 
 # ---- rules ---------------------------------------------------------------------------------------
 def api_key_taken(s: Subject) -> list[Finding]:
+    """An apiKey another RPC already uses, in Kafka or in the kit."""
     key = s.draft.api_key
     if key is None or s.draft.type not in ("request", "response"):
         return []
@@ -216,6 +224,7 @@ def _key_state(key: int) -> str:
 
 
 def api_key_changed(s: Subject) -> list[Finding]:
+    """An apiKey that differs from the base's (an error once a base version is settled)."""
     if s.base is None or s.draft.api_key is None or s.base.api_key == s.draft.api_key:
         return []
     settled = [v for v in s.base.versions if frozen(s.base, v, s.official)]
@@ -291,6 +300,7 @@ def _shape(f: VField) -> tuple:
 
 # size: one review rule comparing every attribute of every field of an existing version: a flat list of attribute checks, one finding each
 def existing_version_changed(s: Subject) -> list[Finding]:
+    """A version the base already has whose bytes the draft changes."""
     if s.base is None:
         return []
     c = _Collect()
@@ -356,6 +366,7 @@ def _structs(fields, prefix: str = ""):
 
 # size: one review rule over every tagged field across versions: a flat list of checks, one finding each
 def tag_reused(s: Subject) -> list[Finding]:
+    """Two tagged fields of one struct with the same tag."""
     out = []
     for where, fields in _structs(s.draft.fields):
         by_tag: dict[int, list[FieldSpec]] = defaultdict(list)
@@ -394,6 +405,7 @@ def tag_reused(s: Subject) -> list[Finding]:
 
 
 def versions_dropped(s: Subject) -> list[Finding]:
+    """Versions the base has and the draft no longer does."""
     if s.base is None:
         return []
     gone = [v for v in s.base.versions if v not in s.draft.valid]
@@ -405,6 +417,7 @@ def versions_dropped(s: Subject) -> list[Finding]:
 
 
 def new_version_not_flexible(s: Subject) -> list[Finding]:
+    """New versions that are not flexible (KIP-482)."""
     vs = [v for v in s.new_versions if not s.draft.is_flexible(v)]
     if not vs:
         return []
@@ -415,6 +428,7 @@ def new_version_not_flexible(s: Subject) -> list[Finding]:
 
 
 def new_version_same_wire(s: Subject) -> list[Finding]:
+    """A new version whose bytes are those of the one before it."""
     from ..schema.diff import version_diff
     out = []
     for v in s.new_versions:
@@ -426,6 +440,7 @@ def new_version_same_wire(s: Subject) -> list[Finding]:
 
 
 def new_version_not_unstable(s: Subject) -> list[Finding]:
+    """New versions not marked latestVersionUnstable."""
     if not s.new_versions or s.draft.latest_version_unstable:
         return []
     return [Finding("new-version-not-unstable", "info", "(message)",
@@ -435,6 +450,7 @@ def new_version_not_unstable(s: Subject) -> list[Finding]:
 
 
 def metadata_changed(s: Subject) -> list[Finding]:
+    """A field whose mapKey, entityType or ignorable differs from the base's."""
     if s.base is None:
         return []
     out = []
@@ -452,6 +468,7 @@ def metadata_changed(s: Subject) -> list[Finding]:
 
 
 def missing_about(s: Subject) -> list[Finding]:
+    """New fields without an "about" text."""
     paths = [p.path for p in s.pairs() if p.base is None and p.draft is not None and not p.draft.about.strip()]
     if not paths:
         return []
@@ -462,6 +479,7 @@ def missing_about(s: Subject) -> list[Finding]:
 
 
 def bad_name(s: Subject) -> list[Finding]:
+    """A request or response whose name does not end in Request / Response."""
     suffix = {"request": "Request", "response": "Response"}.get(s.draft.type)
     if suffix is None or s.draft.name.endswith(suffix):
         return []

@@ -277,6 +277,7 @@ def _rules() -> list[str]:
 
 
 def render(r: Review, *, title: str | None = None, standalone: bool = True) -> str:
+    """The review as HTML: a standalone page, or a fragment for a notebook (standalone=False)."""
     title = title or f"Design review: {r.name}"
     body = ['<div class="kvr">', f"<style>{_CSS}</style>", f"<h1>{_e(title)}</h1>"]
     for part in (_head, _validation, _findings, _open_questions, _versions, _diff, _error_table, _wires,

@@ -15,6 +15,7 @@ __all__ = ["Example", "example", "to_json"]
 
 @dataclass
 class Example:
+    """A draft version's example: its value, its bytes and spans, or the problem met building it."""
     version: int
     value: dict | None = None
     data: bytes | None = None
@@ -25,6 +26,7 @@ class Example:
 
     @property
     def ok(self) -> bool:
+        """Whether the example was built and read back without a problem."""
         return self.problem is None
 
 

@@ -58,8 +58,10 @@ class PartStream:
         self._writer = pa.ipc.new_stream(self._file, schema)
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
+        """Append a record batch to the part file."""
         self._writer.write_batch(batch)
 
     def close(self) -> None:
+        """Finish the part file."""
         self._writer.close()
         self._file.close()

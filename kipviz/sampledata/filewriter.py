@@ -38,6 +38,7 @@ def write_part(parts: Path, writer, stem: str, schema: pa.Schema, rows, private:
 
 
 class FileWriterProcess:
+    """A child process writing the sample's Parquet files from the parts handed to it."""
     def __init__(self, out: Path, parts: Path, private: bool = False):
         self.out, self.parts = Path(out), Path(parts)
         read, self._pipe = os.pipe()
@@ -75,6 +76,7 @@ class FileWriterProcess:
         return json.loads((self.parts / "writer.rows").read_text())
 
     def cancel(self) -> None:
+        """Stop the child at once (killed): its files are left unfinished."""
         if self._pid is not None:
             pid, self._pid = self._pid, None
             try:

@@ -81,12 +81,14 @@ class Offload:
         self._n = 0
 
     def chunk_path(self, n: int, name: str) -> Path:
+        """The file of chunk n named `name` in the parts folder."""
         return self.parts / f"chunk-{n}.{name}"
 
     def _path(self, name: str) -> Path:
         return self.chunk_path(self._n, name)
 
     def new_chunk(self) -> int:
+        """Start the next chunk; its number."""
         self._n += 1
         return self._n
 
@@ -123,6 +125,7 @@ class Offload:
         self._pid = pid
 
     def collect(self, read: bool = True) -> dict | None:
+        """Wait for the child building the last chunk; its result (None when none runs)."""
         if self._pid is None:
             return None
         _, status = os.waitpid(self._pid, 0)     # (interrupted here, cancel() still stops the child)

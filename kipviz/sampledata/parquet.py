@@ -43,6 +43,7 @@ class TableWriter:
             self.write_batch(record_batch(self.schema, columns))
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
+        """Queue a record batch (written in row groups of the writer's size)."""
         if not batch.num_rows:
             return
         self._pending.append(batch)
@@ -59,6 +60,7 @@ class TableWriter:
         self._pending_rows = rest.num_rows
 
     def close(self) -> int:
+        """Write what is queued and finish the file; the rows written."""
         if self._pending_rows:
             self._flush(self._pending_rows)
         self._writer.close()
@@ -67,6 +69,7 @@ class TableWriter:
 
 
 def sha256(path) -> str:
+    """The SHA-256 of a file, as hex."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):

@@ -64,6 +64,7 @@ _JSON = json.JSONEncoder(separators=(",", ":"), sort_keys=True, ensure_ascii=Fal
 
 
 def to_json(d: dict) -> str:
+    """A dict as the rows' JSON text (bytes, uuids and tuples made plain)."""
     return _JSON.encode(plain(d))
 
 
@@ -176,6 +177,7 @@ _API_KEYS: dict[str, int] = {}
 
 
 def api_key_of(api: str) -> int:
+    """The api key of an API name (cached)."""
     k = _API_KEYS.get(api)
     if k is None:
         k = _API_KEYS[api] = registry.api_key(registry.get(api + "Request"))
@@ -252,6 +254,7 @@ class RequestLog:
             out.append(row)
 
     def finish(self) -> dict[str, list]:
+        """Every request row left, answered or not, as columns."""
         out: list[list] = []
         self._pop_ready(out, everything=True)
         return _request_columns(out)

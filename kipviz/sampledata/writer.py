@@ -23,10 +23,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from ..broker import retention
 from ..broker.handlers.metadata import topic_name_problem
 from ..errors import KipvizError
 from ..uuids import to_kafka_str
-from . import files, retention
+from . import files
 from . import offload as offload_mod
 from .filewriter import STREAMS, FileWriterProcess, write_part
 from .parquet import TableWriter, record_batch, sha256
@@ -104,6 +105,7 @@ def _digest(text: str) -> str:
 
 
 def event_batch(events) -> pa.RecordBatch:
+    """Events as one Arrow record batch of the events table."""
     return record_batch(EVENT, event_columns(events))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..broker import Acl
 from ..clients import AbortableError, Producer
+from ..schema.coordinators import GROUP_KEY
 from . import Trace, scenario
 from .kip516 import Wire, part_errors
 
@@ -23,7 +24,7 @@ def _commit_frame(w: Wire, p: Producer, principal_note: str = "") -> dict:
         "ProducerEpoch": p.producer_epoch, "GenerationIdOrMemberEpoch": -1, "MemberId": "", "GroupInstanceId": None,
         "Topics": [{"Name": "in", "Partitions": [{"PartitionIndex": 0, "CommittedOffset": 3, "CommittedLeaderEpoch": -1,
                                                   "CommittedMetadata": principal_note}]}]},
-        broker=w.cluster.coordinator_broker(0, GROUP))
+        broker=w.cluster.coordinator_broker(GROUP_KEY, GROUP))
 
 
 @scenario("acls.txn_offset_commit_order", kip=None, status="released",

@@ -3,6 +3,7 @@ which of the eight common steps each event belongs to, and on which broker the s
 of a marker happened. kipviz.draw.flows draws what this module decides; nothing here draws.
 
     runs = flow_runs()                      # (regular Trace, share Trace): the defaults below
+    share = share_run("kip1289.marker_forwarded")   # one share-side run (kipviz.draw.flows.share_flow)
     w = flow_window(events)                 # the first committed transaction, from the consumer's read
     steps = classify(events[w.lo:w.hi], clients=(w.consumer, w.producer))   # {seq: step 1-8}
     where = resolved_on(events)             # {seq of a share-record move: broker that made it}
@@ -25,11 +26,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from ..broker.topics import INTERNAL as INTERNAL_TOPICS
 from ..errors import KipvizError
 from ..schema import events as E
+from ..schema.topics import CONSUMER_OFFSETS, INTERNAL_TOPICS, SHARE_GROUP_STATE
 
-__all__ = ["STEPS", "FlowError", "Window", "flow_window", "classify", "resolved_on", "flow_runs", "events_of",
+__all__ = ["STEPS", "FlowError", "Window", "flow_window", "classify", "resolved_on", "flow_runs", "share_run", "events_of",
            "REGULAR_SCENARIO", "SHARE_SCENARIO"]
 
 STEPS: dict[int, str] = {
@@ -76,6 +77,11 @@ def flow_runs(regular=None, share=None, *, seed: int = 0, brokers: int = 3, regu
     if share is None or isinstance(share, str):
         share = _run(share or SHARE_SCENARIO, seed, {"brokers": brokers})
     return regular, share
+
+
+def share_run(share=None, *, seed: int = 0, brokers: int = 3):
+    """The share side's run alone: `share` as flow_runs takes it (None: the default scenario)."""
+    return flow_runs(False, share, seed=seed, brokers=brokers)[1]
 
 
 def events_of(x, what: str) -> tuple[list, str]:
@@ -199,9 +205,9 @@ def classify(events: list, clients: Iterable[str] | None = None) -> dict[int, in
         elif isinstance(e, E.RecordAppended):
             if e.control:
                 s = 6
-            elif e.topic == "__consumer_offsets" and e.transactional:
+            elif e.topic == CONSUMER_OFFSETS and e.transactional:
                 s = 4
-            elif e.topic == "__share_group_state" and cur in (6, 7):
+            elif e.topic == SHARE_GROUP_STATE and cur in (6, 7):
                 s = 7
             else:
                 s = cur

@@ -9,9 +9,11 @@ heartbeat or commit from an earlier epoch or generation) are sent as raw frames.
 from __future__ import annotations
 
 from .. import codec
-from ..broker.transactions import complete_body
 from ..clients import Consumer
+from ..codec.fit import complete_body
+from ..schema.coordinators import GROUP_KEY
 from ..schema.error_codes import name_of
+from ..schema.topics import CONSUMER_OFFSETS
 from . import Trace, scenario
 from .transactions import collapse, error_names, responses, table_walk
 
@@ -25,7 +27,7 @@ def send_raw(trace: Trace, api: str, version: int, body: dict, client: str, grou
     c = trace.cluster
     frame = codec.encode_request(api, version, complete_body(api + "Request", version, body),
                                  correlation_id=9000 + len(c.events), client_id=client)
-    out = c.handle(frame, broker=c.coordinator_broker(0, group), client=client)
+    out = c.handle(frame, broker=c.coordinator_broker(GROUP_KEY, group), client=client)
     return codec.decode_response(out, api, version)["body"] if out else None
 
 
@@ -243,7 +245,7 @@ def join_sync_generations(trace: Trace) -> None:
     trace.expect("the group walk: Empty, then PreparingRebalance -> CompletingRebalance -> Stable for each "
                  "generation", walk == expected, " -> ".join(walk))
     gens = collapse(e.record["value"]["generation"] for e in trace.events
-                    if e.kind == "RecordAppended" and e.topic == "__consumer_offsets"
+                    if e.kind == "RecordAppended" and e.topic == CONSUMER_OFFSETS
                     and e.record.get("record") == "GroupMetadata" and e.record.get("value"))
     trace.expect("a GroupMetadata record in __consumer_offsets for every generation", gens == [1, 2, 3], f"{gens}")
     trace.result.update(member_1=m1.member_id, member_2=m2.member_id, generations=gens, group_walk=walk)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 
 from ..schema import events as ev
+from ..schema.coordinators import GROUP_KEY
 from ..schema.error_codes import name_of
 from . import Trace, scenario
 from .kip516 import Wire, newest
@@ -82,7 +83,7 @@ def delete_groups(trace: Trace) -> None:
     c = trace.cluster
     c.create_topic("in", 2)
     gid = "billing"
-    coord = c.coordinator_broker(0, gid)
+    coord = c.coordinator_broker(GROUP_KEY, gid)
     w = Wire(trace, "consumer-1")
     member = str(uuid.UUID(int=c.rng.getrandbits(128), version=4))
     hb_v = newest(trace, "ConsumerGroupHeartbeat")

@@ -1,4 +1,4 @@
-"""KIP-1289 (PROPOSED, voting; seed 004 "Corner cases"): the error cases of share-group
+"""KIP-1289 (PROPOSED, voting, docs/facts.md; its page's "Corner cases"): the error cases of share-group
 acknowledgements inside a producer transaction. Nothing here is released Kafka.
 
     kip1289.case02_coordinator_unavailable   the broker-internal registration of __share_group_state-N

@@ -1,4 +1,4 @@
-"""KIP-1289 (PROPOSED, voting; seed 004): the happy paths of share-group acknowledgements inside a
+"""KIP-1289 (PROPOSED, voting: docs/facts.md): the happy paths of share-group acknowledgements inside a
 producer transaction, and the corner cases that need a fault (a crash, a lost or repeated marker,
 a timer). Nothing here is released Kafka.
 

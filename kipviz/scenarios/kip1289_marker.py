@@ -1,4 +1,4 @@
-"""KIP-1289 (PROPOSED, voting; seed 004): where the COMMIT marker on __share_group_state-N is
+"""KIP-1289 (PROPOSED, voting: docs/facts.md): where the COMMIT marker on __share_group_state-N is
 resolved, one scenario per outcome. Nothing here is released Kafka.
 
     kip1289.marker_colocated       in-0 and __share_group_state-N led by the same broker (the KIP's
@@ -20,7 +20,7 @@ resolved, one scenario per outcome. Nothing here is released Kafka.
                                    "participants" and in-0's leader moving between staging and commit:
                                    the new leader knows no TX_PENDING, at-least-once (case 1's window)
 
-The KIP (seed 004, "Existing RPCs NOT changed"): "The broker hooks the existing marker arrival in
+The KIP (the KIP-1289 page, "Existing RPCs NOT changed"): "The broker hooks the existing marker arrival in
 KafkaApis.handleWriteTxnMarkersRequest and broadcasts to all SharePartition instances on that
 broker"; the transaction coordinator sends the marker for __share_group_state-N to that
 partition's leader, and TxnShareAcknowledge goes to the share partition's leader. Nothing in the

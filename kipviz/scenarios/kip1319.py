@@ -1,4 +1,4 @@
-"""KIP-1319 (TxnOffsetCommit v6, released in Kafka 4.4; seed 000): each error case at v5 and at v6, the
+"""KIP-1319 (TxnOffsetCommit v6, released in Kafka 4.4: docs/facts.md): each error case at v5 and at v6, the
 producer's version choice and fallback, the persisted topic id, and the producer's error classes.
 
     kip1319.group_id_not_found_v5 / _v6    missing group, generation >= 0: ILLEGAL_GENERATION / GROUP_ID_NOT_FOUND
@@ -22,7 +22,9 @@ import uuid
 
 from ..broker import Acl
 from ..clients import AbortableError, CommitFailedError, Producer, classify_txn_offset_commit_error
+from ..schema.coordinators import GROUP_KEY
 from ..schema.error_codes import CODE, name_of
+from ..schema.topics import CONSUMER_OFFSETS
 from ..uuids import ZERO_UUID, to_kafka_str
 from . import Finding, Trace, scenario
 from .kip516 import Wire, newest, offsets_records, part_errors
@@ -85,7 +87,7 @@ def consumer_group(trace: Trace, group: str = "cg") -> dict:
         body = {"GroupId": group, "MemberId": member, "MemberEpoch": epoch, "InstanceId": None, "RackId": None,
                 "RebalanceTimeoutMs": 30000 if join else -1, "SubscribedTopicNames": ["in"] if join else None,
                 "SubscribedTopicRegex": None, "ServerAssignor": None, "TopicPartitions": [] if join else owned}
-        r = w("ConsumerGroupHeartbeat", v, body, broker=trace.cluster.coordinator_broker(0, group))
+        r = w("ConsumerGroupHeartbeat", v, body, broker=trace.cluster.coordinator_broker(GROUP_KEY, group))
         trace.expect(f"ConsumerGroupHeartbeat v{v}: {client} {why} (epoch {epoch} -> {r['MemberEpoch']}): NONE",
                      r["ErrorCode"] == 0, name_of(r["ErrorCode"]))
         return r
@@ -223,7 +225,7 @@ def _txn_commit_frame(w: Wire, p: Producer, version: int, topics: list[dict], gr
     return w("TxnOffsetCommit", version, {
         "TransactionalId": p.transactional_id, "GroupId": group, "ProducerId": p.producer_id,
         "ProducerEpoch": p.producer_epoch, "GenerationIdOrMemberEpoch": -1, "MemberId": "",
-        "GroupInstanceId": None, "Topics": topics}, broker=w.cluster.coordinator_broker(0, group))
+        "GroupInstanceId": None, "Topics": topics}, broker=w.cluster.coordinator_broker(GROUP_KEY, group))
 
 
 def _parts(*indexes: int, offset: int = 7) -> list[dict]:
@@ -443,7 +445,7 @@ def topic_id_persisted(trace: Trace) -> None:
     trace.expect("v6: the record carries the topic's real id", v6["value"]["topicId"] == tid,
                  str(v6["value"]["topicId"]))
     trace.expect("v5: the record carries ZERO_UUID", v5["value"]["topicId"] == ZERO_UUID, str(v5["value"]["topicId"]))
-    raw = {e.value: e for e in trace.events if e.kind == "RecordAppended" and e.topic == "__consumer_offsets"}
+    raw = {e.value: e for e in trace.events if e.kind == "RecordAppended" and e.topic == CONSUMER_OFFSETS}
     sizes = sorted((len(v), v) for v in raw if v is not None and tid.bytes in v)
     trace.expect("the id's 16 bytes are in the v6 record's value; the v5 value has no tagged field",
                  len(sizes) == 1, f"{len(sizes)} value(s) hold the id")

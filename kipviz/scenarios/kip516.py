@@ -1,5 +1,5 @@
 """KIP-516 (topic IDs, released): what a topic id protects against when a topic is deleted and
-recreated under the same name (seed 003).
+recreated under the same name (the KIP-516 page).
 
     kip516.stale_read                         a consumer fetching by the old id gets UNKNOWN_TOPIC_ID;
                                               by name it silently reads the new topic's records
@@ -25,6 +25,7 @@ from ..broker import served_versions
 from ..broker.groups import shape
 from ..records import decode_internal, read_batches, write_batch
 from ..schema.error_codes import name_of
+from ..schema.topics import CONSUMER_OFFSETS
 from ..uuids import RESERVED, ZERO_UUID, to_kafka_str
 from . import Trace, scenario
 
@@ -67,8 +68,8 @@ def offsets_records(trace: Trace, since: int = 0) -> list[dict]:
     """OffsetCommit records written to __consumer_offsets (decoded from their bytes) after event `since`."""
     out = []
     for e in trace.events[since:]:
-        if e.kind == "RecordAppended" and e.topic == "__consumer_offsets" and not e.control and e.key is not None:
-            d = decode_internal(e.key, e.value, "__consumer_offsets")
+        if e.kind == "RecordAppended" and e.topic == CONSUMER_OFFSETS and not e.control and e.key is not None:
+            d = decode_internal(e.key, e.value, CONSUMER_OFFSETS)
             if d["record"] == "OffsetCommit":
                 out.append({**d, "producer_id": e.producer_id, "transactional": e.transactional})
     return out

@@ -1,4 +1,4 @@
-"""KIP-516 on the broker side (seed 003): LeaderAndIsr with topic ids and its Type, the
+"""KIP-516 on the broker side (the KIP-516 page): LeaderAndIsr with topic ids and its Type, the
 partition.metadata file, stale logs moved to deletion, deletion without waiting for every replica,
 migration of logs written before ids, and StopReplica, which never got a topic id.
 

@@ -1,4 +1,4 @@
-"""Where released Kafka departs from the KIP-516 page (seed 003), as data: other code (the review,
+"""Where released Kafka departs from the KIP-516 page, as data: other code (the review,
 notebooks, tests) reads DEPARTURES; `schema_facts` checks the wire departures against the kit's
 own definitions, so a definition that drifts from this list is caught.
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from ..broker.tables.transaction import STATE_NAMES
 from ..clients import Consumer, Producer, ProducerFencedError
+from ..schema.coordinators import GROUP_KEY
 from ..schema.error_codes import name_of
+from ..schema.topics import TRANSACTION_STATE
 from . import Trace, scenario
 
 INPUT, OUTPUT = "orders", "orders-enriched"
@@ -101,7 +103,7 @@ def txn_log_states(trace: Trace, transactional_id: str, since: int = 0) -> list[
     """TransactionStatus of each __transaction_state record written for the id (repeats collapsed)."""
     out = []
     for e in trace.events[since:]:
-        if e.kind != "RecordAppended" or e.topic != "__transaction_state":
+        if e.kind != "RecordAppended" or e.topic != TRANSACTION_STATE:
             continue
         rec = e.record or {}
         if (rec.get("key") or {}).get("TransactionalId") != transactional_id:
@@ -121,7 +123,7 @@ def markers(trace: Trace, producer_id: int, since: int = 0) -> dict[tuple[str, i
 
 
 def offsets_partition(trace: Trace, group: str = GROUP) -> tuple[str, int]:
-    return trace.cluster.coordinator_partition(0, group)
+    return trace.cluster.coordinator_partition(GROUP_KEY, group)
 
 
 # ---- read-process-write ---------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ PATH = Path(__file__).resolve().parent.parent / "defs" / "api_keys.json"
 
 @dataclass(frozen=True, slots=True)
 class KeyEntry:
+    """One api key of Kafka's key table: its number, its name, the release it came with, and why."""
     key: int
     name: str
     since: str | None          # None: in every release the kit models (the 2024-10 snapshot)
@@ -26,6 +27,7 @@ class KeyEntry:
 
     @property
     def pinned(self) -> bool:
+        """Whether the release it came with is known exactly (not only "at most")."""
         return self.since is None or not self.since.startswith("≤")
 
 

@@ -16,6 +16,7 @@ REF_DIRS = ("message-2024-10", "message-4.3", "records")
 
 
 def reference_root() -> Path | None:
+    """The folder of Kafka's own schema files to check the kit's against (KIPVIZ_KAFKA_REF), or None."""
     env = os.environ.get("KIPVIZ_KAFKA_REF")
     candidates = [Path(env)] if env else []
     here = Path(__file__).resolve()
@@ -25,6 +26,7 @@ def reference_root() -> Path | None:
 
 
 def references() -> dict[str, dict]:
+    """{reference folder: {message name: spec}} of Kafka's schema files, {} when none is found."""
     root = reference_root()
     if root is None:
         return {}
@@ -32,6 +34,7 @@ def references() -> dict[str, dict]:
 
 
 def check_spec(spec, refs: dict[str, dict]) -> list[str]:
+    """Where a kit definition disagrees with Kafka's own file of the same message (a problem per line)."""
     problems = []
     for d, specs in refs.items():
         ref = specs.get(spec.name)
@@ -56,6 +59,7 @@ def matrix_text(kind: str = "request") -> str:
 
 
 def main(argv: list[str]) -> int:
+    """Check definition files (default: all of the kit's) against Kafka's; the exit status."""
     from . import registry
     files = [Path(a) for a in argv] or sorted(registry.DEFS_DIR.glob("*.json"))
     refs = references()

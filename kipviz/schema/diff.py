@@ -115,6 +115,7 @@ _VARIABLE = ("string", "bytes", "records")
 
 
 def header_version(spec: MessageSpec, v: int) -> tuple[str, int] | None:
+    """("request header" / "response header", its version) of a message version, None for other kinds."""
     if spec.type == "request":
         return "request header", request_header_version(spec, v)
     if spec.type == "response":

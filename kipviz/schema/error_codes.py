@@ -46,7 +46,7 @@ ERRORS: dict[str, tuple[int, bool]] = {
     "ELIGIBLE_LEADERS_NOT_AVAILABLE": (83, True), "ELECTION_NOT_NEEDED": (84, True),
     "GROUP_SUBSCRIBED_TO_TOPIC": (86, False), "THROTTLING_QUOTA_EXCEEDED": (89, True),
     "MISMATCHED_ENDPOINT_TYPE": (114, False), "UNSUPPORTED_ENDPOINT_TYPE": (115, False),
-    # Kafka 4.4 (FACTS.md (h): KIP-1331, KAFKA-20395). Their exception classes were not in any
+    # Kafka 4.4 (docs/facts.md#kafka-44: KIP-1331, KAFKA-20395). Their exception classes were not in any
     # source the kit could read; none is documented as retriable, so the kit treats them as not.
     "GROUP_DELETION_FAILED": (134, False), "STREAMS_TOPOLOGY_DESCRIPTION_UPDATE_FAILED": (135, False),
     "CONTROLLER_ID_NOT_REGISTERED": (136, False),
@@ -57,6 +57,7 @@ RETRIABLE = frozenset(code for code, r in ERRORS.values() if r)
 
 
 def name_of(code: int) -> str:
+    """The name of an error code ("NOT_COORDINATOR"), or "ERROR_N" for one Kafka does not define."""
     return NAME.get(code, f"ERROR_{code}")
 
 

@@ -15,6 +15,8 @@ def request_header_version(spec: MessageSpec, version: int) -> int:
 def response_header_version(spec: MessageSpec, version: int) -> int:
     # ApiVersionsResponse always uses header v0: a client that does not yet know the
     # broker's versions must be able to read the answer.
+    """The response header version of a message version: 1 when flexible, else 0; ApiVersions
+    always 0, so a client that knows no versions yet can read it."""
     if spec.api == "ApiVersions":
         return 0
     return 1 if spec.is_flexible(version) else 0

@@ -296,6 +296,7 @@ def parse_spec(obj: Any, source: str = "<schema>", *, require_kit: bool = False)
 
 
 def load_text(text: str, source: str = "<schema>", *, require_kit: bool = False) -> MessageSpec:
+    """A MessageSpec from definition text (JSON with comments); SchemaError names what is wrong."""
     try:
         obj = jsonc.loads(text)
     except json.JSONDecodeError as e:
@@ -304,6 +305,7 @@ def load_text(text: str, source: str = "<schema>", *, require_kit: bool = False)
 
 
 def load_file(path: str | Path, *, require_kit: bool = False) -> MessageSpec:
+    """A MessageSpec from a definition file (read with a size bound)."""
     p = Path(path)
     try:
         with p.open("rb") as f:

@@ -17,6 +17,7 @@ STATUSES = ("released", "accepted", "proposed")
 
 @dataclass(frozen=True, slots=True)
 class FieldSpec:
+    """One field of a message definition as written: its type, versions, nullable and tagged versions."""
     name: str
     type: str                      # as written: "int32", "[]int32", "[]TopicData", "LeaderIdAndEpoch"
     versions: Versions
@@ -37,23 +38,29 @@ class FieldSpec:
 
     @property
     def is_array(self) -> bool:
+        """Whether the field is an array ("[]int32", "[]TopicData")."""
         return self.type.startswith("[]")
 
     @property
     def elem(self) -> str:
+        """The type of the field's values (an array's element type)."""
         return self.type[2:] if self.is_array else self.type
 
     @property
     def is_struct(self) -> bool:
+        """Whether the field's values are structs (not primitives)."""
         return self.elem not in PRIMITIVES
 
     def present(self, v: int) -> bool:
+        """Whether the field exists at version v."""
         return v in self.versions
 
     def is_tagged(self, v: int) -> bool:
+        """Whether the field is a tagged field at version v."""
         return self.tag is not None and v in self.tagged
 
     def is_nullable(self, v: int) -> bool:
+        """Whether the field may be null at version v."""
         return v in self.nullable
 
 
@@ -70,6 +77,7 @@ class VersionStatus:
     note: str = ""
 
     def label(self) -> str:
+        """The status in words: "released in Kafka 4.4 (KIP-1319)", "proposed", ..."""
         if self.status == "released":
             text = f"released in Kafka {self.since}" if self.since else "released"
         elif self.status == "accepted" and self.since:
@@ -83,11 +91,13 @@ class VersionStatus:
 
 @dataclass(frozen=True, slots=True)
 class KitInfo:
+    """The kit's own notes in a definition: what it is about and the status of its version ranges."""
     about: str = ""
     statuses: tuple[VersionStatus, ...] = ()
     api_key_candidates: tuple[dict, ...] = field(default=(), compare=False)  # unsettled keys
 
     def status(self, v: int) -> VersionStatus | None:
+        """The status of version v, or None when the kit says nothing about it."""
         for s in self.statuses:
             if v in s.versions:
                 return s
@@ -96,6 +106,7 @@ class KitInfo:
 
 @dataclass(frozen=True, slots=True, eq=False)   # identity hash: specs are cache keys
 class MessageSpec:
+    """One message definition: its name, kind, api key, versions and fields."""
     name: str
     type: str                      # request, response, header, data
     valid: Versions
@@ -112,6 +123,7 @@ class MessageSpec:
 
     @property
     def versions(self) -> list[int]:
+        """Every valid version, oldest first."""
         return [] if self.valid.empty else list(self.valid.iter(self.valid.hi if self.valid.hi is not None else self.valid.lo))
 
     @property
@@ -123,12 +135,15 @@ class MessageSpec:
         return self.name
 
     def is_flexible(self, v: int) -> bool:
+        """Whether version v uses the flexible (compact, tagged) encoding."""
         return v in self.flexible
 
     def status(self, v: int) -> VersionStatus | None:
+        """The kit's status of version v, or None."""
         return self.kit.status(v) if self.kit else None
 
     def status_label(self, v: int) -> str:
+        """The status of version v in words ("official schema (no kit label)" without one)."""
         s = self.status(v)
         return s.label() if s else "official schema (no kit label)"
 

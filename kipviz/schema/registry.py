@@ -35,6 +35,7 @@ def messages() -> dict[str, MessageSpec]:
 
 
 def get(name) -> MessageSpec:
+    """The MessageSpec named `name` (a spec is returned as it is); UnknownMessageError suggests close names."""
     if isinstance(name, MessageSpec):
         return name
     specs = _kit()
@@ -53,6 +54,7 @@ def api_key(spec: MessageSpec) -> int | None:
 
 
 def by_api_key(key: int, kind: str = "request") -> MessageSpec:
+    """The request (or response) definition of an api key."""
     hit = _by_key.get((key, kind))
     if hit is not None:
         return hit

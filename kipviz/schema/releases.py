@@ -1,5 +1,5 @@
 """The Apache Kafka releases the kit models, oldest first; the newest is what the model plays
-unless told otherwise (FACTS.md (h): Kafka 4.4 is the newest release).
+unless told otherwise (docs/facts.md#kafka-44: Kafka 4.4 is the newest release).
 
 Which versions a release serves is derived from the kit's labels (status/since/removed), never
 written twice: `served` is the one rule (the broker model, the CLI and kipviz.schema.matrix all

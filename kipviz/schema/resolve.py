@@ -10,6 +10,7 @@ from .model import FieldSpec, MessageSpec
 
 @dataclass(frozen=True, slots=True)
 class VField:
+    """A field as one version sees it: its encoding settled (compact, tag, nullable) and its sub-fields."""
     name: str
     type: str              # as written in the schema ("[]int32", "TopicData", ...)
     elem: str              # element type ("int32", "TopicData")
@@ -24,11 +25,13 @@ class VField:
 
     @property
     def tagged(self) -> bool:
+        """Whether the field is tagged at this version."""
         return self.tag is not None
 
 
 @dataclass(frozen=True, slots=True)
 class VMessage:
+    """A message at one version: the fields present there, resolved (what a plan compiles)."""
     spec: MessageSpec
     version: int
     flexible: bool
@@ -50,6 +53,7 @@ def _resolve_fields(fields: tuple[FieldSpec, ...], v: int, flexible: bool) -> tu
 
 @lru_cache(maxsize=4096)
 def resolve(spec: MessageSpec, version: int) -> VMessage:
+    """The message `spec` at `version`; UnknownMessageError for a version it lacks."""
     if version not in spec.valid:
         raise UnknownMessageError(
             f"{spec.name} has no version {version} (valid: {spec.valid})")

@@ -20,6 +20,7 @@ class Versions:
 
     @classmethod
     def parse(cls, text: str) -> "Versions":
+        """A range from its text in a definition: "0+", "1-3", "2" or "none"; ValueError otherwise."""
         if not isinstance(text, str):
             raise ValueError(f"version range must be a string, got {text!r}")
         if text.strip() == "none":
@@ -39,12 +40,14 @@ class Versions:
 
     @property
     def empty(self) -> bool:
+        """Whether the range holds no version."""
         return self.hi is not None and self.hi < self.lo
 
     def __contains__(self, v: int) -> bool:
         return v >= self.lo and (self.hi is None or v <= self.hi)
 
     def intersect(self, other: "Versions") -> "Versions":
+        """The versions in both ranges."""
         lo = max(self.lo, other.lo)
         his = [h for h in (self.hi, other.hi) if h is not None]
         hi = min(his) if his else None
@@ -61,6 +64,7 @@ class Versions:
         return self.hi is not None and self.hi <= other.hi
 
     def iter(self, upto: int) -> range:
+        """The versions of the range, at most `upto` (an open range stops there)."""
         hi = upto if self.hi is None else min(self.hi, upto)
         return range(self.lo, hi + 1)
 

@@ -7,6 +7,7 @@ from .resolve import VField
 
 
 def prim_type(t: str, compact: bool) -> str:
+    """How a primitive is written: "int32 · 4B", "string (compact) · varint len", ..."""
     if t in FIXED_SIZES:
         return f"{t} · {FIXED_SIZES[t]}B"
     if t == "string":

@@ -21,6 +21,7 @@ class AclFileError(ValueError):
 
 
 def parse_acls(text: str, *, where: str = "acls") -> list[Acl]:
+    """The ACLs of an ACL file's text, one a line (# comments); AclFileError names a bad line."""
     out: list[Acl] = []
     for i, line in enumerate(text.splitlines(), 1):
         words = line.split()
@@ -47,6 +48,7 @@ def parse_acls(text: str, *, where: str = "acls") -> list[Acl]:
 
 
 def load_acls(path) -> list[Acl]:
+    """The ACLs of an ACL file; AclFileError when it cannot be read or parsed."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:

@@ -23,6 +23,7 @@ DEFAULT_EVENTS_MAX_BYTES = 64 * 1024 * 1024
 
 
 class RequestPool:
+    """The memory requests may hold at once, in bytes: allocations wait when it is spent."""
     def __init__(self, capacity: int):
         self.capacity = capacity
         self.available = capacity
@@ -31,9 +32,11 @@ class RequestPool:
 
     @property
     def in_use(self) -> int:
+        """Bytes held now."""
         return self.capacity - self.available
 
     def try_allocate(self, n: int) -> bool:
+        """Take n bytes if any are left (the pool may go below zero once); False when it is spent."""
         if self.available <= 0:
             self.denied += 1
             return False
@@ -41,6 +44,7 @@ class RequestPool:
         return True
 
     def release(self, n: int) -> None:
+        """Give n bytes back and retry the waiting allocations in order."""
         self.available += n
         while self.waiting and self.available > 0:
             retry = self.waiting.popleft()
@@ -48,6 +52,7 @@ class RequestPool:
 
 
 def mib(n: float) -> str:
+    """A byte count in MiB, one decimal ("1.5 MiB")."""
     return f"{n / 2**20:.1f} MiB"
 
 

@@ -88,6 +88,7 @@ class Listener:
                      listener=self.name, host=host)
 
     def port_of(self, broker: int) -> int:
+        """The port broker `broker` listens on (0: any free port)."""
         return 0 if self.port == 0 else self.port + broker
 
 
@@ -112,6 +113,7 @@ def acls_from(acls):
 
 
 def is_loopback(host: str) -> bool:
+    """Whether a host name or address is this machine's loopback."""
     try:
         return ipaddress.ip_address(host.split("%")[0]).is_loopback
     except ValueError:

@@ -216,12 +216,14 @@ class LiveView(W.VBox):
         self.followed["strip"] = (group,)
 
     def start(self) -> LiveView:
+        """Start refreshing in the background; returns the view."""
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="kipviz-live", daemon=True)
             self._thread.start()
         return self
 
     def stop(self) -> None:
+        """Stop refreshing."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5)

@@ -73,21 +73,25 @@ class Recorder:
 
     # called with the server's lock held
     def spill(self, events) -> None:
+        """Write events the cluster let go of to the recording."""
         if not self.closed:
             self.writer.drain(events, self.cluster)
 
     def opened(self, key, client: tuple, server: tuple) -> None:
+        """A connection opened: start its stream in the capture."""
         try:
             self._conns[key] = self.pcap.connection(client[:2], server[:2])
         except Exception:  # noqa: BLE001 - an address the pcap cannot hold (e.g. a unix socket)
             pass
 
     def sent(self, key, to_server: bool, data: bytes) -> None:
+        """Bytes sent on a connection, to the server or from it: add them to the capture."""
         c = self._conns.get(key)
         if c is not None and data:
             c.send(to_server, data, time.time())
 
     def gone(self, key) -> None:
+        """A connection closed: end its stream in the capture."""
         c = self._conns.pop(key, None)
         if c is not None:
             c.close(time.time())

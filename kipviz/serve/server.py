@@ -100,8 +100,8 @@ def _warm_up(config) -> None:
         if served is None:
             continue
         try:
-            plan_for(registry.get(api + "Request"), served[1])._decoder()
-            plan_for(registry.get(api + "Response"), served[1])._encoder()
+            plan_for(registry.get(api + "Request"), served[1]).decoder()
+            plan_for(registry.get(api + "Response"), served[1]).encoder()
         except Exception:  # noqa: BLE001 - a warm-up only; the request itself reports any problem
             pass
 
@@ -244,6 +244,7 @@ class Server:
         return None if d is None else d.path
 
     def start(self) -> Server:
+        """Start serving on a background thread; returns the server."""
         if self._thread is not None:
             return self
         self._use_log_dir()
@@ -277,6 +278,7 @@ class Server:
             topics.use_log_dir(d)
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Stop serving and wait up to `timeout` seconds for the thread."""
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
             return

@@ -308,6 +308,7 @@ def frames(logs) -> dict:
 
 
 def by_name(name: str):
+    """The analysis function named `name`; KipvizError lists the known ones."""
     if name not in ANALYSES:
         raise KipvizError(f"no analysis {name!r}; known: {', '.join(ANALYSES)}")
     return globals()[name]

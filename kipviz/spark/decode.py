@@ -26,11 +26,12 @@ from ..eos.checker import SOURCE_HEADER
 from ..errors import DecodeError
 from ..records import read_batches
 from ..records.batch import INT64_RANGE as _INT64
-from ..records.batch import TIMESTAMP_TYPE_MASK as _LOG_APPEND_TIME
-from ..records.batch import TRANSACTIONAL_MASK as _TRANSACTIONAL
-from ..records.internal import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TRANSACTION_STATE, decode_internal
+from ..records.header import TIMESTAMP_TYPE_MASK as _LOG_APPEND_TIME
+from ..records.header import TRANSACTIONAL_MASK as _TRANSACTIONAL
+from ..records.internal import decode_internal
 from ..records.skim import skim_batch
 from ..records.skim_column import skim_column
+from ..schema.topics import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TRANSACTION_STATE
 from . import schemas
 
 __all__ = ["decode_offsets", "decode_transactions", "decode_share_state", "decode_batches",
@@ -151,14 +152,17 @@ def _share_row(d: dict) -> dict:
 
 
 def offsets_arrow(rb: pa.RecordBatch) -> pa.RecordBatch:
+    """A batch of __consumer_offsets rows decoded into the offsets table (Arrow)."""
     return _internal(rb, CONSUMER_OFFSETS, schemas.OFFSETS, _offset_row)
 
 
 def transactions_arrow(rb: pa.RecordBatch) -> pa.RecordBatch:
+    """A batch of __transaction_state rows decoded into the transactions table (Arrow)."""
     return _internal(rb, TRANSACTION_STATE, schemas.TRANSACTIONS, _txn_row)
 
 
 def share_state_arrow(rb: pa.RecordBatch) -> pa.RecordBatch:
+    """A batch of __share_group_state rows decoded into the share-state table (Arrow)."""
     return _internal(rb, SHARE_GROUP_STATE, schemas.SHARE_STATE, _share_row)
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from ..eos import checker
 from ..eos.txnlog import check_markers
 from ..errors import KipvizError
-from ..records.internal import TRANSACTION_STATE
+from ..schema.topics import TRANSACTION_STATE
 from . import decode, txnview
 from .logs import Logs
 from .moves import partition_offset_after, share_events, share_moves
@@ -54,6 +54,7 @@ __all__ = ["verify_eos", "EosResult"]
 
 @dataclass
 class EosResult:
+    """The Spark exactly-once verification's result: the verdict, the violations and the counts."""
     group: str
     input_topic: str
     output_topic: str
@@ -86,6 +87,7 @@ class EosResult:
                  r["classification"], r["case"], r.get("transaction")) for r in self.rows}
 
     def summary(self, limit: int = 20) -> str:
+        """The result in words: the verdict, the counts, and up to `limit` violations."""
         s = self.stats
         bad = [r for r in self.rows if r["classification"] == VIOLATION]
         lines = [f"share EOS verification (Spark), group {self.group!r}: {self.input_topic} -> "
@@ -112,6 +114,7 @@ class EosResult:
         return "\n".join(lines)
 
     def to_pandas(self):
+        """The violations as a pandas DataFrame."""
         import pandas as pd
         cols = ["kind", "topic", "partition", "offset", "classification", "case", "transaction", "detail", "outputs"]
         return pd.DataFrame(self.rows, columns=cols)
@@ -128,6 +131,7 @@ def cannot_verify(unreadable: list) -> str:
 
 
 def unreadable_line(u: dict) -> str:
+    """One line naming an input that could not be read, and where."""
     at = "" if u["partition"] is None else f" partition {u['partition']}" + (
         "" if u["offset"] is None else f" offset {u['offset']}")
     return f"[unreadable] {u['dataset']}{at}: {u['error']}"

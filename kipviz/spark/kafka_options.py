@@ -117,6 +117,7 @@ class Options:
 
     @property
     def bootstrap(self) -> str:
+        """The bootstrap servers."""
         return self.conf["bootstrap.servers"]
 
 
@@ -208,6 +209,7 @@ class Cluster:
         self.c = consumer(o.conf)
 
     def close(self) -> None:
+        """Close the admin client."""
         self.c.close()
 
     def _metadata(self, topic: str | None = None):
@@ -329,4 +331,5 @@ def to_json(offsets: dict) -> dict:
 
 
 def from_json(doc: dict) -> dict:
+    """Offsets from their JSON form ({topic: {partition: offset}}) to {(topic, partition): offset}."""
     return {(t, int(p)): int(off) for t, parts in doc.items() for p, off in parts.items()}

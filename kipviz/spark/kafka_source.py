@@ -142,16 +142,19 @@ def check_batch(options) -> list[KafkaRange]:
 
 
 class KafkaBatchReader(DataSourceReader):
+    """The batch reader of the Python Kafka source: one task per partition range."""
     def __init__(self, options):
         self.o = ko.parse(options, streaming=False)
 
     def partitions(self):
+        """The read tasks: each partition from its starting to its ending offset."""
         tps, marks = _plan(self.o)
         start = ko.resolve(self.o.starting, tps, marks, "startingOffsets", fail_on_data_loss=self.o.fail_on_data_loss)
         end = ko.resolve(self.o.ending, tps, marks, "endingOffsets")
         return _tasks(self.o, start, end)
 
     def read(self, partition):
+        """The rows of one task's offset range."""
         yield from read_range(partition)
 
 
@@ -165,15 +168,18 @@ class KafkaStreamReader(DataSourceStreamReader):
         self._latest: dict | None = None
 
     def initialOffset(self):
+        """The starting offsets, as JSON."""
         tps, marks = _plan(self.o, streaming=True)
         return ko.to_json(ko.resolve(self.o.starting, tps, marks, "startingOffsets",
                                      fail_on_data_loss=self.o.fail_on_data_loss))
 
     def getDefaultReadLimit(self):
+        """maxOffsetsPerTrigger as a read limit, else everything available."""
         from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
         return ReadMaxRows(self.o.max_offsets) if self.o.max_offsets else ReadAllAvailable()
 
     def latestOffset(self, start, limit):
+        """The offsets the next micro-batch reads up to (within `limit`), as JSON."""
         from pyspark.sql.streaming.datasource import ReadMaxRows
         tps, marks = _plan(self.o, streaming=True)
         frm = ko.from_json(start)
@@ -186,9 +192,11 @@ class KafkaStreamReader(DataSourceStreamReader):
         return ko.to_json(latest)
 
     def reportLatestOffset(self):
+        """The latest offsets seen, for Spark's progress report."""
         return self._latest
 
     def partitions(self, start, end):
+        """The read tasks of a micro-batch, from `start` to `end` (new partitions from their start)."""
         frm, until = ko.from_json(start), ko.from_json(end)
         new = [tp for tp in until if tp not in frm]
         if new:
@@ -197,6 +205,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         return _tasks(self.o, frm, until)
 
     def read(self, partition):
+        """The rows of one task's offset range."""
         yield from read_range(partition)
 
     def commit(self, end):
@@ -230,14 +239,18 @@ class KafkaDataSource(DataSource):
 
     @classmethod
     def name(cls):
+        """The source's format name."""
         return NAME
 
     def schema(self):
+        """The rows' schema: Spark's Kafka source columns (headers with includeHeaders)."""
         opts = {str(k).lower(): v for k, v in self.options.items()}
         return schemas.KAFKA_DDL if ko.bool_option(opts, "includeHeaders", False) else _DDL_NO_HEADERS
 
     def reader(self, schema):
+        """The batch reader."""
         return KafkaBatchReader(self.options)
 
     def streamReader(self, schema):
+        """The streaming reader."""
         return KafkaStreamReader(self.options)

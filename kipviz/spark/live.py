@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 
-from ..records.internal import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TRANSACTION_STATE
+from ..schema.topics import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TRANSACTION_STATE
 
 __all__ = ["LiveMetrics", "OPEN_STATES"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..records.internal import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TRANSACTION_STATE
+from ..schema.topics import CONSUMER_OFFSETS, SHARE_GROUP_STATE, TRANSACTION_STATE
 from . import decode, txnview
 
 __all__ = ["Logs", "decode_all"]
@@ -21,6 +21,7 @@ __all__ = ["Logs", "decode_all"]
 
 @dataclass
 class Logs:
+    """A run's logs decoded in Spark: offsets, transactions and share state, with its events and requests."""
     source: object
     offsets: object
     transactions: object
@@ -31,14 +32,17 @@ class Logs:
 
     @property
     def spark(self):
+        """The Spark session."""
         return self.source.spark
 
     @property
     def events(self):
+        """The run's events frame."""
         return self.source.events
 
     @property
     def requests(self):
+        """The run's requests frame."""
         return self.source.requests
 
     def records(self, topic: str):
@@ -86,6 +90,7 @@ class Logs:
         return df
 
     def unpersist(self) -> None:
+        """Release every frame cached for these logs."""
         for df in self._persisted:
             df.unpersist()
         self._persisted.clear()

@@ -32,6 +32,7 @@ class Chart(str):
 
     @property
     def svg(self) -> str:
+        """The chart as SVG text."""
         return str(self)
 
 
@@ -306,6 +307,7 @@ def run_start(source) -> int | None:
 
 # ---- one per analysis ----------------------------------------------------------------------------------
 def plot_lag(df, limit: int = 60) -> Chart:
+    """Consumer lag per group and partition, at most `limit` bars."""
     p = _frame(df, limit)
     title = "Consumer lag per group and partition (KIP-516 status)"
     if p is None or p.empty:
@@ -327,6 +329,7 @@ def plot_lag(df, limit: int = 60) -> Chart:
 
 
 def plot_transactions(df, limit: int = 100_000) -> Chart:
+    """Transaction durations by outcome."""
     p = _frame(df, limit)
     title = "Transaction durations by outcome"
     if p is None or p.empty:
@@ -387,6 +390,7 @@ def _windows(xs: list, gauge: list, counter: list) -> tuple[list, list, list]:
 
 
 def plot_residency(df, limit: int = 100_000) -> Chart:
+    """How long records stayed TX_PENDING (KIP-1289, proposed)."""
     p = _frame(df, limit)
     title = "KIP-1289 (proposed): TX_PENDING residency"
     if p is None or p.empty:
@@ -396,6 +400,7 @@ def plot_residency(df, limit: int = 100_000) -> Chart:
 
 
 def plot_kip1319(df, limit: int = 500) -> Chart:
+    """TxnOffsetCommit answers by version, before and after KIP-1319."""
     p = _frame(df, limit)
     title = "TxnOffsetCommit answers by version: before / after KIP-1319 (released in Kafka 4.4)"
     if p is None or p.empty:
@@ -408,6 +413,7 @@ def plot_kip1319(df, limit: int = 500) -> Chart:
 
 
 def plot_eos(result) -> Chart:
+    """The exactly-once verification's violations by kind."""
     rows = result.rows if hasattr(result, "rows") else result
     title = "Exactly-once verification: violations by kind"
     if not rows:
@@ -422,6 +428,7 @@ def plot_eos(result) -> Chart:
 
 
 def plot_share_state(df, limit: int = 500) -> Chart:
+    """Each share partition's start offset (SPSO) after each persisted state record."""
     p = _frame(df, limit)
     title = "Share-partition start offset (SPSO) after each persisted state record"
     if p is None or p.empty:

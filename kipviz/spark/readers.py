@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import KipvizError
+from ..records.header import HEADER_SIZE, LOG_OVERHEAD, OFFSET
 from . import schemas, txnview
 
 __all__ = ["Source", "read_samples", "read_kafka", "from_trace", "from_tables", "kafka_frame", "KAFKA_COLUMNS",
@@ -127,9 +128,8 @@ def conform(df, ddl: str, dataset: str, errors: list):
     return out.filter(F.col("_why").isNull()).select(*names)
 
 
-# Kafka's DefaultRecordBatch: RECORD_BATCH_OVERHEAD 61 bytes of header, the magic byte at 16, the
-# batch length (the bytes after it) at 8 (clients/.../record/DefaultRecordBatch.java)
-BATCH_HEADER = 61
+# Kafka's DefaultRecordBatch: RECORD_BATCH_OVERHEAD bytes of header (kipviz.records.header)
+BATCH_HEADER = HEADER_SIZE
 
 
 def checked_batches(df, dataset: str, errors: list, topic: str | None = None):
@@ -140,8 +140,9 @@ def checked_batches(df, dataset: str, errors: list, topic: str | None = None):
     from pyspark.sql import functions as F
     b = F.col("batch")
     n = F.length(b)
-    magic = F.conv(F.hex(F.substring(b, 17, 1)), 16, 10)
-    length = F.conv(F.hex(F.substring(b, 9, 4)), 16, 10).cast("bigint") + 12
+    # Spark's substring counts from 1
+    magic = F.conv(F.hex(F.substring(b, OFFSET["magic"] + 1, 1)), 16, 10)
+    length = F.conv(F.hex(F.substring(b, OFFSET["length"] + 1, 4)), 16, 10).cast("bigint") + LOG_OVERHEAD
     why = F.when(F.lit(False), F.lit(None))
     if topic is not None:
         why = why.when(~F.col("topic").eqNullSafe(topic),
@@ -179,14 +180,17 @@ class Source:
 
     @property
     def group(self) -> str | None:
+        """The run's consumer or share group, from its manifest."""
         return self.manifest.get("group")
 
     @property
     def input_topic(self) -> str | None:
+        """The run's input topic, from its manifest."""
         return self.manifest.get("input_topic")
 
     @property
     def output_topic(self) -> str | None:
+        """The run's output topic, from its manifest."""
         return self.manifest.get("output_topic")
 
     def topic(self, name: str):
@@ -197,6 +201,7 @@ class Source:
         return df
 
     def batches_of(self, name: str):
+        """The topic's record batches frame, or None."""
         return self.batches.get(name)
 
     @property

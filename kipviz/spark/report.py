@@ -22,6 +22,7 @@ HEAD = 20
 
 @dataclass
 class Report:
+    """What `kipviz analyze` found: each analysis' first rows and row count, and the run's facts."""
     origin: str
     manifest: dict
     frames: dict = field(default_factory=dict)     # analysis -> pandas head (HEAD rows)
@@ -32,6 +33,7 @@ class Report:
     findings: dict = field(default_factory=dict)   # analysis -> one line of what it found (its key numbers)
 
     def summary(self) -> str:
+        """The report in words."""
         m = self.manifest
         lines = [f"kipviz analyze: {self.origin} ({m.get('scenario') or 'live topics'}, "
                  f"{m.get('workload') or '-'}, seed {m.get('seed')})"]
@@ -48,6 +50,7 @@ class Report:
         return "\n".join(lines)
 
     def to_html(self) -> str:
+        """The report as a standalone HTML page."""
         parts = [f"<!doctype html><meta charset='utf-8'><title>kipviz analyze {html.escape(self.origin)}</title>",
                  "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:12px}"
                  "td,th{border:1px solid #ccc;padding:2px 6px}</style>",
@@ -64,6 +67,7 @@ class Report:
         return "\n".join(parts) + "\n"
 
     def save(self, path) -> None:
+        """Write the HTML page to `path`."""
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(self.to_html())
 

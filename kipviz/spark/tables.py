@@ -21,6 +21,7 @@ __all__ = ["RunTables", "run_tables"]
 
 @dataclass
 class RunTables:
+    """A run's sample data as Arrow tables: its manifest, topics, batches, requests and events."""
     manifest: dict
     topics: dict[str, pa.Table] = field(default_factory=dict)
     batches: dict[str, pa.Table] = field(default_factory=dict)

@@ -27,7 +27,8 @@ import pyarrow as pa
 from crc32c import crc32c
 
 from ..errors import DecodeError
-from ..records.batch import CONTROL_MASK, HEADER, HEADER_SIZE, LOG_OVERHEAD, TRANSACTIONAL_MASK, read_batches
+from ..records.batch import read_batches
+from ..records.header import CONTROL_MASK, HEADER, HEADER_SIZE, LOG_OVERHEAD, OFFSET, TRANSACTIONAL_MASK
 
 __all__ = ["batch_view", "batch_headers", "headers_arrow", "with_visibility", "with_event_seq", "HEADERS"]
 
@@ -66,7 +67,7 @@ def _header(data) -> dict:
     if h["is_control"]:                     # one small record: its type says COMMIT or ABORT
         recs = read_batches(data, strict=True)[0]["records"]
         if len(recs) != 1 or not recs[0].get("control"):
-            raise DecodeError(f"a control batch of {len(recs)} records (a marker is one)", 57,
+            raise DecodeError(f"a control batch of {len(recs)} records (a marker is one)", OFFSET["records_count"],
                               "batch[0].RecordsCount")
         h["control_type"] = recs[0]["control"]["type"]
     return h

@@ -266,22 +266,27 @@ class Explorer(W.VBox):
     # ---- public ------------------------------------------------------------------------------
     @property
     def message(self) -> str | None:
+        """The message shown (its definition's name), or None."""
         return self.spec.name if self.spec else None
 
     @property
     def kind(self) -> str:
+        """Request or response, as the toggle says."""
         return self.kind_toggle.value
 
     @property
     def mode(self) -> str:
+        """The view chosen in the mode menu."""
         return self.mode_select.value
 
     @property
     def json_text(self) -> str:
+        """The value being edited, as JSON text."""
         return self.json_area.value
 
     @property
     def diagram_html(self) -> str:
+        """The diagram shown, as HTML."""
         return self.diagram.value
 
     @_safe

@@ -64,6 +64,7 @@ class HexData(traitlets.Unicode):
     info_text = "bytes or hex text"
 
     def validate(self, obj, value):
+        """Bytes (or hex text) as the trait's hex text; TraitError for anything else."""
         try:
             return _to_hex(value)
         except Exception as e:
@@ -107,6 +108,7 @@ class HexView(_Base):
 
     @property
     def bytes(self) -> bytes:
+        """The bytes shown."""
         return bytes.fromhex(self.data)
 
     def update(self, data, spans, title: str | None = None, selected: str = "") -> None:

@@ -43,7 +43,7 @@ FAULTS: `faults` is a list of Fault(at, kind, params) (or (at, kind[, params]) t
 worker (params["worker"], default the worker of step `at`) that reaches it -- after-poll,
 after-produce, after-snapshot (between shareGroupMetadata() and the staging call), after-stage,
 after-commit; the others fire at the start of step `at`. Every firing is recorded as a Note
-("fault: ...") and as a row of WorkloadResult.faults. Kinds (seed 004 corner case in brackets):
+("fault: ...") and as a row of WorkloadResult.faults. Kinds (the KIP-1289 page's corner case in brackets):
 
   broker-crash (1)            crash `broker` (default 0: the share-partition leader; ACQUIRED and
                               TX_PENDING live in its memory) at `point` (after-stage | after-poll |
@@ -119,7 +119,7 @@ STATUS = "proposed"
 KIP = "KIP-1289"
 SHARE_STATE = "__share_group_state"
 
-# kind -> seed 004 corner case
+# kind -> the KIP-1289 page's corner case
 FAULT_KINDS = {
     "broker-crash": 1, "coordinator-unavailable": 2, "zombie-producer": 3, "duplicate-marker": 5,
     "lock-expiry": 6, "lock-expiry-tx-pending": 6, "transaction-timeout": 7, "rebalance": 8,

@@ -24,8 +24,9 @@ from IPython.display import HTML, SVG, display
 from kipviz import codec
 from kipviz.codec import varint
 from kipviz.course.exercises import exercise
-from kipviz.draw import diff_diagram, diff_table, example_value, history_html, to_svg, wire_diagram
+from kipviz.draw import diff_diagram, diff_table, history_html, to_svg, wire_diagram
 from kipviz.draw.hexdump import hexdump_for, hexdump_request
+from kipviz.records.examples import example_value
 from kipviz.schema.model import FIXED_SIZES
 from kipviz.table import Table
 

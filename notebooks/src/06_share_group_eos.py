@@ -123,8 +123,9 @@ player(animation(slow, "share-record"))
 
 # %%
 from kipviz.draw.flows import regular_vs_share_flow, share_flow
+from kipviz.scenarios.flows import flow_runs, share_run
 
-flow = regular_vs_share_flow()
+flow = regular_vs_share_flow(*flow_runs())   # the default runs (kipviz.scenarios.flows)
 flow          # the two sequence diagrams, then the steps table (flow.save("flows.html") writes a page)
 
 # %% [markdown]
@@ -157,10 +158,10 @@ display(SVG(strip.svg(strip.missed[0])))   # where it breaks: the marker resolve
 strip_player(strip)                        # the whole run, attempt after attempt
 
 # %%
-share_flow("kip1289.marker_forwarded")   # the kit's suggestion: forward, then resolve on broker 0 (the regular flow is above)
+share_flow(share_run("kip1289.marker_forwarded"))   # the kit's suggestion: forward, then resolve on broker 0 (the regular flow is above)
 
 # %%
-share_flow("kip1289.marker_participants")   # the kit's other suggestion: the coordinator marks the share partition on its leader
+share_flow(share_run("kip1289.marker_participants"))   # the kit's other suggestion: the coordinator marks the share partition on its leader
 
 # %% [markdown]
 # ## 3. The happy paths, record by record

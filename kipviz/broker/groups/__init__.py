@@ -1,6 +1,7 @@
 """The group coordinator: classic groups, KIP-848 consumer groups and committed offsets.
 
-Models released Kafka's *new* group coordinator (Kafka 4.x's group-coordinator/ module), with
+Models released Kafka's *new* group coordinator (group-coordinator/ module: GroupCoordinatorService.java, GroupMetadataManager.java,
+OffsetMetadataManager.java), with
 KIP-1319 (TxnOffsetCommit v6, released in Kafka 4.4):
 
 * GroupMetadataManager   -> classic groups (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, generations,

@@ -232,7 +232,7 @@ class ConsumerProtocol:
 
     @staticmethod
     def _check_member_epoch(member: ConsumerMember, received: int, owned) -> None:
-        """GroupMetadataManager.throwIfConsumerGroupMemberEpochIsInvalid."""
+        """throwIfConsumerGroupMemberEpochIsInvalid (group-coordinator/.../GroupMetadataManager.java)."""
         if received > member.epoch:
             raise GroupError("FENCED_MEMBER_EPOCH", f"The consumer group member has a greater member epoch "
                              f"({received}) than the one known by the group coordinator ({member.epoch}). "

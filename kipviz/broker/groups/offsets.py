@@ -43,7 +43,7 @@ class OffsetMetadataManager:
 
     def _validate_commit_group(self, g, member_id: str, instance_id, epoch: int, transactional: bool,
                                version: int) -> None:
-        """validateOffsetCommit of the group's type (classic/ClassicGroup.java, modern/consumer/ConsumerGroup.java)."""
+        """Group.validateOffsetCommit (group-coordinator/.../classic/ClassicGroup.java, .../modern/consumer/ConsumerGroup.java)."""
         if isinstance(g, ClassicGroup):
             if g.state == CG.DEAD:
                 raise GroupError("COORDINATOR_NOT_AVAILABLE")

@@ -1,5 +1,5 @@
 """The data path: Produce, Fetch and ListOffsets, after released Kafka (`KafkaApis`,
-`ReplicaManager`, `UnifiedLog`/`ProducerStateManager`), with topic ids (KIP-516, seed 003).
+`ReplicaManager`, `UnifiedLog`/`ProducerStateManager`), with topic ids (KIP-516's page).
 
     Produce      one v2 record batch per partition, appended to the leader's PartitionLog (one
                  RecordAppended event per record). v13 names topics by TopicId: an unknown or
@@ -409,7 +409,7 @@ def produce(cluster, req: Request) -> dict:
                           "PartitionResponses": parts})
     if acks == 0:
         # KafkaApis.handleProduceRequest: "no operation needed if producer request.required.acks = 0"
-        # (FACTS (i)): nothing is sent; with an error the connection is closed instead, so the
+        # (KafkaApis.scala handleProduceRequest): nothing is sent; with an error the connection is closed instead, so the
         # client refreshes its metadata
         if any(p["ErrorCode"] for t in responses for p in t["PartitionResponses"]):
             return CLOSE

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from ...codec.plan import plan_for
 from ...schema import events as ev
+from ...schema.coordinators import GROUP_KEY
 from ...schema.error_codes import CODE
 from ...schema.loader import load_dir
 from ...uuids import ZERO_UUID
@@ -109,7 +110,7 @@ def offset_delete(cluster, req: Request) -> dict:
                     todo.setdefault(name, []).append(p)
     if not gid:
         return top(CODE["INVALID_GROUP_ID"])
-    if cluster.coordinator_broker(0, gid) != req.broker:
+    if cluster.coordinator_broker(GROUP_KEY, gid) != req.broker:
         return top(CODE["NOT_COORDINATOR"])
     try:
         done = cluster.groups.delete_offsets(gid, todo, group_reads_topic)
@@ -127,7 +128,7 @@ def _share_group_problem(cluster, req: Request, gid: str, must_exist: bool) -> t
     """The coordinator's checks of a share group for alter/delete: (error, message) or None."""
     if not gid:
         return "INVALID_GROUP_ID", None
-    if cluster.coordinator_broker(0, gid) != req.broker:
+    if cluster.coordinator_broker(GROUP_KEY, gid) != req.broker:
         return "NOT_COORDINATOR", None
     if gid in cluster.groups.groups:
         return "GROUP_ID_NOT_FOUND", f"Group {gid} is not a share group."
@@ -183,7 +184,7 @@ def describe_share_group_offsets(cluster, req: Request) -> dict:
         if not gid:
             res["ErrorCode"] = CODE["INVALID_GROUP_ID"]
             continue
-        if cluster.coordinator_broker(0, gid) != req.broker:
+        if cluster.coordinator_broker(GROUP_KEY, gid) != req.broker:
             res.update(ErrorCode=CODE["NOT_COORDINATOR"], ErrorMessage=MESSAGES.get(CODE["NOT_COORDINATOR"]))
             continue
         asked = grp.get("Topics")

@@ -3,10 +3,11 @@ the group coordinator (kipviz/broker/groups/).
 
 JoinGroup, SyncGroup, Heartbeat, LeaveGroup, ConsumerGroupHeartbeat, ConsumerGroupDescribe,
 ListGroups, DescribeGroups, OffsetCommit, OffsetFetch and TxnOffsetCommit. The checks and their
-order follow released Kafka's KafkaApis (FACTS.md (c) 'Broker front door') and KIP-1319 for
+order follow released Kafka's KafkaApis (core/src/main/scala/kafka/server/KafkaApis.scala) and KIP-1319 for
 TxnOffsetCommit v6."""
 from __future__ import annotations
 
+from ...schema.coordinators import GROUP_KEY
 from ...schema.error_codes import CODE
 from ..error_rows import kafka_only, rows
 from ..groups import ASSIGNORS, PARKED, GroupError, shape
@@ -36,7 +37,7 @@ def _parked(cluster) -> object:
 
 
 def _wrong_coordinator(cluster, req: Request, group_id: str) -> bool:
-    return cluster.coordinator_broker(0, group_id) != req.broker
+    return cluster.coordinator_broker(GROUP_KEY, group_id) != req.broker
 
 
 def _authorized_ops(cluster, req: Request, group_id: str) -> int:
@@ -265,7 +266,7 @@ def list_groups(cluster, req: Request) -> dict:
     b = req.body
     groups = cluster.groups.list_groups(b.get("StatesFilter") or [] if req.version >= 4 else [],
                                         b.get("TypesFilter") or [] if req.version >= 5 else [])
-    groups = [g for g in groups if cluster.coordinator_broker(0, g["GroupId"]) == req.broker]
+    groups = [g for g in groups if cluster.coordinator_broker(GROUP_KEY, g["GroupId"]) == req.broker]
     if not cluster.authorized(req.principal, "CLUSTER", "kafka-cluster", "DESCRIBE"):
         groups = [g for g in groups if cluster.authorized(req.principal, "GROUP", g["GroupId"], "DESCRIBE")]
     return finish("ListGroups", req.version, {"ErrorCode": 0, "Groups": groups})
@@ -400,13 +401,13 @@ ERRORS["OffsetCommit"] = (
                  "the model's group coordinator is always loaded")
     + kafka_only(0, ("INVALID_COMMIT_OFFSET_SIZE",), "OffsetCommitResponse.json",
                  "the model appends an offset record of any size (Kafka 4's coordinator answers a too large "
-                 "one UNKNOWN_SERVER_ERROR: CoordinatorOperationExceptionHelper, FACTS (c))")
+                 "one UNKNOWN_SERVER_ERROR: group-coordinator/.../CoordinatorOperationExceptionHelper.java)")
     + rows(0, ("TOPIC_AUTHORIZATION_FAILED", "UNKNOWN_TOPIC_OR_PARTITION"),
-           "KafkaApis.handleOffsetCommitRequest: per topic, by name (FACTS (c))")
+           "KafkaApis.handleOffsetCommitRequest: per topic, by name (core/.../server/KafkaApis.scala)")
     + rows(0, ("OFFSET_METADATA_TOO_LARGE",), "OffsetMetadataManager: metadata over offset.metadata.max.bytes "
-                                              "(FACTS (c))")
+                                              "(group-coordinator/.../OffsetMetadataManager.java)")
     + rows(0, ("REBALANCE_IN_PROGRESS",), "ClassicGroup.validateOffsetCommit: a commit while the group completes "
-                                          "its rebalance (FACTS (c))")
+                                          "its rebalance (group-coordinator/.../classic/ClassicGroup.java)")
     # a consumer-protocol member must commit with v9+ (ConsumerGroup.validateOffsetCommit)
     + rows(0, ("UNSUPPORTED_VERSION",), "ConsumerGroup.validateOffsetCommit: 'OffsetCommit version 9 or above "
                                         "must be used by members using the consumer group protocol'", until=8)
@@ -414,7 +415,7 @@ ERRORS["OffsetCommit"] = (
     + rows(7, ("FENCED_INSTANCE_ID",), "KIP-345 (OffsetCommit v7 adds GroupInstanceId)")
     + kafka_only(7, ("FENCED_MEMBER_EPOCH",), "OffsetCommitResponse.json",
                  "the schema lists it, but Kafka's coordinator answers a stale epoch STALE_MEMBER_EPOCH, never "
-                 "FENCED_MEMBER_EPOCH, for an offset commit (FACTS (c))")
+                 "FENCED_MEMBER_EPOCH, for an offset commit (group-coordinator/.../modern/consumer/ConsumerGroup.java)")
     + rows(9, ("GROUP_ID_NOT_FOUND", "STALE_MEMBER_EPOCH"), "OffsetCommitResponse.json (KIP-848, v9)")
     + rows(10, ("UNKNOWN_TOPIC_ID",), "OffsetCommitResponse.json (KIP-848, v10)"))
 
@@ -445,12 +446,12 @@ ERRORS["TxnOffsetCommit"] = (
          "TxnOffsetCommitResponse.json")
     + kafka_only(0, ("INVALID_COMMIT_OFFSET_SIZE",), "TxnOffsetCommitResponse.json",
                  "the model appends an offset record of any size (Kafka 4's coordinator answers a too large "
-                 "one UNKNOWN_SERVER_ERROR: CoordinatorOperationExceptionHelper, FACTS (c))")
+                 "one UNKNOWN_SERVER_ERROR: group-coordinator/.../CoordinatorOperationExceptionHelper.java)")
     + rows(0, ("INVALID_GROUP_ID",), "GroupCoordinatorService.commitTransactionalOffsets: a null or empty group "
-                                     "id (FACTS (c))")
+                                     "id (group-coordinator/.../GroupCoordinatorService.java)")
     + rows(0, ("CONCURRENT_TRANSACTIONS", "INVALID_PRODUCER_ID_MAPPING", "INVALID_TXN_STATE", "INVALID_REQUEST"),
            "KIP-890 verification (AddPartitionsToTxnManager), passed through CoordinatorOperationExceptionHelper "
-           "(FACTS (c))")
+           "(group-coordinator/.../OffsetMetadataManager.java)")
     + rows(3, ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_INSTANCE_ID"), "KIP-447 (TxnOffsetCommit v3)")
     + rows(4, ("TRANSACTION_ABORTABLE",), "KIP-890 (TxnOffsetCommit v4)")
     + rows(6, ("GROUP_ID_NOT_FOUND", "STALE_MEMBER_EPOCH", "UNKNOWN_TOPIC_ID"), "KIP-1319 (TxnOffsetCommit v6)"))

@@ -1,6 +1,6 @@
 """Topics and metadata: Metadata, CreateTopics, DeleteTopics and FindCoordinator, after released
 Kafka (`KafkaApis.handleTopicMetadataRequest` / `getCoordinator`, KRaft `ControllerApis` and
-`ReplicationControlManager` for topic creation and deletion), with topic ids (KIP-516, seed 003).
+`ReplicationControlManager` for topic creation and deletion), with topic ids (KIP-516's page).
 
     Metadata         brokers at their advertised listeners (ClusterConfig.advertised_listeners,
                      default "broker-N":9092; crashed ones left out), cluster id, controller id,
@@ -12,7 +12,8 @@ Kafka (`KafkaApis.handleTopicMetadataRequest` / `getCoordinator`, KRaft `Control
                      -1 = default partitions / replication factor; ValidateOnly creates nothing.
     DeleteTopics     by name, and from v6 by TopicId (UNKNOWN_TOPIC_ID for unknown or deleted ids).
     FindCoordinator  key type 0 group, 1 transaction, 2 share ("groupId:topicId:partition", v6+):
-                     the leader of the owning internal partition (FACTS (f)).
+                     the leader of the owning internal partition (GroupCoordinatorService / TransactionStateManager /
+                     ShareCoordinatorService partitionFor).
 
 Replication is not simulated: a partition's replicas are its leader followed by the next brokers
 (replication factor 1 unless CreateTopics asked for more; internal topics min(3, brokers)), the
@@ -28,11 +29,12 @@ import weakref
 from ...codec.fit import fit_body
 from ...records import share_coordinator_partition
 from ...schema import events as ev
+from ...schema.coordinators import GROUP_KEY, SHARE_KEY, TRANSACTION_KEY
 from ...schema.error_codes import CODE
+from ...schema.topics import INTERNAL_TOPICS, SHARE_GROUP_STATE
 from ...uuids import ZERO_UUID, from_kafka_str, to_kafka_str
 from .. import log_config
 from ..error_rows import kafka_only, rows
-from ..topics import INTERNAL
 from . import Request, handles
 
 # ---- shared helpers (also used by handlers/data.py) -------------------------------------------------
@@ -539,7 +541,7 @@ def delete_topics(cluster, req: Request) -> dict:
         else:
             to_delete.append((name, t.topic_id))
     for name, tid in to_delete:
-        if name in INTERNAL:
+        if name in INTERNAL_TOPICS:
             # kipviz: the coordinators live on these topics, so the model refuses to delete them
             answer(name, tid, CODE["INVALID_REQUEST"],
                    f"kipviz does not delete the internal topic {name} (its coordinator depends on it).")
@@ -570,23 +572,23 @@ def parse_share_key(key: str) -> tuple[str, uuid.UUID, int] | None:
 def coordinator(cluster, req: Request, key_type: int, key: str) -> tuple[int, dict]:
     """KafkaApis.getCoordinator: (error code, node)."""
     who = req.principal
-    if key_type == 0 and not cluster.authorized(who, "GROUP", key, "DESCRIBE"):
+    if key_type == GROUP_KEY and not cluster.authorized(who, "GROUP", key, "DESCRIBE"):
         return CODE["GROUP_AUTHORIZATION_FAILED"], NO_NODE
-    if key_type == 1 and not cluster.authorized(who, "TRANSACTIONAL_ID", key, "DESCRIBE"):
+    if key_type == TRANSACTION_KEY and not cluster.authorized(who, "TRANSACTIONAL_ID", key, "DESCRIBE"):
         return CODE["TRANSACTIONAL_ID_AUTHORIZATION_FAILED"], NO_NODE
-    if key_type == 2 and req.version < 6:
+    if key_type == SHARE_KEY and req.version < 6:
         return CODE["INVALID_REQUEST"], NO_NODE
-    if key_type == 2 and not cluster.authorized(who, "CLUSTER", CLUSTER_RESOURCE, "CLUSTER_ACTION"):
+    if key_type == SHARE_KEY and not cluster.authorized(who, "CLUSTER", CLUSTER_RESOURCE, "CLUSTER_ACTION"):
         return CODE["CLUSTER_AUTHORIZATION_FAILED"], NO_NODE
     if key_type in (0, 1):
         topic, p = cluster.coordinator_partition(key_type, key)
-    elif key_type == 2:
+    elif key_type == SHARE_KEY:
         if cluster.config.share_version < 1:
             return CODE["COORDINATOR_NOT_AVAILABLE"], NO_NODE
         parsed = parse_share_key(key)
         if parsed is None:
             return CODE["INVALID_REQUEST"], NO_NODE
-        topic = "__share_group_state"
+        topic = SHARE_GROUP_STATE
         p = share_coordinator_partition(*parsed, n=cluster.config.share_state_topic_partitions)
     else:   # CoordinatorType.forId: "Unknown coordinator type received"
         return CODE["INVALID_REQUEST"], NO_NODE

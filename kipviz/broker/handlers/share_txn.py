@@ -5,9 +5,9 @@ kipviz/broker/share_txn.py; this module only shapes the answer: a top-level erro
 Responses; otherwise one entry per requested partition, in request order."""
 from __future__ import annotations
 
+from ...codec.fit import complete_body
 from ..error_rows import kafka_only, rows
 from ..share_txn import stage
-from ..transactions import complete_body
 from . import Request, handles
 
 # KIP-1289 (PROPOSED): the codes broker/share_txn.stage can answer (the page lists them), plus

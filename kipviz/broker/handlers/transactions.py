@@ -4,9 +4,11 @@ The front-door checks follow KafkaApis (authorization, topic existence, version-
 rewrites); the state changes are the transaction coordinator's (kipviz.broker.transactions)."""
 from __future__ import annotations
 
+from ...codec.fit import complete_body
+from ...schema.coordinators import GROUP_KEY
 from ...schema.error_codes import CODE
 from ..error_rows import kafka_only, rows
-from ..transactions import OPERATION_NOT_ATTEMPTED, complete_body
+from ..transactions import OPERATION_NOT_ATTEMPTED
 from . import Request, handles
 
 E = CODE
@@ -203,7 +205,7 @@ def add_offsets_to_txn(cluster, req: Request) -> dict:
         return answer(E["GROUP_AUTHORIZATION_FAILED"])
     if _not_coordinator(cluster, req, tid):
         return answer(E["NOT_COORDINATOR"])
-    offsets_partition = cluster.coordinator_partition(0, group)
+    offsets_partition = cluster.coordinator_partition(GROUP_KEY, group)
     return answer(cluster.txns.add_partitions(tid, b["ProducerId"], b["ProducerEpoch"], [offsets_partition],
                                               cause="add-offsets"))
 

@@ -7,7 +7,7 @@ core/src/main/scala/kafka/server/ReplicaManager.scala (becomeLeaderOrFollower: a
 that differs from the log's -> INCONSISTENT_TOPIC_ID, the log is kept; a log without an id at the
 request's leader epoch -> log.assignTopicId, which writes partition.metadata), stopReplicas and
 LogManager.asyncDelete (rename to "topic-partition.uniqueId-delete", removed after
-file.delete.delay.ms). Rows labelled "proposed" are the page as written (seed 003, "Stale state"
+file.delete.delay.ms). Rows labelled "proposed" are the page as written (the KIP-516 page's "Stale state"
 and the FULL LeaderAndIsr) and never shipped; they only run when the replica manager's behaviour
 is "page" (kipviz.broker.replicas)."""
 from __future__ import annotations

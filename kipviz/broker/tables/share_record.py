@@ -9,7 +9,7 @@ The events name *why* a move happens (the ack type, the lock timer, a member lea
 "-at-limit" events are InFlightState.tryUpdateState's only limit rule: a move to AVAILABLE with
 deliveryCount >= group.share.delivery.count.limit becomes a move to ARCHIVED.
 
-Rows with status "proposed" are KIP-1289 (seed 004, unmerged): acknowledgements staged inside a
+Rows with status "proposed" are KIP-1289 (the KIP-1289 page, unmerged): acknowledgements staged inside a
 producer transaction sit in TX_PENDING until WriteTxnMarkers commits (ACCEPT -> ACKNOWLEDGED,
 REJECT -> ARCHIVED) or aborts (back to ACQUIRED for the same member). Seed 004 corner case 6: a lock
 that expires while TX_PENDING reverts the record to ACQUIRED ("re-acquirable"; a late marker for the

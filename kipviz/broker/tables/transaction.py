@@ -7,7 +7,8 @@ snapshot; the same ids in the later Java port), the id being the `TransactionSta
     0 Empty  1 Ongoing  2 PrepareCommit  3 PrepareAbort  4 CompleteCommit  5 CompleteAbort
     6 Dead   7 PrepareEpochFence
 
-The rows allow exactly Kafka's "valid previous states" (FACTS (d)):
+The rows allow exactly Kafka's "valid previous states" (core/src/main/scala/kafka/coordinator/
+transaction/TransactionMetadata.scala):
 
     Empty             <- Empty, CompleteCommit, CompleteAbort
     Ongoing           <- Ongoing, Empty, CompleteCommit, CompleteAbort
@@ -35,7 +36,7 @@ STATE_IDS = {"Empty": 0, "Ongoing": 1, "PrepareCommit": 2, "PrepareAbort": 3, "C
 STATES = tuple(STATE_IDS)
 STATE_NAMES = {i: n for n, i in STATE_IDS.items()}
 
-# FACTS (d): allowed previous states per state, as released Kafka defines them (TV1)
+# TransactionMetadata.scala: allowed previous states per state, as released Kafka defines them (TV1)
 ALLOWED_PREVIOUS = {
     "Empty": ("Empty", "CompleteCommit", "CompleteAbort"),
     "Ongoing": ("Ongoing", "Empty", "CompleteCommit", "CompleteAbort"),
