@@ -36,8 +36,6 @@ def _docstrings(tree) -> set[int]:
 # Literals left in the files other helpers of issue 32 rewrite (the typed-event and coordinator
 # branches): their merge replaces them with kipviz.schema.topics' names and empties this table.
 TOPIC_LITERALS_LEFT_UNTIL_MERGE = Counter({
-    "kipviz/broker/cluster.py": 2,              # move_share_state_leader's note: becomes a typed event
-    "kipviz/broker/groups/metadata.py": 1,
     "kipviz/broker/transactions.py": 2,
     "kipviz/scenarios/kip1289_errors.py": 4,
     "kipviz/workloads/share_eos.py": 1,
@@ -48,7 +46,6 @@ TOPIC_LITERALS_LEFT_UNTIL_MERGE = Counter({
 # their merge reads kipviz.schema.coordinators' GROUP_KEY / TRANSACTION_KEY / SHARE_KEY and empties this.
 KEY_TYPE_NUMBERS_LEFT_UNTIL_MERGE = Counter({
     "kipviz/broker/transactions.py": 4,
-    "kipviz/broker/groups/metadata.py": 3,
 })
 
 

@@ -20,7 +20,7 @@ from ..schema import events as ev
 from ..schema import registry
 from ..schema.coordinators import GROUP_KEY, TRANSACTION_KEY, coordinator_key_type
 from ..schema.error_codes import CODE, error_codes
-from ..schema.topics import CONSUMER_OFFSETS, INTERNAL_TOPICS, TRANSACTION_STATE
+from ..schema.topics import CONSUMER_OFFSETS, INTERNAL_TOPICS, SHARE_GROUP_STATE, TRANSACTION_STATE
 from ..uuids import random_uuid, to_kafka_str
 from .authorizer import Authorizer
 from .clock import VirtualClock
@@ -286,10 +286,10 @@ class Cluster:
         """Leadership of __share_group_state-`partition` moves (leader epoch + 1). The new leader
         does not know the TX_PENDING records staged under the old one (KIP-1289 corner case 12):
         their marker resolves nothing, the acquisition lock reverts them."""
-        log = self.topics.partition("__share_group_state", partition)
+        log = self.topics.partition(SHARE_GROUP_STATE, partition)
         old = log.leader
         log.leader, log.leader_epoch = to_broker, log.leader_epoch + 1
-        self.emit(ev.LeaderMoved, topic="__share_group_state", partition=partition, old_leader=old, leader=to_broker,
+        self.emit(ev.LeaderMoved, topic=SHARE_GROUP_STATE, partition=partition, old_leader=old, leader=to_broker,
                   leader_epoch=log.leader_epoch)
 
     def move_partition_leader(self, topic: str, partition: int, to_broker: int) -> None:

@@ -9,6 +9,7 @@ from ...records.internal import definitions as record_definitions
 from ...schema import events as ev
 from ...schema.coordinator_type import CoordinatorType
 from ...schema.error_codes import CODE
+from ...schema.topics import CONSUMER_OFFSETS
 from ..machine import Machine
 from ..tables import classic_group as CG
 from .model import (
@@ -65,7 +66,7 @@ class GroupMetadataManager:
             v = value_version if value_version is not None else record_definitions()[spec].valid.hi
             value = shape_record(spec, v, value)
         kb, vb = encode_internal(record, key, value, value_version=value_version)
-        decoded = decode_internal(kb, vb, "__consumer_offsets")
+        decoded = decode_internal(kb, vb, CONSUMER_OFFSETS)
         topic, p = self.cluster.coordinator_partition(CoordinatorType.GROUP, group_id)
         return self.cluster.append_internal(topic, p, kb, vb, decoded, producer_id=producer_id,
                                             producer_epoch=producer_epoch, transactional=transactional)
