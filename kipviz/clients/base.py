@@ -1,11 +1,12 @@
 """What the producer and consumer models share: the wire (frames, correlation ids), ApiVersions
 negotiation (with the UNSUPPORTED_VERSION v0-layout fallback), the version choice per API
-(min(client max, broker max)), the retry loop on the virtual clock, ClientAction recording,
-FindCoordinator and the Metadata / topic-id caches.
+(min(client max, broker max)), the retry loop on the virtual clock, the typed events of the
+clients' decisions (`_did`, schema/events.py's client section), FindCoordinator and the Metadata /
+topic-id caches.
 
 Subclasses say how they fail through a few hooks (`_unsupported`, `_api_versions_failed`,
-`_retries_exhausted`, `_coordinator_error`) and may add to the ApiVersions and Metadata results
-(`_api_versions_features`, `_metadata_extra`) or to what a retry refreshes (`_refresh`)."""
+`_retries_exhausted`, `_coordinator_error`) and may read more of the ApiVersions and Metadata
+results (`_transaction_version`, `_metadata_extra`) or add to what a retry refreshes (`_refresh`)."""
 from __future__ import annotations
 
 import itertools
@@ -91,9 +92,10 @@ class ClientBase:
         """The exception for a non-retriable FindCoordinator error."""
         raise NotImplementedError
 
-    def _api_versions_features(self, resp: dict) -> dict:
-        """Extra details of the api-versions action (after broker_versions is set)."""
-        return {}
+    def _transaction_version(self, resp: dict) -> int | None:
+        """The finalized transaction.version the client reads from the ApiVersions answer (after
+        broker_versions is set); None for a client that does not read it."""
+        return None
 
     def _metadata_extra(self, version: int) -> dict:
         """Extra keys of a topic's metadata entry."""
@@ -106,12 +108,13 @@ class ClientBase:
             self._metadata.clear()
 
     # ---- events and state --------------------------------------------------------------------------
-    def _act(self, action: str, **detail) -> None:
-        self.cluster.emit(ev.ClientAction, client=self.client_id, action=action, detail=detail)
+    def _did(self, kind: type[ev.ClientDid], **fields) -> ev.ClientDid:
+        """Record one of this client's decisions (a ClientDid class of schema/events.py), `client` filled in."""
+        return self.cluster.emit(kind, client=self.client_id, **fields)
 
     def _set_state(self, state: str, why: str = "") -> None:
         if state != self.state:
-            self._act("state", from_state=self.state, to_state=state, reason=why)
+            self._did(ev.StateMoved, from_state=self.state, to_state=state, reason=why)
             self.state = state
 
     # ---- the wire ----------------------------------------------------------------------------------
@@ -140,7 +143,7 @@ class ClientBase:
                 return attempt()
             except Retry as r:
                 last = r
-                self._act("retry", api=what, error=NAME.get(r.code, str(r.code)), attempt=n + 1,
+                self._did(ev.Retried, api=what, error=NAME.get(r.code, str(r.code)), attempt=n + 1,
                           backoff_ms=self.retry_backoff_ms)
                 self._refresh(r.refresh)
                 self.cluster.advance(self.retry_backoff_ms)
@@ -166,7 +169,7 @@ class ClientBase:
             if resp["ErrorCode"] == E["UNSUPPORTED_VERSION"]:
                 theirs = next((k["MaxVersion"] for k in resp["ApiKeys"]
                                if k["ApiKey"] == registry.api_key(registry.get("ApiVersionsRequest"))), 0)
-                self._act("version", api="ApiVersions", version=version, fallback_to=theirs,
+                self._did(ev.VersionFallback, api="ApiVersions", version=version, fallback_to=theirs,
                           reason="broker answered UNSUPPORTED_VERSION")
                 if theirs >= version:
                     raise Retry(E["UNSUPPORTED_VERSION"])
@@ -184,7 +187,8 @@ class ClientBase:
                 continue
             versions[api] = (k["MinVersion"], k["MaxVersion"])
         self.broker_versions = versions
-        self._act("api-versions", version=version, **self._api_versions_features(resp), apis=len(versions))
+        self._did(ev.ApiVersionsLearned, version=version, transaction_version=self._transaction_version(resp),
+                  apis=len(versions))
 
     def _client_max(self, api: str) -> int:
         """This client's newest usable version of `api` (after ApiVersions)."""
@@ -205,7 +209,7 @@ class ClientBase:
             raise self._unsupported(api, f"needs v{floor}+, can use v{chosen}")
         if self._chosen.get(api) != chosen:
             self._chosen[api] = chosen
-            self._act("version", api=api, version=chosen, client_max=mine, broker_max=theirs[1])
+            self._did(ev.VersionChosen, api=api, version=chosen, client_max=mine, broker_max=theirs[1])
         return chosen
 
     # ---- coordinators and metadata -----------------------------------------------------------------
@@ -223,7 +227,7 @@ class ClientBase:
             if code in RETRIABLE:
                 raise Retry(code)
             raise self._coordinator_error(code, api)
-        self._act("coordinator", key_type=key_type, key=key, node=node)
+        self._did(ev.CoordinatorFound, key_type=key_type, key=key, node=node)
         return node
 
     def _fetch_metadata(self, topics: list[str]) -> None:

@@ -8,8 +8,8 @@
     c.close()                          # leave the group
 
 Every request is encoded with kipviz.codec and answered by `cluster.handle(frame)`; decisions are
-ClientAction events (version chosen, join, epoch, assignment, revocation, fencing, position reset,
-retry). poll() never moves the virtual clock by itself: heartbeats go out when
+typed ClientDid events (schema/events.py: VersionChosen, Joined, MemberEpochBumped,
+AssignmentChanged, PartitionsRevoked, Fenced, PositionSet, Retried, ...). poll() never moves the virtual clock by itself: heartbeats go out when
 `heartbeat.interval.ms` has passed on the cluster's clock (the scenario moves it); only retry
 backoff advances it, like the producer model.
 
@@ -54,6 +54,7 @@ from typing import NamedTuple
 from .. import codec
 from ..errors import KipvizError
 from ..records import read_batches
+from ..schema import events as ev
 from ..schema.error_codes import NAME
 from ..schema.loader import load_dir
 from ..uuids import random_uuid, to_kafka_str
@@ -215,7 +216,7 @@ class Consumer(ClientBase):
         return self._raise(ConsumerError(code, api=api))
 
     def _raise(self, err: ConsumerError) -> ConsumerError:
-        self._act("error", error=err.error, code=err.code, api=err.api, kind=type(err).__name__)
+        self._did(ev.ClientError, error=err.error, code=err.code, api=err.api, error_class=type(err).__name__)
         return err
 
     # ---- versions ----------------------------------------------------------------------------------
@@ -253,7 +254,7 @@ class Consumer(ClientBase):
         self._manual = False
         if self.state == "UNSUBSCRIBED":
             self._set_state("JOINING", "subscribe")
-        self._act("subscribe", topics=topics)
+        self._did(ev.Subscribed, topics=tuple(topics))
 
     def assign(self, partitions) -> None:
         """Manual assignment (no group membership); positions come from the group's committed
@@ -263,7 +264,7 @@ class Consumer(ClientBase):
         self._assigned = {tuple(tp) for tp in partitions}
         self._positions = {tp: p for tp, p in self._positions.items() if tp in self._assigned}
         self._set_state("ASSIGNED", "assign")
-        self._act("assign", partitions=sorted(self._assigned))
+        self._did(ev.Assigned, partitions=tuple(sorted(self._assigned)))
 
     def assignment(self) -> set[tuple[str, int]]:
         return set(self._assigned)
@@ -279,14 +280,14 @@ class Consumer(ClientBase):
         if tp not in self._assigned:
             raise ConsumerError("ILLEGAL_STATE", f"{tp} is not assigned")
         self._positions[tp] = offset
-        self._act("seek", topic=tp[0], partition=tp[1], offset=offset)
+        self._did(ev.Seeked, topic=tp[0], partition=tp[1], offset=offset)
 
     def seek_to_committed(self) -> dict[tuple[str, int], int | None]:
         """Rewind every assigned partition to its committed offset (what an exactly-once loop does
         after aborting a transaction: the records are read and processed again)."""
         for tp in list(self._positions):
             del self._positions[tp]
-        self._act("rewind", partitions=sorted(self._assigned))
+        self._did(ev.Rewound, partitions=tuple(sorted(self._assigned)))
         self._init_positions()
         return {tp: self._positions.get(tp) for tp in sorted(self._assigned)}
 
@@ -300,16 +301,17 @@ class Consumer(ClientBase):
         revoked = sorted(self._assigned - new)
         added = sorted(new - self._assigned)
         if revoked:
-            self._act("revoke", partitions=revoked, reason=why)
+            self._did(ev.PartitionsRevoked, partitions=tuple(revoked), reason=why)
         for tp in revoked:
             self._positions.pop(tp, None)
         self._assigned = new
         if added or revoked:
-            self._act("assignment", partitions=sorted(new), added=added, revoked=revoked, reason=why)
+            self._did(ev.AssignmentChanged, partitions=tuple(sorted(new)), added=tuple(added), revoked=tuple(revoked),
+                      reason=why)
 
     def _lose_partitions(self, why: str) -> None:
         if self._assigned:
-            self._act("partitions-lost", partitions=sorted(self._assigned), reason=why)
+            self._did(ev.PartitionsLost, partitions=tuple(sorted(self._assigned)), reason=why)
         self._assigned = set()
         self._positions = {}
 
@@ -407,11 +409,11 @@ class Consumer(ClientBase):
         if resp["HeartbeatIntervalMs"] > 0:
             self.heartbeat_interval_ms = resp["HeartbeatIntervalMs"]
         if resp["MemberEpoch"] != self.member_epoch:
-            self._act("member-epoch", member_id=self.member_id, previous=self.member_epoch,
+            self._did(ev.MemberEpochBumped, member_id=self.member_id, previous=self.member_epoch,
                       member_epoch=resp["MemberEpoch"])
             self.member_epoch = resp["MemberEpoch"]
         if joining:
-            self._act("joined", group_id=self.group_id, member_id=self.member_id, member_epoch=self.member_epoch,
+            self._did(ev.Joined, group_id=self.group_id, member_id=self.member_id, member_epoch=self.member_epoch,
                       protocol="consumer")
         if resp["Assignment"] is not None:
             self._set_assignment(self._assigned_by_name(resp["Assignment"]),
@@ -439,14 +441,14 @@ class Consumer(ClientBase):
         for tp in assignment["TopicPartitions"]:
             name = self._name_of(tp["TopicId"])
             if name is None:
-                self._act("unknown-topic-id", topic_id=str(tp["TopicId"]))
+                self._did(ev.UnknownTopicId, topic_id=str(tp["TopicId"]))
                 continue
             new.update((name, p) for p in tp["Partitions"])
         return new
 
     def _fenced(self, code: int, api: str, message: str | None = None) -> None:
         """FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID: drop every partition (no commit) and rejoin at epoch 0."""
-        self._act("fenced", error=NAME[code], member_id=self.member_id, member_epoch=self.member_epoch, api=api,
+        self._did(ev.Fenced, error=NAME[code], member_id=self.member_id, member_epoch=self.member_epoch, api=api,
                   message=message)
         self._lose_partitions(NAME[code])
         self.member_epoch = 0
@@ -478,7 +480,7 @@ class Consumer(ClientBase):
         if out:
             return codec.decode_response(out, api, version)["body"]
         self._pending[cid] = (api, version, self.cluster.now)
-        self._act("waiting", api=api, correlation_id=cid, reason="the coordinator holds the request")
+        self._did(ev.Waiting, api=api, correlation_id=cid, reason="the coordinator holds the request")
         return None
 
     def _drain(self) -> None:
@@ -488,13 +490,13 @@ class Consumer(ClientBase):
                 continue
             api, version, _ = self._pending.pop(cid)
             body = codec.decode_response(frame, api, version)["body"]
-            self._act("answer", api=api, correlation_id=cid)
+            self._did(ev.Answered, api=api, correlation_id=cid)
             (self._on_join if api == "JoinGroup" else self._on_sync)(body)
         limit = self.rebalance_timeout_ms + self.session_timeout_ms
         for cid, (api, _, sent) in list(self._pending.items()):
             if self.cluster.now - sent > limit:
                 del self._pending[cid]
-                self._act("gave-up", api=api, correlation_id=cid, reason="no answer within the rebalance timeout")
+                self._did(ev.GaveUp, api=api, correlation_id=cid, reason="no answer within the rebalance timeout")
                 self._request_rejoin(f"{api} never answered")
 
     def _join(self) -> None:
@@ -506,7 +508,7 @@ class Consumer(ClientBase):
                 "GroupInstanceId": self.group_instance_id, "ProtocolType": "consumer",
                 "Protocols": [{"Name": CLASSIC_PROTOCOL, "Metadata": encode_subscription(self._subscription)}],
                 "Reason": self._rejoin_reason}
-        self._act("join", member_id=self.member_id, generation=self.generation, reason=self._rejoin_reason)
+        self._did(ev.JoinSent, member_id=self.member_id, generation=self.generation, reason=self._rejoin_reason)
         self._subscription_changed = False
         resp = self._send_held("JoinGroup", v, body)
         if resp is not None:
@@ -516,7 +518,7 @@ class Consumer(ClientBase):
         code = resp["ErrorCode"]
         if code == E["MEMBER_ID_REQUIRED"]:
             self.member_id = resp["MemberId"]
-            self._act("member-id", member_id=self.member_id, reason="MEMBER_ID_REQUIRED")
+            self._did(ev.MemberIdRequired, member_id=self.member_id, reason="MEMBER_ID_REQUIRED")
             self._request_rejoin("MEMBER_ID_REQUIRED")
             return
         if code in COORDINATOR_ERRORS:
@@ -534,7 +536,7 @@ class Consumer(ClientBase):
             raise self._raise(ConsumerError(code, api="JoinGroup"))
         self.member_id = resp["MemberId"]
         if resp["GenerationId"] != self.generation:
-            self._act("generation", previous=self.generation, generation=resp["GenerationId"],
+            self._did(ev.GenerationBumped, previous=self.generation, generation=resp["GenerationId"],
                       leader=resp["Leader"], member_id=self.member_id)
         self.generation = resp["GenerationId"]
         self._rejoin_reason = None
@@ -546,8 +548,8 @@ class Consumer(ClientBase):
                 info = self.topic_info(t, refresh=True)
                 sizes[t] = len(info["partitions"]) if info else 0
             plan = range_assign(members, sizes)
-            self._act("assign-as-leader", generation=self.generation, assignor=CLASSIC_PROTOCOL,
-                      plan={m: {t: ps for t, ps in a.items()} for m, a in plan.items()})
+            self._did(ev.AssignedAsLeader, generation=self.generation, assignor=CLASSIC_PROTOCOL,
+                      plan=tuple((m, tuple((t, tuple(ps)) for t, ps in a.items())) for m, a in plan.items()))
             assignments = [{"MemberId": m, "Assignment": encode_assignment(a)} for m, a in plan.items()]
         self._set_state("SYNCING", "joined")
         v = self.version("SyncGroup")
@@ -578,7 +580,7 @@ class Consumer(ClientBase):
             raise self._raise(ConsumerError(code, api="SyncGroup"))
 
     def _reset_classic(self, why: str) -> None:
-        self._act("reset-generation", member_id=self.member_id, generation=self.generation, reason=why)
+        self._did(ev.GenerationReset, member_id=self.member_id, generation=self.generation, reason=why)
         if why == "UNKNOWN_MEMBER_ID":
             self.member_id = ""
         self.generation = -1
@@ -597,7 +599,7 @@ class Consumer(ClientBase):
             return
         if code in COORDINATOR_ERRORS:
             raise Retry(code, refresh="coordinator")
-        self._act("heartbeat-error", error=NAME.get(code, str(code)), generation=self.generation)
+        self._did(ev.HeartbeatFailed, error=NAME.get(code, str(code)), generation=self.generation)
         if code == E["REBALANCE_IN_PROGRESS"]:
             self._request_rejoin("REBALANCE_IN_PROGRESS")
         elif code in (E["UNKNOWN_MEMBER_ID"], E["ILLEGAL_GENERATION"]):
@@ -659,7 +661,7 @@ class Consumer(ClientBase):
         if code in COORDINATOR_ERRORS:
             raise Retry(code, refresh="coordinator")
         if code == E["STALE_MEMBER_EPOCH"]:
-            self._act("offset-fetch-stale-epoch", member_epoch=epoch)
+            self._did(ev.OffsetFetchStaleEpoch, member_epoch=epoch)
             self._retrying("ConsumerGroupHeartbeat", self._consumer_heartbeat)
             raise Retry(code)
         if code == E["UNKNOWN_MEMBER_ID"]:
@@ -704,13 +706,13 @@ class Consumer(ClientBase):
                 continue
             c = committed.get(tp)
             if c == "UNSTABLE_OFFSET_COMMIT":
-                self._act("offset-unstable", topic=tp[0], partition=tp[1],
+                self._did(ev.OffsetUnstable, topic=tp[0], partition=tp[1],
                           reason="UNSTABLE_OFFSET_COMMIT: a transaction holds offsets; retried at the next poll")
             elif c is None:
                 reset.append(tp)
             else:
                 self._positions[tp] = c
-                self._act("position", topic=tp[0], partition=tp[1], offset=c, source="committed")
+                self._did(ev.PositionSet, topic=tp[0], partition=tp[1], offset=c, source="committed")
         if reset:
             self._reset_positions(reset)
 
@@ -749,7 +751,7 @@ class Consumer(ClientBase):
         for tp, off in sorted(self._retrying(api, attempt).items()):
             if tp in self._assigned:
                 self._positions[tp] = off
-                self._act("position", topic=tp[0], partition=tp[1], offset=off,
+                self._did(ev.PositionSet, topic=tp[0], partition=tp[1], offset=off,
                           source=f"auto.offset.reset={self.auto_offset_reset}")
 
     # ---- fetch ---------------------------------------------------------------------------------------------
@@ -761,11 +763,12 @@ class Consumer(ClientBase):
             try:
                 resp = self._call(api, v, self._fetch_body(topics, v), leader)
             except Retry as r:
-                self._act("retry", api=api, error=NAME.get(r.code, str(r.code)), attempt=1, backoff_ms=0)
+                self._did(ev.Retried, api=api, error=NAME.get(r.code, str(r.code)), attempt=1, backoff_ms=0)
                 self._metadata.clear()
                 continue
             if resp.get("ErrorCode"):
-                self._act("fetch-error", error=NAME.get(resp["ErrorCode"], str(resp["ErrorCode"])))
+                self._did(ev.FetchFailed, topic=None, partition=None,
+                          error=NAME.get(resp["ErrorCode"], str(resp["ErrorCode"])))
                 continue
             names = {self._metadata[t]["id"]: t for t in topics if t in self._metadata} if v >= 13 else {}
             for t in resp["Responses"]:
@@ -773,7 +776,7 @@ class Consumer(ClientBase):
                 for p in t["Partitions"]:
                     out.extend(self._fetched_partition((name, p["PartitionIndex"]), p, max_records - len(out)))
         if out:
-            self._act("fetched", records=len(out), partitions=sorted({(r.topic, r.partition) for r in out}),
+            self._did(ev.Fetched, records=len(out), partitions=tuple(sorted({(r.topic, r.partition) for r in out})),
                       isolation="read_committed" if self.isolation else "read_uncommitted")
         return out
 
@@ -811,11 +814,11 @@ class Consumer(ClientBase):
             return []
         code = p["ErrorCode"]
         if code in METADATA_ERRORS:
-            self._act("fetch-error", topic=tp[0], partition=tp[1], error=NAME[code])
+            self._did(ev.FetchFailed, topic=tp[0], partition=tp[1], error=NAME[code])
             self._metadata.pop(tp[0], None)
             return []
         if code == E["OFFSET_OUT_OF_RANGE"]:
-            self._act("fetch-error", topic=tp[0], partition=tp[1], error=NAME[code])
+            self._did(ev.FetchFailed, topic=tp[0], partition=tp[1], error=NAME[code])
             self._positions.pop(tp, None)
             self._reset_positions([tp])
             return []
@@ -846,8 +849,8 @@ class Consumer(ClientBase):
                     if any((r.get("control") or {}).get("type") == "ABORT" for r in b["records"]):
                         aborted_pids.discard(b["producer_id"])
                 elif b["is_transactional"] and b["producer_id"] in aborted_pids:
-                    self._act("skip-aborted", topic=tp[0], partition=tp[1], producer_id=b["producer_id"],
-                              offsets=[b["base_offset"], last])
+                    self._did(ev.AbortedSkipped, topic=tp[0], partition=tp[1], producer_id=b["producer_id"],
+                              first_offset=b["base_offset"], last_offset=last)
                     pos = last + 1
                     continue
             if b["is_control"]:
@@ -881,7 +884,7 @@ class Consumer(ClientBase):
         done = dict(pending)
         stale = [0]
         self._retrying("OffsetCommit", lambda: self._commit_once(pending, stale))
-        self._act("committed", offsets={f"{t}-{p}": o for (t, p), (o, _) in sorted(done.items())},
+        self._did(ev.Committed, offsets=tuple((t, p, o) for (t, p), (o, _) in sorted(done.items())),
                   generation=self.group_metadata()["generation_id"])
         return {tp: o for tp, (o, _) in done.items()}
 
@@ -909,7 +912,7 @@ class Consumer(ClientBase):
                 if code == 0:
                     pending.pop(tp, None)
                     continue
-                self._act("commit-error", topic=tp[0], partition=tp[1], error=NAME.get(code, str(code)), version=v)
+                self._did(ev.CommitFailed, topic=tp[0], partition=tp[1], error=NAME.get(code, str(code)), version=v)
                 retry = self._commit_error(tp, code, pending, stale)
         if pending:
             raise retry or Retry(E["UNKNOWN_SERVER_ERROR"])
@@ -948,7 +951,7 @@ class Consumer(ClientBase):
                 elif self.protocol == "classic" and self.generation >= 0:
                     self._leave_classic()
         except (ConsumerError, Retry) as e:
-            self._act("leave-failed", error=getattr(e, "error", None) or NAME.get(getattr(e, "code", -1)))
+            self._did(ev.LeaveFailed, error=getattr(e, "error", None) or NAME.get(getattr(e, "code", -1)))
         self._lose_partitions("close")
         self._pending.clear()
         self._set_state("CLOSED", "close")
@@ -960,7 +963,7 @@ class Consumer(ClientBase):
         resp = self._coordinator_call(api, v, {"GroupId": self.group_id, "MemberId": self.member_id,
                                                "MemberEpoch": epoch, "InstanceId": self.group_instance_id,
                                                "RebalanceTimeoutMs": -1})
-        self._act("leave", member_id=self.member_id, member_epoch=epoch,
+        self._did(ev.Left, member_id=self.member_id, member_epoch=epoch, generation=None,
                   error=NAME.get(resp["ErrorCode"], str(resp["ErrorCode"])))
         self.member_epoch = 0
 
@@ -974,7 +977,7 @@ class Consumer(ClientBase):
         else:
             body = {"GroupId": self.group_id, "MemberId": self.member_id}
         resp = self._coordinator_call(api, v, body)
-        self._act("leave", member_id=self.member_id, generation=self.generation,
+        self._did(ev.Left, member_id=self.member_id, member_epoch=None, generation=self.generation,
                   error=NAME.get(resp["ErrorCode"], str(resp["ErrorCode"])))
         self.generation = -1
 

@@ -9,8 +9,8 @@
     p.commit_transaction()          # or p.abort_transaction()
 
 Every request is encoded with kipviz.codec and answered by `cluster.handle(frame)`: bytes in,
-bytes out. Decisions are recorded as ClientAction events (version chosen, fallback, retry,
-error class). Waiting (retry backoff) moves the cluster's virtual clock.
+bytes out. Decisions are recorded as typed ClientDid events (schema/events.py: VersionChosen,
+Retried, ClientError, ProducerIdSet, Sent, TransactionEnded, ...). Waiting (retry backoff) moves the cluster's virtual clock.
 
 What it follows (Kafka's `TransactionManager`, KIP-890, KIP-1319 for TxnOffsetCommit v6):
 
@@ -36,6 +36,7 @@ from typing import NamedTuple
 from ..codec.fit import complete_body  # noqa: F401 - re-exported
 from ..errors import KipvizError
 from ..records import write_batch
+from ..schema import events as ev
 from ..schema.error_codes import NAME, RETRIABLE
 from .base import (  # noqa: F401 - re-exported
     CLIENT_MAX,
@@ -198,13 +199,13 @@ class Producer(ClientBase):
             return self._fail(AbortableError(code, api=api))
         return self._fail(FatalError(code, api=api))      # TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ...
 
-    def _api_versions_features(self, resp: dict) -> dict:
+    def _transaction_version(self, resp: dict) -> int:
         tv = 0
         for f in resp.get("FinalizedFeatures") or []:
             if f["Name"] == "transaction.version":
                 tv = f["MaxVersionLevel"]
         self.tv2 = tv >= 2
-        return {"transaction_version": tv}
+        return tv
 
     def _metadata_extra(self, version: int) -> dict:
         return {"metadata_version": version}
@@ -223,7 +224,7 @@ class Producer(ClientBase):
             self._set_state("FATAL_ERROR", err.error)
         elif isinstance(err, AbortableError) and self.state == "IN_TRANSACTION":
             self._set_state("ABORTABLE_ERROR", err.error)
-        self._act("error", error=err.error, code=err.code, api=err.api, kind=type(err).__name__)
+        self._did(ev.ClientError, error=err.error, code=err.code, api=err.api, error_class=type(err).__name__)
         return err
 
     def _require(self, *states: str, what: str) -> None:
@@ -291,9 +292,8 @@ class Producer(ClientBase):
 
     def _set_ids(self, pid: int, epoch: int, why: str) -> None:
         if (pid, epoch) != (self.producer_id, self.producer_epoch):
-            self._act("producer-id", producer_id=pid, producer_epoch=epoch, previous=(self.producer_id,
-                                                                                        self.producer_epoch),
-                      reason=why)
+            self._did(ev.ProducerIdSet, producer_id=pid, producer_epoch=epoch, previous_id=self.producer_id,
+                      previous_epoch=self.producer_epoch, reason=why)
             self.producer_id, self.producer_epoch = pid, epoch
             self._sequences.clear()       # a new epoch starts its sequences at 0
 
@@ -342,7 +342,7 @@ class Producer(ClientBase):
         self._retrying(api, attempt)
         self._txn_partitions.add(tp)
         self._transaction_started = True
-        self._act("partition-added", topic=tp[0], partition=tp[1], via="AddPartitionsToTxn")
+        self._did(ev.PartitionAdded, topic=tp[0], partition=tp[1], via="AddPartitionsToTxn")
 
     def send(self, topic: str, key: bytes | None, value: bytes | None, partition: int | None = None,
              headers=None) -> RecordMetadata:
@@ -414,8 +414,8 @@ class Producer(ClientBase):
         code = E["UNKNOWN_SERVER_ERROR"] if part is None else part["ErrorCode"]
         if code in (0, DUPLICATE_SEQUENCE_NUMBER):
             self._sequences[tp] = seq + len(records)
-            more = {"records": len(records)} if batched else {}
-            self._act("sent", topic=topic, partition=partition, offset=part["BaseOffset"], version=v, **more)
+            self._did(ev.Sent, topic=topic, partition=partition, offset=part["BaseOffset"], version=v,
+                      records=len(records) if batched else None)
             return RecordMetadata(topic, partition, part["BaseOffset"])
         if code in (E["NOT_LEADER_OR_FOLLOWER"], E["UNKNOWN_TOPIC_OR_PARTITION"], E["UNKNOWN_TOPIC_ID"]):
             raise Retry(code, refresh="metadata")
@@ -441,7 +441,7 @@ class Producer(ClientBase):
             self._transaction_started = True
         pending = {tuple(tp): _offset_of(o) for tp, o in offsets.items()}
         self._retrying("TxnOffsetCommit", lambda: self._txn_offset_commit_once(pending, gm))
-        self._act("offsets-sent", group_id=group, partitions=sorted(offsets))
+        self._did(ev.OffsetsSent, group_id=group, partitions=tuple(sorted(offsets)))
 
     def _add_offsets(self, group: str) -> None:
         api = "AddOffsetsToTxn"
@@ -455,7 +455,7 @@ class Producer(ClientBase):
                 self._txn_error(resp["ErrorCode"], api)
         self._retrying(api, attempt)
         self._transaction_started = True
-        self._act("offsets-partition-added", group_id=group, via=api)
+        self._did(ev.OffsetsPartitionAdded, group_id=group, via=api)
 
     def choose_txn_offset_commit_version(self, topics) -> tuple[int, dict]:
         """KIP-1319: (version, {topic: topic id}) — v6 only if the broker serves it and every
@@ -472,11 +472,11 @@ class Producer(ClientBase):
                 else:
                     ids[t] = tid
             if missing:
-                self._act("txn-offset-commit-fallback", version=5, reason="topic id unknown", topics=missing)
+                self._did(ev.TxnOffsetCommitFallback, version=5, reason="topic id unknown", topics=tuple(missing))
                 return 5, {}
-            self._act("txn-offset-commit-version", version=6, reason="broker serves v6, all topic ids known")
+            self._did(ev.TxnOffsetCommitVersionChosen, version=6, reason="broker serves v6, all topic ids known")
             return 6, ids
-        self._act("txn-offset-commit-version", version=v,
+        self._did(ev.TxnOffsetCommitVersionChosen, version=v,
                   reason=f"broker serves up to v{self.broker_versions['TxnOffsetCommit'][1]}"
                   + ("" if self.tv2 else ", transaction version 1 caps it at v4"))
         return v, {}
@@ -508,8 +508,8 @@ class Producer(ClientBase):
                 if kind == "ok":
                     pending.pop(tp, None)
                     continue
-                self._act("txn-offset-commit-error", topic=name, partition=tp[1], error=NAME.get(code, code),
-                          kind=kind, version=v)
+                self._did(ev.TxnOffsetCommitFailed, topic=name, partition=tp[1], error=NAME.get(code, str(code)),
+                          handling=kind, version=v)
                 if kind == "coordinator":
                     retry, refresh = code, "group:" + group
                 elif kind == "retriable":
@@ -557,8 +557,8 @@ class Producer(ClientBase):
             err = UnsupportedVersionError("UNSUPPORTED_VERSION", f"the broker does not advertise {api} "
                                           "(share.version < 2 or an old broker); KIP-1289 is proposed", api=api)
             self.last_error = err
-            self._act("error", error=err.error, code=err.code, api=api, kind=type(err).__name__, synchronous=True,
-                      bytes_sent=0)
+            self._did(ev.ClientError, error=err.error, code=err.code, api=api, error_class=type(err).__name__,
+                      synchronous=True, bytes_sent=0)
             raise err
         pending = {(tp[0], tp[1]): _ack_map(v) for tp, v in acknowledgements.items()}
         pending = {k: v for k, v in pending.items() if v}
@@ -568,11 +568,11 @@ class Producer(ClientBase):
         try:
             self._retrying(api, lambda: self._txn_share_ack_once(pending, gm))
         except ProducerError as e:
-            self._act("share-acks-failed", group_id=gm["group_id"], error=e.error, records=n)
+            self._did(ev.ShareAcksFailed, group_id=gm["group_id"], error=e.error, records=n)
             raise
         self._transaction_started = True
-        self._act("share-acks-sent", group_id=gm["group_id"], member_id=gm["member_id"],
-                  member_epoch=gm["member_epoch"], records=n, status="proposed", kip="KIP-1289")
+        self._did(ev.ShareAcksSent, group_id=gm["group_id"], member_id=gm["member_id"],
+                  member_epoch=gm["member_epoch"], records=n)
 
     def _topic_by_key(self, key) -> tuple[str, object] | None:
         """(name, topic id) for a topic given by name or id (Metadata for all topics if an id is new)."""
@@ -629,7 +629,7 @@ class Producer(ClientBase):
                     pending.pop(key, None)
                 continue
             bad = real[0] if real else OPERATION_NOT_ATTEMPTED_CODE
-            self._act("txn-share-ack-error", error=NAME.get(bad, bad), version=v, broker=leader)
+            self._did(ev.TxnShareAckFailed, error=NAME.get(bad, str(bad)), version=v, broker=leader)
             if bad in (E["NOT_LEADER_OR_FOLLOWER"], E["UNKNOWN_TOPIC_OR_PARTITION"], E["UNKNOWN_TOPIC_ID"]):
                 retry = bad
                 continue
@@ -671,7 +671,7 @@ class Producer(ClientBase):
         what = "commit" if commit else "abort"
         if not self._transaction_started:
             # TransactionManager: no partition or offsets were added, so there is nothing to end
-            self._act("end-txn-skipped", result=what, reason="nothing was added to the transaction")
+            self._did(ev.EndTxnSkipped, result=what, reason="nothing was added to the transaction")
             self._reset_transaction()
             self._set_state("READY", what)
             return
@@ -690,7 +690,7 @@ class Producer(ClientBase):
         v, resp = self._retrying(api, attempt)
         if v >= 5 and resp.get("ProducerId", -1) >= 0:
             self._set_ids(resp["ProducerId"], resp["ProducerEpoch"], f"EndTxn v{v} ({what})")
-        self._act("transaction-ended", result=what, version=v)
+        self._did(ev.TransactionEnded, result=what, version=v)
         self._reset_transaction()
         self.last_error = None
         self._set_state("READY", what)

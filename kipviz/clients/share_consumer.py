@@ -49,8 +49,7 @@ class ShareConsumer:
         """KIP-1289 (proposed) ShareGroupMetadata: a snapshot of (group, member id, member epoch)
         for Producer.send_share_acknowledgements_to_transaction."""
         gm = {"group_id": self.group_id, "member_id": self.member_id, "member_epoch": self.member_epoch}
-        self.cluster.emit(ev.ClientAction, client=self.client_id, action="share-group-metadata",
-                          detail={**gm, "status": "proposed", "kip": "KIP-1289"})
+        self.cluster.emit(ev.ShareGroupMetadataTaken, client=self.client_id, **gm)
         return gm
 
     def transactional_acknowledgements(self) -> dict:
