@@ -166,7 +166,7 @@ def test_a_heartbeat_with_the_previous_epoch_and_a_subset_of_partitions_is_accep
     cluster.advance(5000)
     a.poll()                                      # epoch 1 -> 2 after revoking
     a.member_epoch = 1                            # as if that answer had been lost
-    a._sent_owned = None
+    a.membership.sent_owned = None
     cluster.advance(5000)
     a.poll()                                      # epoch 1 with the *current* (smaller) owned set: accepted
     assert a.member_epoch == 2 and not did(cluster, ev.Fenced, "a")
