@@ -112,42 +112,46 @@ class Consumer(ClientBase):
 
     # ---- ClientBase hooks and events --------------------------------------------------------------
     def _unsupported(self, api: str, message: str) -> ConsumerError:
-        return self._raise(ConsumerError("UNSUPPORTED_VERSION", message, api=api))
+        return self.fail(ConsumerError("UNSUPPORTED_VERSION", message, api=api))
 
     def _api_versions_failed(self, code: int) -> ConsumerError:
-        return self._raise(ConsumerError(code, api="ApiVersions"))
+        return self.fail(ConsumerError(code, api="ApiVersions"))
 
     def _retries_exhausted(self, code: int, message: str, api: str) -> ConsumerError:
-        return self._raise(ConsumerError(code, message, api=api))
+        return self.fail(ConsumerError(code, message, api=api))
 
     def _coordinator_error(self, code: int, api: str) -> ConsumerError:
-        return self._raise(ConsumerError(code, api=api))
+        return self.fail(ConsumerError(code, api=api))
 
-    def _raise(self, err: ConsumerError) -> ConsumerError:
-        self._did(ev.ClientError, error=err.error, code=err.code, api=err.api, error_class=type(err).__name__)
+    def fail(self, err: ConsumerError) -> ConsumerError:
+        """Record a ClientError for `err` and return it for raising."""
+        self.did(ev.ClientError, error=err.error, code=err.code, api=err.api, error_class=type(err).__name__)
         return err
 
     # ---- versions ----------------------------------------------------------------------------------
     def version(self, api: str, floor: int | None = None) -> int:
         """min(client max, broker max); ConsumerError(UNSUPPORTED_VERSION) if none fits (or the
         best is below `floor`, e.g. OffsetCommit v9 for a KIP-848 member)."""
-        return self._choose_version(api, floor=floor)
+        return self.choose_version(api, floor=floor)
 
     # ---- coordinator and metadata ------------------------------------------------------------------
-    def _group_coordinator(self) -> int:
+    def group_coordinator(self) -> int:
+        """The group's coordinator (FindCoordinator once, again after a coordinator error)."""
         if self._coordinator is None:
             self._coordinator = self._find_coordinator(0, self.group_id)
         return self._coordinator
 
-    def _coordinator_call(self, api: str, version: int, body: dict) -> dict:
-        return self._call(api, version, body, self._group_coordinator())
+    def coordinator_call(self, api: str, version: int, body: dict) -> dict:
+        """A request to the group coordinator; its decoded answer."""
+        return self.call(api, version, body, self.group_coordinator())
 
-    def _name_of(self, topic_id) -> str | None:
+    def name_of(self, topic_id) -> str | None:
+        """The topic name of a topic id (metadata of the subscription fetched if it is new)."""
         if topic_id not in self._names and self._subscription:
             self._fetch_metadata(sorted(self._subscription))
         return self._names.get(topic_id)
 
-    def _kip848(self) -> ConsumerGroupMembership:
+    def kip848_membership(self) -> ConsumerGroupMembership:
         """The KIP-848 membership, for an answer only it acts on (STALE_MEMBER_EPOCH: heartbeat;
         UNKNOWN_MEMBER_ID from OffsetFetch: fenced); a classic member gets one with nothing sent."""
         m = self.membership
@@ -166,8 +170,8 @@ class Consumer(ClientBase):
             self.membership.subscription_changed()
         self._manual = False
         if self.state == "UNSUBSCRIBED":
-            self._set_state("JOINING", "subscribe")
-        self._did(ev.Subscribed, topics=tuple(topics))
+            self.set_state("JOINING", "subscribe")
+        self.did(ev.Subscribed, topics=tuple(topics))
 
     def assign(self, partitions) -> None:
         """Manual assignment (no group membership); positions come from the group's committed
@@ -176,8 +180,8 @@ class Consumer(ClientBase):
         self._manual = True
         self._assigned = {tuple(tp) for tp in partitions}
         self._positions = {tp: p for tp, p in self._positions.items() if tp in self._assigned}
-        self._set_state("ASSIGNED", "assign")
-        self._did(ev.Assigned, partitions=tuple(sorted(self._assigned)))
+        self.set_state("ASSIGNED", "assign")
+        self.did(ev.Assigned, partitions=tuple(sorted(self._assigned)))
 
     def assignment(self) -> set[tuple[str, int]]:
         """The assigned (topic, partition) pairs."""
@@ -197,14 +201,14 @@ class Consumer(ClientBase):
         if tp not in self._assigned:
             raise ConsumerError("ILLEGAL_STATE", f"{tp} is not assigned")
         self._positions[tp] = offset
-        self._did(ev.Seeked, topic=tp[0], partition=tp[1], offset=offset)
+        self.did(ev.Seeked, topic=tp[0], partition=tp[1], offset=offset)
 
     def seek_to_committed(self) -> dict[tuple[str, int], int | None]:
         """Rewind every assigned partition to its committed offset (what an exactly-once loop does
         after aborting a transaction: the records are read and processed again)."""
         for tp in list(self._positions):
             del self._positions[tp]
-        self._did(ev.Rewound, partitions=tuple(sorted(self._assigned)))
+        self.did(ev.Rewound, partitions=tuple(sorted(self._assigned)))
         self.offsets.init_positions()
         return {tp: self._positions.get(tp) for tp in sorted(self._assigned)}
 
@@ -213,22 +217,24 @@ class Consumer(ClientBase):
         """APIs of the requests the coordinator is holding for this member (classic JoinGroup/SyncGroup)."""
         return self.membership.held_requests
 
-    def _set_assignment(self, new: set[tuple[str, int]], why: str) -> None:
+    def set_assignment(self, new: set[tuple[str, int]], why: str) -> None:
+        """The assigned partitions are now `new`: the revoked ones lose their positions."""
         new = set(new)
         revoked = sorted(self._assigned - new)
         added = sorted(new - self._assigned)
         if revoked:
-            self._did(ev.PartitionsRevoked, partitions=tuple(revoked), reason=why)
+            self.did(ev.PartitionsRevoked, partitions=tuple(revoked), reason=why)
         for tp in revoked:
             self._positions.pop(tp, None)
         self._assigned = new
         if added or revoked:
-            self._did(ev.AssignmentChanged, partitions=tuple(sorted(new)), added=tuple(added), revoked=tuple(revoked),
+            self.did(ev.AssignmentChanged, partitions=tuple(sorted(new)), added=tuple(added), revoked=tuple(revoked),
                       reason=why)
 
-    def _lose_partitions(self, why: str) -> None:
+    def lose_partitions(self, why: str) -> None:
+        """Drop every partition and position without committing (fenced, reset, closed)."""
         if self._assigned:
-            self._did(ev.PartitionsLost, partitions=tuple(sorted(self._assigned)), reason=why)
+            self.did(ev.PartitionsLost, partitions=tuple(sorted(self._assigned)), reason=why)
         self._assigned = set()
         self._positions = {}
 
@@ -295,10 +301,10 @@ class Consumer(ClientBase):
             if not self._manual and self.member_id and self.group_id is not None:
                 self.membership.leave()
         except (ConsumerError, Retry) as e:
-            self._did(ev.LeaveFailed, error=getattr(e, "error", None) or NAME.get(getattr(e, "code", -1)))
-        self._lose_partitions("close")
+            self.did(ev.LeaveFailed, error=getattr(e, "error", None) or NAME.get(getattr(e, "code", -1)))
+        self.lose_partitions("close")
         self.membership.closed()
-        self._set_state("CLOSED", "close")
+        self.set_state("CLOSED", "close")
 
 
 __all__ = ["Consumer", "ConsumerRecord", "ConsumerError", "CommitFailedError", "RebalanceInProgressError",

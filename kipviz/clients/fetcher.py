@@ -43,13 +43,13 @@ class Fetcher:
         out: list[ConsumerRecord] = []
         for leader, topics in sorted(self._fetch_plan(v).items()):
             try:
-                resp = c._call(api, v, self._fetch_body(topics, v), leader)
+                resp = c.call(api, v, self._fetch_body(topics, v), leader)
             except Retry as r:
-                c._did(ev.Retried, api=api, error=NAME.get(r.code, str(r.code)), attempt=1, backoff_ms=0)
+                c.did(ev.Retried, api=api, error=NAME.get(r.code, str(r.code)), attempt=1, backoff_ms=0)
                 c._metadata.clear()
                 continue
             if resp.get("ErrorCode"):
-                c._did(ev.FetchFailed, topic=None, partition=None,
+                c.did(ev.FetchFailed, topic=None, partition=None,
                        error=NAME.get(resp["ErrorCode"], str(resp["ErrorCode"])))
                 continue
             names = {c._metadata[t]["id"]: t for t in topics if t in c._metadata} if v >= 13 else {}
@@ -58,7 +58,7 @@ class Fetcher:
                 for p in t["Partitions"]:
                     out.extend(self._fetched_partition((name, p["PartitionIndex"]), p, max_records - len(out)))
         if out:
-            c._did(ev.Fetched, records=len(out), partitions=tuple(sorted({(r.topic, r.partition) for r in out})),
+            c.did(ev.Fetched, records=len(out), partitions=tuple(sorted({(r.topic, r.partition) for r in out})),
                    isolation="read_committed" if c.isolation else "read_uncommitted")
         return out
 
@@ -99,16 +99,16 @@ class Fetcher:
             return []
         code = p["ErrorCode"]
         if code in METADATA_ERRORS:
-            c._did(ev.FetchFailed, topic=tp[0], partition=tp[1], error=NAME[code])
+            c.did(ev.FetchFailed, topic=tp[0], partition=tp[1], error=NAME[code])
             c._metadata.pop(tp[0], None)
             return []
         if code == E["OFFSET_OUT_OF_RANGE"]:
-            c._did(ev.FetchFailed, topic=tp[0], partition=tp[1], error=NAME[code])
+            c.did(ev.FetchFailed, topic=tp[0], partition=tp[1], error=NAME[code])
             c._positions.pop(tp, None)
             c.offsets.reset_positions([tp])
             return []
         if code:
-            raise c._raise(ConsumerError(code, api="Fetch", partitions=[tp]))
+            raise c.fail(ConsumerError(code, api="Fetch", partitions=[tp]))
         if room <= 0:
             return []
         return self._records(tp, bytes(p["Records"] or b""), p.get("AbortedTransactions"), room)
@@ -135,7 +135,7 @@ class Fetcher:
                     if any((r.get("control") or {}).get("type") == "ABORT" for r in b["records"]):
                         aborted_pids.discard(b["producer_id"])
                 elif b["is_transactional"] and b["producer_id"] in aborted_pids:
-                    c._did(ev.AbortedSkipped, topic=tp[0], partition=tp[1], producer_id=b["producer_id"],
+                    c.did(ev.AbortedSkipped, topic=tp[0], partition=tp[1], producer_id=b["producer_id"],
                            first_offset=b["base_offset"], last_offset=last)
                     pos = last + 1
                     continue

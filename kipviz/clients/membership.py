@@ -41,7 +41,7 @@ class Membership:
     def request_rejoin(self, why: str) -> None:
         """Join again at the next poll (AbstractCoordinator.java requestRejoin)."""
         self.rejoin_reason = why
-        self.consumer._set_state("JOINING", why)
+        self.consumer.set_state("JOINING", why)
 
     def heartbeat_due(self) -> bool:
         """heartbeat.interval.ms has passed on the cluster's clock since the last heartbeat."""

@@ -30,12 +30,13 @@ class ConsumerGroupMembership(Membership):
         self.sent_owned: frozenset | None = None      # the owned partitions the coordinator last heard of
 
     def maintain(self) -> None:
+        """Heartbeat while joining, acknowledging, the subscription changed or the interval passed."""
         c = self.consumer
         for _ in range(8):
             acking = c.member_epoch > 0 and self.sent_owned != self._owned_key()
             if not (c.member_epoch == 0 or acking or c._subscription_changed or self.heartbeat_due()):
                 return
-            c._retrying(API, self.heartbeat)
+            c.retrying(API, self.heartbeat)
             if c.member_epoch > 0 and self.sent_owned == self._owned_key() and not c._subscription_changed:
                 return
 
@@ -61,7 +62,7 @@ class ConsumerGroupMembership(Membership):
             c.member_id = to_kafka_str(random_uuid(c.cluster.rng))     # KIP-848: the client picks it
         owned = self._owned_key()
         body = self._heartbeat_body(joining, owned)
-        resp = c._coordinator_call(API, v, body)
+        resp = c.coordinator_call(API, v, body)
         c._last_heartbeat = c.cluster.now
         code = resp["ErrorCode"]
         if code in COORDINATOR_ERRORS:
@@ -72,7 +73,7 @@ class ConsumerGroupMembership(Membership):
                 c.member_id = ""
             return
         if code:
-            raise c._raise(ConsumerError(code, resp.get("ErrorMessage") or "", api=API))
+            raise c.fail(ConsumerError(code, resp.get("ErrorMessage") or "", api=API))
         if body["TopicPartitions"] is not None:
             self.sent_owned = owned
         c._subscription_changed = False
@@ -81,16 +82,16 @@ class ConsumerGroupMembership(Membership):
         if resp["HeartbeatIntervalMs"] > 0:
             c.heartbeat_interval_ms = resp["HeartbeatIntervalMs"]
         if resp["MemberEpoch"] != c.member_epoch:
-            c._did(ev.MemberEpochBumped, member_id=c.member_id, previous=c.member_epoch,
+            c.did(ev.MemberEpochBumped, member_id=c.member_id, previous=c.member_epoch,
                    member_epoch=resp["MemberEpoch"])
             c.member_epoch = resp["MemberEpoch"]
         if joining:
-            c._did(ev.Joined, group_id=c.group_id, member_id=c.member_id, member_epoch=c.member_epoch,
+            c.did(ev.Joined, group_id=c.group_id, member_id=c.member_id, member_epoch=c.member_epoch,
                    protocol="consumer")
         if resp["Assignment"] is not None:
-            c._set_assignment(self._assigned_by_name(resp["Assignment"]),
+            c.set_assignment(self._assigned_by_name(resp["Assignment"]),
                               f"ConsumerGroupHeartbeat epoch {c.member_epoch}")
-        c._set_state("STABLE", "heartbeat")
+        c.set_state("STABLE", "heartbeat")
 
     def _heartbeat_body(self, joining: bool, owned) -> dict:
         """The fields a heartbeat repeats only when they changed (KIP-848): subscription on join or
@@ -113,9 +114,9 @@ class ConsumerGroupMembership(Membership):
         c = self.consumer
         new = set()
         for tp in assignment["TopicPartitions"]:
-            name = c._name_of(tp["TopicId"])
+            name = c.name_of(tp["TopicId"])
             if name is None:
-                c._did(ev.UnknownTopicId, topic_id=str(tp["TopicId"]))
+                c.did(ev.UnknownTopicId, topic_id=str(tp["TopicId"]))
                 continue
             new.update((name, p) for p in tp["Partitions"])
         return new
@@ -123,22 +124,23 @@ class ConsumerGroupMembership(Membership):
     def fenced(self, code: int, api: str, message: str | None = None) -> None:
         """FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID: drop every partition (no commit) and rejoin at epoch 0."""
         c = self.consumer
-        c._did(ev.Fenced, error=NAME[code], member_id=c.member_id, member_epoch=c.member_epoch, api=api,
+        c.did(ev.Fenced, error=NAME[code], member_id=c.member_id, member_epoch=c.member_epoch, api=api,
                message=message)
-        c._lose_partitions(NAME[code])
+        c.lose_partitions(NAME[code])
         c.member_epoch = 0
         self.sent_owned = None
-        c._set_state("JOINING", NAME[code])
+        c.set_state("JOINING", NAME[code])
 
     def leave(self) -> None:
+        """A heartbeat at epoch -1 (-2 for a static member), if the member has an epoch."""
         c = self.consumer
         if c.member_epoch <= 0:
             return
         v = c.version(API)
         epoch = -2 if c.group_instance_id is not None else -1
-        resp = c._coordinator_call(API, v, {"GroupId": c.group_id, "MemberId": c.member_id,
+        resp = c.coordinator_call(API, v, {"GroupId": c.group_id, "MemberId": c.member_id,
                                             "MemberEpoch": epoch, "InstanceId": c.group_instance_id,
                                             "RebalanceTimeoutMs": -1})
-        c._did(ev.Left, member_id=c.member_id, member_epoch=epoch, generation=None,
+        c.did(ev.Left, member_id=c.member_id, member_epoch=epoch, generation=None,
                error=NAME.get(resp["ErrorCode"], str(resp["ErrorCode"])))
         c.member_epoch = 0

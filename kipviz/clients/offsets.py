@@ -50,7 +50,7 @@ class Offsets:
         by_topic: dict[str, list[int]] = {}
         for t, p in tps:
             by_topic.setdefault(t, []).append(p)
-        ids = c._topic_ids(by_topic) if v >= 10 else {}
+        ids = c.topic_ids(by_topic) if v >= 10 else {}
         topics = [({"TopicId": ids[t]} if v >= 10 else {"Name": t}) | {"PartitionIndexes": ps}
                   for t, ps in by_topic.items()]
         member, epoch = self._member_fields()
@@ -59,7 +59,7 @@ class Offsets:
                                 "Topics": topics}], "RequireStable": require_stable}
         else:
             body = {"GroupId": c.group_id, "Topics": topics, "RequireStable": require_stable}
-        resp = c._coordinator_call(api, v, body)
+        resp = c.coordinator_call(api, v, body)
         g = resp["Groups"][0] if v >= 8 else resp
         code = g.get("ErrorCode", 0)
         if code == E["GROUP_ID_NOT_FOUND"]:
@@ -80,7 +80,7 @@ class Offsets:
                 elif pc in METADATA_ERRORS:
                     raise Retry(pc, refresh="metadata")
                 elif pc:
-                    raise c._raise(ConsumerError(pc, api=api, partitions=[tp]))
+                    raise c.fail(ConsumerError(pc, api=api, partitions=[tp]))
                 else:
                     out[tp] = None if p["CommittedOffset"] < 0 else p["CommittedOffset"]
         return out
@@ -91,14 +91,14 @@ class Offsets:
         if code in COORDINATOR_ERRORS:
             raise Retry(code, refresh="coordinator")
         if code == E["STALE_MEMBER_EPOCH"]:
-            c._did(ev.OffsetFetchStaleEpoch, member_epoch=epoch)
-            c._retrying("ConsumerGroupHeartbeat", c._kip848().heartbeat)
+            c.did(ev.OffsetFetchStaleEpoch, member_epoch=epoch)
+            c.retrying("ConsumerGroupHeartbeat", c.kip848_membership().heartbeat)
             raise Retry(code)
         if code == E["UNKNOWN_MEMBER_ID"]:
-            c._kip848().fenced(code, "OffsetFetch")
-            raise c._raise(ConsumerError(code, "the member left the group; it rejoins at the next poll",
+            c.kip848_membership().fenced(code, "OffsetFetch")
+            raise c.fail(ConsumerError(code, "the member left the group; it rejoins at the next poll",
                                          api="OffsetFetch"))
-        raise c._raise(ConsumerError(code, api="OffsetFetch"))
+        raise c.fail(ConsumerError(code, api="OffsetFetch"))
 
     def committed(self, partitions=None, *, require_stable: bool | None = None) -> dict:
         """The group's committed offsets (Consumer.committed)."""
@@ -109,10 +109,10 @@ class Offsets:
         if not tps:
             return {}
         stable = c.isolation == 1 if require_stable is None else require_stable
-        out = c._retrying("OffsetFetch", lambda: self.fetch_once(tps, stable))
+        out = c.retrying("OffsetFetch", lambda: self.fetch_once(tps, stable))
         unstable = [tp for tp, o in out.items() if o == UNSTABLE]
         if unstable:
-            raise c._raise(ConsumerError(UNSTABLE, "a transaction holds offsets for "
+            raise c.fail(ConsumerError(UNSTABLE, "a transaction holds offsets for "
                                          f"{unstable}", api="OffsetFetch", partitions=unstable))
         return out
 
@@ -126,7 +126,7 @@ class Offsets:
         committed = {}
         if c.group_id is not None:
             try:
-                committed = c._retrying("OffsetFetch", lambda: self.fetch_once(need, c.isolation == 1))
+                committed = c.retrying("OffsetFetch", lambda: self.fetch_once(need, c.isolation == 1))
             except ConsumerError as e:
                 if e.error != "UNKNOWN_MEMBER_ID":
                     raise
@@ -137,13 +137,13 @@ class Offsets:
                 continue
             got = committed.get(tp)
             if got == UNSTABLE:
-                c._did(ev.OffsetUnstable, topic=tp[0], partition=tp[1],
+                c.did(ev.OffsetUnstable, topic=tp[0], partition=tp[1],
                        reason="UNSTABLE_OFFSET_COMMIT: a transaction holds offsets; retried at the next poll")
             elif got is None:
                 reset.append(tp)
             else:
                 c._positions[tp] = got
-                c._did(ev.PositionSet, topic=tp[0], partition=tp[1], offset=got, source="committed")
+                c.did(ev.PositionSet, topic=tp[0], partition=tp[1], offset=got, source="committed")
         if reset:
             self.reset_positions(reset)
 
@@ -151,7 +151,7 @@ class Offsets:
         """ListOffsets per auto.offset.reset for `tps` (OffsetsRequestManager.java resetPositionsIfNeeded)."""
         c = self.consumer
         if c.auto_offset_reset == "none":
-            raise c._raise(ConsumerError("OFFSET_OUT_OF_RANGE", f"no committed offset for {tps} and "
+            raise c.fail(ConsumerError("OFFSET_OUT_OF_RANGE", f"no committed offset for {tps} and "
                                          "auto.offset.reset=none", partitions=tps))
         ts = RESET[c.auto_offset_reset]
         api = "ListOffsets"
@@ -166,7 +166,7 @@ class Offsets:
                 by_leader.setdefault(info["partitions"][p], {}).setdefault(t, []).append(p)
             found = {}
             for leader, topics in sorted(by_leader.items()):
-                resp = c._call(api, v, {"ReplicaId": -1, "IsolationLevel": c.isolation, "TimeoutMs": 30000,
+                resp = c.call(api, v, {"ReplicaId": -1, "IsolationLevel": c.isolation, "TimeoutMs": 30000,
                                         "Topics": [{"Name": t, "Partitions": [
                                             {"PartitionIndex": p, "CurrentLeaderEpoch": -1, "Timestamp": ts,
                                              "MaxNumOffsets": 1} for p in ps]} for t, ps in topics.items()]},
@@ -176,15 +176,15 @@ class Offsets:
                         if p["ErrorCode"] in METADATA_ERRORS:
                             raise Retry(p["ErrorCode"], refresh="metadata")
                         if p["ErrorCode"]:
-                            raise c._raise(ConsumerError(p["ErrorCode"], api=api,
+                            raise c.fail(ConsumerError(p["ErrorCode"], api=api,
                                                          partitions=[(t["Name"], p["PartitionIndex"])]))
                         off = p["Offset"] if v >= 1 else (p.get("OldStyleOffsets") or [0])[0]
                         found[(t["Name"], p["PartitionIndex"])] = off
             return found
-        for tp, off in sorted(c._retrying(api, attempt).items()):
+        for tp, off in sorted(c.retrying(api, attempt).items()):
             if tp in c._assigned:
                 c._positions[tp] = off
-                c._did(ev.PositionSet, topic=tp[0], partition=tp[1], offset=off,
+                c.did(ev.PositionSet, topic=tp[0], partition=tp[1], offset=off,
                        source=f"auto.offset.reset={c.auto_offset_reset}")
 
     # ---- OffsetCommit --------------------------------------------------------------------------------
@@ -198,8 +198,8 @@ class Offsets:
             return {}
         done = dict(pending)
         stale = [0]
-        c._retrying("OffsetCommit", lambda: self._commit_once(pending, stale))
-        c._did(ev.Committed, offsets=tuple((t, p, o) for (t, p), (o, _) in sorted(done.items())),
+        c.retrying("OffsetCommit", lambda: self._commit_once(pending, stale))
+        c.did(ev.Committed, offsets=tuple((t, p, o) for (t, p), (o, _) in sorted(done.items())),
                generation=c.group_metadata()["generation_id"])
         return {tp: o for tp, (o, _) in done.items()}
 
@@ -213,10 +213,10 @@ class Offsets:
             by_topic.setdefault(t, []).append({"PartitionIndex": p, "CommittedOffset": off,
                                                "CommittedLeaderEpoch": -1, "CommittedMetadata": meta,
                                                "CommitTimestamp": -1})
-        ids = c._topic_ids(by_topic) if v >= 10 else {}
+        ids = c.topic_ids(by_topic) if v >= 10 else {}
         gm = c.group_metadata()
         topics = [({"TopicId": ids[t]} if v >= 10 else {"Name": t}) | {"Partitions": ps} for t, ps in by_topic.items()]
-        resp = c._coordinator_call(api, v, {
+        resp = c.coordinator_call(api, v, {
             "GroupId": c.group_id, "GenerationIdOrMemberEpoch": gm["generation_id"], "MemberId": gm["member_id"],
             "GroupInstanceId": c.group_instance_id, "RetentionTimeMs": -1, "Topics": topics})
         names = {tid: t for t, tid in ids.items()}
@@ -228,7 +228,7 @@ class Offsets:
                 if code == 0:
                     pending.pop(tp, None)
                     continue
-                c._did(ev.CommitFailed, topic=tp[0], partition=tp[1], error=NAME.get(code, str(code)), version=v)
+                c.did(ev.CommitFailed, topic=tp[0], partition=tp[1], error=NAME.get(code, str(code)), version=v)
                 retry = self._commit_error(tp, code, pending, stale)
         if pending:
             raise retry or Retry(E["UNKNOWN_SERVER_ERROR"])
@@ -244,13 +244,13 @@ class Offsets:
             return Retry(code, refresh="metadata")
         if code == E["STALE_MEMBER_EPOCH"] and stale[0] == 0:
             stale[0] += 1      # refresh the epoch with a heartbeat, then commit again
-            c._retrying("ConsumerGroupHeartbeat", c._kip848().heartbeat)
+            c.retrying("ConsumerGroupHeartbeat", c.kip848_membership().heartbeat)
             return Retry(code)
         if code in (E["UNKNOWN_MEMBER_ID"], E["ILLEGAL_GENERATION"], E["FENCED_MEMBER_EPOCH"],
                     E["STALE_MEMBER_EPOCH"], E["FENCED_INSTANCE_ID"]):
-            raise c._raise(CommitFailedError(code, "the group refused the commit", api=api,
+            raise c.fail(CommitFailedError(code, "the group refused the commit", api=api,
                                              partitions=sorted(pending)))
         if code == E["REBALANCE_IN_PROGRESS"]:
             c.membership.request_rejoin("REBALANCE_IN_PROGRESS")
-            raise c._raise(RebalanceInProgressError(code, api=api, partitions=sorted(pending)))
-        raise c._raise(ConsumerError(code, api=api, partitions=[tp]))
+            raise c.fail(RebalanceInProgressError(code, api=api, partitions=sorted(pending)))
+        raise c.fail(ConsumerError(code, api=api, partitions=[tp]))

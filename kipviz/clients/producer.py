@@ -76,8 +76,8 @@ DUPLICATE_SEQUENCE_NUMBER = 46
 TV1_MAX = {"EndTxn": 4, "TxnOffsetCommit": 4, "Produce": 11}
 
 
-
 class RecordMetadata(NamedTuple):
+    """Where send() wrote a record."""
     topic: str
     partition: int
     offset: int
@@ -144,7 +144,7 @@ class Producer(ClientBase):
 
     # ---- ClientBase hooks --------------------------------------------------------------------------
     def _unsupported(self, api: str, message: str) -> ProducerError:
-        return self._fail(UnsupportedVersionError("UNSUPPORTED_VERSION", message, api=api))
+        return self.fail(UnsupportedVersionError("UNSUPPORTED_VERSION", message, api=api))
 
     def _api_versions_failed(self, code: int) -> ProducerError:
         return FatalError(code, api="ApiVersions")
@@ -154,8 +154,8 @@ class Producer(ClientBase):
 
     def _coordinator_error(self, code: int, api: str) -> ProducerError:
         if code == E["GROUP_AUTHORIZATION_FAILED"]:
-            return self._fail(AbortableError(code, api=api))
-        return self._fail(FatalError(code, api=api))      # TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ...
+            return self.fail(AbortableError(code, api=api))
+        return self.fail(FatalError(code, api=api))      # TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ...
 
     def _transaction_version(self, resp: dict) -> int:
         tv = 0
@@ -165,7 +165,8 @@ class Producer(ClientBase):
         self.tv2 = tv >= 2
         return tv
 
-    def _metadata_extra(self, version: int) -> dict:
+    def metadata_extra(self, version: int) -> dict:
+        """The Metadata version each cached topic came from."""
         return {"metadata_version": version}
 
     def _refresh(self, refresh: str | None) -> None:
@@ -175,27 +176,30 @@ class Producer(ClientBase):
             super()._refresh(refresh)
 
     # ---- state ----------------------------------------------------------------------------------
-    def _fail(self, err: ProducerError) -> ProducerError:
+    def fail(self, err: ProducerError) -> ProducerError:
         """Move to the error state the exception's class implies and return it for raising."""
         self.last_error = err
         if isinstance(err, FatalError):
-            self._set_state("FATAL_ERROR", err.error)
+            self.set_state("FATAL_ERROR", err.error)
         elif isinstance(err, AbortableError) and self.state == "IN_TRANSACTION":
-            self._set_state("ABORTABLE_ERROR", err.error)
-        self._did(ev.ClientError, error=err.error, code=err.code, api=err.api, error_class=type(err).__name__)
+            self.set_state("ABORTABLE_ERROR", err.error)
+        self.did(ev.ClientError, error=err.error, code=err.code, api=err.api, error_class=type(err).__name__)
         return err
 
-    def _require(self, *states: str, what: str) -> None:
+    def require(self, *states: str, what: str) -> None:
+        """IllegalStateError unless the producer is in one of `states`."""
         if self.state == "FATAL_ERROR":
             raise IllegalStateError(f"cannot {what}: the producer hit a fatal error ({self.last_error})")
         if self.state not in states:
             raise IllegalStateError(f"cannot {what} in state {self.state}")
 
     # ---- versions ------------------------------------------------------------------------------
-    def _client_max(self, api: str) -> int:
+    def client_max(self, api: str) -> int:
+        """This producer's newest usable version of `api` (transaction version 1 caps EndTxn,
+        TxnOffsetCommit, Produce)."""
         if api == "TxnShareAcknowledge":     # only proposed versions exist (KIP-1289): v0
             return self._client_max_share_ack()
-        mine = super()._client_max(api)
+        mine = super().client_max(api)
         if not self.tv2 and api in TV1_MAX:
             mine = min(mine, TV1_MAX[api])
         return mine
@@ -205,15 +209,17 @@ class Producer(ClientBase):
 
     def version(self, api: str, cap: int | None = None) -> int:
         """min(client max, broker max), or UnsupportedVersionError."""
-        return self._choose_version(api, cap=cap)
+        return self.choose_version(api, cap=cap)
 
     # ---- coordinators and metadata ----------------------------------------------------------------
-    def _txn_coordinator(self) -> int:
+    def txn_coordinator(self) -> int:
+        """The transaction coordinator of the transactional id (FindCoordinator once)."""
         if self._coordinator is None:
             self._coordinator = self._find_coordinator(1, self.transactional_id)
         return self._coordinator
 
-    def _group_coordinator(self, group: str) -> int:
+    def group_coordinator(self, group: str) -> int:
+        """The coordinator of `group` (for TxnOffsetCommit)."""
         if group not in self._group_coordinators:
             self._group_coordinators[group] = self._find_coordinator(0, group)
         return self._group_coordinators[group]
@@ -260,12 +266,12 @@ class Producer(ClientBase):
         self._ready_to_send()
         info = self.topic_info(topic)
         if info is None:
-            info = self._retrying("Metadata", lambda: self._need_topic(topic))
+            info = self.retrying("Metadata", lambda: self._need_topic(topic))
         if partition is None:
             n = len(info["partitions"])
             partition = default_partition(key, n) if key is not None else next(self._round_robin) % n
         tp = self.transactions.join((topic, partition))
-        return self._retrying("Produce", lambda: self._produce_once(tp, [(key, value, headers)]))
+        return self.retrying("Produce", lambda: self._produce_once(tp, [(key, value, headers)]))
 
     def send_batch(self, topic: str, partition: int, records) -> RecordMetadata | None:
         """Produce (key, value[, headers]) records to one partition as ONE record batch in one Produce
@@ -276,15 +282,15 @@ class Producer(ClientBase):
             return None
         self._ready_to_send()
         # (a Metadata round trip that fails is retried like any other, also the first one)
-        self._retrying("Metadata", lambda: self.topic_info(topic) or self._need_topic(topic))
+        self.retrying("Metadata", lambda: self.topic_info(topic) or self._need_topic(topic))
         tp = self.transactions.join((topic, partition))
-        return self._retrying("Produce", lambda: self._produce_once(tp, records, batched=True))
+        return self.retrying("Produce", lambda: self._produce_once(tp, records, batched=True))
 
     def _ready_to_send(self) -> None:
         if self.transactional_id:
-            self._require("IN_TRANSACTION", what="send")
+            self.require("IN_TRANSACTION", what="send")
         else:
-            self._require("READY", "UNINITIALIZED", what="send")
+            self.require("READY", "UNINITIALIZED", what="send")
             if self.producer_id < 0:
                 self.init_transactions()
 
@@ -310,23 +316,23 @@ class Producer(ClientBase):
                             is_transactional=bool(self.transactional_id), base_timestamp=now)
         topic_entry = {"TopicId": info["id"]} if v >= 13 else {"Name": topic}
         topic_entry["PartitionData"] = [{"Index": partition, "Records": batch}]
-        resp = self._call(api, v, {"TransactionalId": self.transactional_id, "Acks": -1, "TimeoutMs": 30000,
+        resp = self.call(api, v, {"TransactionalId": self.transactional_id, "Acks": -1, "TimeoutMs": 30000,
                                    "TopicData": [topic_entry]}, info["partitions"][partition])
         part = next((p for t in resp["Responses"] for p in t["PartitionResponses"] if p["Index"] == partition),
                     None)
         code = E["UNKNOWN_SERVER_ERROR"] if part is None else part["ErrorCode"]
         if code in (0, DUPLICATE_SEQUENCE_NUMBER):
             self._sequences[tp] = seq + len(records)
-            self._did(ev.Sent, topic=topic, partition=partition, offset=part["BaseOffset"], version=v,
+            self.did(ev.Sent, topic=topic, partition=partition, offset=part["BaseOffset"], version=v,
                       records=len(records) if batched else None)
             return RecordMetadata(topic, partition, part["BaseOffset"])
         if code in (E["NOT_LEADER_OR_FOLLOWER"], E["UNKNOWN_TOPIC_OR_PARTITION"], E["UNKNOWN_TOPIC_ID"]):
             raise Retry(code, refresh="metadata")
         if code in FENCED:
-            raise self._fail(ProducerFencedError(code, api=api))
+            raise self.fail(ProducerFencedError(code, api=api))
         if code == E["INVALID_TXN_STATE"]:
-            raise self._fail(FatalError(code, api=api))
+            raise self.fail(FatalError(code, api=api))
         if code in RETRIABLE:
             raise Retry(code)
-        raise self._fail(AbortableError(code, api=api))
+        raise self.fail(AbortableError(code, api=api))
 

@@ -36,16 +36,16 @@ class TransactionManager:
         """InitProducerId: the producer id and epoch (retried on CONCURRENT_TRANSACTIONS, e.g.
         while the coordinator aborts what a previous instance left open)."""
         pr = self.producer
-        pr._require("UNINITIALIZED", "READY", what="init transactions")
+        pr.require("UNINITIALIZED", "READY", what="init transactions")
         api = "InitProducerId"
 
         def attempt():
             v = pr.version(api)
-            broker = pr._txn_coordinator() if pr.transactional_id else pr.bootstrap_broker
+            broker = pr.txn_coordinator() if pr.transactional_id else pr.bootstrap_broker
             body = {"TransactionalId": pr.transactional_id,
                     "TransactionTimeoutMs": pr.transaction_timeout_ms,
                     "ProducerId": -1, "ProducerEpoch": -1}
-            resp = pr._call(api, v, body, broker)
+            resp = pr.call(api, v, body, broker)
             code = resp["ErrorCode"]
             if code == 0:
                 return resp["ProducerId"], resp["ProducerEpoch"]
@@ -54,33 +54,36 @@ class TransactionManager:
             if code in (E["CONCURRENT_TRANSACTIONS"], E["COORDINATOR_LOAD_IN_PROGRESS"], NETWORK_EXCEPTION):
                 raise Retry(code)
             if code in FENCED:
-                raise pr._fail(ProducerFencedError(code, api=api))
-            raise pr._fail(FatalError(code, api=api))
-        pid, epoch = pr._retrying(api, attempt)
+                raise pr.fail(ProducerFencedError(code, api=api))
+            raise pr.fail(FatalError(code, api=api))
+        pid, epoch = pr.retrying(api, attempt)
         self.set_ids(pid, epoch, "InitProducerId")
         self.reset()
-        pr._set_state("READY", "initialized")
+        pr.set_state("READY", "initialized")
         return pid, epoch
 
     def set_ids(self, pid: int, epoch: int, why: str) -> None:
+        """The producer id and epoch are now (pid, epoch); sequences restart at 0 (ProducerIdSet)."""
         pr = self.producer
         if (pid, epoch) != (pr.producer_id, pr.producer_epoch):
-            pr._did(ev.ProducerIdSet, producer_id=pid, producer_epoch=epoch, previous_id=pr.producer_id,
+            pr.did(ev.ProducerIdSet, producer_id=pid, producer_epoch=epoch, previous_id=pr.producer_id,
                     previous_epoch=pr.producer_epoch, reason=why)
             pr.producer_id, pr.producer_epoch = pid, epoch
             pr._sequences.clear()       # a new epoch starts its sequences at 0
 
     def reset(self) -> None:
+        """Nothing added to the transaction."""
         self.partitions.clear()
         self.started = False
 
     def begin_transaction(self) -> None:
+        """Producer.begin_transaction."""
         pr = self.producer
-        pr._require("READY", what="begin a transaction")
+        pr.require("READY", what="begin a transaction")
         if not pr.transactional_id:
             raise IllegalStateError("not a transactional producer (no transactional.id)")
         self.reset()
-        pr._set_state("IN_TRANSACTION", "begin_transaction")
+        pr.set_state("IN_TRANSACTION", "begin_transaction")
 
     def _txn_error(self, code: int, api: str) -> None:
         """Raise for a coordinator answer the transaction cannot survive (or Retry)."""
@@ -91,11 +94,11 @@ class TransactionManager:
                     E["UNKNOWN_TOPIC_OR_PARTITION"], OPERATION_NOT_ATTEMPTED_CODE):
             raise Retry(code, refresh="metadata" if code == E["UNKNOWN_TOPIC_OR_PARTITION"] else None)
         if code in FENCED:
-            raise pr._fail(ProducerFencedError(code, api=api))
+            raise pr.fail(ProducerFencedError(code, api=api))
         if code in (E["TOPIC_AUTHORIZATION_FAILED"], E["GROUP_AUTHORIZATION_FAILED"],
                     E["TRANSACTION_ABORTABLE"], E["INVALID_PRODUCER_ID_MAPPING"]):
-            raise pr._fail(AbortableError(code, api=api))
-        raise pr._fail(FatalError(code, api=api))
+            raise pr.fail(AbortableError(code, api=api))
+        raise pr.fail(FatalError(code, api=api))
 
     def _add_partition(self, tp: tuple[str, int]) -> None:
         """Transaction version 1: AddPartitionsToTxn before the first write to a partition."""
@@ -104,21 +107,21 @@ class TransactionManager:
 
         def attempt():
             v = pr.version(api)
-            resp = pr._call(api, v, {"V3AndBelowTransactionalId": pr.transactional_id,
+            resp = pr.call(api, v, {"V3AndBelowTransactionalId": pr.transactional_id,
                                      "V3AndBelowProducerId": pr.producer_id,
                                      "V3AndBelowProducerEpoch": pr.producer_epoch,
                                      "V3AndBelowTopics": [{"Name": tp[0], "Partitions": [tp[1]]}]},
-                              pr._txn_coordinator())
+                              pr.txn_coordinator())
             codes = [p["PartitionErrorCode"] for t in resp["ResultsByTopicV3AndBelow"]
                      for p in t["ResultsByPartition"]]
             bad = next((c for c in codes if c and c != OPERATION_NOT_ATTEMPTED_CODE), 0) or \
                 next((c for c in codes if c), 0)
             if bad:
                 self._txn_error(bad, api)
-        pr._retrying(api, attempt)
+        pr.retrying(api, attempt)
         self.partitions.add(tp)
         self.started = True
-        pr._did(ev.PartitionAdded, topic=tp[0], partition=tp[1], via="AddPartitionsToTxn")
+        pr.did(ev.PartitionAdded, topic=tp[0], partition=tp[1], via="AddPartitionsToTxn")
 
 
     def join(self, tp: tuple) -> tuple:
@@ -136,7 +139,7 @@ class TransactionManager:
         (offset, metadata)}; group_metadata {group_id, generation_id or member_epoch, member_id,
         group_instance_id} (dict or object with those attributes)."""
         pr = self.producer
-        pr._require("IN_TRANSACTION", what="send offsets")
+        pr.require("IN_TRANSACTION", what="send offsets")
         gm = _group_metadata(group_metadata)
         group = gm["group_id"]
         if not pr.tv2:
@@ -144,8 +147,8 @@ class TransactionManager:
         else:
             self.started = True
         pending = {tuple(tp): _offset_of(o) for tp, o in offsets.items()}
-        pr._retrying("TxnOffsetCommit", lambda: self._txn_offset_commit_once(pending, gm))
-        pr._did(ev.OffsetsSent, group_id=group, partitions=tuple(sorted(offsets)))
+        pr.retrying("TxnOffsetCommit", lambda: self._txn_offset_commit_once(pending, gm))
+        pr.did(ev.OffsetsSent, group_id=group, partitions=tuple(sorted(offsets)))
 
     def _add_offsets(self, group: str) -> None:
         pr = self.producer
@@ -153,14 +156,14 @@ class TransactionManager:
 
         def attempt():
             v = pr.version(api)
-            resp = pr._call(api, v, {"TransactionalId": pr.transactional_id, "ProducerId": pr.producer_id,
+            resp = pr.call(api, v, {"TransactionalId": pr.transactional_id, "ProducerId": pr.producer_id,
                                      "ProducerEpoch": pr.producer_epoch, "GroupId": group},
-                              pr._txn_coordinator())
+                              pr.txn_coordinator())
             if resp["ErrorCode"]:
                 self._txn_error(resp["ErrorCode"], api)
-        pr._retrying(api, attempt)
+        pr.retrying(api, attempt)
         self.started = True
-        pr._did(ev.OffsetsPartitionAdded, group_id=group, via=api)
+        pr.did(ev.OffsetsPartitionAdded, group_id=group, via=api)
 
     def choose_txn_offset_commit_version(self, topics) -> tuple[int, dict]:
         """KIP-1319: (version, {topic: topic id}) — v6 only if the broker serves it and every
@@ -178,11 +181,11 @@ class TransactionManager:
                 else:
                     ids[t] = tid
             if missing:
-                pr._did(ev.TxnOffsetCommitFallback, version=5, reason="topic id unknown", topics=tuple(missing))
+                pr.did(ev.TxnOffsetCommitFallback, version=5, reason="topic id unknown", topics=tuple(missing))
                 return 5, {}
-            pr._did(ev.TxnOffsetCommitVersionChosen, version=6, reason="broker serves v6, all topic ids known")
+            pr.did(ev.TxnOffsetCommitVersionChosen, version=6, reason="broker serves v6, all topic ids known")
             return 6, ids
-        pr._did(ev.TxnOffsetCommitVersionChosen, version=v,
+        pr.did(ev.TxnOffsetCommitVersionChosen, version=v,
                 reason=f"broker serves up to v{pr.broker_versions['TxnOffsetCommit'][1]}"
                 + ("" if pr.tv2 else ", transaction version 1 caps it at v4"))
         return v, {}
@@ -191,7 +194,7 @@ class TransactionManager:
         pr = self.producer
         api = "TxnOffsetCommit"
         group = gm["group_id"]
-        broker = pr._group_coordinator(group)
+        broker = pr.group_coordinator(group)
         v, ids = self.choose_txn_offset_commit_version(t for t, _ in pending)
         by_topic: dict[str, list] = {}
         for (t, p), (off, meta, leader_epoch) in pending.items():
@@ -200,7 +203,7 @@ class TransactionManager:
         topics = [({"TopicId": ids[t]} if v >= 6 else {"Name": t}) | {"Partitions": ps}
                   for t, ps in by_topic.items()]
         names = {tid: t for t, tid in ids.items()}
-        resp = pr._call(api, v, {"TransactionalId": pr.transactional_id, "GroupId": group,
+        resp = pr.call(api, v, {"TransactionalId": pr.transactional_id, "GroupId": group,
                                  "ProducerId": pr.producer_id, "ProducerEpoch": pr.producer_epoch,
                                  "GenerationIdOrMemberEpoch": gm["generation_id"], "MemberId": gm["member_id"],
                                  "GroupInstanceId": gm["group_instance_id"], "Topics": topics}, broker)
@@ -215,7 +218,7 @@ class TransactionManager:
                 if kind == "ok":
                     pending.pop(tp, None)
                     continue
-                pr._did(ev.TxnOffsetCommitFailed, topic=name, partition=tp[1], error=NAME.get(code, str(code)),
+                pr.did(ev.TxnOffsetCommitFailed, topic=name, partition=tp[1], error=NAME.get(code, str(code)),
                         handling=kind, version=v)
                 if kind == "coordinator":
                     retry, refresh = code, "group:" + group
@@ -224,60 +227,63 @@ class TransactionManager:
                     if code in (E["UNKNOWN_TOPIC_ID"], E["UNKNOWN_TOPIC_OR_PARTITION"]):
                         refresh = refresh or "metadata"
                 elif kind == "fenced":
-                    raise pr._fail(ProducerFencedError(code, api=api))
+                    raise pr.fail(ProducerFencedError(code, api=api))
                 elif kind == "commit-failed":
-                    raise pr._fail(CommitFailedError(code, api=api))
+                    raise pr.fail(CommitFailedError(code, api=api))
                 elif kind == "abortable":
-                    raise pr._fail(AbortableError(code, api=api))
+                    raise pr.fail(AbortableError(code, api=api))
                 else:
-                    raise pr._fail(FatalError(code, "unexpected error", api=api))
+                    raise pr.fail(FatalError(code, "unexpected error", api=api))
         if pending:
             # partitions still pending (retriable errors, or missing from the answer): re-enqueue
             raise Retry(E["UNKNOWN_SERVER_ERROR"] if retry is None else retry, refresh=refresh)
     # ---- commit / abort --------------------------------------------------------------------------
     def commit_transaction(self) -> None:
+        """Producer.commit_transaction (refused after an abortable error)."""
         pr = self.producer
         if pr.state == "ABORTABLE_ERROR":
             raise AbortableError(pr.last_error.code if pr.last_error else E["TRANSACTION_ABORTABLE"],
                                  "cannot commit after an abortable error: abort the transaction",
                                  api="EndTxn")
-        pr._require("IN_TRANSACTION", what="commit")
+        pr.require("IN_TRANSACTION", what="commit")
         self.end(True)
 
     def abort_transaction(self) -> None:
+        """Producer.abort_transaction."""
         pr = self.producer
-        pr._require("IN_TRANSACTION", "ABORTABLE_ERROR", what="abort")
+        pr.require("IN_TRANSACTION", "ABORTABLE_ERROR", what="abort")
         self.end(False)
 
     def end(self, commit: bool) -> None:
+        """EndTxn(commit or abort), or none when nothing was added; READY after."""
         pr = self.producer
         api = "EndTxn"
         what = "commit" if commit else "abort"
         if not self.started:
             # TransactionManager: no partition or offsets were added, so there is nothing to end
-            pr._did(ev.EndTxnSkipped, result=what, reason="nothing was added to the transaction")
+            pr.did(ev.EndTxnSkipped, result=what, reason="nothing was added to the transaction")
             self.reset()
-            pr._set_state("READY", what)
+            pr.set_state("READY", what)
             return
 
         def attempt():
             v = pr.version(api)
-            resp = pr._call(api, v, {"TransactionalId": pr.transactional_id, "ProducerId": pr.producer_id,
+            resp = pr.call(api, v, {"TransactionalId": pr.transactional_id, "ProducerId": pr.producer_id,
                                      "ProducerEpoch": pr.producer_epoch, "Committed": commit},
-                              pr._txn_coordinator())
+                              pr.txn_coordinator())
             code = resp["ErrorCode"]
             if code:
                 if code == E["INVALID_TXN_STATE"]:
-                    raise pr._fail(FatalError(code, api=api))
+                    raise pr.fail(FatalError(code, api=api))
                 self._txn_error(code, api)
             return v, resp
-        v, resp = pr._retrying(api, attempt)
+        v, resp = pr.retrying(api, attempt)
         if v >= 5 and resp.get("ProducerId", -1) >= 0:
             self.set_ids(resp["ProducerId"], resp["ProducerEpoch"], f"EndTxn v{v} ({what})")
-        pr._did(ev.TransactionEnded, result=what, version=v)
+        pr.did(ev.TransactionEnded, result=what, version=v)
         self.reset()
         pr.last_error = None
-        pr._set_state("READY", what)
+        pr.set_state("READY", what)
 
 
 def _group_metadata(gm) -> dict:

@@ -46,15 +46,15 @@ class TxnShareAcks:
         api = "TxnShareAcknowledge"
         if not pr.transactional_id:
             raise IllegalStateError("not a transactional producer (no transactional.id)")
-        pr._require("IN_TRANSACTION", what="send share acknowledgements")
+        pr.require("IN_TRANSACTION", what="send share acknowledgements")
         gm = _share_group_metadata(share_group_metadata)
-        pr._api_versions()
+        pr.api_versions()
         theirs = pr.broker_versions.get(api)
-        if theirs is None or pr._client_max(api) < theirs[0]:
+        if theirs is None or pr.client_max(api) < theirs[0]:
             err = UnsupportedVersionError("UNSUPPORTED_VERSION", f"the broker does not advertise {api} "
                                           "(share.version < 2 or an old broker); KIP-1289 is proposed", api=api)
             pr.last_error = err
-            pr._did(ev.ClientError, error=err.error, code=err.code, api=api, error_class=type(err).__name__,
+            pr.did(ev.ClientError, error=err.error, code=err.code, api=api, error_class=type(err).__name__,
                     synchronous=True, bytes_sent=0)
             raise err
         pending = {(tp[0], tp[1]): _ack_map(v) for tp, v in acknowledgements.items()}
@@ -63,12 +63,12 @@ class TxnShareAcks:
             return
         n = sum(len(v) for v in pending.values())
         try:
-            pr._retrying(api, lambda: self._once(pending, gm))
+            pr.retrying(api, lambda: self._once(pending, gm))
         except ProducerError as e:
-            pr._did(ev.ShareAcksFailed, group_id=gm["group_id"], error=e.error, records=n)
+            pr.did(ev.ShareAcksFailed, group_id=gm["group_id"], error=e.error, records=n)
             raise
         pr.transactions.started = True
-        pr._did(ev.ShareAcksSent, group_id=gm["group_id"], member_id=gm["member_id"],
+        pr.did(ev.ShareAcksSent, group_id=gm["group_id"], member_id=gm["member_id"],
                 member_epoch=gm["member_epoch"], records=n)
 
     def _topic_by_key(self, key) -> tuple[str, object] | None:
@@ -78,8 +78,8 @@ class TxnShareAcks:
             info = pr.topic_info(key)
             return (key, info["id"]) if info and info["id"] is not None else None
         if key not in pr._names:
-            v = pr._choose_version("Metadata")
-            resp = pr._call("Metadata", v, {"Topics": None, "AllowAutoTopicCreation": False,
+            v = pr.choose_version("Metadata")
+            resp = pr.call("Metadata", v, {"Topics": None, "AllowAutoTopicCreation": False,
                                             "IncludeClusterAuthorizedOperations": False,
                                             "IncludeTopicAuthorizedOperations": False}, pr.bootstrap_broker)
             for t in resp["Topics"]:
@@ -87,7 +87,7 @@ class TxnShareAcks:
                     continue
                 pr._names[t["TopicId"]] = t["Name"]
                 pr._metadata[t["Name"]] = {"id": t["TopicId"], "partitions": {
-                    x["PartitionIndex"]: x["LeaderId"] for x in t["Partitions"]}, **pr._metadata_extra(v)}
+                    x["PartitionIndex"]: x["LeaderId"] for x in t["Partitions"]}, **pr.metadata_extra(v)}
         name = pr._names.get(key)
         return (name, key) if name is not None and pr.topic_info(name) is not None else None
 
@@ -107,14 +107,14 @@ class TxnShareAcks:
     def _once(self, pending: dict, gm: dict) -> None:
         pr = self.producer
         api = "TxnShareAcknowledge"
-        v = pr._choose_version(api)
+        v = pr.choose_version(api)
         retry = None
         for leader, keys in sorted(self._by_leader(pending).items()):
             topics: dict = {}
             for key, tid in keys.items():
                 topics.setdefault(tid, []).append({"PartitionIndex": key[1],
                                                    "AcknowledgementBatches": _ack_batches(pending[key])})
-            resp = pr._call(api, v, {"TransactionalId": pr.transactional_id, "GroupId": gm["group_id"],
+            resp = pr.call(api, v, {"TransactionalId": pr.transactional_id, "GroupId": gm["group_id"],
                                      "ProducerId": pr.producer_id, "ProducerEpoch": pr.producer_epoch,
                                      "MemberId": gm["member_id"], "MemberEpoch": gm["member_epoch"],
                                      "Topics": [{"TopicId": tid, "Partitions": ps} for tid, ps in topics.items()]},
@@ -129,30 +129,30 @@ class TxnShareAcks:
                     pending.pop(key, None)
                 continue
             bad = real[0] if real else OPERATION_NOT_ATTEMPTED_CODE
-            pr._did(ev.TxnShareAckFailed, error=NAME.get(bad, str(bad)), version=v, broker=leader)
+            pr.did(ev.TxnShareAckFailed, error=NAME.get(bad, str(bad)), version=v, broker=leader)
             if bad in (E["NOT_LEADER_OR_FOLLOWER"], E["UNKNOWN_TOPIC_OR_PARTITION"], E["UNKNOWN_TOPIC_ID"]):
                 retry = bad
                 continue
             if bad in RETRIABLE:
                 retry = bad
                 continue
-            raise pr._fail(AbortableError(bad, api=api))
+            raise pr.fail(AbortableError(bad, api=api))
         if pending:
             raise Retry(E["UNKNOWN_SERVER_ERROR"] if retry is None else retry, refresh="metadata")
 
     def _error(self, code: int, api: str) -> None:
         pr = self.producer
         if code in FENCED:
-            raise pr._fail(ProducerFencedError(code, api=api))
+            raise pr.fail(ProducerFencedError(code, api=api))
         if code in (E["STALE_MEMBER_EPOCH"], E["UNKNOWN_MEMBER_ID"]):
-            raise pr._fail(CommitFailedError(code, api=api))
+            raise pr.fail(CommitFailedError(code, api=api))
         if code in (E["CONCURRENT_TRANSACTIONS"], E["COORDINATOR_LOAD_IN_PROGRESS"], E["COORDINATOR_NOT_AVAILABLE"],
                     E["NOT_COORDINATOR"], NETWORK_EXCEPTION):
             raise Retry(code)
         if code in (E["GROUP_AUTHORIZATION_FAILED"], E["TOPIC_AUTHORIZATION_FAILED"], E["TRANSACTION_ABORTABLE"],
                     E["INVALID_PRODUCER_ID_MAPPING"], E["INVALID_RECORD_STATE"]):
-            raise pr._fail(AbortableError(code, api=api))
-        raise pr._fail(FatalError(code, api=api))
+            raise pr.fail(AbortableError(code, api=api))
+        raise pr.fail(FatalError(code, api=api))
 
 
 def _share_group_metadata(gm) -> dict:
