@@ -153,7 +153,7 @@ class EosMachine(RuleBasedStateMachine):
     def fence(self):
         """A second instance with the same transactional.id starts; the old one is a zombie."""
         old = self.producer
-        started = old.state == "IN_TRANSACTION" and old._transaction_started
+        started = old.state == "IN_TRANSACTION" and old.transactions.started
         self._lost_producer()
         if started:
             try:

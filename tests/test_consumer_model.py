@@ -23,6 +23,7 @@ from kipviz.clients.consumer import (
     encode_subscription,
     range_assign,
 )
+from kipviz.schema import events as ev
 
 
 def requests(cluster, api=None, client=None):
@@ -30,9 +31,8 @@ def requests(cluster, api=None, client=None):
             and (client is None or e.client == client)]
 
 
-def actions(cluster, action, client=None):
-    return [e.detail for e in cluster.events if e.kind == "ClientAction" and e.action == action
-            and (client is None or e.client == client)]
+def did(cluster, kind, client=None):
+    return [e for e in cluster.events if isinstance(e, kind) and (client is None or e.client == client)]
 
 
 def all_responses_decode(cluster):
@@ -92,7 +92,7 @@ def test_kip848_join_acknowledge_offsets_and_fetch(cluster):
     assert fetch.body["Groups"][0]["MemberEpoch"] == 1 and fetch.body["Groups"][0]["MemberId"] == c.member_id
     f = requests(cluster, "Fetch", "c1")[0]
     assert f.version == 18 and f.body["IsolationLevel"] == 1 and f.body["SessionEpoch"] == -1
-    assert [a["source"] for a in actions(cluster, "position", "c1")] == ["auto.offset.reset=earliest"] * 2
+    assert [a.source for a in did(cluster, ev.PositionSet, "c1")] == ["auto.offset.reset=earliest"] * 2
     assert c.poll() == []          # nothing new; no heartbeat before the interval
     assert len(requests(cluster, "ConsumerGroupHeartbeat", "c1")) == 2
     cluster.advance(5000)
@@ -118,7 +118,7 @@ def test_commit_uses_the_member_epoch_and_positions_resume_from_it(cluster):
     c2 = Consumer(cluster, "g", client_id="c2")
     c2.subscribe(["in"])
     assert [r.value for r in c2.poll()] == [b"d"]                    # the rest, from the committed offsets
-    assert all(a["source"] == "committed" for a in actions(cluster, "position", "c2"))
+    assert all(a.source == "committed" for a in did(cluster, ev.PositionSet, "c2"))
 
 
 def test_two_kip848_members_revoke_before_the_partitions_move(cluster):
@@ -132,7 +132,7 @@ def test_two_kip848_members_revoke_before_the_partitions_move(cluster):
     cluster.advance(5000)
     a.poll()
     assert len(a.assignment()) == 2 and a.member_epoch == 2
-    assert actions(cluster, "revoke", "a")[0]["partitions"] == [("big", 2), ("big", 3)]
+    assert did(cluster, ev.PartitionsRevoked, "a")[0].partitions == (("big", 2), ("big", 3))
     b.poll()
     assert b.assignment() == {("big", 2), ("big", 3)}
     assert cluster.groups.groups["g"].state == "Stable"
@@ -149,7 +149,7 @@ def test_a_member_fenced_by_the_session_timeout_rejoins_and_commit_fails_until_t
         c.commit()
     assert e.value.error == "UNKNOWN_MEMBER_ID"
     c.poll()
-    assert [a["error"] for a in actions(cluster, "fenced", "c1")] == ["UNKNOWN_MEMBER_ID"]
+    assert [a.error for a in did(cluster, ev.Fenced, "c1")] == ["UNKNOWN_MEMBER_ID"]
     assert c.member_id == mid and c.member_epoch > 0 and c.assignment() == {("in", 0), ("in", 1)}
     assert c.commit() == {("in", 0): 1, ("in", 1): 1}
 
@@ -166,10 +166,10 @@ def test_a_heartbeat_with_the_previous_epoch_and_a_subset_of_partitions_is_accep
     cluster.advance(5000)
     a.poll()                                      # epoch 1 -> 2 after revoking
     a.member_epoch = 1                            # as if that answer had been lost
-    a._sent_owned = None
+    a.membership.sent_owned = None
     cluster.advance(5000)
     a.poll()                                      # epoch 1 with the *current* (smaller) owned set: accepted
-    assert a.member_epoch == 2 and not actions(cluster, "fenced", "a")
+    assert a.member_epoch == 2 and not did(cluster, ev.Fenced, "a")
 
 
 def test_read_committed_skips_aborted_and_stops_at_open_transactions(cluster):
@@ -189,7 +189,7 @@ def test_read_committed_skips_aborted_and_stops_at_open_transactions(cluster):
     assert [r.value for r in rc.poll()] == [b"plain", b"committed"]
     lso = cluster.topics.partition("in", 0).last_stable_offset
     assert rc.position(("in", 0)) == lso              # past the markers, up to the open transaction
-    assert any(a["producer_id"] == p.producer_id for a in actions(cluster, "skip-aborted", "rc"))
+    assert any(a.producer_id == p.producer_id for a in did(cluster, ev.AbortedSkipped, "rc"))
     ru = Consumer(cluster, None, client_id="ru", isolation="read_uncommitted")
     ru.assign([("in", 0)])
     assert [r.value for r in ru.poll()] == [b"plain", b"aborted", b"committed", b"open"]
@@ -213,7 +213,7 @@ def test_unstable_offsets_hold_the_partition_until_the_transaction_ends(cluster)
     assert c.committed(require_stable=False) == {("in", 0): None, ("in", 1): None}
     c.seek_to_committed()
     assert c.positions() == {} and c.poll() == []
-    assert len(actions(cluster, "offset-unstable", "c1")) >= 4
+    assert len(did(cluster, ev.OffsetUnstable, "c1")) >= 4
     p.commit_transaction()
     assert sorted(r.value for r in c.poll()) == [b"c", b"d"]
 
@@ -254,7 +254,7 @@ def test_versions_follow_what_the_broker_serves():
     assert requests(c, "Fetch", "c1")[0].body["Topics"][0]["Topic"] == "in"       # by name before v13
     assert {e.version for e in requests(c, "OffsetFetch", "c1")} == {7}
     assert {e.version for e in requests(c, "ListOffsets", "c1")} == {5}
-    versions = {a["api"]: a["version"] for a in actions(c, "version", "c1")}
+    versions = {a.api: a.version for a in did(c, (ev.VersionChosen, ev.VersionFallback), "c1")}
     assert versions["Fetch"] == 12 and versions["ConsumerGroupHeartbeat"] == 0
     assert c.internal_errors == []
 
@@ -334,7 +334,7 @@ def test_classic_session_timeout_resets_the_member(cluster):
     a.poll()
     cluster.advance(11000)
     a.poll()
-    assert [d["reason"] for d in actions(cluster, "reset-generation", "a")] == ["UNKNOWN_MEMBER_ID"]
+    assert [d.reason for d in did(cluster, ev.GenerationReset, "a")] == ["UNKNOWN_MEMBER_ID"]
     # generation 2 is the empty group after the expiry; the rejoin makes generation 3
     assert a.generation == 3 and a.state == "STABLE" and len(a.assignment()) == 2
 

@@ -27,7 +27,7 @@ from hypothesis.errors import InvalidArgument
 
 from kipviz.broker.share_partition import SharePartition
 from kipviz.eos import SOURCE_HEADER, VIOLATION, ShareEosChecker, check_share_eos
-from kipviz.schema.events import BrokerCrashed, BrokerRestarted, RecordAppended, StateChanged
+from kipviz.schema.events import BrokerCrashed, BrokerRestarted, ClientError, RecordAppended, StateChanged
 from kipviz.workloads import DEFAULT_KINDS, FAULT_KINDS, Fault, random_faults, run_share_eos
 
 SETTINGS = dict(derandomize=True, database=None, deadline=None,
@@ -339,8 +339,7 @@ def test_fault_old_broker_is_unsupported_and_refused_while_tx_pending():
     # (fatal); a new one probes again and raises at once, no bytes sent, and aborts (case 9)
     assert _errors(r, "FatalError UNSUPPORTED_VERSION") >= 1
     assert _errors(r, "UnsupportedVersionError UNSUPPORTED_VERSION") >= 1 and r.stats["transactions_aborted"] >= 1
-    assert any(e.kind == "ClientAction" and e.action == "error" and e.detail.get("synchronous")
-               and e.detail.get("bytes_sent") == 0 for e in r.cluster.events)
+    assert any(isinstance(e, ClientError) and e.synchronous and e.bytes_sent == 0 for e in r.cluster.events)
     # after a share-state leader move the staged records stay TX_PENDING until their lock runs out:
     # the downgrade is refused (the KIP's rule), and nothing else happens
     r2 = run_share_eos(records=8, consumers=2, partitions=1, seed=2, batch=4,

@@ -26,6 +26,7 @@ from kipviz.clients import (
 )
 from kipviz.clients.producer import client_max_version, default_partition, murmur2
 from kipviz.codec.fit import complete_body
+from kipviz.schema import events as ev
 from kipviz.schema.error_codes import CODE
 
 E = CODE
@@ -46,8 +47,8 @@ def requests(cluster, api=None):
             if e.kind == "RequestReceived" and (api is None or e.api == api)]
 
 
-def actions(cluster, action):
-    return [e.detail for e in cluster.events if e.kind == "ClientAction" and e.action == action]
+def did(cluster, kind):
+    return [e for e in cluster.events if isinstance(e, kind)]
 
 
 def committed_values(cluster, topic, partition):
@@ -149,8 +150,8 @@ def test_versions_are_min_of_client_max_and_broker_max(tv2):
     p.commit_transaction()
     assert requests(c, "InitProducerId") == [("InitProducerId", 2)]
     assert requests(c, "EndTxn") == [("EndTxn", 3)]
-    chosen = {d["api"]: d for d in actions(c, "version")}
-    assert chosen["EndTxn"]["broker_max"] == 3 and chosen["EndTxn"]["client_max"] == 5
+    chosen = {d.api: d for d in did(c, ev.VersionChosen)}
+    assert chosen["EndTxn"].broker_max == 3 and chosen["EndTxn"].client_max == 5
     assert requests(c, "ApiVersions")[0][1] == client_max_version("ApiVersions")
     assert c.internal_errors == []
 
@@ -200,7 +201,7 @@ def test_an_empty_transaction_sends_no_end_txn(tv2):
     p.begin_transaction()
     p.abort_transaction()
     assert requests(tv2, "EndTxn") == []
-    assert [d["result"] for d in actions(tv2, "end-txn-skipped")] == ["commit", "abort"]
+    assert [d.result for d in did(tv2, ev.EndTxnSkipped)] == ["commit", "abort"]
 
 
 @FLOW
@@ -234,7 +235,7 @@ def test_a_second_producer_fences_the_first(tv):
     old.send("out", None, b"zombie")
     new = Producer(c, "tx", client_id="new")
     new.init_transactions()               # CONCURRENT_TRANSACTIONS while the old one is aborted, then retried
-    assert any(d["error"] == "CONCURRENT_TRANSACTIONS" for d in actions(c, "retry"))
+    assert any(d.error == "CONCURRENT_TRANSACTIONS" for d in did(c, ev.Retried))
     with pytest.raises(ProducerFencedError) as info:
         old.send("out", None, b"late")
     assert info.value.error in ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH")
@@ -278,7 +279,7 @@ def test_txn_offset_commit_uses_v6_with_topic_ids(tv2):
     reqs = [e for e in tv2.events if e.kind == "RequestReceived" and e.api == "TxnOffsetCommit"]
     assert [r.version for r in reqs] == [6]
     assert [t["TopicId"] for t in reqs[0].body["Topics"]] == [tv2.topics.get("in").topic_id]
-    assert actions(tv2, "txn-offset-commit-version")[-1]["version"] == 6
+    assert did(tv2, ev.TxnOffsetCommitVersionChosen)[-1].version == 6
     assert requests(tv2, "AddOffsetsToTxn") == []          # TV2: v5+ adds the offsets partition itself
 
 
@@ -293,7 +294,7 @@ def test_txn_offset_commit_falls_back_to_v5_against_a_broker_without_v6():
     p.commit_transaction()
     reqs = [e for e in c.events if e.kind == "RequestReceived" and e.api == "TxnOffsetCommit"]
     assert [r.version for r in reqs] == [5] and reqs[0].body["Topics"][0]["Name"] == "in"
-    assert "v5" in actions(c, "txn-offset-commit-version")[-1]["reason"]
+    assert "v5" in did(c, ev.TxnOffsetCommitVersionChosen)[-1].reason
     assert c.internal_errors == []
 
 
@@ -307,8 +308,8 @@ def test_txn_offset_commit_falls_back_to_v5_when_a_topic_id_is_unknown():
     p.send_offsets_to_transaction({("in", 0): 3}, GM)
     p.commit_transaction()
     assert requests(c, "TxnOffsetCommit") == [("TxnOffsetCommit", 5)]
-    fallback = actions(c, "txn-offset-commit-fallback")
-    assert fallback == [{"version": 5, "reason": "topic id unknown", "topics": ["in"]}]
+    fallback = did(c, ev.TxnOffsetCommitFallback)
+    assert [(f.version, f.reason, f.topics) for f in fallback] == [(5, "topic id unknown", ("in",))]
     assert c.internal_errors == []
 
 
@@ -321,7 +322,7 @@ def test_txn_offset_commit_for_a_topic_that_does_not_exist_retries_then_gives_up
         p.send_offsets_to_transaction({("ghost", 0): 1}, GM)
     assert info.value.error == "UNKNOWN_TOPIC_OR_PARTITION"
     assert {v for _, v in requests(tv2, "TxnOffsetCommit")} == {5}           # no id for it: whole request v5
-    assert len(actions(tv2, "retry")) == 3
+    assert len(did(tv2, ev.Retried)) == 3
 
 
 @OFFSETS
@@ -340,9 +341,9 @@ def test_a_stale_topic_id_is_retried_and_mapped_back_to_its_name(tv2):
     sent = [e.body["Topics"][0]["TopicId"] for e in tv2.events
             if e.kind == "RequestReceived" and e.api == "TxnOffsetCommit"]
     assert sent == [old_id, old_id, new_id]
-    errors = actions(tv2, "txn-offset-commit-error")
-    assert errors == [{"topic": "in", "partition": 1, "error": "UNKNOWN_TOPIC_ID", "kind": "retriable",
-                       "version": 6}]
+    errors = did(tv2, ev.TxnOffsetCommitFailed)
+    assert [(e.topic, e.partition, e.error, e.handling, e.version) for e in errors] == [
+        ("in", 1, "UNKNOWN_TOPIC_ID", "retriable", 6)]
 
 
 def _answering(code_for_version):
@@ -401,7 +402,7 @@ def test_unknown_topic_id_is_retriable_and_re_enqueued(tv2, monkeypatch):
     p.init_transactions()
     p.begin_transaction()
     p.send_offsets_to_transaction({("in", 0): 1}, GM)
-    assert [d["error"] for d in actions(tv2, "retry")] == ["UNKNOWN_TOPIC_ID"] * 2
+    assert [d.error for d in did(tv2, ev.Retried)] == ["UNKNOWN_TOPIC_ID"] * 2
     assert tv2.now == 2 * p.retry_backoff_ms                  # backoff is virtual time
     assert p.state == "IN_TRANSACTION"
 

@@ -13,6 +13,7 @@ from kipviz import scenarios
 from kipviz.eos import Report
 from kipviz.records import share_coordinator_partition
 from kipviz.scenarios import kip1289_errors as k
+from kipviz.schema import events as ev
 from kipviz.schema import registry
 from kipviz.schema.error_codes import CODE, name_of
 
@@ -207,8 +208,8 @@ def test_case09_no_txn_share_acknowledge_bytes_until_share_version_2(seed):
     assert not [e for e in before if e.kind == "RequestReceived" and e.api == API]
     assert not [e for e in before if e.kind == "RequestReceived" and key_of(e.frame) == TXN_SHARE_ACK_KEY]
     assert [key_of(req.frame) for req, _ in exchanges(t)] == [TXN_SHARE_ACK_KEY]     # (the key is read right)
-    sync = [e for e in before if e.kind == "ClientAction" and e.action == "error" and e.detail.get("api") == API]
-    assert len(sync) == 1 and sync[0].detail["synchronous"] is True and sync[0].detail["bytes_sent"] == 0
+    sync = [e for e in before if isinstance(e, ev.ClientError) and e.api == API]
+    assert len(sync) == 1 and sync[0].synchronous is True and sync[0].bytes_sent == 0
     # the old producer's ApiVersions did not list the RPC; the restarted one's does
     old = [r for _, r in exchanges(t, "ApiVersions", "worker-producer")]
     new = [r for _, r in exchanges(t, "ApiVersions", "worker-producer-2")]

@@ -14,6 +14,7 @@ from kipviz import codec, scenarios
 from kipviz.broker import Cluster
 from kipviz.broker.groups import shape
 from kipviz.records import decode_internal
+from kipviz.schema import events as ev
 from kipviz.schema.error_codes import CODE, name_of
 from kipviz.uuids import RESERVED, ZERO_UUID, from_kafka_str
 
@@ -276,10 +277,10 @@ def test_producer_error_classes(seed):
     t = run("kip1319.producer_error_classes", seed)
     assert txn_answers(t) == [(6, ["GROUP_ID_NOT_FOUND"]), (6, ["STALE_MEMBER_EPOCH"]), (6, ["UNKNOWN_TOPIC_ID"]),
                               (6, ["NONE"])]
-    errors = [e.detail for e in t.events if e.kind == "ClientAction" and e.action == "error"]
-    assert [(d["error"], d["kind"]) for d in errors] == [("GROUP_ID_NOT_FOUND", "CommitFailedError"),
-                                                         ("STALE_MEMBER_EPOCH", "CommitFailedError")]
-    retries = [e.detail["error"] for e in t.events if e.kind == "ClientAction" and e.action == "retry"]
+    errors = [e for e in t.events if isinstance(e, ev.ClientError)]
+    assert [(d.error, d.error_class) for d in errors] == [("GROUP_ID_NOT_FOUND", "CommitFailedError"),
+                                                          ("STALE_MEMBER_EPOCH", "CommitFailedError")]
+    retries = [e.error for e in t.events if isinstance(e, ev.Retried)]
     assert retries == ["UNKNOWN_TOPIC_ID"]
     ids = [b["Topics"][0]["TopicId"] for _, b in requests(t, "TxnOffsetCommit")][-2:]
     assert ids[0] != ids[1] and ids[1] == t.cluster.topics.get("in").topic_id

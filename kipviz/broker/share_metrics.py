@@ -12,16 +12,17 @@ Derived as follows (names as the KIP gives them):
 * TransactionPartitionsCount (gauge, reused): partitions in the latest TransactionLog value of
   each transactional id, summed; ShareStatePartitionsInTransactions counts the __share_group_state
   ones among them.
-* share-ack-txn-send-rate / share-ack-txn-send-error-rate (producer meters): ClientAction
-  "share-acks-sent" / "share-acks-failed" (and synchronous TxnShareAcknowledge errors) per second
-  over the span of the events.
-* share-group-metadata-fetch-rate (consumer meter): ClientAction "share-group-metadata" per second.
+* share-ack-txn-send-rate / share-ack-txn-send-error-rate (producer meters): ShareAcksSent /
+  ShareAcksFailed (and synchronous TxnShareAcknowledge ClientErrors) per second over the span of
+  the events.
+* share-group-metadata-fetch-rate (consumer meter): ShareGroupMetadataTaken per second.
 * TxnPendingResidencyMs (the follow-up KIP's histogram, not in KIP-1289 itself): time each record
   spent in TX_PENDING, as max / p99."""
 from __future__ import annotations
 
 import math
 
+from ..schema import events as ev
 from ..schema.topics import SHARE_GROUP_STATE, TRANSACTION_STATE
 
 TX_PENDING = "TX_PENDING"
@@ -104,14 +105,13 @@ def _ack_stats(events: list) -> tuple[list[int], dict, int, int, int]:
             if tid is not None:
                 txn_parts[tid] = [(t["Topic"], p) for t in (value or {}).get("TransactionPartitions") or []
                                   for p in t["PartitionIds"]]
-        elif k == "ClientAction":
-            if e.action == "share-acks-sent":
-                sent += 1
-            elif e.action == "share-acks-failed" or (e.action == "error" and e.detail.get("synchronous")
-                                                     and e.detail.get("api") == "TxnShareAcknowledge"):
-                failed += 1
-            elif e.action == "share-group-metadata":
-                fetched += 1
+        elif isinstance(e, ev.ShareAcksSent):
+            sent += 1
+        elif isinstance(e, ev.ShareAcksFailed) or (isinstance(e, ev.ClientError) and e.synchronous
+                                                    and e.api == "TxnShareAcknowledge"):
+            failed += 1
+        elif isinstance(e, ev.ShareGroupMetadataTaken):
+            fetched += 1
     return latency, txn_parts, sent, failed, fetched
 
 

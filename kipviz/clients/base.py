@@ -1,11 +1,12 @@
 """What the producer and consumer models share: the wire (frames, correlation ids), ApiVersions
 negotiation (with the UNSUPPORTED_VERSION v0-layout fallback), the version choice per API
-(min(client max, broker max)), the retry loop on the virtual clock, ClientAction recording,
-FindCoordinator and the Metadata / topic-id caches.
+(min(client max, broker max)), the retry loop on the virtual clock, the typed events of the
+clients' decisions (`did`, schema/events.py's client section), FindCoordinator and the Metadata /
+topic-id caches.
 
 Subclasses say how they fail through a few hooks (`_unsupported`, `_api_versions_failed`,
-`_retries_exhausted`, `_coordinator_error`) and may add to the ApiVersions and Metadata results
-(`_api_versions_features`, `_metadata_extra`) or to what a retry refreshes (`_refresh`)."""
+`_retries_exhausted`, `_coordinator_error`) and may read more of the ApiVersions and Metadata
+results (`_transaction_version`, `metadata_extra`) or add to what a retry refreshes (`_refresh`)."""
 from __future__ import annotations
 
 import itertools
@@ -35,6 +36,7 @@ def client_max_version(api: str) -> int:
 
 
 def client_min_version(api: str) -> int:
+    """The kit's oldest request version of `api`."""
     return min(registry.get(api + "Request").versions)
 
 
@@ -46,6 +48,7 @@ def error_name_code(error: str | int) -> tuple[str, int | None]:
 
 
 def error_text(name: str, api: str | None, message: str) -> str:
+    """The message of a client error: name, (api), message."""
     where = f" ({api})" if api else ""
     return f"{name}{where}" + (f": {message}" if message else "")
 
@@ -59,6 +62,8 @@ class Retry(Exception):
 
 
 class ClientBase:
+    """What the producer and consumer models share (see the module); its public methods are the seams their
+    parts use."""
     SOFTWARE_NAME = "kipviz-client"
 
     def __init__(self, cluster, client_id: str, *, bootstrap_broker: int, principal: str, retries: int,
@@ -91,11 +96,12 @@ class ClientBase:
         """The exception for a non-retriable FindCoordinator error."""
         raise NotImplementedError
 
-    def _api_versions_features(self, resp: dict) -> dict:
-        """Extra details of the api-versions action (after broker_versions is set)."""
-        return {}
+    def _transaction_version(self, resp: dict) -> int | None:
+        """The finalized transaction.version the client reads from the ApiVersions answer (after
+        broker_versions is set); None for a client that does not read it."""
+        return None
 
-    def _metadata_extra(self, version: int) -> dict:
+    def metadata_extra(self, version: int) -> dict:
         """Extra keys of a topic's metadata entry."""
         return {}
 
@@ -106,33 +112,37 @@ class ClientBase:
             self._metadata.clear()
 
     # ---- events and state --------------------------------------------------------------------------
-    def _act(self, action: str, **detail) -> None:
-        self.cluster.emit(ev.ClientAction, client=self.client_id, action=action, detail=detail)
+    def did(self, kind: type[ev.ClientDid], **fields) -> ev.ClientDid:
+        """Record one of this client's decisions (a ClientDid class of schema/events.py), `client` filled in."""
+        return self.cluster.emit(kind, client=self.client_id, **fields)
 
-    def _set_state(self, state: str, why: str = "") -> None:
+    def set_state(self, state: str, why: str = "") -> None:
+        """Move the client's state (a StateMoved event when it changes)."""
         if state != self.state:
-            self._act("state", from_state=self.state, to_state=state, reason=why)
+            self.did(ev.StateMoved, from_state=self.state, to_state=state, reason=why)
             self.state = state
 
     # ---- the wire ----------------------------------------------------------------------------------
-    def _frame(self, api: str, version: int, body: dict) -> tuple[int, bytes]:
+    def encode_frame(self, api: str, version: int, body: dict) -> tuple[int, bytes]:
+        """(correlation id, request frame) of `api` at `version`, the body completed with defaults."""
         cid = next(self._cid)
         return cid, codec.encode_request(api, version, complete_body(api + "Request", version, body),
                                          correlation_id=cid, client_id=self.client_id)
 
-    def _send(self, frame: bytes, broker: int) -> bytes:
+    def send_frame(self, frame: bytes, broker: int) -> bytes:
+        """Hand a frame to the cluster as this client; its answer (b"": none)."""
         return self.cluster.handle(frame, broker=broker, client=self.client_id, principal=self.principal)
 
-    def _call(self, api: str, version: int, body: dict, broker: int) -> dict:
+    def call(self, api: str, version: int, body: dict, broker: int) -> dict:
         """Encode, hand the frame to the cluster, decode the answer; b"" becomes a retriable
         NETWORK_EXCEPTION (the connection was closed, or the broker is down)."""
-        _, frame = self._frame(api, version, body)
-        out = self._send(frame, broker)
+        _, frame = self.encode_frame(api, version, body)
+        out = self.send_frame(frame, broker)
         if not out:
             raise Retry(NETWORK_EXCEPTION, refresh="coordinator")
         return codec.decode_response(out, api, version)["body"]
 
-    def _retrying(self, what: str, attempt):
+    def retrying(self, what: str, attempt):
         """Run attempt() until it returns; Retry means back off (virtual time) and try again."""
         last = None
         for n in range(self.retries + 1):
@@ -140,14 +150,15 @@ class ClientBase:
                 return attempt()
             except Retry as r:
                 last = r
-                self._act("retry", api=what, error=NAME.get(r.code, str(r.code)), attempt=n + 1,
+                self.did(ev.Retried, api=what, error=NAME.get(r.code, str(r.code)), attempt=n + 1,
                           backoff_ms=self.retry_backoff_ms)
                 self._refresh(r.refresh)
                 self.cluster.advance(self.retry_backoff_ms)
         raise self._retries_exhausted(last.code, f"still failing after {self.retries} retries", what)
 
     # ---- versions ----------------------------------------------------------------------------------
-    def _api_versions(self) -> None:
+    def api_versions(self) -> None:
+        """ApiVersions once (with the UNSUPPORTED_VERSION fallback); sets broker_versions."""
         if self.broker_versions is not None:
             return
         version = self.client_versions.get("ApiVersions", client_max_version("ApiVersions"))
@@ -155,8 +166,8 @@ class ClientBase:
 
         def attempt():
             nonlocal version
-            _, frame = self._frame("ApiVersions", version, body)
-            out = self._send(frame, self.bootstrap_broker)
+            _, frame = self.encode_frame("ApiVersions", version, body)
+            out = self.send_frame(frame, self.bootstrap_broker)
             if not out:
                 raise Retry(NETWORK_EXCEPTION)
             try:
@@ -166,7 +177,7 @@ class ClientBase:
             if resp["ErrorCode"] == E["UNSUPPORTED_VERSION"]:
                 theirs = next((k["MaxVersion"] for k in resp["ApiKeys"]
                                if k["ApiKey"] == registry.api_key(registry.get("ApiVersionsRequest"))), 0)
-                self._act("version", api="ApiVersions", version=version, fallback_to=theirs,
+                self.did(ev.VersionFallback, api="ApiVersions", version=version, fallback_to=theirs,
                           reason="broker answered UNSUPPORTED_VERSION")
                 if theirs >= version:
                     raise Retry(E["UNSUPPORTED_VERSION"])
@@ -175,7 +186,7 @@ class ClientBase:
             if resp["ErrorCode"]:
                 raise self._api_versions_failed(resp["ErrorCode"])
             return resp
-        resp = self._retrying("ApiVersions", attempt)
+        resp = self.retrying("ApiVersions", attempt)
         versions = {}
         for k in resp["ApiKeys"]:
             try:
@@ -184,17 +195,18 @@ class ClientBase:
                 continue
             versions[api] = (k["MinVersion"], k["MaxVersion"])
         self.broker_versions = versions
-        self._act("api-versions", version=version, **self._api_versions_features(resp), apis=len(versions))
+        self.did(ev.ApiVersionsLearned, version=version, transaction_version=self._transaction_version(resp),
+                  apis=len(versions))
 
-    def _client_max(self, api: str) -> int:
+    def client_max(self, api: str) -> int:
         """This client's newest usable version of `api` (after ApiVersions)."""
         return self.client_versions.get(api, client_max_version(api))
 
-    def _choose_version(self, api: str, cap: int | None = None, floor: int | None = None) -> int:
+    def choose_version(self, api: str, cap: int | None = None, floor: int | None = None) -> int:
         """min(client max, broker max), or the `_unsupported` error if none fits (or the best is
         below `floor`)."""
-        self._api_versions()
-        mine = self._client_max(api)
+        self.api_versions()
+        mine = self.client_max(api)
         if cap is not None:
             mine = min(mine, cap)
         theirs = self.broker_versions.get(api)
@@ -205,15 +217,15 @@ class ClientBase:
             raise self._unsupported(api, f"needs v{floor}+, can use v{chosen}")
         if self._chosen.get(api) != chosen:
             self._chosen[api] = chosen
-            self._act("version", api=api, version=chosen, client_max=mine, broker_max=theirs[1])
+            self.did(ev.VersionChosen, api=api, version=chosen, client_max=mine, broker_max=theirs[1])
         return chosen
 
     # ---- coordinators and metadata -----------------------------------------------------------------
     def _find_coordinator(self, key_type: int, key: str) -> int:
         api = "FindCoordinator"
-        v = self._choose_version(api)
+        v = self.choose_version(api)
         body = {"KeyType": key_type, "CoordinatorKeys": [key]} if v >= 4 else {"Key": key, "KeyType": key_type}
-        resp = self._call(api, v, body, self.bootstrap_broker)
+        resp = self.call(api, v, body, self.bootstrap_broker)
         if v >= 4:
             c = (resp["Coordinators"] or [{"ErrorCode": E["COORDINATOR_NOT_AVAILABLE"], "NodeId": -1}])[0]
             code, node = c["ErrorCode"], c["NodeId"]
@@ -223,14 +235,14 @@ class ClientBase:
             if code in RETRIABLE:
                 raise Retry(code)
             raise self._coordinator_error(code, api)
-        self._act("coordinator", key_type=key_type, key=key, node=node)
+        self.did(ev.CoordinatorFound, key_type=key_type, key=key, node=node)
         return node
 
     def _fetch_metadata(self, topics: list[str]) -> None:
         api = "Metadata"
-        v = self._choose_version(api)
+        v = self.choose_version(api)
         req_topics = [{"TopicId": ZERO_UUID, "Name": t} if v >= 10 else {"Name": t} for t in topics]
-        resp = self._call(api, v, {"Topics": req_topics, "AllowAutoTopicCreation": False,
+        resp = self.call(api, v, {"Topics": req_topics, "AllowAutoTopicCreation": False,
                                    "IncludeClusterAuthorizedOperations": False,
                                    "IncludeTopicAuthorizedOperations": False}, self.bootstrap_broker)
         for t in resp["Topics"]:
@@ -244,16 +256,17 @@ class ClientBase:
             tid = tid if isinstance(tid, uuid.UUID) and tid != ZERO_UUID else None
             self._metadata[name] = {"id": tid, "partitions": {p["PartitionIndex"]: p["LeaderId"]
                                                               for p in t["Partitions"]},
-                                    **self._metadata_extra(v)}
+                                    **self.metadata_extra(v)}
             if tid is not None:
                 self._names[tid] = name
 
     def topic_info(self, topic: str, refresh: bool = False) -> dict | None:
+        """The cached metadata of `topic` ({id, partitions: {partition: leader}}), fetched if unknown or `refresh`."""
         if refresh or topic not in self._metadata:
             self._fetch_metadata([topic])
         return self._metadata.get(topic)
 
-    def _topic_ids(self, topics) -> dict:
+    def topic_ids(self, topics) -> dict:
         """{topic: topic id} for requests by id; Retry (refresh metadata) while one is unknown."""
         ids = {}
         for t in topics:

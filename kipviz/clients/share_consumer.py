@@ -22,6 +22,7 @@ from ..uuids import to_kafka_str
 
 @dataclass(frozen=True, slots=True)
 class ShareRecord:
+    """One record a share consumer acquired, with its delivery count."""
     topic: str
     topic_id: uuid.UUID
     partition: int
@@ -32,6 +33,7 @@ class ShareRecord:
 
 
 class ShareConsumer:
+    """A KIP-932 share-group member (see the module)."""
     def __init__(self, cluster, group_id: str, client_id: str = "share-consumer", max_records: int = 500):
         self.cluster, self.group_id, self.client_id, self.max_records = cluster, group_id, client_id, max_records
         self.member_id = to_kafka_str(uuid.UUID(int=cluster.rng.getrandbits(128)))
@@ -49,8 +51,7 @@ class ShareConsumer:
         """KIP-1289 (proposed) ShareGroupMetadata: a snapshot of (group, member id, member epoch)
         for Producer.send_share_acknowledgements_to_transaction."""
         gm = {"group_id": self.group_id, "member_id": self.member_id, "member_epoch": self.member_epoch}
-        self.cluster.emit(ev.ClientAction, client=self.client_id, action="share-group-metadata",
-                          detail={**gm, "status": "proposed", "kip": "KIP-1289"})
+        self.cluster.emit(ev.ShareGroupMetadataTaken, client=self.client_id, **gm)
         return gm
 
     def transactional_acknowledgements(self) -> dict:
@@ -71,9 +72,11 @@ class ShareConsumer:
         return out
 
     def subscribe(self, topics: list[str]) -> None:
+        """The topics to join the share group with."""
         self.subscription = list(topics)
 
     def heartbeat(self) -> dict:
+        """ShareGroupHeartbeat: join at epoch 0, or refresh the assignment; rejoin when fenced."""
         r = self._call("ShareGroupHeartbeat", 1, {
             "GroupId": self.group_id, "MemberId": self.member_id, "MemberEpoch": self.member_epoch,
             "RackId": None, "SubscribedTopicNames": self.subscription if self.member_epoch == 0 else None})
@@ -97,6 +100,7 @@ class ShareConsumer:
         return [{"TopicId": tid, "Partitions": ps} for tid, ps in by_topic.items()]
 
     def poll(self) -> list[ShareRecord]:
+        """One ShareFetch (with the pending acknowledgements): the records acquired."""
         if self.member_epoch == 0 or not self.assignment:
             self.heartbeat()
         if not self.assignment:
@@ -131,9 +135,11 @@ class ShareConsumer:
         return out
 
     def acknowledge(self, record: ShareRecord, ack_type: int = 1) -> None:
+        """Acknowledge `record`: 1 ACCEPT, 2 RELEASE, 3 REJECT (sent with the next ShareFetch or commit_sync)."""
         self.pending.setdefault((record.topic_id, record.partition), {})[record.offset] = ack_type
 
     def commit_sync(self) -> dict | None:
+        """ShareAcknowledge the pending acknowledgements; its answer (None: nothing to send)."""
         if not self.pending or self.session_epoch == 0:
             return None
         r = self._call("ShareAcknowledge", 1, {"GroupId": self.group_id, "MemberId": self.member_id,
@@ -145,6 +151,7 @@ class ShareConsumer:
         return r
 
     def close(self) -> None:
+        """Final ShareAcknowledge (session epoch -1), then leave (heartbeat at epoch -1)."""
         if self.session_epoch:
             self._call("ShareAcknowledge", 1, {"GroupId": self.group_id, "MemberId": self.member_id,
                                                 "ShareSessionEpoch": -1, "Topics": self._ack_topics()})

@@ -98,7 +98,7 @@ def _compact(events: list, steps: dict) -> tuple[list, int]:
                       and (events[k].broker, events[k].client, events[k].correlation_id)
                       == (e.broker, e.client, e.correlation_id)), None)
             if j is not None:
-                inner = [x for x in events[i + 1:j] if not isinstance(x, E.ClientAction)]
+                inner = [x for x in events[i + 1:j] if not isinstance(x, (E.ClientAction, E.ClientDid))]
                 plain = all(isinstance(x, E.RecordAppended) and not x.control and x.topic not in INTERNAL_TOPICS
                             for x in inner)
                 if plain and (e.client, e.broker) in seen and not events[j].error_codes:
@@ -106,7 +106,7 @@ def _compact(events: list, steps: dict) -> tuple[list, int]:
                     i = j + 1
                     continue
                 seen.add((e.client, e.broker))
-        if e.seq in steps and not isinstance(e, E.ClientAction):
+        if e.seq in steps and not isinstance(e, (E.ClientAction, E.ClientDid)):
             kept.append(e)
         i += 1
     return kept, folded

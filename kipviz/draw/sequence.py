@@ -433,6 +433,11 @@ class _Builder:
         self.rows.append(_Row("note", ev.t, c, lines=[(text, C_TEXT)], box=(C_ACTION_BOX, C_ACTION_LINE),
                               style="action"))
 
+    def client_did(self, ev: E.ClientDid) -> None:
+        # a typed client decision: its label is the note an action was drawn as
+        self.rows.append(_Row("note", ev.t, self.client_line(ev.client), lines=[(getattr(ev, "label", ev.text), C_TEXT)],
+                              box=(C_ACTION_BOX, C_ACTION_LINE), style="action"))
+
     def note(self, ev: E.Note) -> None:
         d = ev.detail or {}
         if d.get("api") == "WriteTxnMarkers" and isinstance(d.get("broker"), int):
@@ -484,8 +489,8 @@ class _Builder:
         self._internal(ev, src, dst, label)
 
     _HANDLERS = {E.RequestReceived: request, E.ResponseSent: response, E.StateChanged: state,
-                 E.RecordAppended: record, E.ClientAction: action, E.Note: note,
-                 E.Happened: happened}     # last: a more special subclass's handler matches first
+                 E.RecordAppended: record, E.ClientAction: action, E.ClientDid: client_did, E.Note: note,
+                 E.Happened: happened}     # last: a more special subclass's handler (ClientDid) matches first
 
 
 def _error_lines(label: str, ev: E.ResponseSent) -> list[tuple[str, str]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from .. import codec
 from ..clients import Consumer
 from ..codec.fit import complete_body
+from ..schema import events as ev
 from ..schema.coordinators import GROUP_KEY
 from ..schema.error_codes import name_of
 from ..schema.topics import CONSUMER_OFFSETS
@@ -35,9 +36,9 @@ def _partition_errors(body: dict) -> list[str]:
     return sorted({name_of(p["ErrorCode"]) for t in body["Topics"] for p in t["Partitions"]})
 
 
-def _actions(trace: Trace, client: str, action: str, since: int = 0) -> list[dict]:
-    return [e.detail for e in trace.events[since:] if e.kind == "ClientAction" and e.client == client
-            and e.action == action]
+def _did(trace: Trace, client: str, kind: type[ev.ClientDid], since: int = 0) -> list:
+    """The `kind` decisions of `client` since event `since`."""
+    return [e for e in trace.events[since:] if isinstance(e, kind) and e.client == client]
 
 
 # ---- KIP-848 ----------------------------------------------------------------------------------------------
@@ -91,10 +92,10 @@ def consumer_group_join_and_rebalance(trace: Trace) -> None:
     c.advance(c.config.group_consumer_heartbeat_interval_ms)
     mark = len(c.events)
     m1.poll()
-    revoked = _actions(trace, "member-1", "revoke", mark)
+    revoked = _did(trace, "member-1", ev.PartitionsRevoked, mark)
     trace.expect("at its next heartbeat member 1 learns it must revoke two partitions, acknowledges at once, "
                  "and moves to epoch 2",
-                 len(revoked) == 1 and len(revoked[0]["partitions"]) == 2 and m1.member_epoch == 2
+                 len(revoked) == 1 and len(revoked[0].partitions) == 2 and m1.member_epoch == 2
                  and len(m1.assignment()) == 2, f"revoked {revoked}, epoch {m1.member_epoch}")
     member_walk = table_walk(trace, "consumer-member", f"{GROUP_848}/{m1.member_id}")
     trace.expect("member 1's walk: Stable -> UnrevokedPartitions -> Stable",
@@ -136,10 +137,10 @@ def consumer_group_join_and_rebalance(trace: Trace) -> None:
     old_id = m2.member_id
     m2.poll()
     hb = responses(trace, "ConsumerGroupHeartbeat", "member-2")
-    fenced = _actions(trace, "member-2", "fenced", mark)
+    fenced = _did(trace, "member-2", ev.Fenced, mark)
     trace.expect("member 2 wakes up: its heartbeat is refused with UNKNOWN_MEMBER_ID, it drops its partitions "
                  "and rejoins at epoch 0 with the same member id",
-                 bool(fenced) and fenced[0]["error"] == "UNKNOWN_MEMBER_ID" and m2.member_id == old_id
+                 bool(fenced) and fenced[0].error == "UNKNOWN_MEMBER_ID" and m2.member_id == old_id
                  and m2.member_epoch > 0 and any(error_names(e) == ["UNKNOWN_MEMBER_ID"] for e in hb),
                  f"{fenced[:1]}, now epoch {m2.member_epoch}")
     for _ in range(2):

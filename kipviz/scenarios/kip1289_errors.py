@@ -46,6 +46,7 @@ from ..clients.producer import (
 from ..clients.share_consumer import ShareConsumer
 from ..eos import check_share_eos
 from ..records import share_coordinator_partition
+from ..schema import events as ev
 from ..schema.error_codes import CODE, name_of
 from . import Scenario, Trace, scenario
 
@@ -433,11 +434,9 @@ def old_broker(trace: Trace) -> None:
                  isinstance(exc, UnsupportedVersionError) and err == "UNSUPPORTED_VERSION", f"{exc!r}")
     trace.expect("no TxnShareAcknowledge bytes went over the wire (no RequestReceived for it)",
                  wire_requests(trace, mark) == 0 and wire_requests(trace) == 0, str(wire_requests(trace)))
-    sync = [e for e in c.events[mark:] if e.kind == "ClientAction" and e.action == "error"
-            and e.detail.get("api") == API]
+    sync = [e for e in c.events[mark:] if isinstance(e, ev.ClientError) and e.api == API]
     trace.expect("the producer recorded the error as synchronous, 0 bytes sent",
-                 bool(sync) and sync[-1].detail.get("synchronous") and sync[-1].detail.get("bytes_sent") == 0,
-                 repr([e.detail for e in sync]))
+                 bool(sync) and sync[-1].synchronous and sync[-1].bytes_sent == 0, repr(sync))
     trace.expect("the transaction is still open (IN_TRANSACTION): the user must abort it",
                  pr.state == "IN_TRANSACTION", pr.state)
     nothing_staged(trace, mark, "unsupported")

@@ -13,7 +13,7 @@ producer's version choice and fallback, the persisted topic id, and the producer
                                            retriable (the partition is re-enqueued)
 
 The transactional flows run the producer model (kipviz.clients.producer.Producer: its decisions
-are ClientAction events); where the point is the broker's answer a hand-built frame is sent
+are typed ClientDid events); where the point is the broker's answer a hand-built frame is sent
 (kipviz.scenarios.kip516.Wire). What the broker answered is read back from the ResponseSent
 events, so every check is about bytes that went over the (simulated) wire."""
 from __future__ import annotations
@@ -22,6 +22,7 @@ import uuid
 
 from ..broker import Acl
 from ..clients import AbortableError, CommitFailedError, Producer, classify_txn_offset_commit_error
+from ..schema import events as ev
 from ..schema.coordinators import GROUP_KEY
 from ..schema.error_codes import CODE, name_of
 from ..schema.topics import CONSUMER_OFFSETS
@@ -48,8 +49,9 @@ def txn_offset_commits(trace: Trace, since: int = 0) -> list[dict]:
     return out
 
 
-def actions(trace: Trace, action: str, since: int = 0) -> list[dict]:
-    return [e.detail for e in trace.events[since:] if e.kind == "ClientAction" and e.action == action]
+def decisions(trace: Trace, kind: type[ev.ClientDid], since: int = 0) -> list:
+    """The clients' `kind` decisions since event `since`."""
+    return [e for e in trace.events[since:] if isinstance(e, kind)]
 
 
 def start(trace: Trace, transactional_id: str = "tx-app", *, partitions: int = 2, **producer_kw) -> Producer:
@@ -378,12 +380,12 @@ def fallback_old_broker(trace: Trace) -> None:
     trace.expect("one TxnOffsetCommit v5 carrying both topics by name",
                  [(a["version"], sorted(a["topics"])) for a in answers] == [(5, ["clicks", "in"])],
                  repr([(a["version"], a["topics"]) for a in answers]))
-    chosen = actions(trace, "txn-offset-commit-version")
+    chosen = decisions(trace, ev.TxnOffsetCommitVersionChosen)
     trace.expect("the producer's decision (ClientAction): v5 because the broker serves up to v5",
-                 chosen and chosen[-1]["version"] == 5 and "v5" in chosen[-1]["reason"], repr(chosen))
+                 chosen and chosen[-1].version == 5 and "v5" in chosen[-1].reason, repr(chosen))
     trace.expect("the producer knew the topic ids (Metadata v10+), yet did not use them",
                  all(p.topic_info(t)["id"] is not None for t in ("in", "clicks")))
-    trace.result.update(broker_max=top, version_sent=5, reason=chosen[-1]["reason"] if chosen else None)
+    trace.result.update(broker_max=top, version_sent=5, reason=chosen[-1].reason if chosen else None)
     trace.find(f"Against a Kafka 4.3 broker (TxnOffsetCommit up to v{top}) the 4.4 producer sends the whole request at "
                f"v{answers[0]['version'] if answers else '?'} by name although it knows every topic id, so the "
                "by-name hazard of a recreated topic stays open there.",
@@ -405,7 +407,8 @@ def fallback_unknown_topic_id(trace: Trace) -> None:
     trace.expect("one TxnOffsetCommit v5 carrying both topics by name",
                  [(a["version"], sorted(a["topics"])) for a in answers] == [(5, ["clicks", "in"])],
                  repr([(a["version"], a["topics"]) for a in answers]))
-    fallback = actions(trace, "txn-offset-commit-fallback")
+    fallback = [{"version": e.version, "reason": e.reason, "topics": list(e.topics)}
+                for e in decisions(trace, ev.TxnOffsetCommitFallback)]
     trace.expect("the producer's decision (ClientAction): fall back to v5, topic id unknown for clicks and in",
                  fallback == [{"version": 5, "reason": "topic id unknown", "topics": ["clicks", "in"]}],
                  repr(fallback))
@@ -514,9 +517,9 @@ def producer_error_classes(trace: Trace) -> None:
                  [(a["version"], a["topics"], sorted(set(a["errors"].values()))) for a in answers]
                  == [(6, [old], ["UNKNOWN_TOPIC_ID"]), (6, [new], ["NONE"])],
                  repr([(a["version"], a["topics"], a["errors"]) for a in answers]))
-    retries = actions(trace, "retry", mark)
+    retries = decisions(trace, ev.Retried, mark)
     trace.expect("the producer logged a retry for UNKNOWN_TOPIC_ID (partition re-enqueued) and stayed in the "
-                 "transaction", [r["error"] for r in retries] == ["UNKNOWN_TOPIC_ID"] and ok == "NONE"
+                 "transaction", [r.error for r in retries] == ["UNKNOWN_TOPIC_ID"] and ok == "NONE"
                  and p.state == "IN_TRANSACTION", f"{retries} {ok} {p.state}")
     p.commit_transaction()
     trace.expect("the transaction commits; the group's offset for in-1 is 77",
@@ -531,4 +534,4 @@ def producer_error_classes(trace: Trace) -> None:
                "CommitFailedException, UNKNOWN_TOPIC_ID re-enqueues the partition after a metadata refresh "
                "(TransactionManager.java).")
     trace.result.update(classes=classes, raised=seen, stale_topic_id=to_kafka_str(old),
-                        new_topic_id=to_kafka_str(new), retries=[r["error"] for r in retries])
+                        new_topic_id=to_kafka_str(new), retries=[r.error for r in retries])

@@ -755,6 +755,690 @@ class OffsetsDeleted(Happened):
 
 
 # ---- clients ---------------------------------------------------------------------------------------
+class _Drawn:
+    """A client decision's note in the sequence diagram (`label`): the action word, then name=value
+    pairs, as the diagram drew them before the events were typed. Sequences show as lists; a field
+    in OPTIONAL is left out while it is None."""
+    __slots__ = ()
+    ACTION: ClassVar[str] = ""
+    OPTIONAL: ClassVar[frozenset] = frozenset()
+
+    def _shown(self) -> list[tuple[str, object]]:
+        out = []
+        for f in fields(self)[3:]:                       # after seq, t, client
+            v = getattr(self, f.name)
+            if v is None and f.name in self.OPTIONAL:
+                continue
+            out.append((f.name, list(v) if isinstance(v, tuple) else v))
+        return out
+
+    @property
+    def label(self) -> str:
+        items = ", ".join(f"{k}={v}" for k, v in self._shown())
+        return self.ACTION + (f": {items}" if items else "")
+
+
+def _tps(partitions) -> str:
+    return ", ".join(f"{t}-{p}" for t, p in partitions) or "none"
+
+
+@dataclass(frozen=True, slots=True)
+class StateMoved(_Drawn, ClientDid):
+    """The client's own state moved (producer: TransactionManager.java's State; consumer: the
+    membership state of ConsumerMembershipManager.java / AbstractCoordinator.java)."""
+    ACTION = "state"
+    SAYS = "{client}: {from_state} -> {to_state} ({reason})"
+    from_state: str
+    to_state: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Retried(_Drawn, ClientDid):
+    """A retriable error: back off and send again (clients/.../NetworkClient.java, RetryBackoff)."""
+    ACTION = "retry"
+    SAYS = "{client} retries {api} after {error} (attempt {attempt}, backoff {backoff_ms} ms)"
+    api: str
+    error: str
+    attempt: int
+    backoff_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class VersionFallback(_Drawn, ClientDid):
+    """ApiVersions answered UNSUPPORTED_VERSION: send again at the version the broker named
+    (clients/.../NetworkClient.java handleApiVersionsResponse)."""
+    ACTION = "version"
+    SAYS = "{client}: {api} v{version} unsupported, falls back to v{fallback_to} ({reason})"
+    api: str
+    version: int
+    fallback_to: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApiVersionsLearned(_Drawn, ClientDid):
+    """The broker's ApiVersions answer read: its version ranges (and, for a producer, the finalized
+    transaction.version) (clients/.../NodeApiVersions.java)."""
+    ACTION = "api-versions"
+    OPTIONAL = frozenset({"transaction_version"})
+    version: int
+    transaction_version: int | None
+    apis: int
+
+    @property
+    def text(self) -> str:
+        tv = "" if self.transaction_version is None else f", transaction.version {self.transaction_version}"
+        return f"{self.client} learned the broker's versions of {self.apis} APIs (ApiVersions v{self.version}{tv})"
+
+
+@dataclass(frozen=True, slots=True)
+class VersionChosen(_Drawn, ClientDid):
+    """min(client max, broker max) for an API (clients/.../NodeApiVersions.java latestUsableVersion)."""
+    ACTION = "version"
+    SAYS = "{client} uses {api} v{version} (client max v{client_max}, broker max v{broker_max})"
+    api: str
+    version: int
+    client_max: int
+    broker_max: int
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorFound(_Drawn, ClientDid):
+    """FindCoordinator answered: the node coordinating the key (consumer/internals/
+    AbstractCoordinator.java, producer/internals/TransactionManager.java FindCoordinatorHandler)."""
+    ACTION = "coordinator"
+    SAYS = "{client}: the coordinator of {key} (key type {key_type}) is broker {node}"
+    key_type: int
+    key: str
+    node: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClientError(_Drawn, ClientDid):
+    """A call failed with a Kafka error, raised to the application as `error_class`
+    (producer/internals/TransactionManager.java, consumer/internals/ConsumerUtils.java). A
+    synchronous one was raised before any bytes were sent."""
+    ACTION = "error"
+    error: str
+    code: int | None
+    api: str | None
+    error_class: str
+    synchronous: bool = False
+    bytes_sent: int | None = None
+
+    def _shown(self) -> list[tuple[str, object]]:
+        out = [("error", self.error), ("code", self.code), ("api", self.api), ("kind", self.error_class)]
+        if self.synchronous:
+            out += [("synchronous", True), ("bytes_sent", self.bytes_sent)]
+        return out
+
+    @property
+    def text(self) -> str:
+        where = f" ({self.api})" if self.api else ""
+        sync = f", before sending ({self.bytes_sent} bytes sent)" if self.synchronous else ""
+        return f"{self.client} raises {self.error_class}: {self.error}{where}{sync}"
+
+
+@dataclass(frozen=True, slots=True)
+class Subscribed(_Drawn, ClientDid):
+    """subscribe(topics) (consumer/internals/SubscriptionState.java subscribe)."""
+    ACTION = "subscribe"
+    topics: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return f"{self.client} subscribes to {', '.join(self.topics) or 'nothing'}"
+
+
+@dataclass(frozen=True, slots=True)
+class Assigned(_Drawn, ClientDid):
+    """assign(partitions): manual assignment, no group membership (SubscriptionState.java assignFromUser)."""
+    ACTION = "assign"
+    partitions: tuple[tuple[str, int], ...]
+
+    @property
+    def text(self) -> str:
+        return f"{self.client} is assigned {_tps(self.partitions)} by hand"
+
+
+@dataclass(frozen=True, slots=True)
+class Seeked(_Drawn, ClientDid):
+    """seek(partition, offset) (consumer/internals/SubscriptionState.java seek)."""
+    ACTION = "seek"
+    SAYS = "{client} seeks {topic}-{partition} to offset {offset}"
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Rewound(_Drawn, ClientDid):
+    """Every assigned partition back to its committed offset (an exactly-once loop after an abort;
+    consumer/internals/OffsetsRequestManager.java fetches them again)."""
+    ACTION = "rewind"
+    partitions: tuple[tuple[str, int], ...]
+
+    @property
+    def text(self) -> str:
+        return f"{self.client} rewinds {_tps(self.partitions)} to the committed offsets"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionsRevoked(_Drawn, ClientDid):
+    """Partitions given up in a rebalance (ConsumerRebalanceListener.onPartitionsRevoked;
+    ConsumerCoordinator.java, ConsumerMembershipManager.java)."""
+    ACTION = "revoke"
+    partitions: tuple[tuple[str, int], ...]
+    reason: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.client} revokes {_tps(self.partitions)} ({self.reason})"
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentChanged(_Drawn, ClientDid):
+    """The assigned partitions changed (ConsumerCoordinator.java onJoinComplete,
+    ConsumerMembershipManager.java reconcile)."""
+    ACTION = "assignment"
+    partitions: tuple[tuple[str, int], ...]
+    added: tuple[tuple[str, int], ...]
+    revoked: tuple[tuple[str, int], ...]
+    reason: str
+
+    @property
+    def text(self) -> str:
+        return (f"{self.client} now owns {_tps(self.partitions)} (added {_tps(self.added)}, revoked "
+                f"{_tps(self.revoked)}; {self.reason})")
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionsLost(_Drawn, ClientDid):
+    """Partitions dropped without a commit: fenced, reset, closed (consumer/ConsumerRebalanceListener.java
+    onPartitionsLost)."""
+    ACTION = "partitions-lost"
+    partitions: tuple[tuple[str, int], ...]
+    reason: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.client} loses {_tps(self.partitions)} ({self.reason})"
+
+
+@dataclass(frozen=True, slots=True)
+class MemberEpochBumped(_Drawn, ClientDid):
+    """KIP-848: the heartbeat answer carries a new member epoch (ConsumerMembershipManager.java)."""
+    ACTION = "member-epoch"
+    SAYS = "{client} (member {member_id}) moves from epoch {previous} to {member_epoch}"
+    member_id: str
+    previous: int
+    member_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class Joined(_Drawn, ClientDid):
+    """KIP-848: the first heartbeat (epoch 0) answered; the member is in the group
+    (consumer/internals/ConsumerMembershipManager.java)."""
+    ACTION = "joined"
+    SAYS = "{client} joined group {group_id} as member {member_id} at epoch {member_epoch} ({protocol} protocol)"
+    group_id: str
+    member_id: str
+    member_epoch: int
+    protocol: str
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownTopicId(_Drawn, ClientDid):
+    """An assigned topic id the metadata does not name yet: left out until it does
+    (consumer/internals/ConsumerMembershipManager.java, the topic-id cache)."""
+    ACTION = "unknown-topic-id"
+    SAYS = "{client} cannot name assigned topic id {topic_id} yet"
+    topic_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fenced(_Drawn, ClientDid):
+    """FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID: drop every partition and rejoin at epoch 0
+    (consumer/internals/ConsumerMembershipManager.java transitionToFenced)."""
+    ACTION = "fenced"
+    error: str
+    member_id: str
+    member_epoch: int
+    api: str
+    message: str | None
+
+    @property
+    def text(self) -> str:
+        why = f": {self.message}" if self.message else ""
+        return (f"{self.client} (member {self.member_id}, epoch {self.member_epoch}) is fenced by {self.api} "
+                f"{self.error}{why}; it rejoins at epoch 0")
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting(_Drawn, ClientDid):
+    """The coordinator holds a JoinGroup / SyncGroup until the rebalance completes
+    (consumer/internals/AbstractCoordinator.java, the pending request future)."""
+    ACTION = "waiting"
+    SAYS = "{client} waits for its {api} (correlation id {correlation_id}): {reason}"
+    api: str
+    correlation_id: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Answered(_Drawn, ClientDid):
+    """A held JoinGroup / SyncGroup answered (consumer/internals/AbstractCoordinator.java)."""
+    ACTION = "answer"
+    SAYS = "{client} gets the answer to its held {api} (correlation id {correlation_id})"
+    api: str
+    correlation_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class GaveUp(_Drawn, ClientDid):
+    """A held request never answered within the rebalance timeout: rejoin
+    (consumer/internals/AbstractCoordinator.java, the request timeout)."""
+    ACTION = "gave-up"
+    SAYS = "{client} gives up on its {api} (correlation id {correlation_id}): {reason}"
+    api: str
+    correlation_id: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class JoinSent(_Drawn, ClientDid):
+    """Classic protocol: JoinGroup sent (consumer/internals/AbstractCoordinator.java sendJoinGroupRequest)."""
+    ACTION = "join"
+    member_id: str
+    generation: int
+    reason: str | None
+
+    @property
+    def text(self) -> str:
+        who = f"as member {self.member_id}" if self.member_id else "with no member id yet"
+        return f"{self.client} sends JoinGroup {who} (generation {self.generation}; {self.reason or 'first join'})"
+
+
+@dataclass(frozen=True, slots=True)
+class MemberIdGiven(_Drawn, ClientDid):
+    """JoinGroup answered MEMBER_ID_REQUIRED with the id to join again with (KIP-394;
+    consumer/internals/AbstractCoordinator.java JoinGroupResponseHandler)."""
+    ACTION = "member-id"
+    SAYS = "{client} is given member id {member_id} ({reason}) and joins again"
+    member_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationBumped(_Drawn, ClientDid):
+    """Classic protocol: JoinGroup answered with a new generation (AbstractCoordinator.java)."""
+    ACTION = "generation"
+    SAYS = "{client} (member {member_id}) enters generation {generation} (was {previous}); the leader is {leader}"
+    previous: int
+    generation: int
+    leader: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssignedAsLeader(_Drawn, ClientDid):
+    """Classic protocol: the leader runs the assignor over the members' subscriptions
+    (consumer/internals/ConsumerCoordinator.java onLeaderElected). plan: (member, ((topic,
+    (partition, ...)), ...)) per member."""
+    ACTION = "assign-as-leader"
+    generation: int
+    assignor: str
+    plan: tuple[tuple[str, tuple[tuple[str, tuple[int, ...]], ...]], ...]
+
+    def _shown(self) -> list[tuple[str, object]]:
+        plan = {m: {t: list(ps) for t, ps in a} for m, a in self.plan}
+        return [("generation", self.generation), ("assignor", self.assignor), ("plan", plan)]
+
+    @property
+    def text(self) -> str:
+        return (f"{self.client}, the leader of generation {self.generation}, assigns the partitions of "
+                f"{len(self.plan)} members with the {self.assignor} assignor")
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationReset(_Drawn, ClientDid):
+    """Classic protocol: UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION reset the member
+    (consumer/internals/AbstractCoordinator.java resetGenerationOnResponseError)."""
+    ACTION = "reset-generation"
+    SAYS = "{client} (member {member_id}) resets generation {generation} ({reason}) and rejoins"
+    member_id: str
+    generation: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatFailed(_Drawn, ClientDid):
+    """Classic protocol: a Heartbeat answered with an error (AbstractCoordinator.java HeartbeatResponseHandler)."""
+    ACTION = "heartbeat-error"
+    SAYS = "{client}'s heartbeat in generation {generation} is answered {error}"
+    error: str
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchStaleEpoch(_Drawn, ClientDid):
+    """OffsetFetch answered STALE_MEMBER_EPOCH: heartbeat, then fetch again
+    (consumer/internals/CommitRequestManager.java)."""
+    ACTION = "offset-fetch-stale-epoch"
+    SAYS = "{client}'s OffsetFetch at epoch {member_epoch} is stale: it heartbeats and asks again"
+    member_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetUnstable(_Drawn, ClientDid):
+    """UNSTABLE_OFFSET_COMMIT: a transaction holds offsets for the partition; asked again at the
+    next poll (consumer/internals/CommitRequestManager.java)."""
+    ACTION = "offset-unstable"
+    SAYS = "{client} has no position for {topic}-{partition} yet: {reason}"
+    topic: str
+    partition: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PositionSet(_Drawn, ClientDid):
+    """A partition's fetch position, from the committed offset or auto.offset.reset
+    (consumer/internals/OffsetsRequestManager.java, SubscriptionState.java)."""
+    ACTION = "position"
+    SAYS = "{client} starts {topic}-{partition} at offset {offset} ({source})"
+    topic: str
+    partition: int
+    offset: int
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class FetchFailed(_Drawn, ClientDid):
+    """A Fetch answered with an error, for the request or one partition
+    (consumer/internals/AbstractFetch.java handleFetchSuccess, FetchCollector.java)."""
+    ACTION = "fetch-error"
+    OPTIONAL = frozenset({"topic", "partition"})
+    topic: str | None
+    partition: int | None
+    error: str
+
+    @property
+    def text(self) -> str:
+        where = f" for {self.topic}-{self.partition}" if self.topic is not None else ""
+        return f"{self.client}'s Fetch is answered {self.error}{where}"
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched(_Drawn, ClientDid):
+    """One Fetch round returned records (consumer/internals/FetchCollector.java collectFetch)."""
+    ACTION = "fetched"
+    records: int
+    partitions: tuple[tuple[str, int], ...]
+    isolation: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.client} fetched {self.records} records from {_tps(self.partitions)} ({self.isolation})"
+
+
+@dataclass(frozen=True, slots=True)
+class AbortedSkipped(_Drawn, ClientDid):
+    """read_committed: an aborted transaction's batch dropped (consumer/internals/CompletedFetch.java
+    abortedProducerIds)."""
+    ACTION = "skip-aborted"
+    SAYS = ("{client} skips offsets {first_offset}-{last_offset} of {topic}-{partition}: producer "
+            "{producer_id}'s transaction was aborted")
+    topic: str
+    partition: int
+    producer_id: int
+    first_offset: int
+    last_offset: int
+
+    def _shown(self) -> list[tuple[str, object]]:
+        return [("topic", self.topic), ("partition", self.partition), ("producer_id", self.producer_id),
+                ("offsets", [self.first_offset, self.last_offset])]
+
+
+@dataclass(frozen=True, slots=True)
+class Committed(_Drawn, ClientDid):
+    """OffsetCommit accepted (consumer/internals/CommitRequestManager.java, ConsumerCoordinator.java
+    commitOffsetsSync). offsets: (topic, partition, offset) each."""
+    ACTION = "committed"
+    offsets: tuple[tuple[str, int, int], ...]
+    generation: int
+
+    def _shown(self) -> list[tuple[str, object]]:
+        return [("offsets", {f"{t}-{p}": o for t, p, o in self.offsets}), ("generation", self.generation)]
+
+    @property
+    def text(self) -> str:
+        done = ", ".join(f"{t}-{p} at {o}" for t, p, o in self.offsets)
+        return f"{self.client} committed {done} (generation or epoch {self.generation})"
+
+
+@dataclass(frozen=True, slots=True)
+class CommitFailed(_Drawn, ClientDid):
+    """One partition of an OffsetCommit answered with an error (CommitRequestManager.java,
+    ConsumerCoordinator.java OffsetCommitResponseHandler)."""
+    ACTION = "commit-error"
+    SAYS = "{client}'s OffsetCommit v{version} for {topic}-{partition} is answered {error}"
+    topic: str
+    partition: int
+    error: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Left(_Drawn, ClientDid):
+    """The member left the group: KIP-848 heartbeat at epoch -1 (-2 static) or classic LeaveGroup
+    (ConsumerMembershipManager.java leaveGroup, AbstractCoordinator.java maybeLeaveGroup)."""
+    ACTION = "leave"
+    OPTIONAL = frozenset({"member_epoch", "generation"})
+    member_id: str
+    member_epoch: int | None
+    generation: int | None
+    error: str
+
+    @property
+    def text(self) -> str:
+        at = f"epoch {self.member_epoch}" if self.member_epoch is not None else f"generation {self.generation}"
+        return f"{self.client} (member {self.member_id}) leaves the group ({at}): {self.error}"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveFailed(_Drawn, ClientDid):
+    """Leaving the group on close failed; the partitions are dropped anyway (AbstractCoordinator.java close)."""
+    ACTION = "leave-failed"
+    SAYS = "{client} could not leave the group cleanly: {error}"
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdSet(_Drawn, ClientDid):
+    """A new producer id and epoch (InitProducerId, or EndTxn v5+ under transaction version 2;
+    producer/internals/TransactionManager.java setProducerIdAndEpoch)."""
+    ACTION = "producer-id"
+    SAYS = ("{client} has producer id {producer_id} epoch {producer_epoch} (was {previous_id} epoch "
+            "{previous_epoch}; {reason})")
+    producer_id: int
+    producer_epoch: int
+    previous_id: int
+    previous_epoch: int
+    reason: str
+
+    def _shown(self) -> list[tuple[str, object]]:
+        return [("producer_id", self.producer_id), ("producer_epoch", self.producer_epoch),
+                ("previous", (self.previous_id, self.previous_epoch)), ("reason", self.reason)]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionAdded(_Drawn, ClientDid):
+    """Transaction version 1: a partition added to the transaction before its first write
+    (producer/internals/TransactionManager.java AddPartitionsToTxnHandler)."""
+    ACTION = "partition-added"
+    SAYS = "{client} added {topic}-{partition} to its transaction ({via})"
+    topic: str
+    partition: int
+    via: str
+
+
+@dataclass(frozen=True, slots=True)
+class Sent(_Drawn, ClientDid):
+    """A Produce answered: the batch is at `offset` (producer/internals/Sender.java
+    handleProduceResponse). records: set for a batch of several records."""
+    ACTION = "sent"
+    OPTIONAL = frozenset({"records"})
+    topic: str
+    partition: int
+    offset: int
+    version: int
+    records: int | None
+
+    @property
+    def text(self) -> str:
+        what = f"{self.records} records" if self.records is not None else "a record"
+        return f"{self.client} wrote {what} to {self.topic}-{self.partition} at offset {self.offset} (Produce v{self.version})"
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsSent(_Drawn, ClientDid):
+    """sendOffsetsToTransaction done: TxnOffsetCommit accepted
+    (producer/internals/TransactionManager.java TxnOffsetCommitHandler)."""
+    ACTION = "offsets-sent"
+    group_id: str
+    partitions: tuple[tuple[str, int], ...]
+
+    @property
+    def text(self) -> str:
+        return f"{self.client} staged the offsets of {_tps(self.partitions)} for group {self.group_id} in its transaction"
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsPartitionAdded(_Drawn, ClientDid):
+    """Transaction version 1: the group's __consumer_offsets partition added to the transaction
+    (producer/internals/TransactionManager.java AddOffsetsToTxnHandler)."""
+    ACTION = "offsets-partition-added"
+    SAYS = "{client} added group {group_id}'s offsets partition to its transaction ({via})"
+    group_id: str
+    via: str
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitFallback(_Drawn, ClientDid):
+    """KIP-1319: a topic id is unknown, so the whole TxnOffsetCommit goes at v5 by name
+    (producer/internals/TransactionManager.java)."""
+    ACTION = "txn-offset-commit-fallback"
+    version: int
+    reason: str
+    topics: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return f"{self.client} sends TxnOffsetCommit v{self.version}: {self.reason} for {', '.join(self.topics)}"
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitVersionChosen(_Drawn, ClientDid):
+    """KIP-1319: the TxnOffsetCommit version and why (producer/internals/TransactionManager.java)."""
+    ACTION = "txn-offset-commit-version"
+    SAYS = "{client} sends TxnOffsetCommit v{version}: {reason}"
+    version: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitFailed(_Drawn, ClientDid):
+    """One partition of a TxnOffsetCommit answered with an error, and how the producer takes it
+    (`handling`: producer/internals/TransactionManager.java TxnOffsetCommitHandler)."""
+    ACTION = "txn-offset-commit-error"
+    SAYS = "{client}'s TxnOffsetCommit v{version} for {topic}-{partition} is answered {error} ({handling})"
+    topic: str
+    partition: int
+    error: str
+    handling: str
+    version: int
+
+    def _shown(self) -> list[tuple[str, object]]:
+        return [("topic", self.topic), ("partition", self.partition), ("error", self.error),
+                ("kind", self.handling), ("version", self.version)]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareAcksSent(_Drawn, ClientDid):
+    """KIP-1289 (proposed): share-group acknowledgements staged in the transaction with
+    TxnShareAcknowledge (the KIP's TransactionManager.sendShareAcknowledgementsToTransaction)."""
+    ACTION = "share-acks-sent"
+    STATUS: ClassVar[str] = "proposed"
+    KIP: ClassVar[str] = "KIP-1289"
+    SAYS = ("{client} staged {records} acknowledgements of share group {group_id} (member {member_id}, epoch "
+            "{member_epoch}) in its transaction (KIP-1289, proposed)")
+    group_id: str
+    member_id: str
+    member_epoch: int
+    records: int
+
+    def _shown(self) -> list[tuple[str, object]]:
+        return [("group_id", self.group_id), ("member_id", self.member_id), ("member_epoch", self.member_epoch),
+                ("records", self.records), ("status", self.STATUS), ("kip", self.KIP)]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareAcksFailed(_Drawn, ClientDid):
+    """KIP-1289 (proposed): staging share-group acknowledgements failed (the KIP's TransactionManager)."""
+    ACTION = "share-acks-failed"
+    SAYS = "{client} could not stage {records} acknowledgements of share group {group_id}: {error} (KIP-1289, proposed)"
+    group_id: str
+    error: str
+    records: int
+
+
+@dataclass(frozen=True, slots=True)
+class TxnShareAckFailed(_Drawn, ClientDid):
+    """KIP-1289 (proposed): a TxnShareAcknowledge answered with an error by a share-partition leader."""
+    ACTION = "txn-share-ack-error"
+    SAYS = "{client}'s TxnShareAcknowledge v{version} to broker {broker} is answered {error} (KIP-1289, proposed)"
+    error: str
+    version: int
+    broker: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMetadataTaken(_Drawn, ClientDid):
+    """KIP-1289 (proposed): the share consumer's ShareGroupMetadata snapshot, for a transactional producer."""
+    ACTION = "share-group-metadata"
+    STATUS: ClassVar[str] = "proposed"
+    KIP: ClassVar[str] = "KIP-1289"
+    SAYS = ("{client} hands out its share group metadata: group {group_id}, member {member_id}, epoch "
+            "{member_epoch} (KIP-1289, proposed)")
+    group_id: str
+    member_id: str
+    member_epoch: int
+
+    def _shown(self) -> list[tuple[str, object]]:
+        return [("group_id", self.group_id), ("member_id", self.member_id), ("member_epoch", self.member_epoch),
+                ("status", self.STATUS), ("kip", self.KIP)]
+
+
+@dataclass(frozen=True, slots=True)
+class EndTxnSkipped(_Drawn, ClientDid):
+    """Nothing was added to the transaction, so no EndTxn is sent (producer/internals/
+    TransactionManager.java beginCommit / beginAbort with no partitions)."""
+    ACTION = "end-txn-skipped"
+    SAYS = "{client} ends its transaction ({result}) without EndTxn: {reason}"
+    result: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionEnded(_Drawn, ClientDid):
+    """EndTxn answered: the transaction committed or aborted (producer/internals/TransactionManager.java
+    EndTxnHandler)."""
+    ACTION = "transaction-ended"
+    SAYS = "{client}'s transaction ended: {result} (EndTxn v{version})"
+    result: str
+    version: int
+
 
 
 # ---- operators, scenarios and workloads ------------------------------------------------------------
