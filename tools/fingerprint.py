@@ -47,7 +47,8 @@ def scenario_parts(name: str) -> dict:
               if isinstance(e, ev.StateChanged)]
     records = [(e.topic, e.partition, e.offset, e.key, e.value, e.producer_id, e.producer_epoch, e.control)
                for e in evs if isinstance(e, ev.RecordAppended)]
-    told = [t for t in map(_told, evs) if t]
+    told = [t for t in map(_told, (e for e in evs if not isinstance(e, ev.ClientDid))) if t]
+    told_clients = [e.text for e in evs if isinstance(e, ev.ClientDid)]
     out = {
         "wire": _h(*[x for w in wire for x in w]),
         "states": _h(*states),
@@ -55,6 +56,7 @@ def scenario_parts(name: str) -> dict:
         "checks": _h(*[(c.description, c.passed) for c in trace.failures()], trace.passed),
         "findings": _h(*[repr(f) for f in trace.findings]),
         "told": _h(*told),
+        "told_clients": _h(*told_clients),      # the client models' sentences (issue 32 gave them one)
         "sequence": _h(sequence_svg(trace)),
     }
     for machine in sorted({e.machine for e in evs if isinstance(e, ev.StateChanged)}):
@@ -103,6 +105,8 @@ def compare(a: dict, b: dict, path: str = "") -> list[str]:
     for k in sorted(set(a) | set(b)):
         p = f"{path}/{k}" if path else k
         x, y = a.get(k), b.get(k)
+        if k not in a:
+            continue            # a part the older fingerprint did not have
         if isinstance(x, dict) and isinstance(y, dict):
             diffs += compare(x, y, p)
         elif x != y:
