@@ -216,9 +216,6 @@ class TransactionCoordinator:
         self.transactions[transactional_id] = txn
         return txn
 
-    def _note(self, text: str, **detail) -> None:
-        self.cluster.note(text, **detail)
-
     # ---- InitProducerId -----------------------------------------------------------------------
     # size: InitProducerId's cases (new id, epoch bump, fencing, KIP-939 keep-prepared) in handleInitProducerId's order, side by side
     def init_producer_id(self, transactional_id: str | None, timeout_ms: int,
@@ -249,9 +246,8 @@ class TransactionCoordinator:
         if state in ("Empty", "CompleteCommit", "CompleteAbort"):
             if is_epoch_exhausted(txn.producer_epoch) and (expected is None or expected[1] == txn.producer_epoch):
                 new_pid = self.allocate_producer_id(self.coordinator_broker(transactional_id))
-                self._note(f"{transactional_id}: epoch {txn.producer_epoch} exhausted, new producer id {new_pid}",
-                           transactional_id=transactional_id, old_producer_id=txn.producer_id,
-                           new_producer_id=new_pid)
+                self.cluster.emit(ev.ProducerIdRenewed, transactional_id=transactional_id,
+                                  old_producer_id=txn.producer_id, new_producer_id=new_pid, epoch=txn.producer_epoch)
                 txn.last_producer_epoch = txn.producer_epoch if expected is not None else NO_PRODUCER_EPOCH
                 txn.previous_producer_id = txn.producer_id
                 txn.producer_id, txn.producer_epoch = new_pid, 0
@@ -376,13 +372,9 @@ class TransactionCoordinator:
         if not err:
             err = self.add_partitions(transactional_id, producer_id, producer_epoch, tps, cause="implicit-add",
                                       tv2=True)
-        self.cluster.emit(ev.Note, text=f"AddPartitionsToTxn (broker-internal, KIP-1289 proposed) for "
-                                       f"{', '.join(f'{t}-{p}' for t, p in tps)} from {via}",
-                          detail={"api": "AddPartitionsToTxn", "verify_only": False, "status": "proposed",
-                                  "kip": "KIP-1289", "transactional_id": transactional_id,
-                                  "producer_id": producer_id, "producer_epoch": producer_epoch,
-                                  "partitions": tps, "via": via, "error_code": err,
-                                  "coordinator": self.coordinator_broker(transactional_id)})
+        self.cluster.emit(ev.ShareStatePartitionsAdded, transactional_id=transactional_id, producer_id=producer_id,
+                          producer_epoch=producer_epoch, partitions=tuple(tps), via=via, error_code=err,
+                          coordinator=self.coordinator_broker(transactional_id))
         return err
 
     def add_share_participants(self, transactional_id: str, producer_id: int, producer_epoch: int,
@@ -405,17 +397,11 @@ class TransactionCoordinator:
         if not err:
             for k in keys:
                 txn.share_participants.setdefault(k, None)
-        names = ", ".join(f"{g}/{self._share_name(t, p)}" for g, t, p in keys)
-        self.cluster.emit(ev.Note, text=f"AddPartitionsToTxn (broker-internal) registers share partition(s) {names} "
-                                       f"as participants from {via} on broker {broker} (share_marker_routing="
-                                       f"participants: kit's suggestion, not KIP-1289)",
-                          detail={"api": "AddPartitionsToTxn", "verify_only": False, "status": "proposed",
-                                  "kip": "KIP-1289", "suggestion": "kit", "step": "share-participant-added",
-                                  "transactional_id": transactional_id, "producer_id": producer_id,
-                                  "producer_epoch": producer_epoch, "broker": broker, "via": via,
-                                  "share_participants": [(g, str(t), p) for g, t, p in keys],
-                                  "share_partitions": [f"{g}/{self._share_name(t, p)}" for g, t, p in keys],
-                                  "error_code": err, "coordinator": self.coordinator_broker(transactional_id)})
+        self.cluster.emit(ev.ShareParticipantsAdded, transactional_id=transactional_id, producer_id=producer_id,
+                          producer_epoch=producer_epoch, broker=broker, via=via,
+                          share_participants=tuple((g, str(t), p) for g, t, p in keys),
+                          share_partitions=tuple(f"{g}/{self._share_name(t, p)}" for g, t, p in keys),
+                          error_code=err, coordinator=self.coordinator_broker(transactional_id))
         return err
 
     def _share_name(self, topic_id, partition: int) -> str:
@@ -435,13 +421,10 @@ class TransactionCoordinator:
         else:
             err = self.verify_partitions(transactional_id, producer_id, producer_epoch, [tp])[tuple(tp)]
         version = 5
-        self.cluster.emit(ev.Note, text=f"AddPartitionsToTxn v{version} ({'add' if add else 'verifyOnly'}) "
-                                       f"for {tp[0]}-{tp[1]} from {via}",
-                          detail={"api": "AddPartitionsToTxn", "version": version, "verify_only": not add,
-                                  "transactional_id": transactional_id, "producer_id": producer_id,
-                                  "producer_epoch": producer_epoch, "topic": tp[0], "partition": tp[1],
-                                  "via": via, "error_code": err,
-                                  "coordinator": self.coordinator_broker(transactional_id) if transactional_id else None})
+        self.cluster.emit(ev.PartitionAddedToTxn, version=version, verify_only=not add,
+                          transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
+                          topic=tp[0], partition=tp[1], via=via, error_code=err,
+                          coordinator=self.coordinator_broker(transactional_id) if transactional_id else None)
         if err == E["PRODUCER_FENCED"]:
             return E["INVALID_PRODUCER_EPOCH"]
         if err == E["TRANSACTION_ABORTABLE"] and operation == "default":
@@ -651,7 +634,7 @@ class TransactionCoordinator:
         """Scenario fault: markers for this one partition do not reach its leader (it is cut off
         from the coordinator) until release_markers()."""
         self.held_partitions.add((topic, partition))
-        self._note(f"markers for {topic}-{partition} held back", topic=topic, partition=partition)
+        self.cluster.emit(ev.MarkersHeldBack, topic=topic, partition=partition)
 
     def release_markers(self, transactional_id: str | None = None) -> None:
         """Write the markers held back by `hold_markers` / `hold_markers_for` (for one
@@ -676,16 +659,14 @@ class TransactionCoordinator:
             if log is None:
                 # TransactionMarkerChannelManager: no leader known, the partition is likely
                 # deleted; it is dropped from the transaction
-                self._note(f"{transactional_id}: no marker for {tp[0]}-{tp[1]} (partition gone)",
-                           transactional_id=transactional_id, topic=tp[0], partition=tp[1])
+                self.cluster.emit(ev.MarkerDropped, transactional_id=transactional_id, topic=tp[0], partition=tp[1])
                 txn.pending_markers.pop(tp)
                 continue
             if log.leader in cluster.down or tp in self.held_partitions:
                 continue
-            self._note(f"WriteTxnMarkers {txn.marker} -> broker {log.leader}: {tp[0]}-{tp[1]}",
-                       api="WriteTxnMarkers", broker=log.leader, coordinator=self.coordinator_broker(transactional_id),
-                       transactional_id=transactional_id, topic=tp[0], partition=tp[1], marker=txn.marker,
-                       producer_id=txn.marker_producer_id, producer_epoch=txn.marker_epoch)
+            cluster.emit(ev.MarkerSent, broker=log.leader, coordinator=self.coordinator_broker(transactional_id),
+                         transactional_id=transactional_id, topic=tp[0], partition=tp[1], marker=txn.marker,
+                         producer_id=txn.marker_producer_id, producer_epoch=txn.marker_epoch)
             self.write_marker(tp[0], tp[1], txn.marker_producer_id, txn.marker_epoch, txn.marker == "COMMIT",
                               coordinator_epoch)
             txn.pending_markers.pop(tp)
@@ -709,19 +690,15 @@ class TransactionCoordinator:
             group, topic_id, p = key
             topic = cluster.topics.live(topic_id)
             if topic is None or not 0 <= p < len(topic.partitions):
-                self._note(f"{tid}: no marker for share partition {group}/{topic_id}-{p} (partition gone)",
-                           transactional_id=tid, group=group, partition=p, suggestion="kit")
+                cluster.emit(ev.ShareMarkerDropped, transactional_id=tid, group=group, topic_id=str(topic_id), partition=p)
                 txn.pending_share_markers.pop(key)
                 continue
             leader = topic.partitions[p].leader
             if leader in cluster.down or (topic.name, p) in self.held_partitions:
                 continue
-            self._note(f"WriteTxnMarkers {txn.marker} -> broker {leader}: share partition {group}/{topic.name}-{p} "
-                       f"(share_marker_routing=participants: kit's suggestion, not KIP-1289)",
-                       api="WriteTxnMarkers", broker=leader, coordinator=self.coordinator_broker(tid),
-                       transactional_id=tid, topic=topic.name, partition=p, group=group, marker=txn.marker,
-                       producer_id=txn.marker_producer_id, producer_epoch=txn.marker_epoch,
-                       share_participant=True, suggestion="kit", status="proposed", kip="KIP-1289")
+            cluster.emit(ev.ShareMarkerSent, broker=leader, coordinator=self.coordinator_broker(tid),
+                         transactional_id=tid, group=group, topic=topic.name, partition=p, marker=txn.marker,
+                         producer_id=txn.marker_producer_id, producer_epoch=txn.marker_epoch)
             share_txn.on_participant_marker(cluster, group, topic_id, p, txn.marker_producer_id,
                                             txn.marker == "COMMIT", txn.marker_epoch, broker=leader)
             txn.pending_share_markers.pop(key)
@@ -792,9 +769,9 @@ class TransactionCoordinator:
         for txn in list(self.transactions.values()):
             if (txn.state == "Ongoing" and not txn.two_phase_commit
                     and txn.start_ms + txn.timeout_ms < now):
-                self._note(f"{txn.transactional_id}: transaction timed out after {txn.timeout_ms} ms, aborting",
-                           transactional_id=txn.transactional_id, producer_id=txn.producer_id,
-                           producer_epoch=txn.producer_epoch, started=txn.start_ms)
+                self.cluster.emit(ev.TransactionTimedOut, transactional_id=txn.transactional_id,
+                                  producer_id=txn.producer_id, producer_epoch=txn.producer_epoch,
+                                  timeout_ms=txn.timeout_ms, started=txn.start_ms)
                 self._fence_and_abort(txn, "timeout-fence")
 
     def _expire_transactional_ids(self) -> None:

@@ -46,6 +46,7 @@ from ..clients.producer import (
 from ..clients.share_consumer import ShareConsumer
 from ..eos import check_share_eos
 from ..records import share_coordinator_partition
+from ..schema import events as ev
 from ..schema.error_codes import CODE, name_of
 from . import Scenario, Trace, scenario
 
@@ -153,9 +154,8 @@ def place_share_state(trace: Trace, colocated: bool = True) -> tuple[tuple[str, 
     want = share_leader if colocated else (share_leader + 1) % c.config.brokers
     if log.leader != want:
         c.move_share_state_leader(state_tp[1], want)
-    c.note(f"layout for this scenario: {INPUT}-0 led by broker {share_leader}, {state_tp[0]}-{state_tp[1]} by "
-           f"broker {log.leader} ({'co-located' if colocated else 'not co-located'}, placed on purpose)",
-           share_leader=share_leader, state_leader=log.leader, colocated=colocated)
+    c.emit(ev.ScenarioLayout, input=INPUT, state_partition=state_tp[1], share_leader=share_leader,
+           state_leader=log.leader, colocated=colocated)
     trace.expect(f"layout: in-0 led by broker {share_leader}, {state_tp[0]}-{state_tp[1]} by broker {log.leader}",
                  (log.leader == share_leader) == colocated, "")
     trace.result.update(share_state_partition=state_tp, share_leader=share_leader, state_leader=log.leader,
@@ -250,9 +250,7 @@ def coordinator_unavailable(trace: Trace) -> None:
     def unavailable(transactional_id, producer_id, producer_epoch, partitions, **kw):
         if faults:
             err = faults.pop(0)
-            c.note(f"fault: the transaction coordinator answers the broker-internal AddPartitionsToTxn "
-                   f"with {err} (KIP-1289 corner case 2, proposed)", api="AddPartitionsToTxn", error=err,
-                   status=STATUS, kip=KIP)
+            c.emit(ev.RegistrationFailed, error=err)
             return CODE[err]
         return real(transactional_id, producer_id, producer_epoch, partitions, **kw)
     c.txns.add_share_state_partitions = unavailable
@@ -457,9 +455,9 @@ def old_broker(trace: Trace) -> None:
                "finalized online (phase 3) before the clients restart (phase 4).")
     # recovery: the feature is finalized while the member keeps its records, the app restarts
     c.config.share_version = 2
-    c.note("operator: share.version finalized at 2 (kafka-features.sh upgrade --feature share.version "
-           "--version 2; KIP-1289 rollout phase 3, proposed)", feature="share.version", level=2, status=STATUS,
-           kip=KIP)
+    c.emit(ev.FeatureLevelChanged, feature="share.version", level=2, previous=1, by="operator",
+           how="kafka-features.sh upgrade --feature share.version --version 2; KIP-1289 rollout phase 3, proposed",
+           status=STATUS, kip=KIP)
     restarted = Producer(c, TXN_ID, client_id="worker-producer-2")
     restarted.init_transactions()
     trace.expect("after the upgrade the restarted producer's ApiVersions lists TxnShareAcknowledge",

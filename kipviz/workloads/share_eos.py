@@ -112,6 +112,7 @@ from ..clients.share_consumer import ShareConsumer
 from ..eos import ShareEosChecker, check_share_eos, source_header
 from ..gcpause import rare_collections
 from ..records import share_coordinator_partition
+from ..schema import events as ev
 from ..schema.error_codes import CODE, NAME
 from ..schema.events import StateChanged
 
@@ -356,10 +357,8 @@ class ShareEosWorkload:
         states = sorted({share_coordinator_partition(self.group, self.input_id, p, n) for p in range(self.partitions)})
         for q in states:
             c.topics.partition(SHARE_STATE, q).leader = 0
-        c.note(f"workload layout: {self.input}-0..{self.partitions - 1} and "
-               f"{', '.join(f'{SHARE_STATE}-{q}' for q in states)} led by broker 0 (co-located on purpose; marker "
-               f"routing {c.config.share_marker_routing!r})", share_leader=0, state_partitions=states,
-               routing=c.config.share_marker_routing)
+        c.emit(ev.WorkloadLayout, input=self.input, partitions=self.partitions, share_leader=0,
+               state_partitions=tuple(states), routing=c.config.share_marker_routing)
         self._home: dict[int, int] = {}     # share-state partitions a fault moved -> their broker
         self.loader = Producer(c, None, client_id="input-loader")
         self._top_up(min(self.records, self.preload))
@@ -598,9 +597,8 @@ class ShareEosWorkload:
             (markers, row), w.dup_markers = w.dup_markers, []
             codes = self._send_markers(markers)
             row["outcome"] += f"; sent while the next transaction's acks are TX_PENDING: {codes}"
-            self.cluster.note(f"fault: duplicate-marker (KIP-1289 corner case 5): {len(markers)} marker(s) of the "
-                              f"previous transaction sent again: {codes}", fault="duplicate-marker", case=5,
-                              worker=w.name, status=STATUS, kip=KIP)
+            self.cluster.emit(ev.FaultInjected, fault="duplicate-marker", case=5, worker=w.name,
+                              outcome=f"{len(markers)} marker(s) of the previous transaction sent again: {codes}")
         for f, row in list(w.armed):
             if f.point == point:
                 w.armed.remove((f, row))
@@ -614,9 +612,8 @@ class ShareEosWorkload:
         if w is not None:
             row["worker"] = w.name
         self.stats["faults_fired"] += applied
-        self.cluster.note(f"fault: {row['kind']} (KIP-1289 corner case {row['case']}): {outcome}",
-                          fault=row["kind"], case=row["case"], worker=row["worker"], params=row["params"],
-                          status=STATUS, kip=KIP)
+        self.cluster.emit(ev.FaultInjected, fault=row["kind"], case=row["case"], outcome=outcome,
+                          worker=row["worker"], params=tuple(row["params"].items()))
 
     def _apply(self, f: Fault, row: dict, w: _Worker | None, point: str, ctx: dict):
         """Inject fault `f` at `point` (one method per kind, below); returns what that kind hands back."""
@@ -800,9 +797,7 @@ class ShareEosWorkload:
             def registration(transactional_id, producer_id, producer_epoch, partitions, **kw):
                 if queue:
                     err = queue.pop(0)
-                    self.cluster.note(f"fault: the transaction coordinator answers the broker-internal "
-                                      f"AddPartitionsToTxn with {err} (KIP-1289 corner case 2, proposed)",
-                                      api="AddPartitionsToTxn", error=err, status=STATUS, kip=KIP)
+                    self.cluster.emit(ev.RegistrationFailed, error=err)
                     return CODE[err]
                 return real(transactional_id, producer_id, producer_epoch, partitions, **kw)
             txns.add_share_state_partitions = registration
@@ -816,7 +811,8 @@ class ShareEosWorkload:
         self._old_broker_until = None
         if self.cluster.config.share_version != 2:
             self.cluster.config.share_version = 2
-            self.cluster.note("share.version 1 -> 2 (the old-broker fault ends)", status=STATUS, kip=KIP)
+            self.cluster.emit(ev.FeatureLevelChanged, feature="share.version", level=2, previous=1, by="workload",
+                              how="the old-broker fault ends", status=STATUS, kip=KIP)
 
     def _return_state_leaders(self) -> None:
         """After the step that moved a share-state leader (case 12): leadership returns home (a
