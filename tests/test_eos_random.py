@@ -335,7 +335,7 @@ def test_fault_rebalance_gives_stale_member_epoch():
 
 def test_fault_old_broker_is_unsupported_and_refused_while_tx_pending():
     r, row = _one("old-broker", {"steps": 3})
-    assert r.cluster.config.share_version == 2          # restored after 3 steps
+    assert r.cluster.features.level("share.version") == 2          # restored after 3 steps
     # a producer that probed ApiVersions before the downgrade gets UNSUPPORTED_VERSION on the wire
     # (fatal); a new one probes again and raises at once, no bytes sent, and aborts (case 9)
     assert _errors(r, "FatalError UNSUPPORTED_VERSION") >= 1

@@ -42,7 +42,7 @@ EMPTY_MEMBER = "AAAAAAAAAAAAAAAAAAAAAA"   # Uuid.ZERO_UUID.toString()
 TXN_ACK_EVENTS = {1: "txn-commit-accept", 3: "txn-commit-reject"}
 
 
-# (state, event, share.version) -> the share-record table's row (SharePartition._moves)
+# (state, event, KIP-1289 on) -> the share-record table's row (SharePartition._moves)
 _ROWS: dict[tuple, object] = {}
 _OWNED = (sr.ACQUIRED, sr.TX_PENDING)       # the states in which a record keeps its member
 
@@ -90,7 +90,7 @@ class SharePartition:
         return self.cluster.config.group_share_record_lock_duration_ms
 
     def _enabled(self):
-        return sr.enabled(self.cluster.config.share_version)
+        return sr.enabled(self.cluster.features.on("KIP-1289"))
 
     def key(self, offset: int) -> str:
         return f"{self._key_prefix}{offset}"
@@ -104,7 +104,7 @@ class SharePartition:
         a list of one event per offset. One StateChanged each, with consecutive seqs; a run of
         offsets is moved in one call because this is the hot path of long runs (three moves per
         record)."""
-        records, prefix, version = self.records, self._key_prefix, self.cluster.config.share_version
+        records, prefix, version = self.records, self._key_prefix, self.cluster.features.on("KIP-1289")
         c = self.cluster
         events = c.events
         append = events.append

@@ -86,7 +86,7 @@ def stage(cluster, *, broker: int, principal: str, transactional_id: str | None,
         return StageResult(CODE["INVALID_REQUEST"], "TransactionalId, GroupId and MemberId are required.")
     if len(set(keys)) != len(keys):
         return StageResult(CODE["INVALID_REQUEST"], "A topic partition appears more than once.")
-    if cluster.config.transaction_version < 2:
+    if cluster.features.level("transaction.version") < 2:
         return StageResult(CODE["UNSUPPORTED_VERSION"], "KIP-1289 needs transaction.version >= 2.")
     if not cluster.authorized(principal, "TRANSACTIONAL_ID", transactional_id, "WRITE"):
         return StageResult(CODE["TRANSACTIONAL_ID_AUTHORIZATION_FAILED"])

@@ -156,7 +156,7 @@ class TransactionCoordinator:
 
     @property
     def server_tv2(self) -> bool:
-        return self.cluster.config.transaction_version >= 2
+        return self.cluster.features.level("transaction.version") >= 2
 
     def allocate_producer_id(self, broker: int = 0) -> int:
         """Producer ids come in blocks of 1000 per broker, as the controller hands them out."""

@@ -454,10 +454,8 @@ def old_broker(trace: Trace) -> None:
                "KIP-1289, corner case 9 and its rollout: TxnShareAcknowledge is served only at share.version 2, "
                "finalized online (phase 3) before the clients restart (phase 4).")
     # recovery: the feature is finalized while the member keeps its records, the app restarts
-    c.config.share_version = 2
-    c.emit(ev.FeatureLevelChanged, feature="share.version", level=2, previous=1, by="operator",
-           how="kafka-features.sh upgrade --feature share.version --version 2; KIP-1289 rollout phase 3, proposed",
-           status=STATUS, kip=KIP)
+    c.features.finalize("share.version", 2, by="operator", how="kafka-features.sh upgrade --feature share.version "
+                        "--version 2; KIP-1289 rollout phase 3, proposed", status=STATUS, kip=KIP)
     restarted = Producer(c, TXN_ID, client_id="worker-producer-2")
     restarted.init_transactions()
     trace.expect("after the upgrade the restarted producer's ApiVersions lists TxnShareAcknowledge",

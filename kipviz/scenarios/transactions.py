@@ -440,9 +440,8 @@ def tv1_vs_tv2(trace: Trace) -> None:
                  all(ep == epochs1[0] for m in tv1_markers.values() for _, ep in m), f"{tv1_markers}")
 
     # the operator finalizes transaction.version=2 (kafka-features.sh upgrade); the app restarts
-    c.config.transaction_version = 2
-    c.emit(ev.FeatureLevelChanged, feature="transaction.version", level=2, previous=1, by="operator",
-           how="kafka-features upgrade --feature transaction.version=2")
+    c.features.finalize("transaction.version", 2, by="operator",
+                        how="kafka-features upgrade --feature transaction.version=2")
     p2 = Producer(c, TXN_ID, client_id="app-tv2")
     p2.init_transactions()
     epochs2, runs2 = run(p2, "tv2")

@@ -412,7 +412,8 @@ class ShareEosWorkload:
                 return
             self.loaded += n
 
-    def _consumed(self) -> int:
+    def consumed(self) -> int:
+        """How many input records are done: the sum of the share partitions' start offsets (SPSO)."""
         parts = self.cluster.shares.partitions
         return sum(sp.spso for p in range(self.partitions)
                    if (sp := parts.get((self.group, self.input_id, p))) is not None)
@@ -421,11 +422,11 @@ class ShareEosWorkload:
         if self.loaded >= self.records:
             return
         ahead = max(8 * self.batch * self.n_consumers, 2 * self.load_batch * self.partitions)
-        if self.loaded - self._consumed() < ahead and 0 not in self.cluster.down:
+        if self.loaded - self.consumed() < ahead and 0 not in self.cluster.down:
             self._top_up(self.loaded + ahead)
 
     def _done(self) -> bool:
-        return self.loaded >= self.records and self._consumed() >= self.records
+        return self.loaded >= self.records and self.consumed() >= self.records
 
     # ---- time -----------------------------------------------------------------------------------------
     @property
@@ -694,7 +695,7 @@ class ShareEosWorkload:
         c = self.cluster
         if tx_pending(c):
             return self._fired(row, w, "downgrade refused: records are TX_PENDING", applied=False)
-        c.config.share_version = 1
+        c.features.finalize("share.version", 1, tell=False)      # the fault's FaultInjected tells it
         self._old_broker_until = self.step + max(1, p.get("steps", 3))
         return self._fired(row, w, f"share.version 2 -> 1 until step {self._old_broker_until}")
 
@@ -809,10 +810,9 @@ class ShareEosWorkload:
 
     def _restore_share_version(self) -> None:
         self._old_broker_until = None
-        if self.cluster.config.share_version != 2:
-            self.cluster.config.share_version = 2
-            self.cluster.emit(ev.FeatureLevelChanged, feature="share.version", level=2, previous=1, by="workload",
-                              how="the old-broker fault ends", status=STATUS, kip=KIP)
+        if self.cluster.features.level("share.version") != 2:
+            self.cluster.features.finalize("share.version", 2, by="workload", how="the old-broker fault ends",
+                                           status=STATUS, kip=KIP)
 
     def _return_state_leaders(self) -> None:
         """After the step that moved a share-state leader (case 12): leadership returns home (a
@@ -912,7 +912,7 @@ class ShareEosWorkload:
         self.stats["drain_rounds"] = rounds
         self.stats["complete"] = int(self._done())
         self.stats["records_loaded"] = self.loaded
-        self.stats["records_terminal"] = self._consumed()
+        self.stats["records_terminal"] = self.consumed()
         self._handoff(final=True)
         if self.on_events is None and self.checker is None:
             self.transitions = _count_transitions(c.events)
