@@ -142,7 +142,7 @@ class ClusterConfig:
 
     def enabled(self, kip: str) -> bool:
         """Whether the model may run proposal `kip`'s code in this run (fixed for the run; whether it
-        is on now also needs its feature level: kipviz.broker.features.proposal_on)."""
+        is on now also needs its feature level: kipviz.broker.features: Features.on)."""
         return kip in self.proposed_kips
 
     def bootstrap_levels(self) -> dict[str, int]:

@@ -10,8 +10,9 @@ a FeatureLevelChanged event. Nothing assigns the configuration while a run goes 
 Two questions, two answers:
 - may the model run a proposal's code at all in this run? `ClusterConfig.enabled(kip)`, fixed for
   the run (ClusterConfig.proposed_kips);
-- is the proposal on now? `proposal_on(cluster, kip)`: enabled, and the feature level the proposal
-  needs finalized (PROPOSAL_LEVELS: KIP-1289 needs share.version >= 2, docs/kip1289.md).
+- is the proposal on now? `cluster.features.on(kip)`: enabled, and the feature level the proposal
+  needs finalized (PROPOSAL_LEVELS: KIP-1289 needs share.version >= 2, docs/modelling-a-kip.md). Every
+  module asks this, never share_version itself.
 """
 from __future__ import annotations
 
@@ -75,8 +76,3 @@ def proposals_on(config, levels: dict[str, int]) -> dict[str, bool]:
 def proposed_apis(config, levels: dict[str, int]) -> frozenset[str]:
     """The APIs whose proposed versions are served at feature `levels`."""
     return frozenset().union(*(PROPOSAL_APIS.get(k, ()) for k, on in proposals_on(config, levels).items() if on))
-
-
-def proposal_on(cluster, kip: str = "KIP-1289") -> bool:
-    """Is proposal `kip` on in `cluster` now? The one question every module asks (not share_version)."""
-    return cluster.features.on(kip)

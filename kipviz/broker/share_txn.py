@@ -21,7 +21,7 @@ Staging (`stage`, the share-partition leader's side of TxnShareAcknowledge), in 
    fails, no partition changes; the partitions that would have succeeded answer
    OPERATION_NOT_ATTEMPTED (interpretation: the KIP only says "rolled back").
 5. broker-internal AddPartitionsToTxn of the __share_group_state-N partition(s) of the
-   acknowledged share partitions (TransactionCoordinator.add_share_state_partitions); an error
+   acknowledged share partitions (kipviz.broker.share_txn_coordinator: add_state_partitions); an error
    there is the top-level error and nothing is staged (corner case 2).
 6. ACQUIRED -> TX_PENDING (txn-stage) with the staging (producer id, epoch) on each record.
 
@@ -34,7 +34,7 @@ reached; a share partition led elsewhere keeps its records TX_PENDING until the 
 "forward-to-leader" -- the kit's suggestion, not the KIP's -- the broker forwards the marker to
 each share partition's leader. With "participants" -- also the kit's suggestion -- the
 transaction coordinator tracks the share partitions themselves (registered at staging,
-TransactionCoordinator.add_share_participants) and sends their markers to each one's current
+ShareTransactions.add_participants) and sends their markers to each one's current
 leader (`on_participant_marker`); the hook on __share_group_state-N then resolves nothing. A
 reached share partition whose state lives in partition N resolves
 the TX_PENDING records staged by that producer id with an epoch below the marker's (TV2 markers
@@ -98,7 +98,7 @@ def stage(cluster, *, broker: int, principal: str, transactional_id: str | None,
             return StageResult(CODE["TOPIC_AUTHORIZATION_FAILED"])
     # 2. producer fencing at the transaction coordinator
     txns = cluster.txns
-    err = txns.check_share_ack_producer(transactional_id, producer_id, producer_epoch)
+    err = txns.share.check_producer(transactional_id, producer_id, producer_epoch)
     if err:
         return StageResult(err, "The producer id/epoch is not the transactional id's current one.")
     # 3. the share-group member
@@ -145,11 +145,11 @@ def stage(cluster, *, broker: int, principal: str, transactional_id: str | None,
     state_parts = sorted({(SHARE_STATE_TOPIC, _state_partition(cluster, group_id, sp.topic_id, sp.partition))
                           for sp, planned in plans if planned})
     if state_parts:
-        err = txns.add_share_state_partitions(transactional_id, producer_id, producer_epoch, state_parts)
+        err = txns.share.add_state_partitions(transactional_id, producer_id, producer_epoch, state_parts)
         if err:
             return StageResult(err, "Registering the share-state partition in the transaction failed.")
     if cluster.config.share_marker_routing == "participants":      # the kit's suggestion, not KIP-1289
-        err = txns.add_share_participants(transactional_id, producer_id, producer_epoch,
+        err = txns.share.add_participants(transactional_id, producer_id, producer_epoch,
                                           [(group_id, sp.topic_id, sp.partition) for sp, planned in plans if planned],
                                           broker=broker)
         if err:

@@ -245,7 +245,7 @@ def coordinator_unavailable(trace: Trace) -> None:
     # Fault: while `faults` is non-empty the coordinator answers the broker-internal registration
     # with the next error (the model does not take cluster.down into account there; see the report).
     faults = ["COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"]
-    real = c.txns.add_share_state_partitions
+    real = c.txns.share.add_state_partitions
 
     def unavailable(transactional_id, producer_id, producer_epoch, partitions, **kw):
         if faults:
@@ -253,7 +253,7 @@ def coordinator_unavailable(trace: Trace) -> None:
             c.emit(ev.RegistrationFailed, error=err)
             return CODE[err]
         return real(transactional_id, producer_id, producer_epoch, partitions, **kw)
-    c.txns.add_share_state_partitions = unavailable
+    c.txns.share.add_state_partitions = unavailable
     mark = len(c.events)
     err, exc = stage(pr, acks_of(records), sc.share_group_metadata())
     got = answers(trace, mark)

@@ -183,7 +183,7 @@ class MarkerSent(Happened):
 @dataclass(frozen=True, slots=True)
 class ShareAckRejected(Happened):
     """TxnShareAcknowledge failed on a partition: nothing staged, all or nothing (KIP-1289, proposed;
-    docs/kip1289.md)."""
+    docs/modelling-a-kip.md)."""
     group: str
     member: str
     transactional_id: str
@@ -507,7 +507,7 @@ class FeatureLevelChanged(Happened):
 @dataclass(frozen=True, slots=True)
 class FaultInjected(Happened):
     """A workload's or scenario's fault fired (kipviz.workloads.share_eos: the KIP-1289 corner case
-    it exercises, `case`, and what happened, `outcome`; docs/kip1289.md)."""
+    it exercises, `case`, and what happened, `outcome`; docs/modelling-a-kip.md)."""
     fault: str
     case: int
     outcome: str

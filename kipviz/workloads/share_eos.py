@@ -50,7 +50,7 @@ after-commit; the others fire at the start of step `at`. Every firing is recorde
                               idle), restart it `down_ms` later on the virtual clock
   coordinator-unavailable (2) the next `count` broker-internal AddPartitionsToTxn registrations of
                               __share_group_state-N fail with COORDINATOR_NOT_AVAILABLE /
-                              NOT_COORDINATOR (wraps TransactionCoordinator.add_share_state_partitions,
+                              NOT_COORDINATOR (wraps ShareTransactions.add_state_partitions,
                               as scenario kip1289.case02 does)
   zombie-producer (3)         at `point` (after-produce | after-stage) a new producer instance with
                               the worker's transactional id initialises; the old one carries on and
@@ -791,8 +791,8 @@ class ShareEosWorkload:
     def _fail_registrations(self, errors: list[str]) -> None:
         """Scenario kip1289.case02's fault: the broker-internal registration answers these errors."""
         txns = self.cluster.txns
-        if not self._registration_errors and "add_share_state_partitions" not in txns.__dict__:
-            real = txns.add_share_state_partitions
+        if not self._registration_errors and "add_state_partitions" not in txns.share.__dict__:
+            real = txns.share.add_state_partitions
             queue = self._registration_errors
 
             def registration(transactional_id, producer_id, producer_epoch, partitions, **kw):
@@ -801,7 +801,7 @@ class ShareEosWorkload:
                     self.cluster.emit(ev.RegistrationFailed, error=err)
                     return CODE[err]
                 return real(transactional_id, producer_id, producer_epoch, partitions, **kw)
-            txns.add_share_state_partitions = registration
+            txns.share.add_state_partitions = registration
         self._registration_errors.extend(errors)
 
     def _restart(self, b: int) -> None:

@@ -62,6 +62,6 @@ TABLE = Table(
 
 
 def enabled(proposed: bool):
-    """The row filter for a cluster where KIP-1289 is on (`proposed`, kipviz.broker.features.proposal_on)
+    """The row filter for a cluster where KIP-1289 is on (`proposed`, kipviz.broker.features: Features.on)
     or not: the proposed rows need it."""
     return lambda r: r.status != "proposed" or proposed
