@@ -274,10 +274,10 @@ def _one(kind, params=None, **kw):
 
 
 def test_every_fault_kind_has_its_injector():
-    # ShareEosWorkload._apply dispatches on this table: a kind without a method would only fail when drawn
-    from kipviz.workloads.share_eos import _FAULT_METHODS, ShareEosWorkload
-    assert set(_FAULT_METHODS) == set(FAULT_KINDS)
-    assert all(callable(getattr(ShareEosWorkload, m, None)) for m in _FAULT_METHODS.values())
+    # FaultRunner.apply dispatches on this table: a kind without an injector would only fail when drawn
+    from kipviz.workloads.share_faults import FAULTS
+    assert set(FAULTS) == set(FAULT_KINDS)
+    assert all(callable(f.inject) and f.case == FAULT_KINDS[k] and f.does for k, f in FAULTS.items())
 
 
 def test_fault_broker_crash_loses_tx_pending_and_restarts():
