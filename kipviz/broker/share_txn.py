@@ -30,7 +30,7 @@ broker that received the marker, N's leader). As the KIP is written (seed 004, "
 changed": the hook "broadcasts to all SharePartition instances on that broker";
 config.share_marker_routing "page", the default) only the share partitions THAT broker leads are
 reached; a share partition led elsewhere keeps its records TX_PENDING until the lock expires
-(scenario kip1289.marker_not_colocated; a Note of step "marker-unreached" names it). With
+(scenario kip1289.marker_not_colocated; a MarkerUnreached event names it). With
 "forward-to-leader" -- the kit's suggestion, not the KIP's -- the broker forwards the marker to
 each share partition's leader. With "participants" -- also the kit's suggestion -- the
 transaction coordinator tracks the share partitions themselves (registered at staging,
@@ -184,7 +184,7 @@ def on_marker(cluster, partition: int, producer_id: int, commit: bool, producer_
     expires (kip1289.marker_not_colocated). "forward-to-leader" (the kit's suggestion, not the KIP's)
     forwards the marker to each share partition's leader, which resolves its own.
     A share partition whose leader is down (offline) has lost its in-memory TX_PENDING state: the
-    marker resolves nothing there (corner case 1). Every Note says which broker resolved what, and a
+    marker resolves nothing there (corner case 1). Every MarkerResolved says which broker resolved what, and a
     marker that resolves nothing says why. "participants" (the kit's suggestion): nothing here --
     the coordinator's own markers for the share partitions do it (on_participant_marker)."""
     shares = cluster.__dict__.get("shares")

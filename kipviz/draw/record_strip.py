@@ -7,8 +7,8 @@
                                by="change": one frame per StateChanged
     strip.frames[i]            a dict: t, request, changes, lanes (one per share partition: spso and
                                cells of offset, state, delivery_count, owner, owner_client), caption
-    strip.missed               the frames where a KIP-1289 marker resolved nothing (a Note of step
-                               "marker-unreached": the records it left TX_PENDING drawn dashed red)
+    strip.missed               the frames where a KIP-1289 marker resolved nothing (a MarkerUnreached
+                               event: the records it left TX_PENDING drawn dashed red)
     strip.svg(i)               the frame as SVG text (caption on top, legend under the cells)
     strip.html() / to_html(p)  a standalone player (buttons, slider, keyboard; no CDN, no kernel)
     strip.to_gif(p, fps=2)     an animated GIF drawn with Pillow (no `dot`, no SVG renderer)
