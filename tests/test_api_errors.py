@@ -70,7 +70,7 @@ NOT_ANSWERED = {
                                              "replicas.stop_replica's answer",
     ("StopReplica", "INCONSISTENT_TOPIC_ID"): "replicas.leader_and_isr's answer (StopReplica names topics, never ids)",
     ("StopReplica", "UNKNOWN_TOPIC_OR_PARTITION"): "replicas.leader_and_isr's answer",
-    ("TxnShareAcknowledge", "CONCURRENT_TRANSACTIONS"): "check_share_ack_producer answers a Prepare* transaction "
+    ("TxnShareAcknowledge", "CONCURRENT_TRANSACTIONS"): "ShareTransactions.check_producer answers a Prepare* transaction "
                                                         "INVALID_TXN_STATE before add_partitions can",
 }
 
@@ -139,6 +139,24 @@ def _aliases(tree: ast.AST) -> dict[str, list[str]]:
     return out
 
 
+def _parts(cls) -> dict[str, type]:
+    """{attribute: class} of the parts a broker class's __init__ creates (`self.share = ShareTransactions(self)`)."""
+    init = vars(cls).get("__init__")
+    out: dict[str, type] = {}
+    try:
+        source = inspect.getsource(init) if _ours(init) else None
+    except OSError:                     # an __init__ a dataclass wrote
+        source = None
+    if source is None:
+        return out
+    for n in ast.walk(ast.parse(textwrap.dedent(source))):
+        if (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Attribute)
+                and _chain(n.targets[0]) == ["self", n.targets[0].attr] and isinstance(n.value, ast.Call)
+                and isinstance(n.value.func, ast.Name) and inspect.isclass(init.__globals__.get(n.value.func.id))):
+            out[n.targets[0].attr] = init.__globals__[n.value.func.id]
+    return out
+
+
 def _resolve(chain: list[str], fn_globals: dict, cls, methods) -> tuple | None:
     head, rest = chain[0], chain[1:]
     if not rest:
@@ -158,10 +176,12 @@ def _resolve(chain: list[str], fn_globals: dict, cls, methods) -> tuple | None:
                 return f, c
             return None
     while len(path) > 1:
-        obj = _attribute_class(obj, path[0])
-        if obj is None:
+        nxt = _attribute_class(obj, path[0])
+        if nxt is None and inspect.isclass(obj) and path[0] in _parts(obj):
+            nxt = _parts(obj)[path[0]]
+        if nxt is None:
             return None
-        path = path[1:]
+        obj, path = nxt, path[1:]
     m = inspect.getattr_static(obj, path[0], None) if inspect.isclass(obj) else getattr(obj, path[0], None)
     m = m.__func__ if isinstance(m, staticmethod) else m
     if not _ours(m):

@@ -78,9 +78,9 @@ def test_kip1289_rows_proposed_and_disabled_at_share_version_1():
                     ("TX_PENDING", "txn-commit-reject", "ARCHIVED"), ("TX_PENDING", "txn-abort", "ACQUIRED"),
                     ("TX_PENDING", "lock-expired", "ACQUIRED")}
     assert all(r.kip == "KIP-1289" for r in sr.TABLE.rows if r.status == "proposed")
-    m1 = Machine(sr.TABLE, "k", lambda **_: None, enabled=sr.enabled(1), state="ACQUIRED")
+    m1 = Machine(sr.TABLE, "k", lambda **_: None, enabled=sr.enabled(False), state="ACQUIRED")
     assert not m1.can("txn-stage")
-    m2 = Machine(sr.TABLE, "k", lambda **_: None, enabled=sr.enabled(2), state="ACQUIRED")
+    m2 = Machine(sr.TABLE, "k", lambda **_: None, enabled=sr.enabled(True), state="ACQUIRED")
     assert m2.can("txn-stage") and m2.fire("txn-stage") == "TX_PENDING"
 
 

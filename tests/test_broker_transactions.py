@@ -14,6 +14,7 @@ from kipviz.broker import Acl, Cluster, InvalidTransition, Machine, served_versi
 from kipviz.broker.tables import transaction as txn_table
 from kipviz.codec.fit import complete_body
 from kipviz.records import decode_internal, read_batches, transaction_coordinator_partition
+from kipviz.schema import events as ev
 from kipviz.schema import registry
 from kipviz.schema.error_codes import CODE
 
@@ -702,10 +703,9 @@ def test_check_produce_skips_the_coordinator_while_the_leader_holds_the_open_tra
     pid, ep = r["ProducerId"], r["ProducerEpoch"]
     add_error(cluster, "app", pid, ep, {"orders": [0]})
     produce_directly(cluster, "orders", 0, pid, ep, [(b"k", b"v")])
-    asked = len([e for e in cluster.events if e.kind == "Note" and e.detail.get("api") == "AddPartitionsToTxn"])
+    asked = len([e for e in cluster.events if isinstance(e, ev.PartitionAddedToTxn)])
     assert tx.check_produce("app", pid, ep, "orders", 0) == 0             # UnifiedLog.hasOngoingTransaction
-    assert len([e for e in cluster.events if e.kind == "Note"
-                and e.detail.get("api") == "AddPartitionsToTxn"]) == asked
+    assert len([e for e in cluster.events if isinstance(e, ev.PartitionAddedToTxn)]) == asked
     assert tx.check_produce("app", pid, ep + 1, "orders", 0) == E["INVALID_PRODUCER_EPOCH"]   # other epoch: asks
 
 

@@ -229,9 +229,8 @@ def test_proposed_state_changes_say_so():
 
 def test_markers_the_coordinator_sends_are_dotted_arrows_between_brokers():
     ev = Events()
-    ev.add(E.Note, text="WriteTxnMarkers COMMIT -> broker 1: orders-3", detail={
-        "api": "WriteTxnMarkers", "broker": 1, "coordinator": 2, "transactional_id": "tx-1", "topic": "orders",
-        "partition": 3, "marker": "COMMIT"})
+    ev.add(E.MarkerSent, broker=1, coordinator=2, transactional_id="tx-1", topic="orders", partition=3,
+           marker="COMMIT", producer_id=1, producer_epoch=0)
     svg = sequence_diagram(ev.events)
     (arrow,) = groups(svg, "kv-internal")
     assert group_text(arrow) == "WriteTxnMarkers COMMIT orders-3"

@@ -326,13 +326,12 @@ def _events():
     def add(cls, **kw):
         evs.append(cls(seq=len(evs), t=0, **kw))
     add(E.RequestReceived, broker=1, client="p", api="TxnShareAcknowledge", version=0, correlation_id=1, body={})
-    add(E.Note, text="AddPartitionsToTxn (broker-internal, KIP-1289 proposed) for __share_group_state-3",
-        detail={"api": "AddPartitionsToTxn", "status": "proposed", "kip": "KIP-1289", "coordinator": 2,
-                "partitions": [("__share_group_state", 3)], "verify_only": False})
+    add(E.ShareStatePartitionsAdded, transactional_id="tx", producer_id=1, producer_epoch=0,
+        partitions=(("__share_group_state", 3),), via="TxnShareAcknowledge", error_code=0, coordinator=2)
     add(E.ResponseSent, broker=1, client="p", api="TxnShareAcknowledge", version=0, correlation_id=1, body={},
         error_codes=())
-    add(E.Note, text="AddPartitionsToTxn v5 (add) for out-0 from Produce v13",
-        detail={"api": "AddPartitionsToTxn", "version": 5, "coordinator": 2, "topic": "out", "partition": 0})
+    add(E.PartitionAddedToTxn, version=5, verify_only=False, transactional_id="tx", producer_id=1, producer_epoch=0,
+        topic="out", partition=0, via="Produce v13", error_code=0, coordinator=2)
     add(E.RequestReceived, broker=2, client="p", api="TxnOffsetCommit", version=6, correlation_id=2, body={})
     add(E.ResponseSent, broker=2, client="p", api="TxnOffsetCommit", version=6, correlation_id=2, body={},
         error_codes=())

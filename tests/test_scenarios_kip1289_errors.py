@@ -23,6 +23,8 @@ NAMES = ["kip1289.case02_coordinator_unavailable", "kip1289.case03_zombie_produc
 SEEDS = [0, 1, 7, 2024]
 API = "TxnShareAcknowledge"
 TXN_SHARE_ACK_KEY = registry.api_key(registry.get("TxnShareAcknowledgeRequest"))
+# the broker-internal AddPartitionsToTxn a TxnShareAcknowledge sends (kipviz.broker.transactions)
+_REGISTERED = (ev.ShareStatePartitionsAdded, ev.ShareParticipantsAdded)
 
 
 def run(name, seed=0):
@@ -129,8 +131,8 @@ def test_case02_registration_errors_stage_nothing_then_abort_and_retry_commit(se
     for req, resp in pairs[:4]:
         assert resp.body["Responses"] == []
         assert record_moves(t, req.seq, resp.seq) == []
-    faults = [e for e in t.events if e.kind == "Note" and e.text.startswith("fault:")]
-    assert [f.detail["error"] for f in faults] == ["COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"] * 2
+    faults = [e for e in t.events if isinstance(e, ev.RegistrationFailed)]
+    assert [f.error for f in faults] == ["COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"] * 2
     assert t.result["exception"] == "RetriesExhaustedError" and t.result["producer_state"] == "IN_TRANSACTION"
     # the first transaction ends with ABORT on the output only: __share_group_state-N never joined it
     n = state_partition(t)
@@ -202,7 +204,7 @@ def _advertised(resp) -> bool:
 def test_case09_no_txn_share_acknowledge_bytes_until_share_version_2(seed):
     t = run("kip1289.case09_old_broker", seed)
     assert t.result["error"] == "UNSUPPORTED_VERSION" and t.result["exception"] == "UnsupportedVersionError"
-    upgrade = next(e for e in t.events if e.kind == "Note" and e.detail.get("feature") == "share.version")
+    upgrade = next(e for e in t.events if isinstance(e, ev.FeatureLevelChanged) and e.feature == "share.version")
     before = t.events[:upgrade.seq]
     # no request (nor any frame carrying the api key) before the feature is finalized
     assert not [e for e in before if e.kind == "RequestReceived" and e.api == API]
@@ -246,7 +248,7 @@ def test_case10_release_renew_gap_are_invalid_record_state_and_stage_nothing(see
     assert t.result["errors"] == {"RELEASE": ["INVALID_RECORD_STATE"], "RENEW": ["INVALID_RECORD_STATE"],
                                   "GAP": ["INVALID_RECORD_STATE"]}
     # __share_group_state-N joined no transaction until the valid request
-    joined = [e for e in t.events if e.kind == "Note" and e.detail.get("via") == API]
+    joined = [e for e in t.events if isinstance(e, _REGISTERED) and e.via == API]
     assert len(joined) == 1 and joined[0].seq > pairs[2][1].seq
     req, resp = pairs[3]
     assert {t_ for tp in req.body["Topics"] for p in tp["Partitions"] for b in p["AcknowledgementBatches"]
@@ -266,8 +268,7 @@ def test_case11_one_bad_partition_stages_nothing_on_either(seed):
                                                                     1: "INVALID_RECORD_STATE"}}]
     # nothing staged on either partition: no share-record move at all while it was handled
     assert record_moves(t, bad_req.seq, bad_resp.seq) == []
-    assert not [e for e in t.events if e.kind == "Note" and e.detail.get("via") == API
-                and e.seq < ok_req.seq]
+    assert not [e for e in t.events if isinstance(e, _REGISTERED) and e.via == API and e.seq < ok_req.seq]
     # in-1@2 had been rejected (ARCHIVED) on the plain path before; the retry leaves it out
     assert walk(t, 2, partition=1) == ["AVAILABLE", "ACQUIRED", "ARCHIVED"]
     requested = {(p["PartitionIndex"], o) for tp in ok_req.body["Topics"] for p in tp["Partitions"]

@@ -15,6 +15,8 @@ from kipviz.broker.share_txn import pending
 from kipviz.draw.animate import animation
 from kipviz.draw.record_strip import record_strip
 from kipviz.eos import AT_LEAST_ONCE, VIOLATION, check_share_eos
+from kipviz.scenarios.kip1289_faults import resolved_nothing
+from kipviz.schema import events as ev
 from kipviz.schema.events import BrokerCrashed
 
 NAMES = ["kip1289.happy_commit", "kip1289.happy_abort", "kip1289.case01_broker_crash_tx_pending",
@@ -40,8 +42,9 @@ def offset(e) -> int:
     return int(e.key.rpartition("@")[2])
 
 
-def notes(t, text):
-    return [e for e in t.events if e.kind == "Note" and text in e.text]
+def nothing(t):
+    """The KIP-1289 markers that resolved nothing where they arrived."""
+    return resolved_nothing(t, 0)
 
 
 def eos(t, allowed, group="sg", output="out"):
@@ -89,8 +92,8 @@ def test_happy_commit_accept_acknowledged_reject_archived_output_visible_once():
                       (3, "TX_PENDING", "ARCHIVED", "txn-commit-reject")]
     assert sorted(t.result["output"]) == SOURCES[:3] and t.result["dlq"] == SOURCES[3:]
     # the staging registered __share_group_state-N through the broker-internal AddPartitionsToTxn
-    assert notes(t, f"for {t.result['share_state_partition'][0]}-{t.result['share_state_partition'][1]} "
-                    "from TxnShareAcknowledge")
+    assert [e for e in t.events if isinstance(e, ev.ShareStatePartitionsAdded) and e.via == "TxnShareAcknowledge"
+            and e.partitions == (tuple(t.result["share_state_partition"]),)]
     assert t.result["eos"].stats["acknowledged"] == 3 and t.result["eos"].stats["archived"] == 1
 
 
@@ -123,7 +126,7 @@ def test_case01_state_reloaded_then_second_delivery_and_the_commit_resolves_noth
     assert {e.cause for e in moves if crash < e.seq < first_redelivery.seq} == {"state-reloaded"}
     # the first transaction's COMMIT marker on __share_group_state-N resolved nothing: the scenario
     # co-locates it with in-0 (KIP-1289 as written needs that), so the marker waited for the restart
-    said = [e.text for e in notes(t, "resolved nothing")]
+    said = [e.reason for e in nothing(t)]
     assert t.result["share_state_leader"] == t.result["crashed"]
     assert len(said) == 1 and "no-op by state" in said[0]
     assert sorted(t.result["output"]) == sorted(SOURCES * 2)
@@ -133,9 +136,10 @@ def test_case_12_moves_the_leader_and_the_marker_resolves_nothing_until_the_lock
     t = run("kip1289.case12_leader_change_share_state")
     (old, old_epoch), (new, new_epoch) = t.result["old_leader"], t.result["new_leader"]
     assert old != new and new_epoch == old_epoch + 1
-    (said,) = notes(t, "resolved nothing")
-    assert f"leader epoch {old_epoch}, the leader is now at {new_epoch}" in said.text
-    assert "corner case 12" in said.text and said.detail["unreached"][0]["reason"] == "leader-change"
+    (said,) = nothing(t)
+    u = said.unreached[0]
+    assert (u.staged_state_leader_epoch, u.state_leader_epoch) == (old_epoch, new_epoch)
+    assert u.reason == "leader-change" and "corner case 12" in said.text
     pairs = [(offset(e), e.from_state, e.to_state, e.cause) for e in record_moves(t) if e.seq > said.seq]
     assert pairs[:8] == [x for o in range(4) for x in ((o, "TX_PENDING", "ACQUIRED", "lock-expired"),
                                                        (o, "ACQUIRED", "AVAILABLE", "lock-expired"))]
@@ -167,14 +171,14 @@ def test_case05_the_second_marker_changes_nothing_by_state_then_by_epoch():
     for i in resent:
         body = t.events[i].body["Markers"][0]
         assert (body["ProducerId"], body["ProducerEpoch"], body["TransactionResult"]) == \
-            (m["producer_id"], m["producer_epoch"], True)
+            (m.producer_id, m.producer_epoch, True)
         after = next(j for j in range(i, len(t.events)) if t.events[j].kind == "ResponseSent")
         resp, between = t.events[after], t.events[i:after]
         assert resp.api == "WriteTxnMarkers" and resp.error_codes == ()
         # the duplicate is written (a COMMIT control batch on __share_group_state-N) but moves no record
         assert not [e for e in between if e.kind == "StateChanged"]
         assert [e.topic for e in between if e.kind == "RecordAppended" and e.control] == ["__share_group_state"]
-    said = [e.text for e in notes(t, "resolved nothing")]
+    said = [e.reason for e in nothing(t)]
     assert len(said) == 2 and "no-op by state" in said[0] and "no-op by epoch" in said[1]
     commits = [offset(e) for e in record_moves(t) if e.cause == "txn-commit-accept"]
     assert commits == [0, 1, 2, 3]                   # each record committed once, by its own marker
@@ -191,7 +195,7 @@ def test_case06_lock_expiry_reverts_tx_pending_to_acquired_then_available_and_th
     again = [e for e in record_moves(t) if e.cause == "acquire"][4:]
     assert {e.t for e in again} == {lock}             # worker B re-acquired them at once
     assert t.result["fenced"] == "PRODUCER_FENCED" and t.result["redelivered"] == [0, 1, 2, 3]
-    late_abort = [e for e in notes(t, "ABORT marker") if "resolved nothing" in e.text]
+    late_abort = [e for e in nothing(t) if not e.commit]
     assert len(late_abort) == 1 and late_abort[0].t > lock
 
 
@@ -231,8 +235,8 @@ def test_case13_held_marker_lock_reverts_and_the_late_abort_is_a_no_op():
     lock = t.cluster.config.group_share_record_lock_duration_ms
     expired = [e for e in record_moves(t) if e.cause == "lock-expired"]
     assert prep.t < lock and expired[0].t == lock and done.seq > expired[-1].seq
-    (late,) = [e for e in notes(t, "resolved nothing")]
-    assert "ABORT" in late.text and "no-op by state" in late.text and prep.seq < late.seq < done.seq
+    (late,) = nothing(t)
+    assert not late.commit and "no-op by state" in late.reason and prep.seq < late.seq < done.seq
     assert not [e for e in record_moves(t) if e.cause in ("txn-abort", "txn-commit-reject")]
     assert [offset(e) for e in record_moves(t) if e.cause == "txn-commit-accept"] == [0, 1, 2, 3]
 

@@ -15,6 +15,7 @@ from kipviz.broker import Cluster
 from kipviz.broker.config import SHARE_MARKER_ROUTINGS
 from kipviz.eos import AT_LEAST_ONCE, VIOLATION, check_share_eos
 from kipviz.scenarios.kip1289_errors import share_commit_run, share_state_partition
+from kipviz.schema import events as ev
 
 NAMES = ["kip1289.marker_colocated", "kip1289.marker_not_colocated", "kip1289.marker_forwarded",
          "kip1289.marker_participants", "kip1289.marker_participants_state_leader_change",
@@ -29,7 +30,12 @@ def run(name, seed=0, **settings):
 
 
 def step_notes(t, step):
-    return [e for e in t.events if e.kind == "Note" and e.detail.get("step") == step]
+    """The broker's typed events of one KIP-1289 step (STEPS)."""
+    return [e for e in t.events if isinstance(e, STEPS[step])]
+
+
+STEPS = {"share-ack-staged": ev.ShareAckStaged, "marker-resolve": ev.MarkerResolved,
+         "marker-forward": ev.MarkerForwarded, "marker-unreached": ev.MarkerUnreached}
 
 
 def moves(t, cause=None):
@@ -85,8 +91,8 @@ def test_every_check_passes_for_any_seed(name, seed):
 def test_colocated_resolves_on_the_share_partitions_leader():
     t = run("kip1289.marker_colocated")
     (staged,) = step_notes(t, "share-ack-staged")
-    (done,) = [n for n in step_notes(t, "marker-resolve") if n.detail["records"]]
-    assert staged.detail["broker"] == done.detail["broker"] == done.detail["marker_broker"] == t.result["share_leader"]
+    (done,) = [n for n in step_notes(t, "marker-resolve") if n.records]
+    assert staged.broker == done.broker == done.marker_broker == t.result["share_leader"]
     assert len(moves(t, "txn-commit-accept")) == 4 and t.result["eos"].ok and not t.result["eos"].violations
 
 
@@ -94,13 +100,13 @@ def test_not_colocated_leaves_the_records_tx_pending_and_says_which_broker_saw_w
     t = run("kip1289.marker_not_colocated")
     staged = step_notes(t, "share-ack-staged")
     missed = step_notes(t, "marker-unreached")
-    assert staged[0].detail["broker"] == t.result["share_leader"] == 0
-    first = missed[0].detail
-    assert first["broker"] == first["marker_broker"] == t.result["state_leader"] == 1
-    assert first["unreached"] == [{"group": "sg", "topic": "in", "partition": 0, "offsets": [0, 1, 2, 3],
-                                   "leader": 0, "reason": "not-colocated",
-                                   "staged_state_leader_epoch": first["unreached"][0]["staged_state_leader_epoch"],
-                                   "state_leader_epoch": first["unreached"][0]["state_leader_epoch"]}]
+    assert staged[0].broker == t.result["share_leader"] == 0
+    first = missed[0]
+    assert first.broker == t.result["state_leader"] == 1 and first.routing == "page"
+    (u,) = first.unreached
+    assert u == ev.Unreached(group="sg", topic="in", partition=0, offsets=(0, 1, 2, 3), leader=0,
+                             reason="not-colocated", staged_state_leader_epoch=u.staged_state_leader_epoch,
+                             state_leader_epoch=u.state_leader_epoch)
     assert "led by broker 0, not by broker 1" in missed[0].text
     # no marker ever resolved anything: every staging ended by the lock
     assert not moves(t, "txn-commit-accept") and not step_notes(t, "marker-resolve")
@@ -115,9 +121,9 @@ def test_not_colocated_leaves_the_records_tx_pending_and_says_which_broker_saw_w
 def test_forwarded_resolves_on_the_share_partitions_leader_after_the_forward():
     t = run("kip1289.marker_forwarded")
     (fwd,) = step_notes(t, "marker-forward")
-    (done,) = [n for n in step_notes(t, "marker-resolve") if n.detail["records"]]
-    assert fwd.detail["marker_broker"] == 1 and fwd.detail["broker"] == 0 and fwd.detail["suggestion"] == "kit"
-    assert done.detail["broker"] == 0 and done.detail["forwarded_by"] == 1 and fwd.seq < done.seq
+    (done,) = [n for n in step_notes(t, "marker-resolve") if n.records]
+    assert fwd.marker_broker == 1 and fwd.broker == 0 and fwd.suggestion == "kit"
+    assert done.broker == 0 and done.forwarded_by == 1 and fwd.seq < done.seq
     assert "kit's suggestion, not KIP-1289" in fwd.text and "kit's suggestion, not KIP-1289" in done.text
     assert not step_notes(t, "marker-unreached")
     assert t.result["eos"].ok and not t.result["eos"].violations
@@ -131,9 +137,8 @@ def test_the_same_layout_without_the_option_is_the_not_colocated_outcome():
 
 
 def _participant_notes(t):
-    return ([e for e in t.events if e.kind == "Note" and e.detail.get("step") == "share-participant-added"],
-            [e for e in t.events if e.kind == "Note" and e.detail.get("api") == "WriteTxnMarkers"
-             and e.detail.get("share_participant")])
+    return ([e for e in t.events if isinstance(e, ev.ShareParticipantsAdded)],
+            [e for e in t.events if isinstance(e, ev.ShareMarkerSent)])
 
 
 def participants_trace():
@@ -145,19 +150,18 @@ def test_participants_registers_the_share_partition_and_marks_it_on_its_leader()
     t = run("kip1289.marker_participants")
     (added,), (sent,) = _participant_notes(t)
     (staged,) = step_notes(t, "share-ack-staged")
-    (done,) = [n for n in step_notes(t, "marker-resolve") if n.detail["records"]]
+    (done,) = [n for n in step_notes(t, "marker-resolve") if n.records]
     tid = str(t.cluster.topics.get("in").topic_id)
     # registered by the share-partition leader, before the staging, in the staging's request
-    assert added.detail["share_participants"] == [("sg", tid, 0)] and added.detail["broker"] == 0
-    assert added.detail["api"] == "AddPartitionsToTxn" and added.seq < staged.seq
-    assert sent.detail["broker"] == 0 == t.result["share_leader"] != t.result["state_leader"]
-    assert done.detail["broker"] == 0 and done.detail["routing"] == "participants" and sent.seq < done.seq
+    assert added.share_participants == (("sg", tid, 0),) and added.broker == 0
+    assert added.error_code == 0 and added.seq < staged.seq
+    assert sent.broker == 0 == t.result["share_leader"] != t.result["state_leader"]
+    assert done.broker == 0 and done.routing == "participants" and sent.seq < done.seq
     for e in (added, sent, done):
-        assert e.detail["suggestion"] == "kit" and "kit's suggestion, not KIP-1289" in e.text
+        assert e.suggestion == "kit" and "kit's suggestion, not KIP-1289" in e.text
     # the page's own marker on __share_group_state-N is still written, and resolves nothing itself
-    state = [e for e in t.events if e.kind == "Note" and e.detail.get("api") == "WriteTxnMarkers"
-             and e.detail.get("topic") == "__share_group_state"]
-    assert [e.detail["broker"] for e in state] == [1]
+    state = [e for e in t.events if isinstance(e, ev.MarkerSent) and e.topic == "__share_group_state"]
+    assert [e.broker for e in state] == [1]
     assert not step_notes(t, "marker-forward") and not step_notes(t, "marker-unreached")
     assert len(moves(t, "txn-commit-accept")) == 4 and t.result["eos"].ok and not t.result["eos"].violations
     # the coordinator forgets the participants with the transaction
@@ -186,9 +190,9 @@ def test_participants_close_case_12_but_not_a_share_leader_change():
     page = scenarios.run("kip1289.marker_participants_state_leader_change", share_marker_routing="page")
     assert not page.passed and not moves(page, "txn-commit-accept") and step_notes(page, "marker-unreached")
     t = run("kip1289.marker_participants_leader_change")
-    (nothing,) = [n for n in step_notes(t, "marker-resolve") if n.detail.get("share_participant")
-                  and not n.detail["records"]]
-    assert nothing.detail["broker"] == 1 and "no-op by state" in nothing.text and "corner case 1" in nothing.text
+    (nothing,) = [n for n in step_notes(t, "marker-resolve") if n.participant
+                  and not n.records]
+    assert nothing.broker == 1 and "no-op by state" in nothing.text and "corner case 1" in nothing.text
     r = eos(t.events, True)
     assert r.ok and r.windows() == {1: 4}
     assert not eos(t.events, False).ok
@@ -209,7 +213,7 @@ def test_a_share_participant_whose_leader_is_down_is_retried_until_it_is_back():
     c.advance(c.txns.marker_retry_backoff_ms)
     assert c.txns.state_of("tx-worker") == "CompleteCommit"
     (_, sent) = _participant_notes(t)
-    assert [e.detail["broker"] for e in sent] == [0] and not moves(t, "txn-commit-accept")
+    assert [e.broker for e in sent] == [0] and not moves(t, "txn-commit-accept")
 
 
 # ---- the exactly-once checker --------------------------------------------------------------------------------
@@ -231,7 +235,7 @@ def test_without_the_routing_notes_the_same_run_would_look_like_case_12():
     """The verdict comes from the broker's note, not from the record moves alone: drop the notes and
     the lost stagings match the KIP's documented case-12 pattern (the checker is not vacuous)."""
     t = run("kip1289.marker_not_colocated")
-    blind = [e for e in t.events if not (e.kind == "Note" and e.detail.get("step") == "marker-unreached")]
+    blind = [e for e in t.events if not isinstance(e, ev.MarkerUnreached)]
     r = eos(blind, True)
     dups = [v for v in r.violations if v["kind"] == "duplicate-output"]
     assert dups and all(v["classification"] == AT_LEAST_ONCE and v["case"] == 12 for v in dups)
@@ -240,16 +244,15 @@ def test_without_the_routing_notes_the_same_run_would_look_like_case_12():
 def test_case_12_stays_the_kips_window():
     t = run("kip1289.case12_leader_change_share_state")
     (missed,) = step_notes(t, "marker-unreached")
-    assert missed.detail["unreached"][0]["reason"] == "leader-change" and "corner case 12" in missed.text
+    assert missed.unreached[0].reason == "leader-change" and "corner case 12" in missed.text
     r = eos(t.events, True)
     assert r.ok and r.windows() == {12: 4}
 
 
 def test_the_unreached_note_is_ignored_for_other_groups():
     t = run("kip1289.marker_not_colocated")
-    other = [dataclasses.replace(e, detail={**e.detail, "unreached": [{**u, "group": "other"}
-                                                                       for u in e.detail["unreached"]]})
-             if e.kind == "Note" and e.detail.get("step") == "marker-unreached" else e for e in t.events]
+    other = [dataclasses.replace(e, unreached=tuple(u._replace(group="other") for u in e.unreached))
+             if isinstance(e, ev.MarkerUnreached) else e for e in t.events]
     r = eos(other, True)
     assert {v["case"] for v in r.violations if v["kind"] == "duplicate-output"} == {12}
 
@@ -267,9 +270,9 @@ def test_a_commit_resolves_the_staging_iff_colocated_forwarded_or_participants(s
     state_leader = c.topics.partition(*share_state_partition(t)).leader
     works = share_leader == state_leader or routing in KIT
     assert t.passed == works, [f.description for f in t.failures()]
-    done = [n for n in step_notes(t, "marker-resolve") if n.detail["records"]]
-    assert [n.detail["broker"] for n in done] == ([share_leader] if works else [])
-    assert all(bool(n.detail.get("share_participant")) == (routing == "participants") for n in done)
+    done = [n for n in step_notes(t, "marker-resolve") if n.records]
+    assert [n.broker for n in done] == ([share_leader] if works else [])
+    assert all(bool(n.participant) == (routing == "participants") for n in done)
     assert bool(step_notes(t, "marker-unreached")) == (not works)
 
 

@@ -26,6 +26,7 @@ from .authorizer import Authorizer
 from .clock import VirtualClock
 from .config import SHARE_MARKER_ROUTINGS, ClusterConfig, served_versions
 from .delayed import Delayed
+from .features import Features
 from .groups import GroupCoordinator
 from .handlers import CLOSE, DEFERRED, HANDLERS, Request, api_versions, load_all
 from .machine import Machine
@@ -53,6 +54,8 @@ class Cluster:
             raise ValueError(f"share_marker_routing {cfg.share_marker_routing!r} is not one of "
                              f"{', '.join(SHARE_MARKER_ROUTINGS)}")
         self.config = cfg
+        # the finalized feature levels: state, changed only by features.finalize (UpdateFeatures)
+        self.features = Features(self, cfg.bootstrap_levels())
         self.seed = seed                         # the cluster id, topic ids and member ids follow from it
         self.rng = random.Random(seed)
         self.clock = VirtualClock(start_ms)
@@ -405,7 +408,7 @@ class Cluster:
         self._name_connection(client, req["header"])
         self.emit(ev.RequestReceived, broker=broker, client=client, api=api, version=version,
                   correlation_id=cid, body=req["body"], frame=bytes(frame))
-        served = served_versions(api, self.config)
+        served = served_versions(api, self.config, self.features)
         if broker in self.down:
             return "close", b""
         if served is None or not served[0] <= version <= served[1] or api not in HANDLERS:

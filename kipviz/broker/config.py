@@ -62,7 +62,10 @@ class ClusterConfig:
     transaction_remove_expired_interval_ms: int = 3600000
     default_partitions: int = 1
     auto_create_topics: bool = False
-    share_version: int = 1                 # share.version feature; 2 switches on KIP-1289 (proposed)
+    share_version: int = 1                 # share.version feature at the start; 2 switches on KIP-1289 (proposed)
+    # The proposals whose code the model may run in this run (kipviz.broker.features: each is on
+    # while its feature level is finalized). Fixed for a run.
+    proposed_kips: frozenset[str] = frozenset({"KIP-1289"})
     # KIP-1289 (proposed): which share partitions a WriteTxnMarkers on __share_group_state-N
     # resolves -- one of SHARE_MARKER_ROUTINGS. "page" is the KIP as written; the others are the
     # kit's suggestions for what the KIP would need, never on unless a run asks for them.
@@ -137,16 +140,29 @@ class ClusterConfig:
             return self.advertised_listeners[broker]
         return f"broker-{broker}", 9092
 
+    def enabled(self, kip: str) -> bool:
+        """Whether the model may run proposal `kip`'s code in this run (fixed for the run; whether it
+        is on now also needs its feature level: kipviz.broker.features: Features.on)."""
+        return kip in self.proposed_kips
+
+    def bootstrap_levels(self) -> dict[str, int]:
+        """The finalized feature levels a cluster starts with (its bootstrap metadata)."""
+        return {"transaction.version": self.transaction_version, "share.version": self.share_version}
+
     def proposals(self) -> frozenset[str]:
-        """APIs whose *proposed* versions are served: KIP-1289's RPC needs share.version >= 2."""
-        return frozenset({"TxnShareAcknowledge"}) if self.share_version >= 2 else frozenset()
+        """APIs whose *proposed* versions are served at the starting feature levels (a running
+        cluster's: Cluster.features.proposed_apis())."""
+        from .features import proposed_apis
+        return proposed_apis(self, self.bootstrap_levels())
 
 
-def served_versions(api: str, config: ClusterConfig) -> tuple[int, int] | None:
-    """(min, max) of an API's request versions the brokers accept, or None if not served."""
+def served_versions(api: str, config: ClusterConfig, features=None) -> tuple[int, int] | None:
+    """(min, max) of an API's request versions the brokers accept, or None if not served; with a
+    cluster's `features` (kipviz.broker.features.Features) at its finalized levels now, else at the
+    configuration's starting levels."""
     if api in config.api_versions:
         return config.api_versions[api]
-    return _served(api, config.release, config.proposals())
+    return _served(api, config.release, config.proposals() if features is None else features.proposed_apis())
 
 
 @lru_cache(maxsize=1024)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..schema.events import StateChanged
+from ..schema.events import AcquisitionLockExpired, SharePartitionReloaded, StateChanged
 from ..schema.topics import SHARE_GROUP_STATE
 from .tables import share_record as sr
 
@@ -43,7 +43,7 @@ EMPTY_MEMBER = "AAAAAAAAAAAAAAAAAAAAAA"   # Uuid.ZERO_UUID.toString()
 TXN_ACK_EVENTS = {1: "txn-commit-accept", 3: "txn-commit-reject"}
 
 
-# (state, event, share.version) -> the share-record table's row (SharePartition._moves)
+# (state, event, KIP-1289 on) -> the share-record table's row (SharePartition._moves)
 _ROWS: dict[tuple, object] = {}
 _OWNED = (sr.ACQUIRED, sr.TX_PENDING)       # the states in which a record keeps its member
 
@@ -91,7 +91,7 @@ class SharePartition:
         return self.cluster.config.group_share_record_lock_duration_ms
 
     def _enabled(self):
-        return sr.enabled(self.cluster.config.share_version)
+        return sr.enabled(self.cluster.features.on("KIP-1289"))
 
     def key(self, offset: int) -> str:
         return f"{self._key_prefix}{offset}"
@@ -105,7 +105,7 @@ class SharePartition:
         a list of one event per offset. One StateChanged each, with consecutive seqs; a run of
         offsets is moved in one call because this is the hot path of long runs (three moves per
         record)."""
-        records, prefix, version = self.records, self._key_prefix, self.cluster.config.share_version
+        records, prefix, version = self.records, self._key_prefix, self.cluster.features.on("KIP-1289")
         c = self.cluster
         events = c.events
         append = events.append
@@ -247,8 +247,8 @@ class SharePartition:
                 self._move(o, self._release_event(o, "lock-expired"))
                 moved.append(o)
         if moved:
-            self.cluster.note(f"acquisition lock expired on {self.topic}-{self.partition}",
-                              group=self.group_id, offsets=moved)
+            self.cluster.emit(AcquisitionLockExpired, group=self.group_id, topic=self.topic,
+                              partition=self.partition, offsets=tuple(moved))
             batches = self.state_batches(moved)
             self._advance_spso()
             self.cluster.shares.persist(self, batches)
@@ -329,7 +329,7 @@ class SharePartition:
     def stage(self, planned: list[tuple[int, str]], producer_id: int, producer_epoch: int) -> None:
         """ACQUIRED -> TX_PENDING (txn-stage), remembering the staging producer id/epoch. The
         acquisition lock keeps running (corner case 6); nothing is persisted (corner case 1)."""
-        leader_epoch, now, records = self._state_leader_epoch(), self.cluster.now, self.records
+        leader_epoch, now, records = self.state_leader_epoch(), self.cluster.now, self.records
         self._moves([o for o, _ in planned], "txn-stage")
         for o, event in planned:
             rec = records[o]
@@ -345,7 +345,9 @@ class SharePartition:
                 self.group_id, self.topic_id, self.partition, self.cluster.config.share_state_topic_partitions)
         return self.cluster.topics.partition(SHARE_GROUP_STATE, n)
 
-    def _state_leader_epoch(self) -> int:
+    def state_leader_epoch(self) -> int:
+        """The leader epoch of this share partition's __share_group_state-N now (-1 if it has no
+        log): KIP-1289 stamps each staging with it (corner case 12)."""
         log = self._state_log()
         return log.leader_epoch if log is not None else -1
 
@@ -359,7 +361,7 @@ class SharePartition:
         any_state_epoch: the marker was addressed to this share partition itself (share_marker_routing
         "participants", the kit's suggestion), so a later __share_group_state-N leader does not hide
         the staging (no case-12 filter)."""
-        leader_epoch = None if any_state_epoch else self._state_leader_epoch()
+        leader_epoch = None if any_state_epoch else self.state_leader_epoch()
         hit = [o for o in range(self.spso, self.end)
                if (r := self.records.get(o)) is not None and r.state == sr.TX_PENDING and r.staged_pid == producer_id
                and (producer_epoch is None or producer_epoch > r.staged_epoch)
@@ -416,10 +418,8 @@ class SharePartition:
         self.state_epoch += 1
         self.offline = False
         self._advance_spso()
-        self.cluster.note(f"share partition {self.group_id}/{self.topic}-{self.partition} reloaded from "
-                          f"__share_group_state after {why}: {len(lost)} in-flight record(s) back to AVAILABLE",
-                          group=self.group_id, topic=self.topic, partition=self.partition, offsets=lost,
-                          spso=self.spso, state_epoch=self.state_epoch)
+        self.cluster.emit(SharePartitionReloaded, group=self.group_id, topic=self.topic, partition=self.partition,
+                          why=why, offsets=tuple(lost), spso=self.spso, state_epoch=self.state_epoch)
         return lost
 
     def release_member(self, member: str) -> list[int]:

@@ -21,7 +21,7 @@ Staging (`stage`, the share-partition leader's side of TxnShareAcknowledge), in 
    fails, no partition changes; the partitions that would have succeeded answer
    OPERATION_NOT_ATTEMPTED (interpretation: the KIP only says "rolled back").
 5. broker-internal AddPartitionsToTxn of the __share_group_state-N partition(s) of the
-   acknowledged share partitions (TransactionCoordinator.add_share_state_partitions); an error
+   acknowledged share partitions (kipviz.broker.share_txn_coordinator: add_state_partitions); an error
    there is the top-level error and nothing is staged (corner case 2).
 6. ACQUIRED -> TX_PENDING (txn-stage) with the staging (producer id, epoch) on each record.
 
@@ -30,11 +30,11 @@ broker that received the marker, N's leader). As the KIP is written (the KIP-128
 changed": the hook "broadcasts to all SharePartition instances on that broker";
 config.share_marker_routing "page", the default) only the share partitions THAT broker leads are
 reached; a share partition led elsewhere keeps its records TX_PENDING until the lock expires
-(scenario kip1289.marker_not_colocated; a Note of step "marker-unreached" names it). With
+(scenario kip1289.marker_not_colocated; a MarkerUnreached event names it). With
 "forward-to-leader" -- the kit's suggestion, not the KIP's -- the broker forwards the marker to
 each share partition's leader. With "participants" -- also the kit's suggestion -- the
 transaction coordinator tracks the share partitions themselves (registered at staging,
-TransactionCoordinator.add_share_participants) and sends their markers to each one's current
+ShareTransactions.add_participants) and sends their markers to each one's current
 leader (`on_participant_marker`); the hook on __share_group_state-N then resolves nothing. A
 reached share partition whose state lives in partition N resolves
 the TX_PENDING records staged by that producer id with an epoch below the marker's (TV2 markers
@@ -47,9 +47,9 @@ expiry) -- SharePartition._expire, corner case 6."""
 from __future__ import annotations
 
 from ..records import share_coordinator_partition
+from ..schema import events as ev
 from ..schema.error_codes import CODE
 from ..schema.topics import SHARE_GROUP_STATE as SHARE_STATE_TOPIC
-from .config import KIT_SUGGESTION
 from .share_partition import AckError
 
 OPERATION_NOT_ATTEMPTED = CODE["OPERATION_NOT_ATTEMPTED"]
@@ -86,7 +86,7 @@ def stage(cluster, *, broker: int, principal: str, transactional_id: str | None,
         return StageResult(CODE["INVALID_REQUEST"], "TransactionalId, GroupId and MemberId are required.")
     if len(set(keys)) != len(keys):
         return StageResult(CODE["INVALID_REQUEST"], "A topic partition appears more than once.")
-    if cluster.config.transaction_version < 2:
+    if cluster.features.level("transaction.version") < 2:
         return StageResult(CODE["UNSUPPORTED_VERSION"], "KIP-1289 needs transaction.version >= 2.")
     if not cluster.authorized(principal, "TRANSACTIONAL_ID", transactional_id, "WRITE"):
         return StageResult(CODE["TRANSACTIONAL_ID_AUTHORIZATION_FAILED"])
@@ -98,7 +98,7 @@ def stage(cluster, *, broker: int, principal: str, transactional_id: str | None,
             return StageResult(CODE["TOPIC_AUTHORIZATION_FAILED"])
     # 2. producer fencing at the transaction coordinator
     txns = cluster.txns
-    err = txns.check_share_ack_producer(transactional_id, producer_id, producer_epoch)
+    err = txns.share.check_producer(transactional_id, producer_id, producer_epoch)
     if err:
         return StageResult(err, "The producer id/epoch is not the transactional id's current one.")
     # 3. the share-group member
@@ -139,18 +139,17 @@ def stage(cluster, *, broker: int, principal: str, transactional_id: str | None,
             if not out["ErrorCode"]:
                 out["ErrorCode"] = OPERATION_NOT_ATTEMPTED
                 out["ErrorMessage"] = "Not staged: another partition of this request failed (all or nothing)."
-        cluster.note("TxnShareAcknowledge rejected, nothing staged (KIP-1289, proposed)", group=group_id,
-                     member=member_id, transactional_id=transactional_id, status=STATUS, kip=KIP)
+        cluster.emit(ev.ShareAckRejected, group=group_id, member=member_id, transactional_id=transactional_id)
         return res
     # 5. register the share-state partition(s) in the transaction
     state_parts = sorted({(SHARE_STATE_TOPIC, _state_partition(cluster, group_id, sp.topic_id, sp.partition))
                           for sp, planned in plans if planned})
     if state_parts:
-        err = txns.add_share_state_partitions(transactional_id, producer_id, producer_epoch, state_parts)
+        err = txns.share.add_state_partitions(transactional_id, producer_id, producer_epoch, state_parts)
         if err:
             return StageResult(err, "Registering the share-state partition in the transaction failed.")
     if cluster.config.share_marker_routing == "participants":      # the kit's suggestion, not KIP-1289
-        err = txns.add_share_participants(transactional_id, producer_id, producer_epoch,
+        err = txns.share.add_participants(transactional_id, producer_id, producer_epoch,
                                           [(group_id, sp.topic_id, sp.partition) for sp, planned in plans if planned],
                                           broker=broker)
         if err:
@@ -159,10 +158,9 @@ def stage(cluster, *, broker: int, principal: str, transactional_id: str | None,
     for sp, planned in plans:
         sp.stage(planned, producer_id, producer_epoch)
         res.staged += len(planned)
-    cluster.note(f"TxnShareAcknowledge staged {res.staged} record(s) in TX_PENDING (KIP-1289, proposed)",
-                 group=group_id, member=member_id, transactional_id=transactional_id, producer_id=producer_id,
-                 producer_epoch=producer_epoch, records=res.staged, state_partitions=state_parts,
-                 broker=broker, step="share-ack-staged", status=STATUS, kip=KIP)
+    cluster.emit(ev.ShareAckStaged, group=group_id, member=member_id, transactional_id=transactional_id,
+                 producer_id=producer_id, producer_epoch=producer_epoch, records=res.staged,
+                 state_partitions=tuple(state_parts), broker=broker)
     return res
 
 
@@ -186,7 +184,7 @@ def on_marker(cluster, partition: int, producer_id: int, commit: bool, producer_
     expires (kip1289.marker_not_colocated). "forward-to-leader" (the kit's suggestion, not the KIP's)
     forwards the marker to each share partition's leader, which resolves its own.
     A share partition whose leader is down (offline) has lost its in-memory TX_PENDING state: the
-    marker resolves nothing there (corner case 1). Every Note says which broker resolved what, and a
+    marker resolves nothing there (corner case 1). Every MarkerResolved says which broker resolved what, and a
     marker that resolves nothing says why. "participants" (the kit's suggestion): nothing here --
     the coordinator's own markers for the share partitions do it (on_participant_marker)."""
     shares = cluster.__dict__.get("shares")
@@ -201,10 +199,8 @@ def on_marker(cluster, partition: int, producer_id: int, commit: bool, producer_
     for (gid, tid, p), sp in list(shares.partitions.items()):
         if _state_partition(cluster, gid, tid, p) == partition:
             by_leader.setdefault(_leader_of(cluster, sp), []).append(sp)
-    marker = "COMMIT" if commit else "ABORT"
-    where = f"{SHARE_STATE_TOPIC}-{partition}"
     base = dict(partition=partition, producer_id=producer_id, producer_epoch=producer_epoch, commit=commit,
-                marker_broker=receiver, routing=routing, status=STATUS, kip=KIP)
+                marker_broker=receiver, routing=routing)
     others = sorted((b for b in by_leader if b != receiver), key=lambda b: (b is None, b or 0))
     unreached = []
     if routing == "page":           # share partitions led elsewhere are not reached
@@ -214,27 +210,25 @@ def on_marker(cluster, partition: int, producer_id: int, commit: bool, producer_
                 mine = [o for o in _staged_by(sp, producer_id)
                         if producer_epoch is None or producer_epoch > sp.records[o].staged_epoch]
                 if mine:
-                    unreached.append({"group": sp.group_id, "topic": sp.topic, "partition": sp.partition,
-                                      "offsets": mine, "leader": b, "reason": _unreached_reason(sp, mine),
-                                      "staged_state_leader_epoch": sp.records[mine[0]].staged_state_leader_epoch,
-                                      "state_leader_epoch": sp._state_leader_epoch()})
+                    unreached.append(ev.Unreached(
+                        group=sp.group_id, topic=sp.topic, partition=sp.partition, offsets=tuple(mine), leader=b,
+                        reason=_unreached_reason(sp, mine),
+                        staged_state_leader_epoch=sp.records[mine[0]].staged_state_leader_epoch,
+                        state_leader_epoch=sp.state_leader_epoch()))
     mine_here = any(_staged_by(sp, producer_id) for sp in by_leader.get(receiver, []))
-    moved = _resolve_on(cluster, receiver, by_leader.get(receiver, []), marker, where, producer_id,
-                        producer_epoch, commit, base, via=None,
+    moved = _resolve_on(cluster, receiver, by_leader.get(receiver, []), producer_id, producer_epoch, commit,
+                        base, via=None,
                         quiet=bool(unreached) and not mine_here if routing == "page"
                         else not by_leader.get(receiver) and bool(others))
     if routing == "forward-to-leader":
         for b in others:
-            cluster.note(f"broker {receiver} forwards the {marker} marker of {where} to broker {b}, leader of "
-                         f"{_names(by_leader[b])} (share_marker_routing=forward-to-leader: {KIT_SUGGESTION}, "
-                         f"not KIP-1289)", step="marker-forward", **{**base, "broker": b}, suggestion="kit")
-            moved += _resolve_on(cluster, b, by_leader[b], marker, where, producer_id, producer_epoch, commit,
-                                 base, via=receiver)
+            cluster.emit(ev.MarkerForwarded, partition=partition, marker_broker=receiver, broker=b,
+                         share_partitions=_names(by_leader[b]), producer_id=producer_id,
+                         producer_epoch=producer_epoch, commit=commit)
+            moved += _resolve_on(cluster, b, by_leader[b], producer_id, producer_epoch, commit, base, via=receiver)
     if unreached:
-        said = "; ".join(_unreached_text(u, receiver, where) for u in unreached)
-        cluster.note(f"{marker} marker on {where} resolved nothing on broker {receiver} for {said} "
-                     f"(KIP-1289, proposed)", step="marker-unreached", **{**base, "broker": receiver},
-                     records=0, unreached=unreached)
+        cluster.emit(ev.MarkerUnreached, broker=receiver, partition=partition, producer_id=producer_id,
+                     producer_epoch=producer_epoch, commit=commit, routing=routing, unreached=tuple(unreached))
     return moved
 
 
@@ -254,22 +248,15 @@ def on_participant_marker(cluster, group_id: str, topic_id, partition: int, prod
     this suggestion does not close (persisting TX_PENDING would). Returns how many records moved."""
     shares = cluster.__dict__.get("shares")
     sp = shares.partitions.get((group_id, topic_id, partition)) if shares is not None else None
-    marker = "COMMIT" if commit else "ABORT"
     base = dict(group=group_id, topic=sp.topic if sp is not None else None, partition=partition,
                 producer_id=producer_id, producer_epoch=producer_epoch, commit=commit, broker=broker,
-                marker_broker=broker, routing="participants", share_participant=True, suggestion="kit",
-                status=STATUS, kip=KIP)
-    how = f"(share_marker_routing=participants: {KIT_SUGGESTION}, not KIP-1289)"
+                marker_broker=broker, routing="participants", participant=True)
     if sp is None:
-        cluster.note(f"{marker} marker for share partition {group_id}/{topic_id}-{partition} on broker {broker}: "
-                     f"no such share partition {how}", step="marker-resolve", records=0, **base)
+        cluster.emit(ev.MarkerResolved, records=0, missing=True, topic_id=str(topic_id), **base)
         return 0
     moved = [] if sp.offline else sp.resolve_txn(producer_id, producer_epoch, commit, any_state_epoch=True)
-    name = f"{group_id}/{sp.topic}-{partition}"
     if moved:
-        cluster.note(f"{marker} marker for share partition {name}: broker {broker}, its leader, resolved "
-                     f"{len(moved)} TX_PENDING record(s) {how} (KIP-1289, proposed)", step="marker-resolve",
-                     records=len(moved), offsets=moved, **base)
+        cluster.emit(ev.MarkerResolved, records=len(moved), offsets=tuple(moved), **base)
         return len(moved)
     mine = _staged_by(sp, producer_id)
     if sp.offline:
@@ -282,44 +269,26 @@ def on_participant_marker(cluster, group_id: str, topic_id, partition: int, prod
     reason = why or (f"no record is TX_PENDING for producer id {producer_id} (no-op by state; a leader that "
                      "changed since the staging loaded the share partition from __share_group_state, where "
                      "TX_PENDING is not persisted: corner case 1)")
-    cluster.note(f"{marker} marker for share partition {name} resolved nothing on broker {broker}: {reason} "
-                 f"{how} (KIP-1289, proposed)", step="marker-resolve", records=0, **base)
+    cluster.emit(ev.MarkerResolved, records=0, reason=reason, **base)
     return 0
 
 
-def _unreached_text(u: dict, receiver: int, where: str) -> str:
-    head = f"{u['topic']}-{u['partition']} {_offsets(u['offsets'])}, led by broker {u['leader']}"
-    if u["reason"] == "leader-change":
-        return (f"{head}: staged under share-state leader epoch {u['staged_state_leader_epoch']}, the leader is now "
-                f"at {u['state_leader_epoch']}: {where}'s leader changed since the staging, the new leader broker "
-                f"{receiver} does not hold that TX_PENDING (corner case 12); the records stay TX_PENDING until their "
-                "lock expires")
-    return (f"{head}, not by broker {receiver}: KIP-1289's hook resolves only the SharePartition instances on "
-            "the broker that receives the marker, so these stay TX_PENDING until their lock expires, are "
-            "redelivered and processed again (share partition and state partition not co-located: no window "
-            "the KIP lists)")
-
-
-def _resolve_on(cluster, broker, sps: list, marker: str, where: str, producer_id: int, producer_epoch,
-                commit: bool, base: dict, via, quiet: bool = False) -> int:
-    """The hook on `broker`: resolve the share partitions it leads (`sps`), and one Note saying so."""
+def _resolve_on(cluster, broker, sps: list, producer_id: int, producer_epoch, commit: bool, base: dict, via,
+                quiet: bool = False) -> int:
+    """The hook on `broker`: resolve the share partitions it leads (`sps`), and one MarkerResolved saying so."""
     moved = 0
     for sp in sps:
         if not sp.offline:
             moved += len(sp.resolve_txn(producer_id, producer_epoch, commit))
-    how = "" if via is None else f" (forwarded by broker {via}: {KIT_SUGGESTION}, not KIP-1289)"
-    extra = {} if via is None else {"suggestion": "kit", "forwarded_by": via}
     if moved:
-        cluster.note(f"{marker} marker on {where}: broker {broker} resolved {moved} TX_PENDING record(s) of "
-                     f"{_names(sps)}{how} (KIP-1289, proposed)", step="marker-resolve", **{**base, "broker": broker},
-                     records=moved, **extra)
+        cluster.emit(ev.MarkerResolved, broker=broker, records=moved, share_partitions=_names(sps),
+                     forwarded_by=via, **base)
     elif not quiet:
         # nothing moved, so nothing changed: why each share partition kept its records, only now
         why = [w for sp in sps if (w := _why_left(sp, producer_id, producer_epoch))]
         reason = "; ".join(why) or f"no record is TX_PENDING for producer id {producer_id} (no-op by state)"
-        cluster.note(f"{marker} marker on {where} resolved nothing on broker {broker}{how}: {reason} "
-                     f"(KIP-1289, proposed)", step="marker-resolve", **{**base, "broker": broker}, records=0,
-                     **extra)
+        cluster.emit(ev.MarkerResolved, broker=broker, records=0, share_partitions=_names(sps), reason=reason,
+                     forwarded_by=via, **base)
     return moved
 
 
@@ -332,7 +301,7 @@ def _unreached_reason(sp, offsets: list[int]) -> str:
     corner case 12: the partitions were co-located when staged), else "not-colocated" (the share
     partition and its state partition had different leaders all along: no window the KIP lists)."""
     r = sp.records[offsets[0]]
-    return "leader-change" if r.staged_state_leader_epoch != sp._state_leader_epoch() else "not-colocated"
+    return "leader-change" if r.staged_state_leader_epoch != sp.state_leader_epoch() else "not-colocated"
 
 
 def _staged_by(sp, producer_id: int) -> list[int]:
@@ -357,7 +326,7 @@ def _offsets(offsets: list[int]) -> str:
 def _filtered(sp, offsets: list[int], producer_epoch: int | None) -> str:
     """Why records staged by the marker's producer id stayed TX_PENDING (resolve_txn's filters)."""
     r = sp.records[offsets[0]]
-    now = sp._state_leader_epoch()
+    now = sp.state_leader_epoch()
     if r.staged_state_leader_epoch != now:
         return (f"{sp.topic}-{sp.partition} {_offsets(offsets)} staged under share-state leader epoch "
                 f"{r.staged_state_leader_epoch}, the leader is now at {now}: the new leader does not know "

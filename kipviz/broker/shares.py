@@ -39,6 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..records import encode_internal, share_coordinator_partition
+from ..schema import events as ev
 from ..schema.topics import SHARE_GROUP_STATE
 from ..uuids import ZERO_UUID
 from .share_partition import SharePartition
@@ -118,14 +119,13 @@ class ShareCoordinator:
                 raise ShareGroupError("INVALID_REQUEST", "SubscribedTopicNames must be set in first request.")
             if g is None:
                 g = self.groups[group_id] = ShareGroup(group_id)
-                self.cluster.note(f"share group {group_id} created", group=group_id)
+                self.cluster.emit(ev.ShareGroupCreated, group=group_id)
             m = g.members.get(member_id)
             if m is None:
                 g.epoch += 1
                 m = g.members[member_id] = ShareMember(member_id, g.epoch, client, "/127.0.0.1", rack_id,
                                                        list(subscribed))
-                self.cluster.note(f"{member_id} joined share group {group_id}", group=group_id,
-                                  member=member_id, group_epoch=g.epoch)
+                self.cluster.emit(ev.ShareMemberJoined, group=group_id, member=member_id, group_epoch=g.epoch)
         else:
             m = g.members.get(member_id) if g is not None else None
             if m is None:
@@ -159,8 +159,7 @@ class ShareCoordinator:
         if m.timer is not None:
             self.cluster.clock.cancel(m.timer)
         g.epoch += 1
-        self.cluster.note(f"{member_id} removed from share group {g.group_id}: {why}", group=g.group_id,
-                          member=member_id, group_epoch=g.epoch)
+        self.cluster.emit(ev.ShareMemberRemoved, group=g.group_id, member=member_id, group_epoch=g.epoch, why=why)
         # the brokers' share sessions stay: only the client's final epoch (-1) or its connection's
         # disconnect removes one (server/.../share/session/ShareSessionCache.java: remove,
         # ClientConnectionDisconnectListener); the group coordinator's leave does not reach them,

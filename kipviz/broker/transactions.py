@@ -40,6 +40,7 @@ from ..records.control import CONTROL_TYPE_IDS, control_key, end_txn_marker_valu
 from ..schema import events as ev
 from ..schema.error_codes import CODE
 from .machine import Machine
+from .share_txn_coordinator import ShareTransactions
 from .tables import transaction as table
 
 NO_PRODUCER_ID = -1
@@ -130,6 +131,8 @@ class TransactionCoordinator:
         self.expiration_ms = getattr(cfg, "transactional_id_expiration_ms", TRANSACTIONAL_ID_EXPIRATION_MS)
         self.expiration_scan_ms = getattr(cfg, "transaction_remove_expired_interval_ms", EXPIRATION_SCAN_MS)
         self._scans = {"abort": None, "expire": None}      # pending timer ids of the two scans
+        # KIP-1289 (proposed): the share side, a part of its own (kipviz.broker.share_txn_coordinator)
+        self.share = ShareTransactions(self)
 
     # ---- plumbing ---------------------------------------------------------------------------
     def _ensure_scan(self, which: str) -> None:
@@ -155,7 +158,7 @@ class TransactionCoordinator:
 
     @property
     def server_tv2(self) -> bool:
-        return self.cluster.config.transaction_version >= 2
+        return self.cluster.features.level("transaction.version") >= 2
 
     def allocate_producer_id(self, broker: int = 0) -> int:
         """Producer ids come in blocks of 1000 per broker, as the controller hands them out."""
@@ -215,9 +218,6 @@ class TransactionCoordinator:
         self.transactions[transactional_id] = txn
         return txn
 
-    def _note(self, text: str, **detail) -> None:
-        self.cluster.note(text, **detail)
-
     # ---- InitProducerId -----------------------------------------------------------------------
     # size: InitProducerId's cases (new id, epoch bump, fencing, KIP-939 keep-prepared) in handleInitProducerId's order, side by side
     def init_producer_id(self, transactional_id: str | None, timeout_ms: int,
@@ -248,9 +248,8 @@ class TransactionCoordinator:
         if state in ("Empty", "CompleteCommit", "CompleteAbort"):
             if is_epoch_exhausted(txn.producer_epoch) and (expected is None or expected[1] == txn.producer_epoch):
                 new_pid = self.allocate_producer_id(self.coordinator_broker(transactional_id))
-                self._note(f"{transactional_id}: epoch {txn.producer_epoch} exhausted, new producer id {new_pid}",
-                           transactional_id=transactional_id, old_producer_id=txn.producer_id,
-                           new_producer_id=new_pid)
+                self.cluster.emit(ev.ProducerIdRenewed, transactional_id=transactional_id,
+                                  old_producer_id=txn.producer_id, new_producer_id=new_pid, epoch=txn.producer_epoch)
                 txn.last_producer_epoch = txn.producer_epoch if expected is not None else NO_PRODUCER_EPOCH
                 txn.previous_producer_id = txn.producer_id
                 txn.producer_id, txn.producer_epoch = new_pid, 0
@@ -343,84 +342,6 @@ class TransactionCoordinator:
             return dict.fromkeys(tps, E["CONCURRENT_TRANSACTIONS"])
         return {tp: (NONE if tp in txn.partitions else E["TRANSACTION_ABORTABLE"]) for tp in tps}
 
-    # ---- KIP-1289 (proposed): share-state partitions in a transaction -----------------------
-    def check_share_ack_producer(self, transactional_id: str, producer_id: int, producer_epoch: int) -> int:
-        """Read-only fencing check for TxnShareAcknowledge (the KIP-1289 page's corner cases 3 and 14): the
-        producer id/epoch must be the transactional id's current ones. Unknown id ->
-        TRANSACTIONAL_ID_NOT_FOUND; other producer id -> INVALID_PRODUCER_ID_MAPPING; older epoch
-        -> PRODUCER_FENCED; newer epoch -> INVALID_PRODUCER_EPOCH; a transaction that is already
-        ending (Prepare*) -> INVALID_TXN_STATE. (Interpretation of the KIP's error list.)"""
-        txn = self.transactions.get(transactional_id)
-        if txn is None or txn.state == "Dead":
-            return E["TRANSACTIONAL_ID_NOT_FOUND"]
-        if txn.producer_id != producer_id:
-            return E["INVALID_PRODUCER_ID_MAPPING"]
-        if producer_epoch < txn.producer_epoch:
-            return E["PRODUCER_FENCED"]
-        if producer_epoch > txn.producer_epoch:
-            return E["INVALID_PRODUCER_EPOCH"]
-        if txn.state in ("PrepareCommit", "PrepareAbort", "PrepareEpochFence"):
-            return E["INVALID_TXN_STATE"]
-        return NONE
-
-    def add_share_state_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                                   partitions, *, via: str = "TxnShareAcknowledge") -> int:
-        """KIP-1289 (proposed): the share-partition leader registers the __share_group_state-N
-        partition(s) in the transaction with a broker-internal AddPartitionsToTxn (TV2 implicit
-        add), so EndTxn sends WriteTxnMarkers there. Written to __transaction_state like any
-        partition (TransactionLogValue unchanged). Returns 0 or the error (fencing errors mapped as
-        check_share_ack_producer does)."""
-        tps = [tuple(tp) for tp in partitions]
-        err = self.check_share_ack_producer(transactional_id, producer_id, producer_epoch)
-        if not err:
-            err = self.add_partitions(transactional_id, producer_id, producer_epoch, tps, cause="implicit-add",
-                                      tv2=True)
-        self.cluster.emit(ev.Note, text=f"AddPartitionsToTxn (broker-internal, KIP-1289 proposed) for "
-                                       f"{', '.join(f'{t}-{p}' for t, p in tps)} from {via}",
-                          detail={"api": "AddPartitionsToTxn", "verify_only": False, "status": "proposed",
-                                  "kip": "KIP-1289", "transactional_id": transactional_id,
-                                  "producer_id": producer_id, "producer_epoch": producer_epoch,
-                                  "partitions": tps, "via": via, "error_code": err,
-                                  "coordinator": self.coordinator_broker(transactional_id)})
-        return err
-
-    def add_share_participants(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                               participants, *, broker: int, via: str = "TxnShareAcknowledge") -> int:
-        """share_marker_routing "participants" -- THE KIT'S SUGGESTION, NOT KIP-1289 (its page says
-        the coordinator "does NOT need to track share-partitions as transaction participants"): the
-        share-partition leader registers each share partition it is about to stage on, keyed
-        (group, topic id, partition), with the same broker-internal AddPartitionsToTxn it sends for
-        __share_group_state-N (a share partition is one group's view of a topic partition, so the
-        group is part of the key; the suggestion would carry it in new AddPartitionsToTxn and
-        WriteTxnMarkers fields). Why the leader and not the client: it is the broker that stages,
-        so registration and staging are one step there (an error -> nothing staged, corner case 2),
-        the TV2 way Produce v12 adds its partition implicitly, and no client change or extra round
-        trip. Kept in TxnMetadata only (not in TransactionLogValue: the model does not fail the
-        transaction coordinator over; a real design would persist them as a tagged field).
-        Returns 0 or the error (fencing as check_share_ack_producer)."""
-        keys = [tuple(k) for k in participants]
-        err = self.check_share_ack_producer(transactional_id, producer_id, producer_epoch)
-        txn = self.transactions.get(transactional_id)
-        if not err:
-            for k in keys:
-                txn.share_participants.setdefault(k, None)
-        names = ", ".join(f"{g}/{self._share_name(t, p)}" for g, t, p in keys)
-        self.cluster.emit(ev.Note, text=f"AddPartitionsToTxn (broker-internal) registers share partition(s) {names} "
-                                       f"as participants from {via} on broker {broker} (share_marker_routing="
-                                       f"participants: kit's suggestion, not KIP-1289)",
-                          detail={"api": "AddPartitionsToTxn", "verify_only": False, "status": "proposed",
-                                  "kip": "KIP-1289", "suggestion": "kit", "step": "share-participant-added",
-                                  "transactional_id": transactional_id, "producer_id": producer_id,
-                                  "producer_epoch": producer_epoch, "broker": broker, "via": via,
-                                  "share_participants": [(g, str(t), p) for g, t, p in keys],
-                                  "share_partitions": [f"{g}/{self._share_name(t, p)}" for g, t, p in keys],
-                                  "error_code": err, "coordinator": self.coordinator_broker(transactional_id)})
-        return err
-
-    def _share_name(self, topic_id, partition: int) -> str:
-        topic = self.cluster.topics.live(topic_id)
-        return f"{topic.name if topic is not None else topic_id}-{partition}"
-
     # ---- hooks for the Produce and TxnOffsetCommit handlers ----------------------------------
     def _verify_or_add(self, transactional_id, producer_id, producer_epoch, tp, operation: str,
                        via: str) -> int:
@@ -434,13 +355,10 @@ class TransactionCoordinator:
         else:
             err = self.verify_partitions(transactional_id, producer_id, producer_epoch, [tp])[tuple(tp)]
         version = 5
-        self.cluster.emit(ev.Note, text=f"AddPartitionsToTxn v{version} ({'add' if add else 'verifyOnly'}) "
-                                       f"for {tp[0]}-{tp[1]} from {via}",
-                          detail={"api": "AddPartitionsToTxn", "version": version, "verify_only": not add,
-                                  "transactional_id": transactional_id, "producer_id": producer_id,
-                                  "producer_epoch": producer_epoch, "topic": tp[0], "partition": tp[1],
-                                  "via": via, "error_code": err,
-                                  "coordinator": self.coordinator_broker(transactional_id) if transactional_id else None})
+        self.cluster.emit(ev.PartitionAddedToTxn, version=version, verify_only=not add,
+                          transactional_id=transactional_id, producer_id=producer_id, producer_epoch=producer_epoch,
+                          topic=tp[0], partition=tp[1], via=via, error_code=err,
+                          coordinator=self.coordinator_broker(transactional_id) if transactional_id else None)
         if err == E["PRODUCER_FENCED"]:
             return E["INVALID_PRODUCER_EPOCH"]
         if err == E["TRANSACTION_ABORTABLE"] and operation == "default":
@@ -650,7 +568,7 @@ class TransactionCoordinator:
         """Scenario fault: markers for this one partition do not reach its leader (it is cut off
         from the coordinator) until release_markers()."""
         self.held_partitions.add((topic, partition))
-        self._note(f"markers for {topic}-{partition} held back", topic=topic, partition=partition)
+        self.cluster.emit(ev.MarkersHeldBack, topic=topic, partition=partition)
 
     def release_markers(self, transactional_id: str | None = None) -> None:
         """Write the markers held back by `hold_markers` / `hold_markers_for` (for one
@@ -675,55 +593,22 @@ class TransactionCoordinator:
             if log is None:
                 # TransactionMarkerChannelManager: no leader known, the partition is likely
                 # deleted; it is dropped from the transaction
-                self._note(f"{transactional_id}: no marker for {tp[0]}-{tp[1]} (partition gone)",
-                           transactional_id=transactional_id, topic=tp[0], partition=tp[1])
+                self.cluster.emit(ev.MarkerDropped, transactional_id=transactional_id, topic=tp[0], partition=tp[1])
                 txn.pending_markers.pop(tp)
                 continue
             if log.leader in cluster.down or tp in self.held_partitions:
                 continue
-            self._note(f"WriteTxnMarkers {txn.marker} -> broker {log.leader}: {tp[0]}-{tp[1]}",
-                       api="WriteTxnMarkers", broker=log.leader, coordinator=self.coordinator_broker(transactional_id),
-                       transactional_id=transactional_id, topic=tp[0], partition=tp[1], marker=txn.marker,
-                       producer_id=txn.marker_producer_id, producer_epoch=txn.marker_epoch)
+            cluster.emit(ev.MarkerSent, broker=log.leader, coordinator=self.coordinator_broker(transactional_id),
+                         transactional_id=transactional_id, topic=tp[0], partition=tp[1], marker=txn.marker,
+                         producer_id=txn.marker_producer_id, producer_epoch=txn.marker_epoch)
             self.write_marker(tp[0], tp[1], txn.marker_producer_id, txn.marker_epoch, txn.marker == "COMMIT",
                               coordinator_epoch)
             txn.pending_markers.pop(tp)
-        self._send_share_markers(txn)
+        self.share.send_markers(txn)
         if txn.pending_markers or txn.pending_share_markers:
             self._schedule_markers(txn, self.marker_retry_backoff_ms)
             return
         self._complete(txn)
-
-    def _send_share_markers(self, txn: TxnMetadata) -> None:
-        """share_marker_routing "participants" (the kit's suggestion, not KIP-1289): one
-        WriteTxnMarkers per share participant to the share partition's leader as it is NOW (the
-        metadata at EndTxn, as for any partition). No control batch: a share partition has no log
-        of its own; its leader resolves the TX_PENDING records (share_txn.on_participant_marker)
-        and persists the outcome as a ShareUpdate. A leader that is down (or a partition held back by
-        hold_markers_for) is retried, like a data partition's; a topic that is gone drops the
-        participant."""
-        from . import share_txn
-        cluster, tid = self.cluster, txn.transactional_id
-        for key in list(txn.pending_share_markers):
-            group, topic_id, p = key
-            topic = cluster.topics.live(topic_id)
-            if topic is None or not 0 <= p < len(topic.partitions):
-                self._note(f"{tid}: no marker for share partition {group}/{topic_id}-{p} (partition gone)",
-                           transactional_id=tid, group=group, partition=p, suggestion="kit")
-                txn.pending_share_markers.pop(key)
-                continue
-            leader = topic.partitions[p].leader
-            if leader in cluster.down or (topic.name, p) in self.held_partitions:
-                continue
-            self._note(f"WriteTxnMarkers {txn.marker} -> broker {leader}: share partition {group}/{topic.name}-{p} "
-                       f"(share_marker_routing=participants: kit's suggestion, not KIP-1289)",
-                       api="WriteTxnMarkers", broker=leader, coordinator=self.coordinator_broker(tid),
-                       transactional_id=tid, topic=topic.name, partition=p, group=group, marker=txn.marker,
-                       producer_id=txn.marker_producer_id, producer_epoch=txn.marker_epoch,
-                       share_participant=True, suggestion="kit", status="proposed", kip="KIP-1289")
-            share_txn.on_participant_marker(cluster, group, topic_id, p, txn.marker_producer_id,
-                                            txn.marker == "COMMIT", txn.marker_epoch, broker=leader)
-            txn.pending_share_markers.pop(key)
 
     def _complete(self, txn: TxnMetadata) -> None:
         """prepareComplete: CompleteCommit/CompleteAbort, no partitions; after an epoch overflow
@@ -791,9 +676,9 @@ class TransactionCoordinator:
         for txn in list(self.transactions.values()):
             if (txn.state == "Ongoing" and not txn.two_phase_commit
                     and txn.start_ms + txn.timeout_ms < now):
-                self._note(f"{txn.transactional_id}: transaction timed out after {txn.timeout_ms} ms, aborting",
-                           transactional_id=txn.transactional_id, producer_id=txn.producer_id,
-                           producer_epoch=txn.producer_epoch, started=txn.start_ms)
+                self.cluster.emit(ev.TransactionTimedOut, transactional_id=txn.transactional_id,
+                                  producer_id=txn.producer_id, producer_epoch=txn.producer_epoch,
+                                  timeout_ms=txn.timeout_ms, started=txn.start_ms)
                 self._fence_and_abort(txn, "timeout-fence")
 
     def _expire_transactional_ids(self) -> None:

@@ -120,6 +120,8 @@ def _status_of(e) -> str | None:
         return e.status or None
     if isinstance(e, E.Note):
         return (e.detail or {}).get("status")
+    if isinstance(e, E.Happened):
+        return getattr(e, "status", None)
     return None
 
 
@@ -144,13 +146,12 @@ def _record_item(e: E.RecordAppended) -> str:
     return f"{where}: data record" + (" (transactional)" if e.transactional else "")
 
 
-def _note_item(e: E.Note) -> str:
-    d = e.detail or {}
-    if d.get("api") == "WriteTxnMarkers":
-        return (f"WriteTxnMarkers {d.get('marker', '')} → broker {d.get('broker')}: {d.get('topic')}-{d.get('partition')}"
-                + (f" (share group {d.get('group')}) · kit's suggestion" if d.get("share_participant") else ""))
-    if d.get("api") == "AddPartitionsToTxn":
-        return add_partitions_label(d) + _tag(d.get("status"))
+def _happened_item(e: E.Happened) -> str:
+    if isinstance(e, (E.MarkerSent, E.ShareMarkerSent)):
+        return (f"WriteTxnMarkers {e.marker} → broker {e.broker}: {e.topic}-{e.partition}"
+                + (f" (share group {e.group}) · kit's suggestion" if isinstance(e, E.ShareMarkerSent) else ""))
+    if isinstance(e, (E.PartitionAddedToTxn, E.ShareStatePartitionsAdded, E.ShareParticipantsAdded)):
+        return add_partitions_label(e) + _tag(getattr(e, "status", None))
     return e.text
 
 
@@ -163,10 +164,8 @@ def _item(e) -> str | None:
         return f"{e.machine} {e.from_state} → {e.to_state}{_tag(e.status)}"
     if isinstance(e, E.RecordAppended):
         return _record_item(e)
-    if isinstance(e, E.Note):
-        return _note_item(e)
-    if isinstance(e, E.Happened):
-        return e.text
+    if isinstance(e, (E.Note, E.Happened)):
+        return _happened_item(e) if isinstance(e, E.Happened) else e.text
     return None
 
 

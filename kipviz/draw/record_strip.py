@@ -7,8 +7,8 @@
                                by="change": one frame per StateChanged
     strip.frames[i]            a dict: t, request, changes, lanes (one per share partition: spso and
                                cells of offset, state, delivery_count, owner, owner_client), caption
-    strip.missed               the frames where a KIP-1289 marker resolved nothing (a Note of step
-                               "marker-unreached": the records it left TX_PENDING drawn dashed red)
+    strip.missed               the frames where a KIP-1289 marker resolved nothing (a MarkerUnreached
+                               event: the records it left TX_PENDING drawn dashed red)
     strip.svg(i)               the frame as SVG text (caption on top, legend under the cells)
     strip.html() / to_html(p)  a standalone player (buttons, slider, keyboard; no CDN, no kernel)
     strip.to_gif(p, fps=2)     an animated GIF drawn with Pillow (no `dot`, no SVG renderer)
@@ -191,7 +191,7 @@ class RecordStrip:
                 if handling is not None and (handling.broker, handling.client, handling.correlation_id) == \
                         (ev.broker, ev.client, ev.correlation_id):
                     handling = None
-            elif isinstance(ev, E.Note) and (ev.detail or {}).get("step") == "marker-unreached":
+            elif isinstance(ev, E.MarkerUnreached):
                 missed = _missed(ev, self._wanted, bounds)
                 if missed:                  # a marker that resolved nothing here: a frame of its own
                     groups.append((None, [ev]))
@@ -214,7 +214,7 @@ class RecordStrip:
             before = dict(spso)
             changed: dict[str, set[int]] = {}
             chg = []
-            note = evs[0] if isinstance(evs[0], E.Note) else None
+            note = evs[0] if isinstance(evs[0], E.MarkerUnreached) else None
             missed = _missed(note, self._wanted, bounds) if note is not None else {}
             for ev in evs if note is None else ():
                 g, t, p, o = parse_key(ev.key)
@@ -543,14 +543,13 @@ def _caption(f: dict, n: int, t0: int = 0) -> str:
 
 
 def _missed(note, wanted, bounds: dict) -> dict[str, set[int]]:
-    """{lane: offsets} a KIP-1289 marker left TX_PENDING (a Note of step "marker-unreached",
-    kipviz.broker.share_txn), for the lanes this strip draws."""
+    """{lane: offsets} a KIP-1289 marker left TX_PENDING (a MarkerUnreached, kipviz.broker.share_txn),
+    for the lanes this strip draws."""
     out: dict[str, set[int]] = {}
-    for u in (note.detail or {}).get("unreached") or ():
-        g, t, p = u.get("group"), u.get("topic"), u.get("partition")
-        lane = f"{g}/{t}-{p}"
-        if isinstance(p, int) and wanted(g, t, p) and lane in bounds:
-            out.setdefault(lane, set()).update(o for o in u.get("offsets") or () if isinstance(o, int))
+    for u in note.unreached:
+        lane = f"{u.group}/{u.topic}-{u.partition}"
+        if wanted(u.group, u.topic, u.partition) and lane in bounds:
+            out.setdefault(lane, set()).update(u.offsets)
     return {ln: offs for ln, offs in out.items() if offs}
 
 
@@ -562,16 +561,13 @@ _UNREACHED = {"not-colocated": "broker {b} does not lead {tp} (broker {leader} d
 
 def _marker_of(note, missed: dict) -> str:
     """The caption of a marker frame: where the marker went and which records it left TX_PENDING."""
-    d = note.detail or {}
-    kind = "COMMIT" if d.get("commit") else "ABORT"
-    state = f"__share_group_state-{d.get('partition')}"
-    lines = [f"{kind} marker on {state} reached broker {d.get('broker')} and resolved nothing [{PROPOSED_LEGEND}]"]
-    for u in d.get("unreached") or ():
-        lane = f"{u.get('group')}/{u.get('topic')}-{u.get('partition')}"
+    state = f"__share_group_state-{note.partition}"
+    lines = [f"{note.marker} marker on {state} reached broker {note.broker} and resolved nothing [{PROPOSED_LEGEND}]"]
+    for u in note.unreached:
+        lane = f"{u.group}/{u.topic}-{u.partition}"
         if lane in missed:
-            why = _UNREACHED.get(u.get("reason"), "broker {b} holds no staging of {tp}")
-            lines.append(why.format(b=d.get("broker"), tp=f"{u.get('topic')}-{u.get('partition')}",
-                                    leader=u.get("leader"), state=state))
+            why = _UNREACHED.get(u.reason, "broker {b} holds no staging of {tp}")
+            lines.append(why.format(b=note.broker, tp=f"{u.topic}-{u.partition}", leader=u.leader, state=state))
             lines.append(f"{_ranges(missed[lane])} stay TX_PENDING (dashed red) until their lock expires")
     return "\n".join(lines)
 

@@ -17,8 +17,8 @@ broker roles in order of appearance:
 
 Rows, top to bottom, one per event: requests are solid arrows labelled "Api vN", responses dashed
 arrows back (red, with the error names, when the body carries error codes); the transaction
-coordinator's WriteTxnMarkers to partition leaders (a Note with detail api="WriteTxnMarkers",
-broker, coordinator) are dotted purple arrows between the brokers; internal-topic writes
+coordinator's WriteTxnMarkers to partition leaders (MarkerSent, ShareMarkerSent: broker,
+coordinator) are dotted purple arrows between the brokers; internal-topic writes
 (__consumer_offsets, __transaction_state, __share_group_state) and transaction markers are notes on
 the lifeline that wrote them ("__consumer_offsets-12 @5: OffsetCommit orders-3=150382"); state
 changes are small notes ("txn tx-1: Ongoing → PrepareCommit"); client decisions are notes on the
@@ -32,14 +32,14 @@ Options for pictures built on this one (kipviz.draw.flows), all off by default:
     align={"3": 420.0}        the first row of step "3" starts no higher than y=420 (to line up two diagrams)
     layout={}                 filled: {"steps": {step: y of its first row}, "width": px, "height": px}
     status_labels=True        arrows of accepted / proposed versions say so ("TxnShareAcknowledge v0 · proposed")
-    internal_arrows=True      broker-internal AddPartitionsToTxn (Note, detail api="AddPartitionsToTxn",
-                              coordinator=N) drawn as a dotted arrow from the lifeline handling the
+    internal_arrows=True      broker-internal AddPartitionsToTxn (PartitionAddedToTxn,
+                              ShareStatePartitionsAdded, ShareParticipantsAdded: coordinator N) drawn as a dotted arrow from the lifeline handling the
                               request to the transaction coordinator, instead of a band
     lanes="broker"            one lane per broker ("broker 1 (leader, txn coordinator)") instead of one
                               per role and broker
     on_broker={seq: N}        draw these state changes on broker N (e.g. the share-record moves a
                               KIP-1289 marker made: kipviz.scenarios.flows.resolved_on)
-A KIP-1289 marker forwarded by the broker that received it (Note step "marker-forward", the kit's
+A KIP-1289 marker forwarded by the broker that received it (MarkerForwarded, the kit's
 suggestion) is a dotted arrow between the two partition leaders."""
 from __future__ import annotations
 
@@ -219,15 +219,18 @@ def _tip(ev) -> str:
     return text if len(text) <= 600 else text[:597] + "…"
 
 
-def add_partitions_label(d: dict) -> str:
+_ADD_PARTITIONS = (E.PartitionAddedToTxn, E.ShareStatePartitionsAdded, E.ShareParticipantsAdded)
+
+
+def add_partitions_label(e: E.PartitionAddedToTxn | E.ShareStatePartitionsAdded | E.ShareParticipantsAdded) -> str:
     """"AddPartitionsToTxn v5 (add) out-0" / "AddPartitionsToTxn (broker-internal) __share_group_state-31"."""
-    parts = [f"{t}-{p}" for t, p in (d.get("partitions") or [])]
-    if "topic" in d:
-        parts.append(f"{d['topic']}-{d.get('partition')}")
-    parts += [f"share partition {sp} · kit's suggestion" for sp in d.get("share_partitions") or ()]
-    head = "AddPartitionsToTxn" + (f" v{d['version']}" if "version" in d else "")
-    kind = "verifyOnly" if d.get("verify_only") else ("broker-internal" if d.get("kip") else "add")
-    return f"{head} ({kind}) " + ", ".join(parts)
+    if isinstance(e, E.PartitionAddedToTxn):
+        return f"AddPartitionsToTxn v{e.version} ({'verifyOnly' if e.verify_only else 'add'}) {e.topic}-{e.partition}"
+    if isinstance(e, E.ShareStatePartitionsAdded):
+        parts = [f"{t}-{p}" for t, p in e.partitions]
+    else:
+        parts = [f"share partition {sp} · kit's suggestion" for sp in e.share_partitions]
+    return "AddPartitionsToTxn (broker-internal) " + ", ".join(parts)
 
 
 def _abbrev_id(value) -> str:
@@ -439,53 +442,50 @@ class _Builder:
                               box=(C_ACTION_BOX, C_ACTION_LINE), style="action"))
 
     def note(self, ev: E.Note) -> None:
-        d = ev.detail or {}
-        if d.get("api") == "WriteTxnMarkers" and isinstance(d.get("broker"), int):
-            self._marker_arrow(ev, d)
-        elif d.get("step") == "marker-forward" and isinstance(d.get("broker"), int):
-            self._forward_arrow(ev, d)
-        elif (self.internal_arrows and d.get("api") == "AddPartitionsToTxn" and isinstance(d.get("coordinator"), int)
-              and self.handling and self.handling_t == ev.t and self.handling[-1] in self.open_req):
-            self._add_partitions_arrow(ev, d)
-        else:
-            self.rows.append(_Row("band", ev.t, lines=[(ev.text, C_MUTED)]))
+        self.rows.append(_Row("band", ev.t, lines=[(ev.text, C_MUTED)]))
 
     def happened(self, ev: E.Happened) -> None:
-        """A typed thing that happened: a band with its sentence, as a plain Note's."""
-        self.rows.append(_Row("band", ev.t, lines=[(ev.text, C_MUTED)]))
+        """A typed thing that happened: the coordinator's and leaders' own requests as inter-broker
+        arrows, anything else a band with its sentence."""
+        if isinstance(ev, (E.MarkerSent, E.ShareMarkerSent)):
+            self._marker_arrow(ev)
+        elif isinstance(ev, E.MarkerForwarded):
+            self._forward_arrow(ev)
+        elif (self.internal_arrows and isinstance(ev, _ADD_PARTITIONS) and isinstance(ev.coordinator, int)
+              and self.handling and self.handling_t == ev.t and self.handling[-1] in self.open_req):
+            self._add_partitions_arrow(ev)
+        else:
+            self.rows.append(_Row("band", ev.t, lines=[(ev.text, C_MUTED)]))
 
     def _internal(self, ev: E.Note, src: str, dst: str, label: str) -> None:
         self.rows.append(_Row("msg", ev.t, src, dst, [(label, C_INTERNAL)], color=C_INTERNAL, dotted=True,
                               tip=ev.text))
 
-    def _marker_arrow(self, ev: E.Note, d: dict) -> None:
+    def _marker_arrow(self, ev: E.MarkerSent | E.ShareMarkerSent) -> None:
         # the coordinator's own request to a partition leader: an inter-broker arrow
-        src = self.role_line("transaction coordinator", d.get("coordinator", self.role_broker.get(
-            "transaction coordinator", 0)))
-        dst = self.role_line("partition leader", d["broker"])
-        label = " ".join(str(x) for x in ("WriteTxnMarkers", d.get("marker"),
-                                           f"{d.get('topic')}-{d.get('partition')}" if "topic" in d else None)
-                         if x)
-        if d.get("share_participant"):      # KIP-1289, share_marker_routing "participants"
-            label += f" (share group {d.get('group')}) · kit's suggestion"
+        src = self.role_line("transaction coordinator", ev.coordinator)
+        dst = self.role_line("partition leader", ev.broker)
+        label = " ".join(str(x) for x in ("WriteTxnMarkers", ev.marker, f"{ev.topic}-{ev.partition}") if x)
+        if isinstance(ev, E.ShareMarkerSent):      # KIP-1289, share_marker_routing "participants"
+            label += f" (share group {ev.group}) · kit's suggestion"
         self._internal(ev, src, dst, label)
 
-    def _forward_arrow(self, ev: E.Note, d: dict) -> None:
+    def _forward_arrow(self, ev: E.MarkerForwarded) -> None:
         # KIP-1289 with the kit's suggestion: the marker's recipient forwards it to a share
         # partition's leader (kipviz.broker.share_txn)
-        src = self.role_line("partition leader", d.get("marker_broker"))
-        dst = self.role_line("partition leader", d["broker"])
-        label = (f"forward {'COMMIT' if d.get('commit') else 'ABORT'} marker __share_group_state-"
-                 f"{d.get('partition')} · kit's suggestion")
+        src = self.role_line("partition leader", ev.marker_broker)
+        dst = self.role_line("partition leader", ev.broker)
+        label = f"forward {ev.marker} marker __share_group_state-{ev.partition} · kit's suggestion"
         self._internal(ev, src, dst, label)
 
-    def _add_partitions_arrow(self, ev: E.Note, d: dict) -> None:
+    def _add_partitions_arrow(self, ev) -> None:
         # a broker asks the transaction coordinator itself, while handling a client's request
         src = self.open_req[self.handling[-1]]
-        dst = self.role_line("transaction coordinator", d["coordinator"])
-        label = add_partitions_label(d)
-        if d.get("status") not in (None, "released"):
-            label += f" · {d['status']}"
+        dst = self.role_line("transaction coordinator", ev.coordinator)
+        label = add_partitions_label(ev)
+        status = getattr(ev, "status", None)
+        if status not in (None, "released"):
+            label += f" · {status}"
         self._internal(ev, src, dst, label)
 
     _HANDLERS = {E.RequestReceived: request, E.ResponseSent: response, E.StateChanged: state,

@@ -75,7 +75,7 @@ classified as a window only when 6 is passed explicitly ("at-least-once window (
     or is still in flight).
 `case` is filled for every outcome that matches a pattern, even when it stays a "violation" (not
 allowed by the caller).
-NOT CO-LOCATED: when a Note of step "marker-unreached" (kipviz.broker.share_txn, KIP-1289 as
+NOT CO-LOCATED: when a MarkerUnreached (kipviz.broker.share_txn, KIP-1289 as
 written) says the marker on __share_group_state-N went to a broker that never led the record's
 share partition, the lock revert after it is that cause, not case 12: always a "violation", case
 None, whatever the caller allows (the detail names both brokers). The KIP's case 12 (the
@@ -103,7 +103,7 @@ import time
 from collections import Counter, namedtuple
 from dataclasses import dataclass, field
 
-from ..schema.events import Note, RecordAppended, StateChanged
+from ..schema.events import MarkerUnreached, RecordAppended, StateChanged
 from ..schema.topics import TRANSACTION_STATE
 from .txnlog import TXN_KINDS, check_markers
 
@@ -315,7 +315,7 @@ class ShareEosChecker:
         self.invisible: dict = {}                 # source -> [(seq, marker seq)] (aborted)
         # source -> [(seq, marker broker, share-partition leader, N)]: a COMMIT/ABORT marker on
         # __share_group_state-N that did not reach the broker holding the record's TX_PENDING
-        # because the two partitions were never co-located (Note step "marker-unreached")
+        # because the two partitions were never co-located (a MarkerUnreached)
         self.unreached: dict = {}
         self.txn_no: dict[int, int] = {}
         self.closed: dict[int, bool] = {}
@@ -360,15 +360,14 @@ class ShareEosChecker:
         self.marker_seq[(f"{e.topic}-{e.partition}", e.offset)] = e.seq
 
     def _unreached(self, e) -> None:
-        for u in e.detail.get("unreached") or ():
-            if u.get("reason") != "not-colocated" or u.get("group") != self.group or u.get("topic") != self.input_topic:
+        for u in e.unreached:
+            if u.reason != "not-colocated" or u.group != self.group or u.topic != self.input_topic:
                 continue
-            for o in u.get("offsets") or ():
-                rid = f"{u['topic']}-{u['partition']}@{o}"
+            for o in u.offsets:
+                rid = f"{u.topic}-{u.partition}@{o}"
                 if rid in self.settled:
                     self._unsettle(rid)
-                self.unreached.setdefault(rid, []).append((e.seq, e.detail.get("broker"), u.get("leader"),
-                                                           e.detail.get("partition")))
+                self.unreached.setdefault(rid, []).append((e.seq, e.broker, u.leader, e.partition))
 
     def _txn_record(self, rec) -> None:
         if not isinstance(rec, dict) or rec.get("record") != "TransactionLog":
@@ -398,10 +397,8 @@ class ShareEosChecker:
         for e in events:
             n += 1
             c = e.__class__
-            if c is Note:
-                d = e.detail
-                if d and d.get("step") == "marker-unreached":
-                    self._unreached(e)
+            if c is MarkerUnreached:
+                self._unreached(e)
                 continue
             if c is SC:
                 if e.machine != MACHINE:

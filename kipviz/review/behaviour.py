@@ -125,7 +125,8 @@ def _scenario_questions(module: str, *, pictures: bool) -> list[OpenQuestion]:
 
 def workload_run(seed: int):
     """The random-fault share_eos workload a review runs, reproducible by seed."""
-    from ..workloads.share_eos import random_faults, run_share_eos
+    from ..workloads.share_eos import run_share_eos
+    from ..workloads.share_faults import random_faults
     steps = WORKLOAD_RECORDS // WORKLOAD_BATCH * 2
     return run_share_eos(records=WORKLOAD_RECORDS, consumers=2, partitions=2, seed=seed, batch=WORKLOAD_BATCH,
                          faults=random_faults(seed, steps=steps, consumers=2), cluster_settings=page_settings())

@@ -127,7 +127,7 @@ def write_trace(trace, out, *, seed: int = 0, name: str | None = None) -> dict:
         meta["summary"] = {"checks": len(trace.checks), "checks_passed": len(trace.checks) - len(trace.failures()),
                            "kip": sc.kip}
     else:
-        meta = sample_meta(name or "run", "memory", seed, data, cluster, "proposed" if cluster.config.share_version >= 2
+        meta = sample_meta(name or "run", "memory", seed, data, cluster, "proposed" if cluster.features.on("KIP-1289")
                      else "released", getattr(trace, "group", None), getattr(trace, "input_topic", None),
                      getattr(trace, "output_topic", None))
         meta["summary"] = _reproducible(getattr(trace, "stats", {}), getattr(trace, "faults", []))
@@ -147,10 +147,10 @@ def sample_meta(scenario, workload, seed, records, cluster, status, group, input
         + f" --seed {seed}"
     meta = {"scenario": scenario, "workload": workload, "seed": seed, "records": records,
             "kipviz_version": _version(), "release": cluster.config.release or "trunk",
-            "share_version": cluster.config.share_version, "status": status, "group": group,
+            "share_version": cluster.features.level("share.version"), "status": status, "group": group,
             "input_topic": input_topic, "output_topic": output_topic,
             "generator": {"command": cmd, "pyarrow": pa.__version__}}
-    if cluster.config.share_version >= 2:    # KIP-1289's marker hook: as written ("page") or the kit's suggestion
+    if cluster.features.on("KIP-1289"):    # KIP-1289's marker hook: as written ("page") or the kit's suggestion
         meta["share_marker_routing"] = cluster.config.share_marker_routing
     return meta
 
@@ -188,7 +188,7 @@ def _share_eos(records: int, seed: int, sink: _Sink) -> Run:
                 sp = c.shares.partitions.get((wl.group, wl.input_id, p))
                 spso[(wl.input, p)] = sp.spso if sp is not None else 0
         sink.writer.drain(chunk, c, release=spso)
-        done = min(records, wl._consumed()) if getattr(wl, "input_id", None) is not None else 0
+        done = min(records, wl.consumed()) if getattr(wl, "input_id", None) is not None else 0
         if sink.bar is not None and done > state["done"]:
             sink.bar.update(done - state["done"])
             state["done"] = done

@@ -9,9 +9,9 @@ of a marker happened. kipviz.draw.flows draws what this module decides; nothing 
     where = resolved_on(events)             # {seq of a share-record move: broker that made it}
 
 Classification reads typed fields only: request/response API names, state machines and their
-states, record topics and control flags, and Note details (`api`, `verify_only`, and `step`, the
-kind of broker step a Note reports: "share-ack-staged", "marker-resolve", "marker-forward",
-"marker-unreached") and typed events' classes (OffsetsStaged, OffsetsResolved), never a sentence.
+states, record topics and control flags, the class of a typed event (EVENT_STEPS: a KIP-1289
+staging, a marker sent, forwarded, resolved or unreached; an AddPartitionsToTxn's partitions) and the
+`step` a Note of the offsets' staging reports ("offsets-staged", "offsets-resolved"), never a text.
 
 Defaults: the regular flow is "txn.read_process_write_commit" on a 3-broker Kafka 4.0 model with
 transaction.version 1 (the KIP text's explicit AddPartitionsToTxn and AddOffsetsToTxn); the share
@@ -46,9 +46,9 @@ STEPS: dict[int, str] = {
 REGULAR_SCENARIO = "txn.read_process_write_commit"
 SHARE_SCENARIO = "kip1289.marker_not_colocated"
 READS = ("Fetch", "ShareFetch")
-# Note detail "step" -> flow step
-NOTE_STEPS = {"share-ack-staged": 4, "marker-resolve": 7,
-              "marker-forward": 7, "marker-unreached": 7}
+# typed event -> flow step
+EVENT_STEPS = {E.ShareAckStaged: 4, E.MarkerResolved: 7, E.MarkerForwarded: 7, E.MarkerUnreached: 7,
+               E.MarkerSent: 6, E.ShareMarkerSent: 6, E.OffsetsStaged: 4, E.OffsetsResolved: 7}
 
 
 class FlowError(KipvizError, ValueError):
@@ -156,15 +156,17 @@ def _request_step(api: str | None, offsets_added: bool) -> int | None:
     return {"TxnShareAcknowledge": 3, "EndTxn": 5, "WriteTxnMarkers": 6}.get(api)
 
 
-def _note_step(d: dict, cur: int | None) -> int | None:
-    if d.get("api") == "WriteTxnMarkers":
-        return 6
-    if d.get("api") == "AddPartitionsToTxn" and not d.get("verify_only"):
-        if d.get("share_participants"):       # KIP-1289 with the kit's participants: the progress joins
-            return 3
-        targets = [t for t, _ in d.get("partitions") or []] + ([d["topic"]] if "topic" in d else [])
-        return 3 if any(t in INTERNAL_TOPICS for t in targets) else 2
-    return NOTE_STEPS.get(d.get("step"), cur)
+def _event_step(e: E.Happened, cur: int | None) -> int | None:
+    s = EVENT_STEPS.get(type(e))
+    if s is not None:
+        return s
+    if isinstance(e, E.PartitionAddedToTxn):
+        return cur if e.verify_only else (3 if e.topic in INTERNAL_TOPICS else 2)
+    if isinstance(e, E.ShareStatePartitionsAdded):
+        return 3 if any(t in INTERNAL_TOPICS for t, _ in e.partitions) else 2
+    if isinstance(e, E.ShareParticipantsAdded):   # KIP-1289 with the kit's participants: the progress joins
+        return 3 if e.share_participants else 2
+    return cur
 
 
 # size: one classification table over a flow's events, first match wins: the order of the cases is the rule
@@ -211,12 +213,8 @@ def classify(events: list, clients: Iterable[str] | None = None) -> dict[int, in
                 s = 7
             else:
                 s = cur
-        elif isinstance(e, E.Note):
-            s = _note_step(e.detail or {}, cur)
-        elif isinstance(e, (E.OffsetsStaged, E.OffsetsResolved)):     # the group coordinator's steps 4 and 7
-            s = 4 if isinstance(e, E.OffsetsStaged) else 7
-        elif isinstance(e, E.Happened):          # a typed event says no step: the request's
-            s = cur
+        elif isinstance(e, E.Happened):
+            s = _event_step(e, cur)
         if s is not None and cur is not None and not isinstance(e, (E.RequestReceived, E.ResponseSent)):
             cur = s                              # what follows inside the request belongs to the new step
         if s is not None:
@@ -226,16 +224,14 @@ def classify(events: list, clients: Iterable[str] | None = None) -> dict[int, in
 
 def resolved_on(events: list) -> dict[int, int]:
     """{seq of a share-record move a marker made: the broker whose hook made it}. A marker's moves
-    come right before the Note (step "marker-resolve", detail broker) that reports them."""
+    come right before the MarkerResolved that reports them."""
     out: dict[int, int] = {}
     run: list[int] = []
     for e in events:
         if isinstance(e, E.StateChanged) and e.machine == "share-record" and e.from_state == "TX_PENDING":
             run.append(e.seq)
-        elif isinstance(e, E.Note) and (e.detail or {}).get("step") == "marker-resolve":
-            b = e.detail.get("broker")
-            if isinstance(b, int):
-                out.update((s, b) for s in run)
+        elif isinstance(e, E.MarkerResolved):
+            out.update((s, e.broker) for s in run)
             run = []
         elif not isinstance(e, (E.StateChanged, E.RecordAppended)):
             run = []

@@ -332,18 +332,19 @@ def rollout_gating(trace: Trace) -> None:
     c = trace.cluster
     sc, pr, records = setup(trace)
     trace.expect("share.version 2: ApiVersions advertises TxnShareAcknowledge v0",
-                 served_versions("TxnShareAcknowledge", c.config) == (0, 0),
-                 repr(served_versions("TxnShareAcknowledge", c.config)))
-    c.config.share_version = 1
+                 served_versions("TxnShareAcknowledge", c.config, c.features) == (0, 0),
+                 repr(served_versions("TxnShareAcknowledge", c.config, c.features)))
+    # the probes change the finalized levels and back; the checks' sentences tell them (no event)
+    c.features.finalize("share.version", 1, tell=False)
     trace.expect("share.version 1: TxnShareAcknowledge is not advertised",
-                 served_versions("TxnShareAcknowledge", c.config) is None, "")
-    c.config.share_version = 2
-    c.config.transaction_version = 1
+                 served_versions("TxnShareAcknowledge", c.config, c.features) is None, "")
+    c.features.finalize("share.version", 2, tell=False)
+    c.features.finalize("transaction.version", 1, tell=False)
     tv1 = _codes(_send_at(trace, sc, pr, records))
     trace.expect("transaction.version 1: TxnShareAcknowledge answers UNSUPPORTED_VERSION, nothing staged",
                  tv1["error"] == "UNSUPPORTED_VERSION" and not tv1["partitions"] and not share_txn.pending(c),
                  repr(tv1))
-    c.config.transaction_version = 2
+    c.features.finalize("transaction.version", 2, tell=False)
     for r in records:                      # an old client: plain KIP-932 acknowledgement
         sc.acknowledge(r, 1)
     out = sc.commit_sync() or {}

@@ -154,9 +154,8 @@ def place_share_state(trace: Trace, colocated: bool = True) -> tuple[tuple[str, 
     want = share_leader if colocated else (share_leader + 1) % c.config.brokers
     if log.leader != want:
         c.move_share_state_leader(state_tp[1], want)
-    c.note(f"layout for this scenario: {INPUT}-0 led by broker {share_leader}, {state_tp[0]}-{state_tp[1]} by "
-           f"broker {log.leader} ({'co-located' if colocated else 'not co-located'}, placed on purpose)",
-           share_leader=share_leader, state_leader=log.leader, colocated=colocated)
+    c.emit(ev.ScenarioLayout, input=INPUT, state_partition=state_tp[1], share_leader=share_leader,
+           state_leader=log.leader, colocated=colocated)
     trace.expect(f"layout: in-0 led by broker {share_leader}, {state_tp[0]}-{state_tp[1]} by broker {log.leader}",
                  (log.leader == share_leader) == colocated, "")
     trace.result.update(share_state_partition=state_tp, share_leader=share_leader, state_leader=log.leader,
@@ -246,17 +245,15 @@ def coordinator_unavailable(trace: Trace) -> None:
     # Fault: while `faults` is non-empty the coordinator answers the broker-internal registration
     # with the next error (the model does not take cluster.down into account there; see the report).
     faults = ["COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"]
-    real = c.txns.add_share_state_partitions
+    real = c.txns.share.add_state_partitions
 
     def unavailable(transactional_id, producer_id, producer_epoch, partitions, **kw):
         if faults:
             err = faults.pop(0)
-            c.note(f"fault: the transaction coordinator answers the broker-internal AddPartitionsToTxn "
-                   f"with {err} (KIP-1289 corner case 2, proposed)", api="AddPartitionsToTxn", error=err,
-                   status=STATUS, kip=KIP)
+            c.emit(ev.RegistrationFailed, error=err)
             return CODE[err]
         return real(transactional_id, producer_id, producer_epoch, partitions, **kw)
-    c.txns.add_share_state_partitions = unavailable
+    c.txns.share.add_state_partitions = unavailable
     mark = len(c.events)
     err, exc = stage(pr, acks_of(records), sc.share_group_metadata())
     got = answers(trace, mark)
@@ -455,10 +452,8 @@ def old_broker(trace: Trace) -> None:
                "KIP-1289, corner case 9 and its rollout: TxnShareAcknowledge is served only at share.version 2, "
                "finalized online (phase 3) before the clients restart (phase 4).")
     # recovery: the feature is finalized while the member keeps its records, the app restarts
-    c.config.share_version = 2
-    c.note("operator: share.version finalized at 2 (kafka-features.sh upgrade --feature share.version "
-           "--version 2; KIP-1289 rollout phase 3, proposed)", feature="share.version", level=2, status=STATUS,
-           kip=KIP)
+    c.features.finalize("share.version", 2, by="operator", how="kafka-features.sh upgrade --feature share.version "
+                        "--version 2; KIP-1289 rollout phase 3, proposed", status=STATUS, kip=KIP)
     restarted = Producer(c, TXN_ID, client_id="worker-producer-2")
     restarted.init_transactions()
     trace.expect("after the upgrade the restarted producer's ApiVersions lists TxnShareAcknowledge",

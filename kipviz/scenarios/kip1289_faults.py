@@ -37,6 +37,7 @@ from ..clients import Consumer, Producer
 from ..clients.producer import ProducerError, ProducerFencedError
 from ..clients.share_consumer import ShareConsumer
 from ..eos import AT_LEAST_ONCE, VIOLATION, check_share_eos, source_header
+from ..schema import events as ev
 from ..schema.error_codes import name_of
 from . import Finding, Trace, scenario
 from .kip1289_errors import (
@@ -109,8 +110,29 @@ def deliveries(trace: Trace, group: str = GROUP) -> dict[int, int]:
     return out
 
 
-def notes(trace: Trace, since: int, text: str) -> list:
-    return [e for e in trace.events[since:] if e.kind == "Note" and text in e.text]
+def resolved_nothing(trace: Trace, since: int) -> list:
+    """The KIP-1289 markers since `since` that resolved no record where they arrived (MarkerResolved
+    with 0 records, MarkerUnreached)."""
+    return [e for e in trace.events[since:] if isinstance(e, ev.MarkerUnreached)
+            or (isinstance(e, ev.MarkerResolved) and not e.records and not e.missing)]
+
+
+def timed_out(trace: Trace, since: int) -> list:
+    """The transactions the coordinator aborted on its timeout since `since`."""
+    return [e for e in trace.events[since:] if isinstance(e, ev.TransactionTimedOut)]
+
+
+def _case12(e) -> bool:
+    """Whether a marker that resolved nothing says it is corner case 12 (__share_group_state-N's
+    leader changed since the staging)."""
+    if isinstance(e, ev.MarkerUnreached):
+        return any(u.reason == "leader-change" for u in e.unreached)
+    return "corner case 12" in e.reason
+
+
+def _why(e) -> str:
+    """Why a marker resolved nothing (MarkerResolved.reason; a MarkerUnreached: its records' reason)."""
+    return e.reason if isinstance(e, ev.MarkerResolved) else "; ".join(u.reason for u in e.unreached)
 
 
 def wait(trace: Trace, ms: int, *alive: ShareConsumer, step: int = 15_000) -> None:
@@ -353,18 +375,18 @@ def broker_crash(trace: Trace) -> None:
 
 
 # ---- corner case 5 ---------------------------------------------------------------------------------------
-def _marker_sent(trace: Trace, since: int, state_tp) -> dict:
-    """The WriteTxnMarkers the coordinator wrote to __share_group_state-N (its Note's detail)."""
-    return next(e.detail for e in trace.events[since:] if e.kind == "Note" and e.detail.get("api") == "WriteTxnMarkers"
-                and (e.detail.get("topic"), e.detail.get("partition")) == state_tp)
+def _marker_sent(trace: Trace, since: int, state_tp) -> ev.MarkerSent:
+    """The WriteTxnMarkers the coordinator wrote to __share_group_state-N."""
+    return next(e for e in trace.events[since:] if isinstance(e, ev.MarkerSent)
+                and (e.topic, e.partition) == tuple(state_tp))
 
 
-def _resend(trace: Trace, m: dict, state_tp) -> int:
+def _resend(trace: Trace, m: ev.MarkerSent, state_tp) -> int:
     """The coordinator's retry of that marker (WriteTxnMarkers v1 to the share-state leader)."""
     c = trace.cluster
     r = c.call("WriteTxnMarkers", 1, {"Markers": [{
-        "ProducerId": m["producer_id"], "ProducerEpoch": m["producer_epoch"],
-        "TransactionResult": m["marker"] == "COMMIT", "CoordinatorEpoch": 0,
+        "ProducerId": m.producer_id, "ProducerEpoch": m.producer_epoch,
+        "TransactionResult": m.marker == "COMMIT", "CoordinatorEpoch": 0,
         "Topics": [{"Name": state_tp[0], "PartitionIndexes": [state_tp[1]]}]}]},
         broker=c.topics.partition(*state_tp).leader, client="txn-coordinator")
     return r["Markers"][0]["Topics"][0]["Partitions"][0]["ErrorCode"]
@@ -395,19 +417,19 @@ def duplicate_marker(trace: Trace) -> None:
     trace.expect("the duplicate WriteTxnMarkers is answered NONE", code == 0, name_of(code))
     trace.expect("the duplicate changes nothing: no record moved, the states are the same",
                  not moves(trace, mark) and sp_states(trace) == before, f"{before} -> {sp_states(trace)}")
-    said = notes(trace, mark, "resolved nothing")
+    said = resolved_nothing(trace, mark)
     trace.expect("the broker says why: no record is TX_PENDING for that producer id (no-op by state)",
-                 bool(said) and "no-op by state" in said[-1].text, said[-1].text if said else "")
+                 bool(said) and "no-op by state" in _why(said[-1]), said[-1].text if said else "")
     err2 = loop(sc, pr, records[2:])
     staged = pending(c)
     trace.expect("transaction 2 staged in-0@2,3 at the bumped epoch", err2 == "NONE" and [s[3] for s in staged] == [2, 3]
-                 and all(s[5] == m["producer_epoch"] for s in staged), repr(staged))
+                 and all(s[5] == m.producer_epoch for s in staged), repr(staged))
     mark = len(c.events)
     code = _resend(trace, m, state_tp)
-    said = notes(trace, mark, "resolved nothing")
+    said = resolved_nothing(trace, mark)
     trace.expect("the late duplicate does not resolve transaction 2's staging (no-op by epoch)",
                  code == 0 and not moves(trace, mark) and pending(c) == staged
-                 and bool(said) and "no-op by epoch" in said[-1].text, said[-1].text if said else name_of(code))
+                 and bool(said) and "no-op by epoch" in _why(said[-1]), said[-1].text if said else name_of(code))
     mark = len(c.events)
     pr.commit_transaction()
     trace.expect("transaction 2 commits by its own marker: in-0@2,3 ACKNOWLEDGED",
@@ -482,10 +504,10 @@ def lock_expiry(trace: Trace) -> None:
     every = c.config.transaction_abort_timed_out_interval_ms      # the coordinator's timeout scan
     due = (c.txns.transactions[TXN_ID].start_ms + pr_a.transaction_timeout_ms) // every * every + every
     wait(trace, due - c.now, sc_a, sc_b)
-    timed_out = notes(trace, mark, "timed out")
-    said = notes(trace, mark, "resolved nothing")
+    aborted = timed_out(trace, mark)
+    said = resolved_nothing(trace, mark)
     trace.expect("A's transaction times out (60 s); its late ABORT marker on __share_group_state-N is filtered",
-                 bool(timed_out) and bool(said) and not moves(trace, mark) and c.txns.state_of(TXN_ID) == "CompleteAbort",
+                 bool(aborted) and bool(said) and not moves(trace, mark) and c.txns.state_of(TXN_ID) == "CompleteAbort",
                  said[-1].text if said else repr(c.txns.state_of(TXN_ID)))
     try:
         pr_a.commit_transaction()
@@ -520,7 +542,7 @@ def _late_commit(trace: Trace, records) -> None:
     mark = len(c.events)
     wait(trace, c.config.group_share_record_lock_duration_ms + 5_000, sc)
     pr.commit_transaction()                       # woke up before transaction.timeout.ms
-    said = notes(trace, mark, "resolved nothing")
+    said = resolved_nothing(trace, mark)
     trace.expect("[sg-late] the stalled producer commits after the lock expired: the marker is filtered, the "
                  "records stay AVAILABLE, the output commits",
                  err == "NONE" and bool(said) and set(sp_states(trace, group).values()) == {"AVAILABLE"}
@@ -564,13 +586,13 @@ def txn_timeout(trace: Trace) -> None:
     stage_all(trace, sc, pr, records)
     old_epoch = pr.producer_epoch
     mark = len(c.events)
-    c.note("worker crashed (its share consumer and producer stop; no heartbeats, no commit)", client="worker")
+    c.emit(ev.ClientCrashed, client="worker", how="its share consumer and producer stop; no heartbeats, no commit")
     lock_ms = c.config.group_share_record_lock_duration_ms
     acquired = moves(trace, cause="acquire")[-1].t
     c.advance(acquired + lock_ms - 1 - c.now)     # just before the lock expires; the abort scan runs every 10 s
     aborted = moves(trace, mark, "txn-abort")
     trace.expect(f"transaction.timeout.ms ({timeout} ms) passed: the coordinator aborted the transaction",
-                 bool(notes(trace, mark, "timed out")) and c.txns.state_of(TXN_ID) == "CompleteAbort",
+                 bool(timed_out(trace, mark)) and c.txns.state_of(TXN_ID) == "CompleteAbort",
                  repr(c.txns.state_of(TXN_ID)))
     trace.expect("its ABORT marker on __share_group_state-N: TX_PENDING -> ACQUIRED (txn-abort), same member",
                  sorted(offset_of(e) for e in aborted) == [0, 1, 2, 3] and set(sp_states(trace).values()) == {"ACQUIRED"},
@@ -645,9 +667,9 @@ def leader_change(trace: Trace) -> None:
     new = (log.leader, log.leader_epoch)
     mark = len(c.events)
     pr.commit_transaction()
-    said = notes(trace, mark, "resolved nothing")
+    said = resolved_nothing(trace, mark)
     trace.expect("the COMMIT marker goes to the new leader and resolves nothing (corner case 12)",
-                 not moves(trace, mark) and bool(said) and "corner case 12" in said[-1].text,
+                 not moves(trace, mark) and bool(said) and _case12(said[-1]),
                  said[-1].text if said else "")
     trace.expect("the transaction's output is committed and visible", sorted(read(trace, OUTPUT, "reader-1")) ==
                  srcs(records), "")
@@ -719,9 +741,9 @@ def markers_never_arrive(trace: Trace) -> None:
                  and set(sp_states(trace).values()) == {"ACQUIRED"}, repr(sp_states(trace)))
     mark = len(c.events)
     c.txns.release_markers()
-    said = notes(trace, mark, "resolved nothing")
+    said = resolved_nothing(trace, mark)
     trace.expect("the late ABORT marker is a no-op (nothing TX_PENDING) and the transaction completes",
-                 not moves(trace, mark) and bool(said) and "no-op by state" in said[-1].text
+                 not moves(trace, mark) and bool(said) and "no-op by state" in _why(said[-1])
                  and c.txns.state_of(TXN_ID) == "CompleteAbort", said[-1].text if said else "")
     err = loop(sc, pr, got)
     pr.commit_transaction()

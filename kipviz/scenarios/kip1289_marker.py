@@ -32,6 +32,7 @@ where the hash of the seed's topic id lands."""
 from __future__ import annotations
 
 from ..eos import VIOLATION, check_share_eos
+from ..schema import events as ev
 from . import Finding, Trace, scenario
 from .kip1289_errors import GROUP, INPUT, OUTPUT, PROPOSED, place_share_state, setup
 from .kip1289_faults import (
@@ -63,17 +64,16 @@ def _commits_once(trace: Trace, colocated: bool) -> None:
     mark = len(c.events)
     pr.commit_transaction()
     done = moves(trace, mark, "txn-commit-accept")
-    said = [e for e in c.events[mark:] if e.kind == "Note" and e.detail.get("step") == "marker-resolve"
-            and e.detail.get("records")]
+    said = [e for e in c.events[mark:] if isinstance(e, ev.MarkerResolved) and e.records]
     trace.expect(f"the COMMIT marker's resolution runs on broker {leader}, in-0's leader: every record "
                  "TX_PENDING -> ACKNOWLEDGED",
                  sorted(offset_of(e) for e in done) == [0, 1, 2, 3] and sp_states(trace) == {}
-                 and [e.detail["broker"] for e in said] == [leader], said[-1].text if said else repr(sp_states(trace)))
+                 and [e.broker for e in said] == [leader], said[-1].text if said else repr(sp_states(trace)))
     out = read(trace, OUTPUT, "reader")
     trace.expect("read_committed sees each output once", sorted(out) == srcs(records), repr(out))
     sc.close()
     no_model_bug(trace)
-    trace.result.update(resolved_on=[e.detail["broker"] for e in said], output=out)
+    trace.result.update(resolved_on=[e.broker for e in said], output=out)
     check_eos(trace)
 
 
@@ -106,9 +106,9 @@ def marker_forwarded(trace: Trace) -> None:
     COMMIT marker and forwards it to broker 0, which resolves TX_PENDING -> ACKNOWLEDGED. Exactly once."""
     _commits_once(trace, False)
     c = trace.cluster
-    fwd = [e for e in c.events if e.kind == "Note" and e.detail.get("step") == "marker-forward"]
+    fwd = [e for e in c.events if isinstance(e, ev.MarkerForwarded)]
     trace.expect("the forwarding is labelled the kit's suggestion, not KIP-1289",
-                 bool(fwd) and all(e.detail.get("suggestion") == "kit" and "not KIP-1289" in e.text for e in fwd),
+                 bool(fwd) and all(e.suggestion == "kit" for e in fwd),
                  fwd[-1].text if fwd else "no forwarding note")
 
 
@@ -146,12 +146,12 @@ def marker_not_colocated(trace: Trace) -> None:
         attempts += 1
         mark = len(c.events)
         pr.commit_transaction()
-        said = [e for e in c.events[mark:] if e.kind == "Note" and e.detail.get("step") == "marker-unreached"]
+        said = [e for e in c.events[mark:] if isinstance(e, ev.MarkerUnreached)]
         stuck_notes += said
         if attempts == 1:
             trace.expect(f"the COMMIT marker goes to broker {(leader + 1) % c.config.brokers} and resolves nothing: "
                          f"in-0 is led by broker {leader} (the KIP's hook reaches only that broker's share partitions)",
-                         not moves(trace, mark) and bool(said) and said[-1].detail["unreached"][0]["reason"]
+                         not moves(trace, mark) and bool(said) and said[-1].unreached[0].reason
                          == "not-colocated", said[-1].text if said else "no note")
             trace.expect("the output of the transaction is committed and visible",
                          sorted(read(trace, OUTPUT, "reader-1")) == srcs(records), "")
@@ -184,11 +184,11 @@ def marker_not_colocated(trace: Trace) -> None:
                  final == {o: "ARCHIVED" for o in range(4)} and deliveries(trace) == {o: limit for o in range(4)},
                  f"{final} {deliveries(trace)}")
     trace.expect("every commit's marker said which broker it reached and which it did not",
-                 len(stuck_notes) == attempts and all(n.detail["broker"] != leader for n in stuck_notes), "")
+                 len(stuck_notes) == attempts and all(n.broker != leader for n in stuck_notes), "")
     sc.close()
     no_model_bug(trace)
     trace.result.update(attempts=attempts, output=out, deliveries=deliveries(trace),
-                        unreached=[n.detail["unreached"] for n in stuck_notes[:1]])
+                        unreached=[n.unreached for n in stuck_notes[:1]])
     report = check_share_eos(trace.events, group=GROUP, input_topic=INPUT, output_topic=OUTPUT,
                              allowed_at_least_once=True)
     trace.result["eos"] = report
@@ -207,9 +207,9 @@ PARTICIPANTS = ("share_marker_routing='participants': the share-partition "
 
 def _participant_notes(trace: Trace, since: int = 0) -> tuple[list, list]:
     """(the registrations, the coordinator's markers) of share participants, from `since`."""
-    ev = [e for e in trace.cluster.events[since:] if e.kind == "Note"]
-    return ([e for e in ev if e.detail.get("step") == "share-participant-added"],
-            [e for e in ev if e.detail.get("api") == "WriteTxnMarkers" and e.detail.get("share_participant")])
+    evs = trace.cluster.events[since:]
+    return ([e for e in evs if isinstance(e, ev.ShareParticipantsAdded)],
+            [e for e in evs if isinstance(e, ev.ShareMarkerSent)])
 
 
 @scenario("kip1289.marker_participants",
@@ -233,17 +233,15 @@ def marker_participants(trace: Trace) -> None:
     added, sent = _participant_notes(trace)
     leader = trace.result["share_leader"]
     trace.expect("the share-partition leader registered sg/in-0 as a participant, labelled the kit's suggestion",
-                 len(added) == 1 and added[0].detail["share_participants"][0][0] == "sg"
-                 and added[0].detail["broker"] == leader and added[0].detail["error_code"] == 0
-                 and added[0].detail["suggestion"] == "kit" and "not KIP-1289" in added[0].text,
+                 len(added) == 1 and added[0].share_participants[0][0] == "sg"
+                 and added[0].broker == leader and added[0].error_code == 0 and added[0].suggestion == "kit",
                  added[-1].text if added else "no registration")
     trace.expect(f"EndTxn's marker for the share partition went to broker {leader}, in-0's leader, not to "
                  f"__share_group_state-N's leader (broker {trace.result['state_leader']})",
-                 [e.detail["broker"] for e in sent] == [leader] and all(e.detail["suggestion"] == "kit" for e in sent),
+                 [e.broker for e in sent] == [leader] and all(e.suggestion == "kit" for e in sent),
                  repr([e.text for e in sent]))
     trace.expect("no forwarding and no unreached staging",
-                 not [e for e in c.events if e.kind == "Note" and e.detail.get("step") in ("marker-forward",
-                                                                                          "marker-unreached")], "")
+                 not [e for e in c.events if isinstance(e, (ev.MarkerForwarded, ev.MarkerUnreached))], "")
 
 
 @scenario("kip1289.marker_participants_state_leader_change",
@@ -271,7 +269,7 @@ def marker_participants_state_leader_change(trace: Trace) -> None:
     _, sent = _participant_notes(trace, mark)
     trace.expect(f"the share participant's COMMIT marker goes to broker {leader}, in-0's leader, and resolves every "
                  "record TX_PENDING -> ACKNOWLEDGED although N's leader moved",
-                 [e.detail["broker"] for e in sent] == [leader] and sorted(offset_of(e) for e in done) == [0, 1, 2, 3]
+                 [e.broker for e in sent] == [leader] and sorted(offset_of(e) for e in done) == [0, 1, 2, 3]
                  and sp_states(trace) == {}, repr(sp_states(trace)))
     out = read(trace, OUTPUT, "reader")
     trace.expect("read_committed sees each output once", sorted(out) == srcs(records), repr(out))
@@ -316,10 +314,10 @@ def marker_participants_leader_change(trace: Trace) -> None:
     mark = len(c.events)
     pr.commit_transaction()
     _, sent = _participant_notes(trace, mark)
-    said = [e for e in c.events[mark:] if e.kind == "Note" and e.detail.get("step") == "marker-resolve"]
+    said = [e for e in c.events[mark:] if isinstance(e, ev.MarkerResolved)]
     trace.expect(f"the share participant's COMMIT marker follows the new leader (broker {other}) and resolves nothing",
-                 [e.detail["broker"] for e in sent] == [other] and not moves(trace, mark)
-                 and [(e.detail["broker"], e.detail["records"]) for e in said] == [(other, 0)],
+                 [e.broker for e in sent] == [other] and not moves(trace, mark)
+                 and [(e.broker, e.records) for e in said] == [(other, 0)],
                  said[-1].text if said else "no note")
     trace.expect("the transaction's output is committed and visible",
                  sorted(read(trace, OUTPUT, "reader-1")) == srcs(records), "")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ..broker.tables.transaction import STATE_NAMES
 from ..clients import Consumer, Producer, ProducerFencedError
+from ..schema import events as ev
 from ..schema.coordinators import GROUP_KEY
 from ..schema.error_codes import name_of
 from ..schema.topics import TRANSACTION_STATE
@@ -441,9 +442,8 @@ def tv1_vs_tv2(trace: Trace) -> None:
                  all(ep == epochs1[0] for m in tv1_markers.values() for _, ep in m), f"{tv1_markers}")
 
     # the operator finalizes transaction.version=2 (kafka-features.sh upgrade); the app restarts
-    c.config.transaction_version = 2
-    c.note("operator: transaction.version finalized at 2 (kafka-features upgrade --feature transaction.version=2)",
-           feature="transaction.version", level=2)
+    c.features.finalize("transaction.version", 2, by="operator",
+                        how="kafka-features upgrade --feature transaction.version=2")
     p2 = Producer(c, TXN_ID, client_id="app-tv2")
     p2.init_transactions()
     epochs2, runs2 = run(p2, "tv2")
@@ -451,10 +451,9 @@ def tv1_vs_tv2(trace: Trace) -> None:
     trace.expect("TV2: the client learns transaction.version=2 from ApiVersions (FinalizedFeatures)", p2.tv2, "")
     trace.expect("TV2: no AddPartitionsToTxn / AddOffsetsToTxn from the client",
                  not requests(trace, "AddPartitionsToTxn", client) and not requests(trace, "AddOffsetsToTxn", client), "")
-    implicit = [e for e in trace.events[runs2[0][0]:] if e.kind == "Note" and e.detail.get("api") == "AddPartitionsToTxn"
-                and not e.detail.get("verify_only")]
+    implicit = [e for e in trace.events[runs2[0][0]:] if isinstance(e, ev.PartitionAddedToTxn) and not e.verify_only]
     trace.expect("TV2: Produce and TxnOffsetCommit add their partitions on the broker (AddPartitionsToTxn v5, add)",
-                 {n.detail["via"].split()[0] for n in implicit} == {"Produce", "TxnOffsetCommit"},
+                 {n.via.split()[0] for n in implicit} == {"Produce", "TxnOffsetCommit"},
                  f"{len(implicit)} implicit adds")
     trace.expect("TV2: EndTxn v5 and TxnOffsetCommit v6",
                  {e.version for e in requests(trace, "EndTxn", client)} == {5}

@@ -105,7 +105,7 @@ class Recorder:
         data = sum(1 for t in c.topics.by_id.values() if not t.internal
                    for log in t.partitions for e in log.entries if e.control is None)
         meta = sample_meta("live", "serve", c.seed, data, c,
-                           "proposed" if c.config.share_version >= 2 else "released", None, None, None)
+                           "proposed" if c.features.on("KIP-1289") else "released", None, None, None)
         meta["generator"]["command"] = COMMAND
         meta["summary"] = dict(meta_extra or {})
         manifest = self.writer.close(c, meta)

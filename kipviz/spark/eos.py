@@ -520,19 +520,29 @@ UNCHECKED_ROUTING = ("KIP-1289 marker routing: the event log has no notes, so wh
 
 
 def _unreached_notes(events) -> list | None:
-    """The run's Notes of step "marker-unreached" (kipviz.broker.share_txn: a COMMIT marker on
-    __share_group_state-N that did not reach the share partition's leader), rebuilt as Note events
-    for kipviz.eos; None when the event log holds no Note at all (the notes were not recorded, so
-    the marker routing cannot be checked). Few rows: collected to the driver."""
+    """The run's MarkerUnreached events (kipviz.broker.share_txn: a COMMIT marker on
+    __share_group_state-N that did not reach the share partition's leader), rebuilt for kipviz.eos;
+    None when the event log holds no sentence at all (no Note, no typed Happened: they were
+    not recorded, so the marker routing cannot be checked). Few rows: collected to the driver."""
+    import json
+
     from pyspark.sql import functions as F
 
-    from ..sampledata.event_rows import event_from_row
-    notes = events.filter(F.col("kind") == "Note")
+    from ..schema.events import Happened, MarkerUnreached, Note, Unreached, event_classes
+    told = sorted(k for k, cls in event_classes().items() if issubclass(cls, (Happened, Note)))
+    said = events.filter(F.col("kind").isin(told))
     # the detail column is compact JSON with sorted keys (kipviz.sampledata.rows.event_detail)
-    rows = notes.filter(F.col("detail").contains('"step":"marker-unreached"')).select("seq", "kind", "detail").collect()
-    if not rows and not notes.limit(1).count():
+    rows = said.filter(F.col("kind") == "MarkerUnreached").select("seq", "detail").collect()
+    if not rows and not said.limit(1).count():
         return None
-    return [event_from_row(r["kind"], r["detail"], seq=r["seq"]) for r in rows]
+    out = []
+    for r in rows:
+        d = json.loads(r["detail"])
+        out.append(MarkerUnreached(
+            seq=r["seq"], t=0, broker=d["broker"], partition=d["partition"], producer_id=d["producer_id"],
+            producer_epoch=d["producer_epoch"], commit=d["commit"], routing=d["routing"],
+            unreached=tuple(Unreached(*u[:3], tuple(u[3]), *u[4:]) for u in d["unreached"])))
+    return out
 
 
 def _recheck(rows, hist: dict, outputs: dict, group, input_topic, output_topic, allowed_at_least_once,

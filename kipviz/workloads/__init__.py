@@ -9,15 +9,8 @@ share_eos: share-group read-process-write with KIP-1289 (proposed) transactional
 and the seed's corner-case faults (kipviz/workloads/share_eos.py).
 samples: the read-process-write workloads the sample data is written from (regular_eos ...,
 kipviz/workloads/samples.py)."""
-from .share_eos import (
-    DEFAULT_KINDS,
-    FAULT_KINDS,
-    Fault,
-    ShareEosWorkload,
-    WorkloadResult,
-    random_faults,
-    run_share_eos,
-)
+from .share_eos import ShareEosWorkload, WorkloadResult, run_share_eos
+from .share_faults import DEFAULT_KINDS, FAULT_KINDS, FAULTS, Fault, random_faults
 
-__all__ = ["run_share_eos", "ShareEosWorkload", "WorkloadResult", "Fault", "FAULT_KINDS", "DEFAULT_KINDS",
+__all__ = ["run_share_eos", "ShareEosWorkload", "WorkloadResult", "Fault", "FAULT_KINDS", "FAULTS", "DEFAULT_KINDS",
            "random_faults"]

@@ -38,51 +38,9 @@ a share-state-leader-change fault leadership returns home at the end of that ste
 preferred-leader election): the fault is the KIP's case 12 window, not the not-co-located loss of
 every later staging (scenario kip1289.marker_not_colocated shows that one).
 
-FAULTS: `faults` is a list of Fault(at, kind, params) (or (at, kind[, params]) tuples or dicts).
-`at` is a step number. A fault with a `point` fires at that point of the next iteration of its
-worker (params["worker"], default the worker of step `at`) that reaches it -- after-poll,
-after-produce, after-snapshot (between shareGroupMetadata() and the staging call), after-stage,
-after-commit; the others fire at the start of step `at`. Every firing is recorded as a Note
-("fault: ...") and as a row of WorkloadResult.faults. Kinds (the KIP-1289 page's corner case in brackets):
-
-  broker-crash (1)            crash `broker` (default 0: the share-partition leader; ACQUIRED and
-                              TX_PENDING live in its memory) at `point` (after-stage | after-poll |
-                              idle), restart it `down_ms` later on the virtual clock
-  coordinator-unavailable (2) the next `count` broker-internal AddPartitionsToTxn registrations of
-                              __share_group_state-N fail with COORDINATOR_NOT_AVAILABLE /
-                              NOT_COORDINATOR (wraps TransactionCoordinator.add_share_state_partitions,
-                              as scenario kip1289.case02 does)
-  zombie-producer (3)         at `point` (after-produce | after-stage) a new producer instance with
-                              the worker's transactional id initialises; the old one carries on and
-                              is fenced; the worker adopts the new one
-  duplicate-marker (5)        the last commit's WriteTxnMarkers are sent again (WriteTxnMarkers v2,
-                              TransactionVersion 2) right after it (`when` now) or during the
-                              worker's next staged transaction (`when` next-stage)
-  lock-expiry (6)             the worker stalls past the acquisition lock at `point` (after-poll |
-                              after-produce): its staging then finds the records gone (released
-                              KIP-932 behaviour)
-  lock-expiry-tx-pending (6)  the worker stalls past the lock while its acks are TX_PENDING, then
-                              commits: the KIP's case 6 (the lock reverts TX_PENDING, the late
-                              marker is filtered) -- the output is committed and the record is
-                              redelivered: a duplicate the KIP does not list as a window (NOT in
-                              DEFAULT_KINDS)
-  transaction-timeout (7)     the worker's process dies after staging; time jumps past
-                              transaction.timeout.ms so the coordinator aborts; it restarts later
-  rebalance (8)               between shareGroupMetadata() and the call a member joins and the
-                              worker heartbeats: STALE_MEMBER_EPOCH
-  old-broker (9)              share.version goes to 1 for `steps` steps (no TxnShareAcknowledge
-                              advertised); refused while any record is TX_PENDING, as the KIP's
-                              downgrade rule says
-  invalid-ack-type (10)       one acknowledgement in the transaction is RELEASE / RENEW / GAP
-  partial-failure (11)        the staging call also names offsets of another partition that are not
-                              in flight: all or nothing
-  share-state-leader-change (12)  after staging, leadership of the staged records'
-                              __share_group_state-N moves (`to_broker`); it returns after the step
-  marker-never-arrives (13)   after staging, the markers for __share_group_state-N are held; the
-                              worker commits (or aborts: `outcome`), stalls past the lock, then the
-                              markers are released (they arrive late and resolve nothing)
-  concurrent-epochs (14)      before the worker's staging, an old in-flight TxnShareAcknowledge
-                              with the previous producer epoch arrives (PRODUCER_FENCED)
+FAULTS: `faults` is a list of Fault(at, kind, params) (or (at, kind[, params]) tuples or dicts),
+run by kipviz.workloads.share_faults (its FAULTS table: each kind's KIP-1289 corner case, how it is
+armed and what it does).
 
 SCALE. Events: with `on_events`, every `events_chunk` events (and at the end) the driver hands
 cluster.take_events() to on_events(chunk) -- the cluster's list restarts empty and seq numbers
@@ -100,7 +58,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..broker import Cluster
-from ..broker.share_txn import pending as tx_pending
 from ..clients.producer import (
     FatalError,
     IllegalStateError,
@@ -112,99 +69,9 @@ from ..clients.share_consumer import ShareConsumer
 from ..eos import ShareEosChecker, check_share_eos, source_header
 from ..gcpause import rare_collections
 from ..records import share_coordinator_partition
-from ..schema.error_codes import CODE, NAME
+from ..schema import events as ev
 from ..schema.events import StateChanged
-
-STATUS = "proposed"
-KIP = "KIP-1289"
-SHARE_STATE = "__share_group_state"
-
-# kind -> the KIP-1289 page's corner case
-FAULT_KINDS = {
-    "broker-crash": 1, "coordinator-unavailable": 2, "zombie-producer": 3, "duplicate-marker": 5,
-    "lock-expiry": 6, "lock-expiry-tx-pending": 6, "transaction-timeout": 7, "rebalance": 8,
-    "old-broker": 9, "invalid-ack-type": 10, "partial-failure": 11, "share-state-leader-change": 12,
-    "marker-never-arrives": 13, "concurrent-epochs": 14,
-}
-# the faults after which the KIP promises exactly-once except its documented windows (cases 1, 12)
-DEFAULT_KINDS = tuple(k for k in FAULT_KINDS if k != "lock-expiry-tx-pending")
-POINTS = ("after-poll", "after-produce", "after-snapshot", "after-stage", "after-commit")
-_DEFAULT_POINT = {"broker-crash": "after-stage", "zombie-producer": "after-produce",
-                  "duplicate-marker": "after-commit", "lock-expiry": "after-produce",
-                  "lock-expiry-tx-pending": "after-stage", "transaction-timeout": "after-stage",
-                  "rebalance": "after-snapshot", "invalid-ack-type": "after-snapshot",
-                  "partial-failure": "after-snapshot", "share-state-leader-change": "after-stage",
-                  "marker-never-arrives": "after-stage", "concurrent-epochs": "after-snapshot"}
-_IMMEDIATE = {"coordinator-unavailable", "old-broker"}
-
-
-@dataclass(frozen=True)
-class Fault:
-    """One scheduled fault: at step `at`, of `kind` (FAULT_KINDS), with `params`."""
-    at: int
-    kind: str
-    params: dict = field(default_factory=dict)
-
-    def __post_init__(self):
-        if self.kind not in FAULT_KINDS:
-            raise ValueError(f"unknown fault kind {self.kind!r}; known: {', '.join(FAULT_KINDS)}")
-        if not isinstance(self.at, int) or self.at < 0:
-            raise ValueError(f"fault step must be an int >= 0, got {self.at!r}")
-
-    @property
-    def case(self) -> int:
-        return FAULT_KINDS[self.kind]
-
-    @property
-    def point(self) -> str | None:
-        if self.kind in _IMMEDIATE:
-            return None
-        p = self.params.get("point", _DEFAULT_POINT[self.kind])
-        return None if p == "idle" else p
-
-    @classmethod
-    def of(cls, x) -> "Fault":
-        if isinstance(x, Fault):
-            return x
-        if isinstance(x, dict):
-            return cls(x["at"], x["kind"], dict(x.get("params") or {}))
-        at, kind, *rest = x
-        return cls(at, kind, dict(rest[0]) if rest and rest[0] else {})
-
-
-def random_faults(seed, *, steps: int, count: int = 5, kinds=DEFAULT_KINDS, brokers: int = 3,
-                  consumers: int | None = None) -> list[Fault]:
-    """A reproducible random schedule: `count` faults of `kinds` at steps in [0, steps), with
-    random points and parameters (brokers, down times, outcomes)."""
-    rng = seed if isinstance(seed, random.Random) else random.Random(seed)
-    kinds = list(kinds)
-    out = []
-    for _ in range(count):
-        kind = rng.choice(kinds)
-        p: dict = {}
-        if kind == "broker-crash":
-            p = {"broker": rng.randrange(brokers), "point": rng.choice(("after-stage", "after-poll", "idle")),
-                 "down_ms": rng.choice((50, 300, 1500, 5000))}
-        elif kind == "coordinator-unavailable":
-            p = {"count": rng.choice((1, 2, 3, 30))}
-        elif kind == "zombie-producer":
-            p = {"point": rng.choice(("after-produce", "after-stage"))}
-        elif kind == "duplicate-marker":
-            p = {"when": rng.choice(("now", "next-stage"))}
-        elif kind == "lock-expiry":
-            p = {"point": rng.choice(("after-poll", "after-produce"))}
-        elif kind == "old-broker":
-            p = {"steps": rng.choice((1, 3, 10))}
-        elif kind == "invalid-ack-type":
-            p = {"type": rng.choice((0, 2, 4))}
-        elif kind == "share-state-leader-change":
-            p = {"to_broker": rng.randrange(brokers)}
-        elif kind == "marker-never-arrives":
-            p = {"outcome": rng.choice(("commit", "abort"))}
-        if consumers and rng.random() < 0.5:
-            p["worker"] = rng.randrange(consumers)
-        out.append(Fault(rng.randrange(max(1, steps)), kind, p))
-    return sorted(out, key=lambda f: f.at)
+from .share_faults import SHARE_STATE, Fault, FaultRunner, IterationDone, WorkerDied
 
 
 # ---- result ------------------------------------------------------------------------------------------------
@@ -228,14 +95,6 @@ class WorkloadResult:
                                output_topic=self.output_topic, allowed_at_least_once=allowed_at_least_once, **kw)
 
 
-class _WorkerDied(Exception):
-    pass
-
-
-class _Done(Exception):
-    """The iteration ended early on purpose (a fault aborted the transaction itself)."""
-
-
 @dataclass
 class _Worker:
     index: int
@@ -254,25 +113,6 @@ class _Worker:
 
 
 # ---- the workload -----------------------------------------------------------------------------------------
-# fault kind -> the method of ShareEosWorkload that injects it
-_FAULT_METHODS = {
-    "broker-crash": "_fault_broker_crash",
-    "coordinator-unavailable": "_fault_coordinator_unavailable",
-    "zombie-producer": "_fault_zombie_producer",
-    "duplicate-marker": "_fault_duplicate_marker",
-    "lock-expiry": "_fault_lock_expiry",
-    "lock-expiry-tx-pending": "_fault_lock_expiry",
-    "transaction-timeout": "_fault_transaction_timeout",
-    "rebalance": "_fault_rebalance",
-    "old-broker": "_fault_old_broker",
-    "invalid-ack-type": "_fault_invalid_ack_type",
-    "partial-failure": "_fault_partial_failure",
-    "share-state-leader-change": "_fault_share_state_leader_change",
-    "marker-never-arrives": "_fault_marker_never_arrives",
-    "concurrent-epochs": "_fault_concurrent_epochs",
-}
-
-
 class ShareEosWorkload:
     """The share-group EOS workload (module docstring); run() -> WorkloadResult, once. Options:
 
@@ -319,26 +159,23 @@ class ShareEosWorkload:
         self.drain_rounds = drain_rounds
         self.txn_timeout_ms = transaction_timeout_ms
         self.pace = pace
-        self.schedule = sorted((Fault.of(f) for f in faults), key=lambda f: f.at)
         self.rng = random.Random(seed)
         # the group reads the input from offset 0 (preloaded before it exists): Kafka's default is "latest"
         settings = {"share_version": 2, "transaction_version": 2, "share_auto_offset_reset": "earliest",
                     **(cluster_settings or {})}
         self.cluster = Cluster(seed=seed, brokers=brokers, **settings)
+        self.faults = FaultRunner(self, sorted((Fault.of(f) for f in faults), key=lambda f: f.at))
         self.checker = ShareEosChecker(group=group, input_topic=input_topic, output_topic=output_topic) \
             if check else None
         self.allowed = allowed_at_least_once
         self.stats: Counter = Counter()
         self.errors: Counter = Counter()
-        self.fault_rows: list[dict] = []
         self.workers: list[_Worker] = []
         self.loaded = 0
         self.step = 0
         self.transitions = 0
         self._ran = False
-        self._registration_errors: list[str] = []
-        self._old_broker_until: int | None = None
-        self._extra_members = 0
+        self.extra_members = 0                  # members a rebalance fault added
 
     # ---- set-up ---------------------------------------------------------------------------------------
     def _setup(self) -> None:
@@ -356,11 +193,8 @@ class ShareEosWorkload:
         states = sorted({share_coordinator_partition(self.group, self.input_id, p, n) for p in range(self.partitions)})
         for q in states:
             c.topics.partition(SHARE_STATE, q).leader = 0
-        c.note(f"workload layout: {self.input}-0..{self.partitions - 1} and "
-               f"{', '.join(f'{SHARE_STATE}-{q}' for q in states)} led by broker 0 (co-located on purpose; marker "
-               f"routing {c.config.share_marker_routing!r})", share_leader=0, state_partitions=states,
-               routing=c.config.share_marker_routing)
-        self._home: dict[int, int] = {}     # share-state partitions a fault moved -> their broker
+        c.emit(ev.WorkloadLayout, input=self.input, partitions=self.partitions, share_leader=0,
+               state_partitions=tuple(states), routing=c.config.share_marker_routing)
         self.loader = Producer(c, None, client_id="input-loader")
         self._top_up(min(self.records, self.preload))
         for i in range(self.n_consumers):
@@ -374,9 +208,11 @@ class ShareEosWorkload:
         w.sc.subscribe([self.input])
         w.pr = None
         w.alive, w.retry, w.attempts, w.last_hb = True, [], 0, -1
-        self._new_producer(w)
+        self.new_producer(w)
 
-    def _new_producer(self, w: _Worker) -> Producer | None:
+    def new_producer(self, w: _Worker) -> Producer | None:
+        """A new producer instance for worker `w` (its transactional id: InitProducerId fences the
+        old one); None if it could not initialise."""
         self.stats["producers_created"] += 1
         pr = Producer(self.cluster, w.txn_id, client_id=f"{w.name}-producer.{self.stats['producers_created']}",
                               transaction_timeout_ms=self.txn_timeout_ms)
@@ -413,7 +249,8 @@ class ShareEosWorkload:
                 return
             self.loaded += n
 
-    def _consumed(self) -> int:
+    def consumed(self) -> int:
+        """How many input records are done: the sum of the share partitions' start offsets (SPSO)."""
         parts = self.cluster.shares.partitions
         return sum(sp.spso for p in range(self.partitions)
                    if (sp := parts.get((self.group, self.input_id, p))) is not None)
@@ -422,18 +259,19 @@ class ShareEosWorkload:
         if self.loaded >= self.records:
             return
         ahead = max(8 * self.batch * self.n_consumers, 2 * self.load_batch * self.partitions)
-        if self.loaded - self._consumed() < ahead and 0 not in self.cluster.down:
+        if self.loaded - self.consumed() < ahead and 0 not in self.cluster.down:
             self._top_up(self.loaded + ahead)
 
     def _done(self) -> bool:
-        return self.loaded >= self.records and self._consumed() >= self.records
+        return self.loaded >= self.records and self.consumed() >= self.records
 
     # ---- time -----------------------------------------------------------------------------------------
     @property
     def _hb_ms(self) -> int:
         return self.cluster.config.group_share_heartbeat_interval_ms
 
-    def _heartbeat(self, w: _Worker, force: bool = False) -> None:
+    def heartbeat(self, w: _Worker, force: bool = False) -> None:
+        """Worker `w`'s member heartbeats when its interval is due (or now, `force`)."""
         c = self.cluster
         if w.sc is None or 0 in c.down or w.sc.member_epoch == 0:
             return
@@ -441,7 +279,7 @@ class ShareEosWorkload:
             w.sc.heartbeat()
             w.last_hb = c.now
 
-    def _sleep(self, ms: int) -> None:
+    def sleep(self, ms: int) -> None:
         """Advance the clock by ms in slices of at most the heartbeat interval; every live member
         keeps heartbeating (its heartbeat thread runs while its processing stalls)."""
         self.stats["slept_ms"] += ms
@@ -452,7 +290,7 @@ class ShareEosWorkload:
             left -= d
             for w in self.workers:
                 if w.alive:
-                    self._heartbeat(w)
+                    self.heartbeat(w)
 
     # ---- one iteration ----------------------------------------------------------------------------------
     def _iteration(self, w: _Worker) -> int:
@@ -465,8 +303,8 @@ class ShareEosWorkload:
             self._start(w)
         if 0 in c.down:          # the share partitions' leader (and the share coordinator) is down
             return 0
-        self._heartbeat(w)
-        if w.pr is None and self._new_producer(w) is None:
+        self.heartbeat(w)
+        if w.pr is None and self.new_producer(w) is None:
             return 0
         recs = w.retry
         if not recs:
@@ -481,9 +319,9 @@ class ShareEosWorkload:
         extra: list[ShareConsumer] = []
         try:
             self._process(w, pr, recs, extra)
-        except _WorkerDied:
+        except WorkerDied:
             return len(recs)
-        except _Done:
+        except IterationDone:
             pass
         except (ProducerError, IllegalStateError) as e:
             self._error("transaction", e)
@@ -500,7 +338,7 @@ class ShareEosWorkload:
     def _process(self, w: _Worker, pr: Producer, recs: list, extra: list) -> None:
         sc = w.sc
         pace = self.pace
-        self._hook(w, "after-poll", pr=pr, recs=recs)
+        self.faults.hook(w, "after-poll", pr=pr, recs=recs)
         self._spend(lambda: pace.round_trip())               # the ShareFetch that brought them
         pr.begin_transaction()
         by_part: dict[int, list] = {}
@@ -515,16 +353,16 @@ class ShareEosWorkload:
             if pace is not None:                             # process a partition's records, then send
                 self._spend(pace.processing(len(by_part[p])) + pace.produce(1))
             pr.send_batch(self.output, p, by_part[p])
-        self._hook(w, "after-produce", pr=pr, recs=recs)
+        self.faults.hook(w, "after-produce", pr=pr, recs=recs)
         for r in recs:
             sc.acknowledge(r, 3 if (r.partition, r.offset) in rejected else 1)
         # keyed by topic name: the producer then needs no all-topics Metadata to map ids to names
         acks = {(self.input, k[1]): v for k, v in sc.transactional_acknowledgements().items()}
         gm = sc.share_group_metadata()
-        acks = self._hook(w, "after-snapshot", pr=pr, recs=recs, acks=acks, gm=gm, extra=extra) or acks
+        acks = self.faults.hook(w, "after-snapshot", pr=pr, recs=recs, acks=acks, gm=gm, extra=extra) or acks
         self._spend(lambda: pace.round_trip())
         pr.send_share_acknowledgements_to_transaction(acks, gm)
-        self._hook(w, "after-stage", pr=pr, recs=recs, acks=acks)
+        self.faults.hook(w, "after-stage", pr=pr, recs=recs, acks=acks)
         # commitTransaction: flush the lingering batch, EndTxn, and the coordinator's markers
         self._spend(lambda: pace.produce(1) + pace.round_trip(2))
         mark = len(self.cluster.events)
@@ -533,7 +371,7 @@ class ShareEosWorkload:
         self._spend(lambda: pace.think())
         self.stats["transactions_committed"] += 1
         self.stats["records_committed"] += len(recs)
-        self._hook(w, "after-commit", pr=pr, recs=recs, mark=mark, pid=pid)
+        self.faults.hook(w, "after-commit", pr=pr, recs=recs, mark=mark, pid=pid)
 
     def _recover(self, w: _Worker, pr: Producer, exc: Exception, recs: list) -> None:
         """The KIP's catch blocks: abort on an abortable error; a fatal one (or an abort that fails)
@@ -575,274 +413,6 @@ class ShareEosWorkload:
         name = getattr(e, "error", None) or type(e).__name__
         self.errors[f"{where}: {type(e).__name__} {name}"] += 1
 
-    # ---- faults ---------------------------------------------------------------------------------------
-    def _fire_due(self) -> None:
-        while self._next_fault < len(self.schedule) and self.schedule[self._next_fault].at <= self.step:
-            f = self.schedule[self._next_fault]
-            self._next_fault += 1
-            row = {"at": f.at, "kind": f.kind, "case": f.case, "params": dict(f.params), "fired_step": None,
-                   "worker": None, "applied": False, "outcome": "not reached"}
-            self.fault_rows.append(row)
-            if f.point is None:
-                self._apply(f, row, None, "idle", {})
-            else:
-                w = self.workers[f.params.get("worker", f.at) % len(self.workers)]
-                row["worker"] = w.name
-                w.armed.append((f, row))
-        if self._old_broker_until is not None and self.step >= self._old_broker_until:
-            self._restore_share_version()
-
-    def _hook(self, w: _Worker, point: str, **ctx):
-        out = None
-        if point == "after-stage" and w.dup_markers:
-            (markers, row), w.dup_markers = w.dup_markers, []
-            codes = self._send_markers(markers)
-            row["outcome"] += f"; sent while the next transaction's acks are TX_PENDING: {codes}"
-            self.cluster.note(f"fault: duplicate-marker (KIP-1289 corner case 5): {len(markers)} marker(s) of the "
-                              f"previous transaction sent again: {codes}", fault="duplicate-marker", case=5,
-                              worker=w.name, status=STATUS, kip=KIP)
-        for f, row in list(w.armed):
-            if f.point == point:
-                w.armed.remove((f, row))
-                got = self._apply(f, row, w, point, ctx)
-                if got is not None:
-                    out = ctx["acks"] = got
-        return out
-
-    def _fired(self, row: dict, w: _Worker | None, outcome: str, applied: bool = True) -> None:
-        row.update(fired_step=self.step, applied=applied, outcome=outcome)
-        if w is not None:
-            row["worker"] = w.name
-        self.stats["faults_fired"] += applied
-        self.cluster.note(f"fault: {row['kind']} (KIP-1289 corner case {row['case']}): {outcome}",
-                          fault=row["kind"], case=row["case"], worker=row["worker"], params=row["params"],
-                          status=STATUS, kip=KIP)
-
-    def _apply(self, f: Fault, row: dict, w: _Worker | None, point: str, ctx: dict):
-        """Inject fault `f` at `point` (one method per kind, below); returns what that kind hands back."""
-        name = _FAULT_METHODS.get(f.kind)
-        if name is None:
-            raise AssertionError(f.kind)
-        return getattr(self, name)(f.params, row, w, point, ctx)
-
-    def _fault_broker_crash(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
-        c = self.cluster
-        b = p.get("broker", 0) % self.brokers
-        if b in c.down:
-            return self._fired(row, w, f"broker {b} is already down", applied=False)
-        down = p.get("down_ms", 300)
-        c.crash_broker(b)
-        c.clock.schedule(c.now + down, lambda: self._restart(b))
-        return self._fired(row, w, f"broker {b} crashed at {point}, restarts in {down} ms")
-
-    def _fault_coordinator_unavailable(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
-        n = p.get("count", 2)
-        errs = [("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR")[i % 2] for i in range(n)]
-        self._fail_registrations(errs)
-        return self._fired(row, w, f"the next {n} share-state registrations fail ({', '.join(sorted(set(errs)))})")
-
-    def _fault_zombie_producer(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
-        old = ctx["pr"]
-        new = self._new_producer(w)
-        if new is None:
-            w.pr = old
-            return self._fired(row, w, "the new instance could not initialise", applied=False)
-        return self._fired(row, w, f"new instance {new.client_id} (epoch {new.producer_epoch}) fenced "
-                                   f"{old.client_id} (epoch {old.producer_epoch}) at {point}")
-
-    def _fault_duplicate_marker(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
-        c = self.cluster
-        pid = ctx["pid"]
-        markers = [(e.topic, e.partition, e.producer_id, e.producer_epoch, e.record.get("type") == "COMMIT")
-                   for e in c.events[ctx["mark"]:]
-                   if e.__class__.__name__ == "RecordAppended" and e.control and e.producer_id == pid]
-        if p.get("when", "now") == "next-stage":
-            w.dup_markers = [markers, row]
-            return self._fired(row, w, f"{len(markers)} marker(s) will be sent again during the next staging")
-        codes = self._send_markers(markers)
-        return self._fired(row, w, f"{len(markers)} marker(s) sent again: {codes}")
-
-    def _fault_lock_expiry(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
-        c = self.cluster
-        ms = c.config.group_share_record_lock_duration_ms + 1 + p.get("extra_ms", 0)
-        self._fired(row, w, f"worker stalls {ms} ms at {point}")
-        self._sleep(ms)
-        return None
-
-    def _fault_transaction_timeout(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
-        c = self.cluster
-        w.alive, w.retry = False, []
-        w.revive_at = self.step + p.get("restart_after_steps", len(self.workers))
-        ms = self.txn_timeout_ms + c.config.transaction_abort_timed_out_interval_ms + 1
-        self._fired(row, w, f"worker process died at {point}; {ms} ms pass")
-        self.stats["workers_died"] += 1
-        self._sleep(ms)
-        raise _WorkerDied
-
-    def _fault_rebalance(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
-        c = self.cluster
-        if 0 in c.down:             # (the ShareConsumer model cannot heartbeat a down broker)
-            return self._fired(row, w, "the share coordinator's broker is down", applied=False)
-        self._extra_members += 1
-        x = ShareConsumer(c, self.group, client_id=f"rebalancer-{self._extra_members}")
-        x.subscribe([self.input])
-        x.heartbeat()
-        ctx["extra"].append(x)
-        before = w.sc.member_epoch
-        self._heartbeat(w, force=True)
-        return self._fired(row, w, f"a member joined; member epoch {before} -> {w.sc.member_epoch} after "
-                                   f"the snapshot (epoch {ctx['gm']['member_epoch']})")
-
-    def _fault_old_broker(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
-        c = self.cluster
-        if tx_pending(c):
-            return self._fired(row, w, "downgrade refused: records are TX_PENDING", applied=False)
-        c.config.share_version = 1
-        self._old_broker_until = self.step + max(1, p.get("steps", 3))
-        return self._fired(row, w, f"share.version 2 -> 1 until step {self._old_broker_until}")
-
-    def _fault_invalid_ack_type(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
-        acks = {k: dict(v) for k, v in ctx["acks"].items()}
-        if not acks:
-            return self._fired(row, w, "no acknowledgement to spoil", applied=False)
-        k = sorted(acks, key=str)[0]
-        o = min(acks[k])
-        t = p.get("type", 2)
-        acks[k][o] = t
-        self._fired(row, w, f"offset {o} of {k[0]}-{k[1]} acknowledged with type {t} in the transaction")
-        return acks
-
-    def _fault_partial_failure(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
-        c = self.cluster
-        acks = {k: dict(v) for k, v in ctx["acks"].items()}
-        used = {k[1] for k in acks}
-        others = [q for q in range(self.partitions) if q not in used]
-        q = others[0] if others else 0
-        bogus = c.topics.partition(self.input, q).log_end_offset + 1000
-        acks.setdefault((self.input, q), {})[bogus] = 1
-        self._fired(row, w, f"the staging also names {self.input}-{q}@{bogus} (not in flight)")
-        return acks
-
-    def _fault_share_state_leader_change(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
-        c = self.cluster
-        moved = []
-        for q in self._staged_state_partitions(ctx["acks"]):
-            log = c.topics.partition(SHARE_STATE, q)
-            to = p.get("to_broker", (log.leader + 1) % self.brokers) % self.brokers
-            self._home.setdefault(q, log.leader)
-            c.move_share_state_leader(q, to)
-            moved.append(f"{SHARE_STATE}-{q} -> broker {to}")
-        return self._fired(row, w, "; ".join(moved) or "nothing staged")
-
-    def _fault_marker_never_arrives(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
-        c = self.cluster
-        parts = self._staged_state_partitions(ctx["acks"])
-        for q in parts:
-            c.txns.hold_markers_for(SHARE_STATE, q)
-        outcome = p.get("outcome", "commit")
-        self._fired(row, w, f"markers for {', '.join(f'{SHARE_STATE}-{q}' for q in parts)} held; "
-                            f"the worker {'commits' if outcome == 'commit' else 'aborts'}")
-        pr = ctx["pr"]
-        try:
-            if outcome == "commit":
-                pr.commit_transaction()
-                self.stats["transactions_committed"] += 1
-            else:
-                pr.abort_transaction()
-                self.stats["transactions_aborted"] += 1
-        finally:
-            self._sleep(c.config.group_share_record_lock_duration_ms + 1)
-            c.txns.release_markers()
-        raise _Done
-
-    def _fault_concurrent_epochs(self, p: dict, row: dict, w: _Worker | None, point: str, ctx: dict):
-        c = self.cluster
-        pr = ctx["pr"]
-        body = {"TransactionalId": pr.transactional_id, "GroupId": self.group, "ProducerId": pr.producer_id,
-                "ProducerEpoch": pr.producer_epoch - 1, "MemberId": ctx["gm"]["member_id"],
-                "MemberEpoch": ctx["gm"]["member_epoch"],
-                "Topics": [{"TopicId": self.input_id, "Partitions": [
-                    {"PartitionIndex": k[1], "AcknowledgementBatches": [
-                        {"FirstOffset": o, "LastOffset": o, "AcknowledgeTypes": [t]} for o, t in sorted(v.items())]}
-                    for k, v in sorted(ctx["acks"].items(), key=lambda kv: kv[0][1])]}]}
-        resp = c.call("TxnShareAcknowledge", 0, body, broker=0, client=f"{w.name}-stale-request")
-        err = "no answer" if resp is None else NAME.get(resp["ErrorCode"], resp["ErrorCode"])
-        return self._fired(row, w, f"a TxnShareAcknowledge at epoch {pr.producer_epoch - 1} (current "
-                                   f"{pr.producer_epoch}) arrived: {err}")
-
-    def _staged_state_partitions(self, acks: dict) -> list[int]:
-        n = self.cluster.config.share_state_topic_partitions
-        return sorted({share_coordinator_partition(self.group, self.input_id, k[1], n) for k in acks})
-
-    def _send_markers(self, markers) -> list[str]:
-        c = self.cluster
-        codes = []
-        for topic, part, pid, epoch, commit in markers:
-            log = c.topics.partition(topic, part)
-            resp = c.call("WriteTxnMarkers", 2, {"Markers": [{
-                "ProducerId": pid, "ProducerEpoch": epoch, "TransactionResult": commit,
-                "Topics": [{"Name": topic, "PartitionIndexes": [part]}], "CoordinatorEpoch": 0,
-                "TransactionVersion": 2}]}, broker=log.leader, client="duplicate-markers")
-            if resp is None:
-                codes.append(f"{topic}-{part}: no answer")
-            else:
-                code = resp["Markers"][0]["Topics"][0]["Partitions"][0]["ErrorCode"]
-                codes.append(f"{topic}-{part}: {NAME.get(code, code)}")
-        return codes
-
-    def _fail_registrations(self, errors: list[str]) -> None:
-        """Scenario kip1289.case02's fault: the broker-internal registration answers these errors."""
-        txns = self.cluster.txns
-        if not self._registration_errors and "add_share_state_partitions" not in txns.__dict__:
-            real = txns.add_share_state_partitions
-            queue = self._registration_errors
-
-            def registration(transactional_id, producer_id, producer_epoch, partitions, **kw):
-                if queue:
-                    err = queue.pop(0)
-                    self.cluster.note(f"fault: the transaction coordinator answers the broker-internal "
-                                      f"AddPartitionsToTxn with {err} (KIP-1289 corner case 2, proposed)",
-                                      api="AddPartitionsToTxn", error=err, status=STATUS, kip=KIP)
-                    return CODE[err]
-                return real(transactional_id, producer_id, producer_epoch, partitions, **kw)
-            txns.add_share_state_partitions = registration
-        self._registration_errors.extend(errors)
-
-    def _restart(self, b: int) -> None:
-        if b in self.cluster.down:
-            self.cluster.restart_broker(b)
-
-    def _restore_share_version(self) -> None:
-        self._old_broker_until = None
-        if self.cluster.config.share_version != 2:
-            self.cluster.config.share_version = 2
-            self.cluster.note("share.version 1 -> 2 (the old-broker fault ends)", status=STATUS, kip=KIP)
-
-    def _return_state_leaders(self) -> None:
-        """After the step that moved a share-state leader (case 12): leadership returns home (a
-        preferred-leader election). While it is away KIP-1289 as written would lose every later
-        staging of the share partitions it serves (no longer co-located), which is not case 12."""
-        for q, home in sorted(self._home.items()):
-            self.cluster.move_share_state_leader(q, home)
-        self._home.clear()
-
-    def _heal(self) -> None:
-        """Before draining: every scheduled fault that has not fired is dropped, crashed brokers
-        restart, held markers go out, share.version is back to 2, registrations succeed."""
-        for w in self.workers:
-            w.armed.clear()
-        for f in self.schedule[self._next_fault:]:
-            self.fault_rows.append({"at": f.at, "kind": f.kind, "case": f.case, "params": dict(f.params),
-                                    "fired_step": None, "worker": None, "applied": False, "outcome": "not reached"})
-        self._next_fault = len(self.schedule)
-        for b in sorted(self.cluster.down):
-            self.cluster.restart_broker(b)
-        txns = self.cluster.__dict__.get("txns")
-        if txns is not None and (txns.held_partitions or txns.hold_markers):
-            txns.release_markers()
-        self._restore_share_version()
-        self._registration_errors.clear()
-
     # ---- events -----------------------------------------------------------------------------------------
     def _handoff(self, final: bool = False) -> None:
         c = self.cluster
@@ -871,16 +441,15 @@ class ShareEosWorkload:
 
     def _run(self) -> WorkloadResult:
         t0 = time.perf_counter()
-        self._next_fault = 0
         self._setup()
         c = self.cluster
         n = len(self.workers)
         idle = 0
         while not self._done() and self.step < self.max_steps:
             self._maybe_top_up()
-            self._fire_due()
+            self.faults.fire_due()
             handled = self._iteration(self.workers[self.step % n])
-            self._return_state_leaders()
+            self.faults.return_state_leaders()
             self.stats["steps"] += 1
             self.stats["idle_steps"] += handled == 0
             self.step += 1
@@ -889,10 +458,10 @@ class ShareEosWorkload:
             if idle >= n:            # a whole round found nothing: what is left waits for a lock
                 idle = 0
                 self.stats["idle_sleeps"] += 1
-                self._sleep(c.config.group_share_record_lock_duration_ms + 1)
+                self.sleep(c.config.group_share_record_lock_duration_ms + 1)
             self._handoff()
         self.stats["main_steps"] = self.step
-        self._heal()
+        self.faults.heal()
         rounds = 0
         while not self._done() and rounds < self.drain_rounds:
             rounds += 1
@@ -900,11 +469,11 @@ class ShareEosWorkload:
             got = 0
             for w in self.workers:
                 got += self._iteration(w)
-                self._return_state_leaders()
+                self.faults.return_state_leaders()
                 self.step += 1
                 c.advance(self.step_ms)
             if not got:
-                self._sleep(c.config.group_share_record_lock_duration_ms + 1)
+                self.sleep(c.config.group_share_record_lock_duration_ms + 1)
             self._handoff()
         for w in self.workers:
             if w.dup_markers:             # the worker staged nothing after the fault armed them
@@ -916,7 +485,7 @@ class ShareEosWorkload:
         self.stats["drain_rounds"] = rounds
         self.stats["complete"] = int(self._done())
         self.stats["records_loaded"] = self.loaded
-        self.stats["records_terminal"] = self._consumed()
+        self.stats["records_terminal"] = self.consumed()
         self._handoff(final=True)
         if self.on_events is None and self.checker is None:
             self.transitions = _count_transitions(c.events)
@@ -926,7 +495,7 @@ class ShareEosWorkload:
                      transitions=self.transitions, errors=dict(self.errors),
                      internal_errors=list(c.internal_errors))
         report = self.checker.report(allowed_at_least_once=self.allowed) if self.checker is not None else None
-        return WorkloadResult(c, stats, self.fault_rows, self.group, self.input, self.output, report)
+        return WorkloadResult(c, stats, self.faults.rows, self.group, self.input, self.output, report)
 
 
 def _count_transitions(events) -> int:

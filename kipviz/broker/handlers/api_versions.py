@@ -17,12 +17,13 @@ API_KEY = 18
 _ADVERTISED: dict = {}      # what the served versions depend on -> the ApiKeys rows (made once per setting)
 
 
-def advertised(config) -> list[dict]:
+def advertised(config, features=None) -> list[dict]:
     """The APIs and versions the broker serves: the configured release's (from the kit's labels),
     for the APIs the model has a handler for -- exactly what it answers (a defined RPC the model
     does not serve, such as LeaderAndIsr in a KRaft release, is not listed, as a broker lists only
     what it handles)."""
-    key = (config.release, tuple(sorted(config.api_versions.items())), config.proposals())
+    proposals = config.proposals() if features is None else features.proposed_apis()
+    key = (config.release, tuple(sorted(config.api_versions.items())), proposals)
     rows_ = _ADVERTISED.get(key)
     if rows_ is None:
         rows_ = []
@@ -30,7 +31,7 @@ def advertised(config) -> list[dict]:
             if spec.type != "request" or spec.api in ("LeaderAndIsr", "StopReplica", "UpdateMetadata") \
                     or spec.api not in HANDLERS:      # what the model cannot answer is not served (a closed connection)
                 continue
-            rng = served_versions(spec.api, config)
+            rng = served_versions(spec.api, config, features)
             if rng is not None:
                 rows_.append((registry.api_key(spec), rng[0], rng[1]))
         if len(_ADVERTISED) > 64:
@@ -112,12 +113,11 @@ def api_versions(cluster, req: Request) -> dict:
         cluster.emit(ev.ApiVersionsRefused, broker=req.broker, client=req.client, version=req.version,
                      error=wrong[0], why=wrong[1])
         return {"ErrorCode": CODE[wrong[0]], "ApiKeys": [], "ThrottleTimeMs": 0}
-    body = {"ErrorCode": 0, "ApiKeys": advertised(cluster.config), "ThrottleTimeMs": 0}
+    body = {"ErrorCode": 0, "ApiKeys": advertised(cluster.config, cluster.features), "ThrottleTimeMs": 0}
     if req.version >= 3:
         body.update({"SupportedFeatures": [], "FinalizedFeaturesEpoch": -1, "FinalizedFeatures": [],
                      "ZkMigrationReady": False})
-        feats = [("transaction.version", cluster.config.transaction_version),
-                 ("share.version", cluster.config.share_version)]
+        feats = cluster.features.finalized()
         body["SupportedFeatures"] = [{"Name": n, "MinVersion": 0, "MaxVersion": max(v, 2)} for n, v in feats]
         body["FinalizedFeatures"] = [{"Name": n, "MaxVersionLevel": v, "MinVersionLevel": v} for n, v in feats]
         body["FinalizedFeaturesEpoch"] = 1

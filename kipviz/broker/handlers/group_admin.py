@@ -175,7 +175,7 @@ def describe_share_group_offsets(cluster, req: Request) -> dict:
         gid = grp.get("GroupId") or ""
         res = {"GroupId": gid, "Topics": [], "ErrorCode": 0, "ErrorMessage": None}
         out.append(res)
-        if cluster.config.share_version < 1:
+        if cluster.features.level("share.version") < 1:
             res["ErrorCode"] = CODE["UNSUPPORTED_VERSION"]
             continue
         if not cluster.authorized(req.principal, "GROUP", gid, "DESCRIBE"):
@@ -231,7 +231,7 @@ def _whole(req: Request, code: int, message: str | None = None) -> dict:
 
 def _share_gate(cluster, req: Request, gid: str, op: str) -> dict | None:
     """KafkaApis' first checks of Alter/DeleteShareGroupOffsets: share groups on, then `op` on the group."""
-    if cluster.config.share_version < 1:
+    if cluster.features.level("share.version") < 1:
         return _whole(req, CODE["UNSUPPORTED_VERSION"])
     if not cluster.authorized(req.principal, "GROUP", gid, op):
         return _whole(req, CODE["GROUP_AUTHORIZATION_FAILED"], MESSAGES[CODE["GROUP_AUTHORIZATION_FAILED"]])

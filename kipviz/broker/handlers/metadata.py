@@ -583,7 +583,7 @@ def coordinator(cluster, req: Request, key_type: int, key: str) -> tuple[int, di
     if key_type in (0, 1):
         topic, p = cluster.coordinator_partition(key_type, key)
     elif key_type == SHARE_KEY:
-        if cluster.config.share_version < 1:
+        if cluster.features.level("share.version") < 1:
             return CODE["COORDINATOR_NOT_AVAILABLE"], NO_NODE
         parsed = parse_share_key(key)
         if parsed is None:

@@ -61,6 +61,7 @@ TABLE = Table(
 )
 
 
-def enabled(share_version: int):
-    """The row filter for a cluster at share.version `share_version`: proposed rows need >= 2."""
-    return lambda r: r.status != "proposed" or share_version >= 2
+def enabled(proposed: bool):
+    """The row filter for a cluster where KIP-1289 is on (`proposed`, kipviz.broker.features: Features.on)
+    or not: the proposed rows need it."""
+    return lambda r: r.status != "proposed" or proposed
