@@ -226,10 +226,7 @@ def _private_calls(root: Path, package: str) -> list[str]:
 
 
 # helper h32a1 (issue 32) makes these two public; the merge of its branch empties this set
-EXPECTED_UNTIL_H32A1_MERGES = {
-    "kipviz/broker/share_txn.py: sp._state_leader_epoch(",
-    "kipviz/sampledata/generate.py: wl._consumed(",
-}
+EXPECTED_UNTIL_H32A1_MERGES: set[str] = set()      # merged: none left
 
 
 def test_no_module_calls_another_modules_private_method():

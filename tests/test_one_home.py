@@ -38,7 +38,6 @@ def _docstrings(tree) -> set[int]:
 TOPIC_LITERALS_LEFT_UNTIL_MERGE = Counter({
     "kipviz/broker/transactions.py": 2,
     "kipviz/scenarios/kip1289_errors.py": 4,
-    "kipviz/workloads/share_eos.py": 1,
 })
 
 

@@ -59,10 +59,11 @@ from ..clients.share_consumer import ShareConsumer
 from ..records import share_coordinator_partition
 from ..schema import events as ev
 from ..schema.error_codes import CODE, NAME
+from ..schema.topics import SHARE_GROUP_STATE
 
 STATUS = "proposed"
 KIP = "KIP-1289"
-SHARE_STATE = "__share_group_state"
+SHARE_STATE = SHARE_GROUP_STATE
 POINTS = ("after-poll", "after-produce", "after-snapshot", "after-stage", "after-commit")
 
 
