@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import re
-from collections import Counter
 from pathlib import Path
 
 from kipviz.records.header import HEADER_FIELDS
@@ -33,19 +32,8 @@ def _docstrings(tree) -> set[int]:
     return out
 
 
-# Literals left in the files other helpers of issue 32 rewrite (the typed-event and coordinator
-# branches): their merge replaces them with kipviz.schema.topics' names and empties this table.
-TOPIC_LITERALS_LEFT_UNTIL_MERGE = Counter({
-    "kipviz/broker/transactions.py": 2,
-    "kipviz/scenarios/kip1289_errors.py": 4,
-})
 
 
-# Coordinator key types as bare numbers left in the other helpers' files (the coordinator branches):
-# their merge reads kipviz.schema.coordinators' GROUP_KEY / TRANSACTION_KEY / SHARE_KEY and empties this.
-KEY_TYPE_NUMBERS_LEFT_UNTIL_MERGE = Counter({
-    "kipviz/broker/transactions.py": 4,
-})
 
 
 def _key_type_numbers(modules) -> list[str]:
@@ -150,21 +138,12 @@ MODULES = list(_modules())
 
 def test_internal_topic_names_are_written_once():
     where = _topic_literals(MODULES)
-    found = Counter(w.split(":")[0] for w in where)
-    extra = found - TOPIC_LITERALS_LEFT_UNTIL_MERGE
-    assert not extra, "use kipviz.schema.topics' names:\n" + "\n".join(w for w in where if w.split(":")[0] in extra)
-    assert not TOPIC_LITERALS_LEFT_UNTIL_MERGE - found, ("gone: drop from TOPIC_LITERALS_LEFT_UNTIL_MERGE",
-                                                          TOPIC_LITERALS_LEFT_UNTIL_MERGE - found)
+    assert not where, "use kipviz.schema.topics' names:\n" + "\n".join(where)
 
 
 def test_coordinator_key_types_are_named():
     where = _key_type_numbers(MODULES)
-    found = Counter(w.split(":")[0] for w in where)
-    extra = found - KEY_TYPE_NUMBERS_LEFT_UNTIL_MERGE
-    assert not extra, "use kipviz.schema.coordinators' GROUP_KEY / TRANSACTION_KEY / SHARE_KEY:\n" + "\n".join(
-        w for w in where if w.split(":")[0] in extra)
-    assert not KEY_TYPE_NUMBERS_LEFT_UNTIL_MERGE - found, ("gone: drop from KEY_TYPE_NUMBERS_LEFT_UNTIL_MERGE",
-                                                            KEY_TYPE_NUMBERS_LEFT_UNTIL_MERGE - found)
+    assert not where, "use kipviz.schema.coordinators' GROUP_KEY / TRANSACTION_KEY / SHARE_KEY:\n" + "\n".join(where)
 
 
 def test_error_codes_are_numbered_only_in_the_error_code_table():

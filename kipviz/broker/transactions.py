@@ -38,7 +38,9 @@ from typing import NamedTuple
 from ..records import encode_internal
 from ..records.control import CONTROL_TYPE_IDS, control_key, end_txn_marker_value
 from ..schema import events as ev
+from ..schema.coordinators import GROUP_KEY, TRANSACTION_KEY
 from ..schema.error_codes import CODE
+from ..schema.topics import CONSUMER_OFFSETS, SHARE_GROUP_STATE
 from .machine import Machine
 from .share_txn_coordinator import ShareTransactions
 from .tables import transaction as table
@@ -172,7 +174,7 @@ class TransactionCoordinator:
         return pid
 
     def coordinator_broker(self, transactional_id: str) -> int:
-        return self.cluster.coordinator_broker(1, transactional_id)
+        return self.cluster.coordinator_broker(TRANSACTION_KEY, transactional_id)
 
     def _fire(self, txn: TxnMetadata, event: str) -> None:
         state = txn.machine.fire(event)
@@ -184,7 +186,7 @@ class TransactionCoordinator:
 
     def _persist(self, txn: TxnMetadata) -> None:
         """Write the transaction's state to its __transaction_state partition (TransactionLog)."""
-        topic, part = self.cluster.coordinator_partition(1, txn.transactional_id)
+        topic, part = self.cluster.coordinator_partition(TRANSACTION_KEY, txn.transactional_id)
         state = txn.state
         key_fields = {"TransactionalId": txn.transactional_id}
         if state == "Dead":
@@ -408,7 +410,7 @@ class TransactionCoordinator:
         (v5+ under transaction version 2). apiVersion >= 4 gets TRANSACTION_ABORTABLE, older
         versions INVALID_TXN_STATE; PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH; the result
         goes through CoordinatorOperationExceptionHelper's mapping."""
-        tp = self.cluster.coordinator_partition(0, group_id)
+        tp = self.cluster.coordinator_partition(GROUP_KEY, group_id)
         op = self._operation(version, 5, 4, self.server_tv2)
         err = self._verify_or_add(transactional_id, producer_id, producer_epoch, tp, op,
                                   via=f"TxnOffsetCommit v{version}")
@@ -586,7 +588,7 @@ class TransactionCoordinator:
         if txn is None or txn.marker is None or txn.state not in ("PrepareCommit", "PrepareAbort"):
             return
         cluster = self.cluster
-        topic, part = cluster.coordinator_partition(1, transactional_id)
+        topic, part = cluster.coordinator_partition(TRANSACTION_KEY, transactional_id)
         coordinator_epoch = cluster.topics.partition(topic, part).leader_epoch
         for tp in list(txn.pending_markers):
             log = cluster.topics.partition(*tp)
@@ -655,7 +657,7 @@ class TransactionCoordinator:
                      key=control_key(marker), value=end_txn_marker_value(coordinator_epoch),
                      producer_id=producer_id, producer_epoch=producer_epoch, transactional=True, control=True,
                      broker=log.leader)
-        hook_owner = {"__consumer_offsets": "groups", "__share_group_state": "shares"}.get(topic)
+        hook_owner = {CONSUMER_OFFSETS: "groups", SHARE_GROUP_STATE: "shares"}.get(topic)
         if hook_owner is not None:
             try:
                 owner = getattr(cluster, hook_owner)

@@ -48,6 +48,7 @@ from ..eos import check_share_eos
 from ..records import share_coordinator_partition
 from ..schema import events as ev
 from ..schema.error_codes import CODE, name_of
+from ..schema.topics import SHARE_GROUP_STATE
 from . import Scenario, Trace, scenario
 
 KIP = "KIP-1289"
@@ -138,7 +139,7 @@ def tx_pending_moves(trace: Trace, since: int = 0) -> list:
 def share_state_partition(trace: Trace, partition: int = 0) -> tuple[str, int]:
     c = trace.cluster
     tid = c.topics.get(INPUT).topic_id
-    return "__share_group_state", share_coordinator_partition(GROUP, tid, partition,
+    return SHARE_GROUP_STATE, share_coordinator_partition(GROUP, tid, partition,
                                                               c.config.share_state_topic_partitions)
 
 
@@ -165,7 +166,7 @@ def place_share_state(trace: Trace, colocated: bool = True) -> tuple[tuple[str, 
 
 def registered(trace: Trace, transactional_id: str = TXN_ID) -> bool:
     d = trace.cluster.txns.describe(transactional_id) or {}
-    return any(tp[0] == "__share_group_state" for tp in d.get("partitions") or [])
+    return any(tp[0] == SHARE_GROUP_STATE for tp in d.get("partitions") or [])
 
 
 def read_committed(trace: Trace, client: str) -> list[bytes]:
@@ -335,7 +336,7 @@ def zombie_producer(trace: Trace) -> None:
     for epoch in (a_epoch, a_epoch + 1):
         c.call("WriteTxnMarkers", 1, {"Markers": [{
             "ProducerId": a_pid, "ProducerEpoch": epoch, "TransactionResult": True, "CoordinatorEpoch": 0,
-            "Topics": [{"Name": "__share_group_state", "PartitionIndexes": [part]}]}]}, client="late-marker")
+            "Topics": [{"Name": SHARE_GROUP_STATE, "PartitionIndexes": [part]}]}]}, client="late-marker")
     trace.expect("a late COMMIT marker of A's transaction (epoch N, N+1) resolves none of B's staging",
                  pending(c) == staged and not tx_pending_moves(trace, before), repr(pending(c)))
     b.commit_transaction()
@@ -588,7 +589,7 @@ def concurrent_epochs(trace: Trace) -> None:
     part = share_state_partition(trace)[1]
     c.call("WriteTxnMarkers", 1, {"Markers": [{
         "ProducerId": pid, "ProducerEpoch": e + 1, "TransactionResult": True, "CoordinatorEpoch": 0,
-        "Topics": [{"Name": "__share_group_state", "PartitionIndexes": [part]}]}]}, client="late-marker")
+        "Topics": [{"Name": SHARE_GROUP_STATE, "PartitionIndexes": [part]}]}]}, client="late-marker")
     trace.expect("a late copy of transaction 1's COMMIT marker (epoch E+1) does not resolve transaction 2's staging",
                  pending(c) == staged, repr(pending(c)))
     trace.expect("the live producer is unaffected (IN_TRANSACTION)", pr.state == "IN_TRANSACTION", pr.state)
