@@ -32,10 +32,6 @@ def _docstrings(tree) -> set[int]:
     return out
 
 
-
-
-
-
 def _key_type_numbers(modules) -> list[str]:
     """coordinator_partition(0, ...) / coordinator_broker(1, ...) / key_type == 2: a FindCoordinator
     key type written as its number."""

@@ -20,7 +20,7 @@ import jupytext
 import nbformat as nbf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from strip_outputs import KEEP_CELL, METADATA  # noqa: E402 - what the git filter stores too: one definition
+from strip_outputs import METADATA, kept  # noqa: E402 - what the git filter stores too: one definition
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT / "notebooks" / "src"
@@ -36,8 +36,7 @@ def build(source: Path) -> nbf.NotebookNode:
     text = jupytext.read(source, fmt="py:percent")
     # only the cell metadata the git filter keeps: jupytext's round-trip hints (lines_to_next_cell)
     # would make a freshly built notebook differ from the one git stores
-    cells = [NEW_CELL[c.cell_type](c.source, metadata={k: v for k, v in c.metadata.items() if k in KEEP_CELL})
-             for c in text.cells]
+    cells = [NEW_CELL[c.cell_type](c.source, metadata=kept(c.metadata)) for c in text.cells]
     for i, cell in enumerate(cells):
         cell["id"] = f"{source.stem[:2]}-{i:02d}"
     return nbf.v4.new_notebook(cells=cells, metadata=METADATA)

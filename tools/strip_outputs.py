@@ -22,10 +22,15 @@ METADATA = {"kernelspec": {"name": "python3", "display_name": "Python 3", "langu
             "language_info": {"name": "python"}}
 
 
+def kept(metadata: dict) -> dict:
+    """The cell metadata git stores (KEEP_CELL's keys); tools/build_notebooks.py writes the same."""
+    return {k: v for k, v in metadata.items() if k in KEEP_CELL}
+
+
 def strip(nb: dict) -> dict:
     nb["metadata"] = json.loads(json.dumps(METADATA))
     for cell in nb.get("cells", []):
-        cell["metadata"] = {k: v for k, v in cell.get("metadata", {}).items() if k in KEEP_CELL}
+        cell["metadata"] = kept(cell.get("metadata", {}))
         if cell.get("cell_type") == "code":
             cell["outputs"] = []
             cell["execution_count"] = None

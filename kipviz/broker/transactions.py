@@ -657,18 +657,11 @@ class TransactionCoordinator:
                      key=control_key(marker), value=end_txn_marker_value(coordinator_epoch),
                      producer_id=producer_id, producer_epoch=producer_epoch, transactional=True, control=True,
                      broker=log.leader)
-        hook_owner = {CONSUMER_OFFSETS: "groups", SHARE_GROUP_STATE: "shares"}.get(topic)
-        if hook_owner is not None:
-            try:
-                owner = getattr(cluster, hook_owner)
-            except (ImportError, AttributeError):
-                owner = None
-            on_marker = getattr(owner, "on_marker", None)
-            if on_marker is not None:
-                if hook_owner == "shares":      # KIP-1289 filters staged records by epoch too
-                    on_marker(partition, producer_id, commit, producer_epoch=producer_epoch)
-                else:
-                    on_marker(partition, producer_id, commit)
+        # the coordinator whose internal topic the marker ends a transaction on learns its outcome
+        if topic == CONSUMER_OFFSETS:
+            cluster.groups.on_marker(partition, producer_id, commit)
+        elif topic == SHARE_GROUP_STATE:      # KIP-1289 filters staged records by epoch too
+            cluster.shares.on_marker(partition, producer_id, commit, producer_epoch=producer_epoch)
         return NONE
 
     # ---- timers ---------------------------------------------------------------------------------
