@@ -82,7 +82,7 @@ class Scenario:
 @pytest.fixture
 def scenario() -> list[E.Event]:
     s = Scenario()
-    s.add(E.Note, text="start", detail={})
+    s.add(E.TopicAutoCreated, topic="start", api="Metadata")
     s.t = 10
     s.call("AddPartitionsToTxn", 5, ("tx-1", "Empty", "add-partitions", "Ongoing"))
     s.t = 20

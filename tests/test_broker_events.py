@@ -1,5 +1,5 @@
 """The broker's own typed events (schema/events.py, "the broker and the cluster"): each is emitted
-where the broker does the thing, with its fields, and says the sentence the kit's Note said; the
+where the broker does the thing, with its fields, and says its sentence; the
 event log's Parquet columns come from the StateChanged / RecordAppended fields; a Parquet row
 turns back into its event (kipviz.sampledata.event_rows)."""
 from __future__ import annotations
@@ -257,7 +257,7 @@ def test_a_row_turns_back_into_its_event(name):
         own = {c: cols[c][i] for c in COLUMNS.get(type(e), ())}
         back = event_from_row(cols["kind"][i], cols["detail"][i], seq=cols["seq"][i], t=cols["time_ms"][i], **own)
         assert type(back) is type(e) and back.seq == e.seq and back.t == e.t
-        if isinstance(e, (ev.Happened, ev.Note)):
+        if isinstance(e, ev.Happened):
             assert back.text == e.text
         if isinstance(e, (ev.StateChanged, ev.Happened)):
             assert back == e, (back, e)

@@ -65,7 +65,7 @@ def txn_log(ev: Events, status: int, log_offset: int):
 @pytest.fixture
 def scenario() -> list[E.Event]:
     ev = Events()
-    ev.add(E.Note, text="topic orders created", detail={"topic": "orders"})
+    ev.add(E.TopicAutoCreated, topic="orders", api="Metadata")
     ev.request("producer-1", "FindCoordinator", 6, 1).response("producer-1", "FindCoordinator", 6, 1)
     ev.t = 5
     ev.request("producer-1", "InitProducerId", 5, 2, broker=2)
@@ -81,7 +81,8 @@ def scenario() -> list[E.Event]:
     ev.t = 15
     ev.request("producer-1", "TxnOffsetCommit", 6, 5, broker=1)
     ev.response("producer-1", "TxnOffsetCommit", 6, 5, broker=1, errors=(25,))
-    ev.add(E.ClientAction, client="producer-1", action="abort", detail={"reason": "UNKNOWN_MEMBER_ID"})
+    ev.add(E.TxnOffsetCommitFailed, client="producer-1", topic="orders", partition=0, error="UNKNOWN_MEMBER_ID",
+           handling="abort", version=6)
     ev.t = 20
     ev.request("producer-1", "EndTxn", 5, 6, broker=2)
     ev.add(E.StateChanged, machine="transaction", key="tx-1", from_state="Ongoing", to_state="PrepareCommit",
@@ -239,9 +240,10 @@ def test_markers_the_coordinator_sends_are_dotted_arrows_between_brokers():
                                                                     "partition leader (broker 1)"]
 
 
-def test_client_actions_and_free_notes_are_shown(scenario):
+def test_client_decisions_and_broker_sentences_are_shown(scenario):
     text = all_text(sequence_diagram(scenario))
-    assert "abort: reason=UNKNOWN_MEMBER_ID" in text and "topic orders created" in text
+    assert "txn-offset-commit-error: topic=orders, partition=0," in text
+    assert "topic orders auto-created by a Metadata request" in text
 
 
 def test_time_runs_down_the_left_edge(scenario):
@@ -263,7 +265,7 @@ def test_record_summary_of_a_tombstone_and_an_undecodable_record():
 def test_text_is_escaped():
     ev = Events()
     ev.request("<script>alert(1)</script>", "Metadata", 12, 1).response("<script>alert(1)</script>", "Metadata", 12, 1)
-    ev.add(E.Note, text="a & b < c", detail={})
+    ev.add(E.TopicAutoCreated, topic="a & b < c", api="Metadata")
     svg = sequence_diagram(ev.events, title="x <y>")
     assert "<script>" not in svg and "&lt;script&gt;" in svg
     assert "a & b < c" in all_text(svg) and "x <y>" in all_text(svg)
@@ -363,9 +365,9 @@ def event_lists(draw):
                                         value=draw(st.one_of(st.none(), st.binary(max_size=8))),
                                         control=kind == "ctl"))
         elif kind == "act":
-            out.append(E.ClientAction(seq=i, t=t, client=draw(text_st), action=draw(text_st), detail={"a": 1}))
+            out.append(E.EndTxnSkipped(seq=i, t=t, client=draw(text_st), result=draw(text_st), reason=draw(text_st)))
         else:
-            out.append(E.Note(seq=i, t=t, text=draw(text_st)))
+            out.append(E.TopicAutoCreated(seq=i, t=t, topic=draw(text_st), api=draw(text_st)))
     return out
 
 

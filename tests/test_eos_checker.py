@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kipviz.eos import AT_LEAST_ONCE, VIOLATION, ShareEosChecker, check_share_eos, parse_source, source_header
-from kipviz.schema.events import Note, RecordAppended, StateChanged
+from kipviz.schema.events import RecordAppended, StateChanged, TopicAutoCreated
 from kipviz.workloads import Fault, run_share_eos
 
 G, IN, OUT = "sg", "in", "out"
@@ -28,8 +28,9 @@ class Stream:
         self.events.append(e)
         return e
 
-    def note(self, text="x"):
-        return self._add(Note, text=text, detail={})
+    def said(self, topic="x"):
+        # a typed sentence that is about no share record
+        return self._add(TopicAutoCreated, topic=topic, api="Metadata")
 
     def inp(self, off, p=0):
         return self._add(RecordAppended, topic=IN, partition=p, offset=off,
@@ -360,7 +361,7 @@ def test_other_groups_machines_and_topics_are_ignored():
     s.move(0, "AVAILABLE", "ACQUIRED", "acquire", group="other")
     s._add(StateChanged, machine="consumer-member", key="sg/in-0@0", from_state="A", to_state="B", cause="x")
     s._add(RecordAppended, topic="elsewhere", partition=0, offset=0, record={"headers": []})
-    s.note()
+    s.said()
     assert check(s.events).violations == []
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from kipviz.schema import events as ev
 
-CLASSES = (ev.Event, ev.RequestReceived, ev.ResponseSent, ev.StateChanged, ev.RecordAppended, ev.ClientAction,
-           ev.Note)
+CLASSES = (ev.Event, ev.RequestReceived, ev.ResponseSent, ev.StateChanged, ev.RecordAppended, ev.TopicCreated,
+           ev.TxnOffsetCommitFallback)
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
@@ -36,13 +36,19 @@ def test_every_field_set_by_position_or_name_and_frozen(cls):
         by_pos.seq = 1
 
 
-def test_defaults_and_fresh_default_factory():
-    a, b = ev.Note(1, 2, "x"), ev.Note(seq=1, t=2, text="x")
-    assert a.detail == {} and a.detail is not b.detail
+def test_a_mutable_default_is_refused():
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Holder(ev.Event):
+        items: tuple = dataclasses.field(default_factory=tuple)
+    with pytest.raises(TypeError, match="immutable default"):
+        ev._slot_init(Holder)
+
+
+def test_defaults():
     r = ev.RecordAppended(1, 2, "t", 0, 5, {})
     assert (r.key, r.producer_id, r.transactional, r.broker) == (None, -1, False, 0)
     assert ev.StateChanged(1, 2, "m", "k", "A", "B", "c").status == "released"
     with pytest.raises(TypeError, match="missing"):
         ev.StateChanged(1, 2)
     with pytest.raises(TypeError, match="unexpected keyword"):
-        ev.Note(1, 2, "x", bogus=1)
+        ev.TopicCreated(1, 2, "x", "id", bogus=1)

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from kipviz import codec
-from kipviz.schema.events import Happened, Note
+from kipviz.schema.events import Happened
 from kipviz.serve import Server
 
 
@@ -58,7 +58,7 @@ def closed_by_server(s: socket.socket) -> bool:
 
 def notes(srv, since: int) -> list[str]:
     with srv.lock:
-        return [e.text for e in srv.cluster.events if isinstance(e, (Note, Happened)) and e.seq >= since]
+        return [e.text for e in srv.cluster.events if isinstance(e, Happened) and e.seq >= since]
 
 
 def settle(srv, open_now: int, timeout=10.0) -> None:

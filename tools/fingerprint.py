@@ -4,7 +4,7 @@
     python tools/fingerprint.py -o after.json --compare before.json
 
 For every scenario: the wire (each request and response frame, in order), the state changes, the
-records appended, the checks and findings, the sentences the run told (what a Note said, or what a
+records appended, the checks and findings, the sentences the run told (what each
 typed event says through its `text`), and its pictures (sequence diagram, every state-machine
 animation's frames, the share record strip). Also the regular-vs-share flow pictures and the bundled
 sample data regenerated into a temporary folder (each file's sha256). `--compare` prints every part

@@ -234,11 +234,6 @@ class Cluster:
         """Callback for Machine: records a StateChanged event."""
         self.emit(ev.StateChanged, **fields)
 
-    def note(self, text: str, **detail) -> None:
-        """Record a Note: only the notes not yet typed (groups, transactions) still come here; the
-        rest emit their own event class (schema/events.py)."""
-        self.emit(ev.Note, text=text, detail=detail)
-
     # ---- admin shortcuts ----------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int = 1) -> uuid.UUID:
         """Like CreateTopics: a new topic with a new topic ID (KIP-516), even for a reused name."""

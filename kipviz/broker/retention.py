@@ -103,7 +103,7 @@ def settings(cluster, topic) -> tuple[int, int, int]:
 def enforce(cluster) -> int:
     """One retention pass over every live, non-internal partition log (internal topics are
     compacted in Kafka, not deleted by retention). Returns the number of batches deleted; each
-    partition whose log start moves gets a Note."""
+    partition whose log start moves gets a LogStartOffsetMoved event."""
     total = 0
     holding = {log.topic for log in cluster.topics.logs_with_data}    # (5,000 empty topics cost nothing)
     for topic in list(cluster.topics.by_name.values()):

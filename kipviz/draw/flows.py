@@ -98,7 +98,7 @@ def _compact(events: list, steps: dict) -> tuple[list, int]:
                       and (events[k].broker, events[k].client, events[k].correlation_id)
                       == (e.broker, e.client, e.correlation_id)), None)
             if j is not None:
-                inner = [x for x in events[i + 1:j] if not isinstance(x, (E.ClientAction, E.ClientDid))]
+                inner = [x for x in events[i + 1:j] if not isinstance(x, E.ClientDid)]
                 plain = all(isinstance(x, E.RecordAppended) and not x.control and x.topic not in INTERNAL_TOPICS
                             for x in inner)
                 if plain and (e.client, e.broker) in seen and not events[j].error_codes:
@@ -106,7 +106,7 @@ def _compact(events: list, steps: dict) -> tuple[list, int]:
                     i = j + 1
                     continue
                 seen.add((e.client, e.broker))
-        if e.seq in steps and not isinstance(e, (E.ClientAction, E.ClientDid)):
+        if e.seq in steps and not isinstance(e, E.ClientDid):
             kept.append(e)
         i += 1
     return kept, folded
@@ -118,8 +118,6 @@ def _status_of(e) -> str | None:
         return version_status(e.api, e.version)
     if isinstance(e, E.StateChanged):
         return e.status or None
-    if isinstance(e, E.Note):
-        return (e.detail or {}).get("status")
     if isinstance(e, E.Happened):
         return getattr(e, "status", None)
     return None
@@ -164,8 +162,8 @@ def _item(e) -> str | None:
         return f"{e.machine} {e.from_state} → {e.to_state}{_tag(e.status)}"
     if isinstance(e, E.RecordAppended):
         return _record_item(e)
-    if isinstance(e, (E.Note, E.Happened)):
-        return _happened_item(e) if isinstance(e, E.Happened) else e.text
+    if isinstance(e, E.Happened):
+        return _happened_item(e)
     return None
 
 

@@ -429,20 +429,10 @@ class _Builder:
             return
         self.rows.append(_Row("note", ev.t, line, lines=[(text, C_TEXT)], box=box, style=style))
 
-    def action(self, ev: E.ClientAction) -> None:
-        c = self.client_line(ev.client)
-        detail = ", ".join(f"{k}={v}" for k, v in (ev.detail or {}).items())
-        text = ev.action + (f": {detail}" if detail else "")
-        self.rows.append(_Row("note", ev.t, c, lines=[(text, C_TEXT)], box=(C_ACTION_BOX, C_ACTION_LINE),
-                              style="action"))
-
     def client_did(self, ev: E.ClientDid) -> None:
-        # a typed client decision: its label is the note an action was drawn as
+        # a typed client decision, drawn as a note on the client's lifeline
         self.rows.append(_Row("note", ev.t, self.client_line(ev.client), lines=[(getattr(ev, "label", ev.text), C_TEXT)],
                               box=(C_ACTION_BOX, C_ACTION_LINE), style="action"))
-
-    def note(self, ev: E.Note) -> None:
-        self.rows.append(_Row("band", ev.t, lines=[(ev.text, C_MUTED)]))
 
     def happened(self, ev: E.Happened) -> None:
         """A typed thing that happened: the coordinator's and leaders' own requests as inter-broker
@@ -457,7 +447,7 @@ class _Builder:
         else:
             self.rows.append(_Row("band", ev.t, lines=[(ev.text, C_MUTED)]))
 
-    def _internal(self, ev: E.Note, src: str, dst: str, label: str) -> None:
+    def _internal(self, ev: E.Happened, src: str, dst: str, label: str) -> None:
         self.rows.append(_Row("msg", ev.t, src, dst, [(label, C_INTERNAL)], color=C_INTERNAL, dotted=True,
                               tip=ev.text))
 
@@ -489,7 +479,7 @@ class _Builder:
         self._internal(ev, src, dst, label)
 
     _HANDLERS = {E.RequestReceived: request, E.ResponseSent: response, E.StateChanged: state,
-                 E.RecordAppended: record, E.ClientAction: action, E.ClientDid: client_did, E.Note: note,
+                 E.RecordAppended: record, E.ClientDid: client_did,
                  E.Happened: happened}     # last: a more special subclass's handler (ClientDid) matches first
 
 

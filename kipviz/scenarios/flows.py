@@ -10,8 +10,8 @@ of a marker happened. kipviz.draw.flows draws what this module decides; nothing 
 
 Classification reads typed fields only: request/response API names, state machines and their
 states, record topics and control flags, the class of a typed event (EVENT_STEPS: a KIP-1289
-staging, a marker sent, forwarded, resolved or unreached; an AddPartitionsToTxn's partitions) and the
-`step` a Note of the offsets' staging reports ("offsets-staged", "offsets-resolved"), never a text.
+staging, a marker sent, forwarded, resolved or unreached; an AddPartitionsToTxn's partitions, the offsets' staging and
+resolution), never a text.
 
 Defaults: the regular flow is "txn.read_process_write_commit" on a 3-broker Kafka 4.0 model with
 transaction.version 1 (the KIP text's explicit AddPartitionsToTxn and AddOffsetsToTxn); the share
@@ -174,7 +174,7 @@ def classify(events: list, clients: Iterable[str] | None = None) -> dict[int, in
     """{event seq: step (1-8, see STEPS)} for one flow's events; events in no step are left out.
     A request sets the step its inner events (state changes, records, notes) inherit, unless
     they say more themselves (a marker, a TX_PENDING move, an internal-partition registration, a
-    Note's `step`). clients: only these clients' requests belong to the flow (others, e.g. a
+    typed event's class). clients: only these clients' requests belong to the flow (others, e.g. a
     checking reader, and what happens while they are handled, are in no step)."""
     only = None if clients is None else set(clients)
     steps: dict[int, int] = {}

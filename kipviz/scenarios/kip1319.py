@@ -381,7 +381,7 @@ def fallback_old_broker(trace: Trace) -> None:
                  [(a["version"], sorted(a["topics"])) for a in answers] == [(5, ["clicks", "in"])],
                  repr([(a["version"], a["topics"]) for a in answers]))
     chosen = decisions(trace, ev.TxnOffsetCommitVersionChosen)
-    trace.expect("the producer's decision (ClientAction): v5 because the broker serves up to v5",
+    trace.expect("the producer's decision (TxnOffsetCommitVersionChosen): v5 because the broker serves up to v5",
                  chosen and chosen[-1].version == 5 and "v5" in chosen[-1].reason, repr(chosen))
     trace.expect("the producer knew the topic ids (Metadata v10+), yet did not use them",
                  all(p.topic_info(t)["id"] is not None for t in ("in", "clicks")))
@@ -409,7 +409,7 @@ def fallback_unknown_topic_id(trace: Trace) -> None:
                  repr([(a["version"], a["topics"]) for a in answers]))
     fallback = [{"version": e.version, "reason": e.reason, "topics": list(e.topics)}
                 for e in decisions(trace, ev.TxnOffsetCommitFallback)]
-    trace.expect("the producer's decision (ClientAction): fall back to v5, topic id unknown for clicks and in",
+    trace.expect("the producer's decision (TxnOffsetCommitFallback): fall back to v5, topic id unknown for clicks and in",
                  fallback == [{"version": 5, "reason": "topic id unknown", "topics": ["clicks", "in"]}],
                  repr(fallback))
     trace.result.update(broker_max=top, version_sent=5, fallback=fallback[0] if fallback else None)

@@ -1911,20 +1911,6 @@ class ClientCrashed(Happened):
 
 
 @dataclass(frozen=True, slots=True)
-class ClientAction(Event):
-    """A decision a client model took (version chosen, fallback, retry, abort)."""
-    client: str
-    action: str
-    detail: dict
-
-
-@dataclass(frozen=True, slots=True)
-class Note(Event):
-    text: str
-    detail: dict = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
 class LogCleaned(Event):
     """One pass of the log cleaner over a partition (kipviz.broker.cleaner): the batches held below
     offset rewritten_end (whole segments) were rewritten as batches_after batches; the offset map
@@ -1945,31 +1931,20 @@ class LogCleaned(Event):
     kept: tuple = ()
 
 
-class _Factory:
-    """The default of a field with a default_factory (dataclasses' own __init__ marks it alike)."""
-
-    def __repr__(self) -> str:
-        return "<factory>"
-
-
-_FACTORY = _Factory()
-
-
 def _slot_init(cls):
     """An __init__ for frozen slotted event class `cls` that fills each slot through its
     descriptor. The one @dataclass writes calls object.__setattr__ by name for every field, which
     made up about 40 % of creating an event; events are created several times per record. The
-    instances stay frozen: assignment still raises FrozenInstanceError."""
-    env, params, body = {"_FACTORY": _FACTORY}, [], []
+    instances stay frozen: assignment still raises FrozenInstanceError. An event's fields are
+    immutable values, so a default_factory (a mutable default) is refused."""
+    env, params, body = {}, [], []
     for i, f in enumerate(fields(cls)):
         env[f"_s{i}"] = getattr(cls, f.name).__set__       # the slot's member descriptor
         if f.default is not MISSING:
             env[f"_d{i}"] = f.default
             params.append(f"{f.name}=_d{i}")
         elif f.default_factory is not MISSING:
-            env[f"_f{i}"] = f.default_factory
-            params.append(f"{f.name}=_FACTORY")
-            body.append(f"    if {f.name} is _FACTORY: {f.name} = _f{i}()")
+            raise TypeError(f"{cls.__name__}.{f.name}: an event field takes an immutable default, not a factory")
         else:
             params.append(f.name)
         body.append(f"    _s{i}(self, {f.name})")

@@ -27,9 +27,8 @@ from ..schema import events as ev
 
 # share-record state changes are drawn by the record strip, not the state-machine player
 _STRIP_MACHINES = ("share-record",)
-# what the broker did (a Happened, a client's ClientDid left out below), as before a Note
-_SHOWN = (ev.RequestReceived, ev.ResponseSent, ev.StateChanged, ev.RecordAppended, ev.Note, ev.Happened,
-          ev.LogCleaned)
+# what the broker did (a Happened; a client's ClientDid is left out below)
+_SHOWN = (ev.RequestReceived, ev.ResponseSent, ev.StateChanged, ev.RecordAppended, ev.Happened, ev.LogCleaned)
 
 
 def _row(e, t0: int = 0, names: dict | None = None) -> str:

@@ -30,9 +30,9 @@ topic's records and batches (aborted / open input transactions need not be proce
 output topic's record batches, whose visibility is worked out per batch (kipviz.spark.txnview).
 Everything is joins and aggregations over the whole run; only the duplicates -- usually none or a
 handful -- go to the driver, where each is classified exactly as kipviz.eos does (the KIP-1289
-at-least-once window pattern, cases 1/12/6), with the event log's Notes of step "marker-unreached"
+at-least-once window pattern, cases 1/12/6), with the event log's MarkerUnreached events
 (a COMMIT marker that never reached a non-co-located share-partition leader: a violation, never a
-window). An event log without any Note cannot show that: res.unchecked says so."""
+window). An event log without any typed Happened event cannot show that: res.unchecked says so."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -514,22 +514,22 @@ def _output_stats(recs) -> dict:
             "open_records": o["open"] or 0}
 
 
-UNCHECKED_ROUTING = ("KIP-1289 marker routing: the event log has no notes, so whether a COMMIT marker reached the "
-                     "share partition's leader (Note step 'marker-unreached') could not be checked; a duplicate "
+UNCHECKED_ROUTING = ("KIP-1289 marker routing: the event log has no typed Happened events, so whether a COMMIT marker reached the "
+                     "share partition's leader (a MarkerUnreached event) could not be checked; a duplicate "
                      "classified as a case 12 window may be a marker that never reached a non-co-located leader")
 
 
 def _unreached_notes(events) -> list | None:
     """The run's MarkerUnreached events (kipviz.broker.share_txn: a COMMIT marker on
     __share_group_state-N that did not reach the share partition's leader), rebuilt for kipviz.eos;
-    None when the event log holds no sentence at all (no Note, no typed Happened: they were
+    None when the event log holds no sentence at all (no typed Happened event: they were
     not recorded, so the marker routing cannot be checked). Few rows: collected to the driver."""
     import json
 
     from pyspark.sql import functions as F
 
-    from ..schema.events import Happened, MarkerUnreached, Note, Unreached, event_classes
-    told = sorted(k for k, cls in event_classes().items() if issubclass(cls, (Happened, Note)))
+    from ..schema.events import Happened, MarkerUnreached, Unreached, event_classes
+    told = sorted(k for k, cls in event_classes().items() if issubclass(cls, Happened))
     said = events.filter(F.col("kind").isin(told))
     # the detail column is compact JSON with sorted keys (kipviz.sampledata.rows.event_detail)
     rows = said.filter(F.col("kind") == "MarkerUnreached").select("seq", "detail").collect()
