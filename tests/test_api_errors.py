@@ -35,10 +35,10 @@ load_all()
 
 # functions whose codes never reach the caller's response
 STOP = {
-    "TransactionCoordinator._start_markers": "markers go out on the coordinator's own timer; their answers are "
-                                             "WriteTxnMarkers responses",
-    "TransactionCoordinator._schedule_markers": "as _start_markers",
-    "TransactionCoordinator._send_markers": "as _start_markers",
+    "MarkerChannel.start": "markers go out on the coordinator's own timer; their answers are "
+                           "WriteTxnMarkers responses",
+    "MarkerChannel._schedule": "as MarkerChannel.start",
+    "MarkerChannel._send": "as MarkerChannel.start",
     "Cluster.complete": "a held request's later answer (its codes are the handler's)",
     "Cluster._respond": "UNKNOWN_SERVER_ERROR for a model bug, any API (cluster.handle's catch-all)",
 }
@@ -290,7 +290,8 @@ def test_rows_come_from_the_module_of_the_apis_handler():
 
 
 def test_every_stop_names_a_function_of_the_model():
-    classes = {c.__name__: c for c in (_Cluster, *_COMPONENTS.values())}
+    owners = (_Cluster, *_COMPONENTS.values())
+    classes = {c.__name__: c for c in (*owners, *(p for o in owners for p in _parts(o).values()))}
     for qualname in STOP:
         cls, name = qualname.split(".")
         assert inspect.isfunction(getattr(classes[cls], name, None)), qualname

@@ -613,7 +613,7 @@ def test_offset_fetch_group_error_v0_1_in_partitions_v2_top_level():
 def test_offset_fetch_require_stable_unstable_offset_commit_for_pending_transactional_offsets(k):
     k.commit(9, [by_name("orders", 0, offset=3)])
     pid, ep = k.init_producer()
-    k.c.txns.hold_markers = True
+    k.c.txns.markers.hold = True
     assert errors(k.txn_commit(5, [by_name("orders", 0, 1, offset=9)], pid=pid, pepoch=ep)) == \
         {("orders", 0): 0, ("orders", 1): 0}
     q = [{"Name": "orders", "PartitionIndexes": [0, 1, 2]}]
@@ -623,7 +623,7 @@ def test_offset_fetch_require_stable_unstable_offset_commit_for_pending_transact
     loose = k.fetch(9, q, stable=False)["Groups"][0]["Topics"][0]["Partitions"]
     assert [(p["CommittedOffset"], p["ErrorCode"]) for p in loose] == [(3, 0), (-1, 0), (-1, 0)]
     assert k.end_txn(pid, ep)["ErrorCode"] == 0
-    k.c.txns.release_markers()
+    k.c.txns.markers.release()
     done = k.fetch(9, q, stable=True)["Groups"][0]["Topics"][0]["Partitions"]
     assert [(p["CommittedOffset"], p["ErrorCode"]) for p in done] == [(9, 0), (9, 0), (-1, 0)]
 
@@ -714,11 +714,11 @@ def test_txn_offset_commit_abort_drops_pending_offsets_commit_makes_them_visible
 
 def test_transactional_offset_is_not_materialized_when_a_newer_plain_commit_exists(k):
     pid, ep = k.init_producer()
-    k.c.txns.hold_markers = True
+    k.c.txns.markers.hold = True
     k.txn_commit(5, [by_name("orders", 0, offset=100)], pid=pid, pepoch=ep)
     k.commit(9, [by_name("orders", 0, offset=7)])                 # written after: a higher record offset
     k.end_txn(pid, ep)
-    k.c.txns.release_markers()
+    k.c.txns.markers.release()
     assert k.c.groups.committed(GROUP, "orders", 0).offset == 7
 
 

@@ -365,13 +365,13 @@ def test_add_partitions_is_concurrent_transactions_while_markers_are_pending(clu
     r = init(cluster, "app")
     pid, ep = r["ProducerId"], r["ProducerEpoch"]
     add_error(cluster, "app", pid, ep, {"orders": [0]})
-    cluster.txns.hold_markers = True
+    cluster.txns.markers.hold = True
     assert end(cluster, "app", pid, ep, True)["ErrorCode"] == 0      # answered once PrepareCommit is written
     assert state(cluster, "app") == "PrepareCommit"
     assert add_error(cluster, "app", pid, ep, {"orders": [1]}) == E["CONCURRENT_TRANSACTIONS"]
     assert add_offsets(cluster, "app", pid, ep, "g") == E["CONCURRENT_TRANSACTIONS"]
     assert init(cluster, "app")["ErrorCode"] == E["CONCURRENT_TRANSACTIONS"]
-    cluster.txns.release_markers()
+    cluster.txns.markers.release()
     assert state(cluster, "app") == "CompleteCommit"
     assert add_error(cluster, "app", pid, ep, {"orders": [1]}) == 0
 
@@ -447,13 +447,13 @@ def test_end_txn_error_order_of_facts_d(cluster):
     assert end(cluster, "app", pid, ep, True)["ErrorCode"] == E["INVALID_TXN_STATE"]
     assert end(cluster, "app", pid, ep, False)["ErrorCode"] == E["INVALID_TXN_STATE"]
     add_error(cluster, "app", pid, ep, {"orders": [0]})
-    cluster.txns.hold_markers = True
+    cluster.txns.markers.hold = True
     assert end(cluster, "app", pid, ep, True)["ErrorCode"] == 0                          # Ongoing -> prepare
     # 4./5. a pending transition: same result -> CONCURRENT_TRANSACTIONS, opposite -> INVALID_TXN_STATE
     assert end(cluster, "app", pid, ep, True)["ErrorCode"] == E["CONCURRENT_TRANSACTIONS"]
     assert end(cluster, "app", pid, ep, False)["ErrorCode"] == E["INVALID_TXN_STATE"]
     assert end(cluster, "app", pid, ep + 1, True)["ErrorCode"] == E["PRODUCER_FENCED"]   # 3. before 4.
-    cluster.txns.release_markers()
+    cluster.txns.markers.release()
     # CompleteX with the same result is an idempotent retry; the opposite is INVALID_TXN_STATE
     assert end(cluster, "app", pid, ep, True)["ErrorCode"] == 0
     assert end(cluster, "app", pid, ep, False)["ErrorCode"] == E["INVALID_TXN_STATE"]
@@ -691,7 +691,7 @@ def test_check_produce_verifies_under_transaction_version_1(cluster):
     assert tx.check_produce("app", pid, ep, "orders", 0) == 0
     assert tx.check_produce("app", pid, ep - 1 if ep else 9, "orders", 0) == E["INVALID_PRODUCER_EPOCH"]
     assert tx.check_produce("app", pid + 1, ep, "orders", 0) == E["INVALID_PRODUCER_ID_MAPPING"]
-    tx.hold_markers = True
+    tx.markers.hold = True
     end(cluster, "app", pid, ep, True)
     assert tx.check_produce("app", pid, ep, "orders", 0) == E["NOT_ENOUGH_REPLICAS"]   # retriable for old clients
     assert state(cluster, "app") == "PrepareCommit"

@@ -210,7 +210,7 @@ def test_a_share_participant_whose_leader_is_down_is_retried_until_it_is_back():
     pr.commit_transaction()
     assert c.txns.state_of("tx-worker") == "PrepareCommit"       # the share participant's marker waits
     c.restart_broker(0)
-    c.advance(c.txns.marker_retry_backoff_ms)
+    c.advance(c.txns.markers.retry_backoff_ms)
     assert c.txns.state_of("tx-worker") == "CompleteCommit"
     (_, sent) = _participant_notes(t)
     assert [e.broker for e in sent] == [0] and not moves(t, "txn-commit-accept")

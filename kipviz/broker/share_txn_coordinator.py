@@ -96,7 +96,7 @@ class ShareTransactions:
         leader as it is NOW (the metadata at EndTxn, as for any partition). No control batch: a
         share partition has no log of its own; its leader resolves the TX_PENDING records
         (share_txn.on_participant_marker) and persists the outcome as a ShareUpdate. A leader that
-        is down (or a partition held back by hold_markers_for) is retried, like a data
+        is down (or a partition held back by markers.hold_for) is retried, like a data
         partition's; a topic that is gone drops the participant."""
         from . import share_txn
         cluster, txns, tid = self.cluster, self.txns, txn.transactional_id
@@ -108,7 +108,7 @@ class ShareTransactions:
                 txn.pending_share_markers.pop(key)
                 continue
             leader = topic.partitions[p].leader
-            if leader in cluster.down or (topic.name, p) in txns.held_partitions:
+            if leader in cluster.down or (topic.name, p) in txns.markers.held_partitions:
                 continue
             cluster.emit(ev.ShareMarkerSent, broker=leader, coordinator=txns.coordinator_broker(tid),
                          transactional_id=tid, group=group, topic=topic.name, partition=p, marker=txn.marker,

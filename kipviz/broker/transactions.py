@@ -24,29 +24,23 @@ What it does, after released Kafka (`TransactionCoordinator.scala`,
   txnStartTimestamp + transaction.timeout.ms < now.
 * Transactional ids idle for transactional.id.expiration.ms (7 days) become Dead (a tombstone).
 
-Markers are written at once unless told otherwise: `marker_delay_ms` delays them (the state
-then stays PrepareX and clients see CONCURRENT_TRANSACTIONS), `hold_markers = True` keeps them
-until `release_markers()`, `hold_markers_for(topic, partition)` keeps back only the markers of that
-partition (the others are written; the transaction stays PrepareX, retrying it every
-`marker_retry_backoff_ms`, until `release_markers()`), and a partition whose leader is down is retried every
-`marker_retry_backoff_ms` until it is back."""
+The markers themselves go through `cluster.txns.markers` (kipviz.broker.txn_markers: delays,
+held partitions, retries of a leader that is down)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..records import encode_internal
-from ..records.control import CONTROL_TYPE_IDS, control_key, end_txn_marker_value
 from ..schema import events as ev
 from ..schema.coordinators import GROUP_KEY, TRANSACTION_KEY
 from ..schema.error_codes import CODE
-from ..schema.topics import CONSUMER_OFFSETS, SHARE_GROUP_STATE
 from .machine import Machine
 from .share_txn_coordinator import ShareTransactions
 from .tables import transaction as table
+from .txn_markers import NO_PRODUCER_EPOCH, MarkerChannel
 
 NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
 SHORT_MAX = 32767
 PRODUCER_ID_BLOCK = 1000
 TRANSACTIONAL_ID_EXPIRATION_MS = 7 * 24 * 3600 * 1000       # transactional.id.expiration.ms
@@ -121,13 +115,8 @@ class TransactionCoordinator:
     def __init__(self, cluster):
         self.cluster = cluster
         self.transactions: dict[str, TxnMetadata] = {}
-        self.marker_delay_ms = 0
-        self.hold_markers = False
-        self.held_partitions: set[tuple[str, int]] = set()     # hold_markers_for
-        self.marker_retry_backoff_ms = 100
         self._next_block = 0
         self._blocks: dict[int, list[int]] = {}       # broker -> [next id, end of block)
-        self._marker_timers: dict[str, int] = {}
         cfg = cluster.config
         self.abort_interval_ms = cfg.transaction_abort_timed_out_interval_ms
         self.expiration_ms = getattr(cfg, "transactional_id_expiration_ms", TRANSACTIONAL_ID_EXPIRATION_MS)
@@ -135,6 +124,8 @@ class TransactionCoordinator:
         self._scans = {"abort": None, "expire": None}      # pending timer ids of the two scans
         # KIP-1289 (proposed): the share side, a part of its own (kipviz.broker.share_txn_coordinator)
         self.share = ShareTransactions(self)
+        # the WriteTxnMarkers it sends (TransactionMarkerChannelManager.scala)
+        self.markers = MarkerChannel(self)
 
     # ---- plumbing ---------------------------------------------------------------------------
     def _ensure_scan(self, which: str) -> None:
@@ -544,75 +535,11 @@ class TransactionCoordinator:
             answer = (NONE, txn.next_producer_id, 0)
         else:
             answer = (NONE, txn.producer_id, txn.producer_epoch)
-        self._start_markers(txn)
+        self.markers.start(txn)
         return answer
 
-    # ---- markers --------------------------------------------------------------------------------
-    def _start_markers(self, txn: TxnMetadata) -> None:
-        if not txn.pending_markers and not txn.pending_share_markers:
-            self._complete(txn)
-            return
-        if self.hold_markers:
-            return
-        if self.marker_delay_ms > 0:
-            self._schedule_markers(txn, self.marker_delay_ms)
-        else:
-            self._send_markers(txn.transactional_id)
-
-    def _schedule_markers(self, txn: TxnMetadata, delay: int) -> None:
-        tid = txn.transactional_id
-        if tid in self._marker_timers:
-            return
-        self._marker_timers[tid] = self.cluster.clock.schedule(self.cluster.now + delay,
-                                                               lambda: self._send_markers(tid, timer=True))
-
-    def hold_markers_for(self, topic: str, partition: int) -> None:
-        """Scenario fault: markers for this one partition do not reach its leader (it is cut off
-        from the coordinator) until release_markers()."""
-        self.held_partitions.add((topic, partition))
-        self.cluster.emit(ev.MarkersHeldBack, topic=topic, partition=partition)
-
-    def release_markers(self, transactional_id: str | None = None) -> None:
-        """Write the markers held back by `hold_markers` / `hold_markers_for` (for one
-        transactional id or all)."""
-        self.hold_markers = False
-        self.held_partitions.clear()
-        for tid, txn in list(self.transactions.items()):
-            if (transactional_id is None or tid == transactional_id) and txn.marker is not None:
-                self._send_markers(tid)
-
-    def _send_markers(self, transactional_id: str, timer: bool = False) -> None:
-        if timer:
-            self._marker_timers.pop(transactional_id, None)
-        txn = self.transactions.get(transactional_id)
-        if txn is None or txn.marker is None or txn.state not in ("PrepareCommit", "PrepareAbort"):
-            return
-        cluster = self.cluster
-        topic, part = cluster.coordinator_partition(TRANSACTION_KEY, transactional_id)
-        coordinator_epoch = cluster.topics.partition(topic, part).leader_epoch
-        for tp in list(txn.pending_markers):
-            log = cluster.topics.partition(*tp)
-            if log is None:
-                # TransactionMarkerChannelManager: no leader known, the partition is likely
-                # deleted; it is dropped from the transaction
-                self.cluster.emit(ev.MarkerDropped, transactional_id=transactional_id, topic=tp[0], partition=tp[1])
-                txn.pending_markers.pop(tp)
-                continue
-            if log.leader in cluster.down or tp in self.held_partitions:
-                continue
-            cluster.emit(ev.MarkerSent, broker=log.leader, coordinator=self.coordinator_broker(transactional_id),
-                         transactional_id=transactional_id, topic=tp[0], partition=tp[1], marker=txn.marker,
-                         producer_id=txn.marker_producer_id, producer_epoch=txn.marker_epoch)
-            self.write_marker(tp[0], tp[1], txn.marker_producer_id, txn.marker_epoch, txn.marker == "COMMIT",
-                              coordinator_epoch)
-            txn.pending_markers.pop(tp)
-        self.share.send_markers(txn)
-        if txn.pending_markers or txn.pending_share_markers:
-            self._schedule_markers(txn, self.marker_retry_backoff_ms)
-            return
-        self._complete(txn)
-
-    def _complete(self, txn: TxnMetadata) -> None:
+    # ---- markers (the channel: kipviz.broker.txn_markers) ----------------------------------------
+    def complete(self, txn: TxnMetadata) -> None:
         """prepareComplete: CompleteCommit/CompleteAbort, no partitions; after an epoch overflow
         the producer id moves to the next one with epoch 0."""
         txn.marker = None
@@ -625,44 +552,6 @@ class TransactionCoordinator:
         txn.next_producer_id = NO_PRODUCER_ID
         self._fire(txn, "markers-written")
         self._persist(txn)
-
-    def write_marker(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
-                     coordinator_epoch: int = 0, *, transaction_version: int | None = None,
-                     check_epoch: bool = False) -> int:
-        """The partition leader's side of WriteTxnMarkers: append one COMMIT/ABORT control batch
-        and tell the group (or share) coordinator. Returns the partition's error code."""
-        cluster = self.cluster
-        log = cluster.topics.partition(topic, partition)
-        if log is None:
-            return E["UNKNOWN_TOPIC_OR_PARTITION"]
-        if check_epoch:
-            # ProducerStateManager: a marker may not carry an older epoch than the producer's
-            # records; under transaction version 2 (WriteTxnMarkers v2) it must be newer than
-            # the epoch of the transaction it ends (KIP-1228)
-            first = log.open_txns.get(producer_id)
-            latest = log.max_epoch(producer_id)
-            latest = NO_PRODUCER_EPOCH if latest is None else latest
-            if producer_epoch < latest:
-                return E["INVALID_PRODUCER_EPOCH"]
-            if transaction_version is not None and transaction_version >= 2 and first is not None:
-                txn_epoch = log.max_epoch(producer_id, since=first)
-                if txn_epoch is not None and producer_epoch <= txn_epoch:
-                    return E["INVALID_PRODUCER_EPOCH"]
-        marker = "COMMIT" if commit else "ABORT"
-        offset = log.append_marker(marker, cluster.now, producer_id, producer_epoch, coordinator_epoch,
-                                   seq=cluster.next_seq)
-        cluster.emit(ev.RecordAppended, topic=topic, partition=partition, offset=offset,
-                     record={"type": marker, "type_id": CONTROL_TYPE_IDS[marker], "version": 0,
-                             "coordinator_epoch": coordinator_epoch, "value_version": 0},
-                     key=control_key(marker), value=end_txn_marker_value(coordinator_epoch),
-                     producer_id=producer_id, producer_epoch=producer_epoch, transactional=True, control=True,
-                     broker=log.leader)
-        # the coordinator whose internal topic the marker ends a transaction on learns its outcome
-        if topic == CONSUMER_OFFSETS:
-            cluster.groups.on_marker(partition, producer_id, commit)
-        elif topic == SHARE_GROUP_STATE:      # KIP-1289 filters staged records by epoch too
-            cluster.shares.on_marker(partition, producer_id, commit, producer_epoch=producer_epoch)
-        return NONE
 
     # ---- timers ---------------------------------------------------------------------------------
     def _abort_timed_out(self) -> None:

@@ -228,14 +228,14 @@ def listed_errors(trace: Trace) -> None:
     # a transaction that is ending: output written, EndTxn(commit) answered (TV2 bumps the epoch),
     # the markers held back so the coordinator stays in PrepareCommit
     produce(pr, records[:1])
-    c.txns.hold_markers = True
+    c.txns.markers.hold = True
     pr.commit_transaction()
     state = c.txns.state_of(pr.transactional_id)
     got["INVALID_TXN_STATE"] = a = _codes(_send_at(trace, sc, pr, records))
     trace.expect(f"the transaction is ending ({state}, markers held): INVALID_TXN_STATE top-level, nothing staged",
                  state == "PrepareCommit" and a["error"] == "INVALID_TXN_STATE" and not a["partitions"]
                  and not share_txn.pending(c), f"{state} {a!r}")
-    c.txns.release_markers()
+    c.txns.markers.release()
     trace.expect("once the markers are written the transaction completes",
                  c.txns.state_of(pr.transactional_id) == "CompleteCommit", repr(c.txns.state_of(pr.transactional_id)))
     possible = set(errors_staging_can_return())

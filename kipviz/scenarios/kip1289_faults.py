@@ -343,7 +343,7 @@ def broker_crash(trace: Trace) -> None:
     trace.expect("nothing resolved TX_PENDING while the leader was down", not moves(trace, mark), "")
     c.advance(2_000)
     c.restart_broker(leader)
-    c.advance(c.txns.marker_retry_backoff_ms)
+    c.advance(c.txns.markers.retry_backoff_ms)
     reloaded = moves(trace, mark, "state-reloaded")
     trace.expect("restart: the share partition reloads from __share_group_state, TX_PENDING -> AVAILABLE "
                  "(cause state-reloaded)",
@@ -722,7 +722,7 @@ def markers_never_arrive(trace: Trace) -> None:
     sc, pr, records = setup(trace)
     stage_all(trace, sc, pr, records)
     state_tp = share_state_partition(trace)
-    c.txns.hold_markers_for(*state_tp)
+    c.txns.markers.hold_for(*state_tp)
     mark = len(c.events)
     pr.abort_transaction()
     trace.expect("the transaction is stuck in PrepareAbort (the share-state marker cannot be delivered)",
@@ -740,7 +740,7 @@ def markers_never_arrive(trace: Trace) -> None:
                  [(r.offset, r.delivery_count) for r in got] == [(o, 2) for o in range(4)]
                  and set(sp_states(trace).values()) == {"ACQUIRED"}, repr(sp_states(trace)))
     mark = len(c.events)
-    c.txns.release_markers()
+    c.txns.markers.release()
     said = resolved_nothing(trace, mark)
     trace.expect("the late ABORT marker is a no-op (nothing TX_PENDING) and the transaction completes",
                  not moves(trace, mark) and bool(said) and "no-op by state" in _why(said[-1])

@@ -223,7 +223,7 @@ def _marker_never_arrives(run: "FaultRunner", p: dict, row: dict, w, point: str,
     c = run.cluster
     parts = run.staged_state_partitions(ctx["acks"])
     for q in parts:
-        c.txns.hold_markers_for(SHARE_STATE, q)
+        c.txns.markers.hold_for(SHARE_STATE, q)
     outcome = p.get("outcome", "commit")
     run.fired(row, w, f"markers for {', '.join(f'{SHARE_STATE}-{q}' for q in parts)} held; "
                         f"the worker {'commits' if outcome == 'commit' else 'aborts'}")
@@ -237,7 +237,7 @@ def _marker_never_arrives(run: "FaultRunner", p: dict, row: dict, w, point: str,
             run.wl.stats["transactions_aborted"] += 1
     finally:
         run.wl.sleep(c.config.group_share_record_lock_duration_ms + 1)
-        c.txns.release_markers()
+        c.txns.markers.release()
     raise IterationDone
 
 
@@ -488,7 +488,7 @@ class FaultRunner:
         for b in sorted(self.cluster.down):
             self.cluster.restart_broker(b)
         txns = self.cluster.__dict__.get("txns")
-        if txns is not None and (txns.held_partitions or txns.hold_markers):
-            txns.release_markers()
+        if txns is not None and (txns.markers.held_partitions or txns.markers.hold):
+            txns.markers.release()
         self.restore_share_version()
         self.registration_errors.clear()

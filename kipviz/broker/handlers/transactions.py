@@ -9,6 +9,7 @@ from ...schema.coordinators import GROUP_KEY
 from ...schema.error_codes import CODE
 from ..error_rows import kafka_only, rows
 from ..transactions import OPERATION_NOT_ATTEMPTED
+from ..txn_markers import write_marker
 from . import Request, handles
 
 E = CODE
@@ -266,8 +267,8 @@ def write_txn_markers(cluster, req: Request) -> dict:
                     elif log.leader != req.broker:
                         code = E["NOT_LEADER_OR_FOLLOWER"]
                     else:
-                        code = cluster.txns.write_marker(
-                            t["Name"], p, m["ProducerId"], m["ProducerEpoch"], bool(m["TransactionResult"]),
+                        code = write_marker(
+                            cluster, t["Name"], p, m["ProducerId"], m["ProducerEpoch"], bool(m["TransactionResult"]),
                             m["CoordinatorEpoch"], transaction_version=m.get("TransactionVersion"),
                             check_epoch=True)
                 parts.append({"PartitionIndex": p, "ErrorCode": code})
