@@ -6,7 +6,8 @@ The envelope (Event: seq, t) and the wire (RequestReceived, ResponseSent), state
 class of its own with typed fields, under Happened (the broker, the coordinators, operators and
 workloads) or ClientDid (a client model's decisions). Each says what it is in one sentence
 (`text`), built from its fields, and cites the Kafka source it follows. Readers match classes and
-read fields; no event carries a free-form dict."""
+read fields; no event carries a free-form dict (a request's or response's body and a record's
+decoded value are dicts shaped by the message schemas, kipviz/defs, not by the event)."""
 from __future__ import annotations
 
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -441,11 +442,11 @@ class StrayLogsKept(Happened):
 
 
 # ---- groups (classic, consumer, share) and offsets ------------------------------------------------
-# Kafka: group-coordinator/src/main/java/org/apache/kafka/coordinator/group/ (GMM below is
-# GroupMetadataManager.java, OMM OffsetMetadataManager.java).
+# Kafka: group-coordinator/src/main/java/org/apache/kafka/coordinator/group/ (GroupMetadataManager.java below is
+# GroupMetadataManager.java, OffsetMetadataManager.java OffsetMetadataManager.java).
 @dataclass(frozen=True, slots=True)
 class GroupCreated(Happened):
-    """A new group in the coordinator's table, Empty (GMM getOrMaybeCreateClassicGroup /
+    """A new group in the coordinator's table, Empty (GroupMetadataManager.java getOrMaybeCreateClassicGroup /
     getOrMaybeCreateConsumerGroup)."""
     SAYS: ClassVar[str] = "{group_type} group {group} created"
     group: str
@@ -455,7 +456,7 @@ class GroupCreated(Happened):
 
 @dataclass(frozen=True, slots=True)
 class GroupRemoved(Happened):
-    """A group leaves the table: converted to the other type, or deleted (GMM
+    """A group leaves the table: converted to the other type, or deleted (GroupMetadataManager.java
     maybeDeleteEmptyClassicGroup / createGroupTombstoneRecords)."""
     WHY: ClassVar[dict[str, str]] = {
         "replaced-by-classic": "an empty consumer group is replaced by a classic group (JoinGroup)",
@@ -472,7 +473,7 @@ class GroupRemoved(Happened):
 @dataclass(frozen=True, slots=True)
 class ClassicJoinRefused(Happened):
     """A JoinGroup for a consumer group with members: Kafka's classicGroupJoinToConsumerGroup (a
-    classic member inside a consumer group, GMM) is not modelled, so it is refused."""
+    classic member inside a consumer group, GroupMetadataManager.java) is not modelled, so it is refused."""
     SAYS: ClassVar[str] = ("JoinGroup for consumer group {group}: classic members in consumer groups "
                            "are not modelled")
     group: str
@@ -480,7 +481,7 @@ class ClassicJoinRefused(Happened):
 
 @dataclass(frozen=True, slots=True)
 class MemberJoined(Happened):
-    """A member joins a group (GMM addMemberThenRebalanceOrCompleteJoin for a classic group,
+    """A member joins a group (GroupMetadataManager.java addMemberThenRebalanceOrCompleteJoin for a classic group,
     consumerGroupHeartbeat at member epoch 0 for a consumer group)."""
     SAYS: ClassVar[str] = "{member} joins {group_type} group {group}"
     group: str
@@ -492,7 +493,7 @@ class MemberJoined(Happened):
 @dataclass(frozen=True, slots=True)
 class StaticMemberReplaced(Happened):
     """A static member (group.instance.id) came back with a new member id, which replaces the old
-    one (GMM updateStaticMemberThenRebalanceOrCompleteJoin / updateStaticMember)."""
+    one (GroupMetadataManager.java updateStaticMemberThenRebalanceOrCompleteJoin / updateStaticMember)."""
     group: str
     instance_id: str
     member: str               # the new member id
@@ -510,7 +511,7 @@ class StaticMemberReplaced(Happened):
 @dataclass(frozen=True, slots=True)
 class MemberIdRequired(Happened):
     """JoinGroup v4+ without a member id: the coordinator hands one out and waits for the member to
-    rejoin with it (GMM classicGroupJoinNewDynamicMember, MEMBER_ID_REQUIRED)."""
+    rejoin with it (GroupMetadataManager.java classicGroupJoinNewDynamicMember, MEMBER_ID_REQUIRED)."""
     SAYS: ClassVar[str] = "{member} must rejoin {group} with its member id (MEMBER_ID_REQUIRED)"
     group: str
     member: str
@@ -518,7 +519,7 @@ class MemberIdRequired(Happened):
 
 @dataclass(frozen=True, slots=True)
 class JoinSuperseded(Happened):
-    """A member's newer JoinGroup replaces its parked one, which is never answered (GMM
+    """A member's newer JoinGroup replaces its parked one, which is never answered (GroupMetadataManager.java
     updateMemberThenRebalanceOrCompleteJoin)."""
     SAYS: ClassVar[str] = "{member}'s earlier JoinGroup is superseded and will not be answered"
     group: str
@@ -527,7 +528,7 @@ class JoinSuperseded(Happened):
 
 @dataclass(frozen=True, slots=True)
 class RebalancePrepared(Happened):
-    """A classic group moves to PreparingRebalance (GMM prepareRebalance)."""
+    """A classic group moves to PreparingRebalance (GroupMetadataManager.java prepareRebalance)."""
     SAYS: ClassVar[str] = "{group}: preparing to rebalance ({reason})"
     group: str
     generation: int
@@ -537,7 +538,7 @@ class RebalancePrepared(Happened):
 
 @dataclass(frozen=True, slots=True)
 class MemberRemoved(Happened):
-    """A classic member is removed by a timer (GMM completeClassicGroupJoin: did not rejoin;
+    """A classic member is removed by a timer (GroupMetadataManager.java completeClassicGroupJoin: did not rejoin;
     expireClassicGroupMemberHeartbeat: session timeout; the pending-member timeout)."""
     group: str
     member: str
@@ -556,7 +557,7 @@ class MemberRemoved(Happened):
 @dataclass(frozen=True, slots=True)
 class GenerationCompleted(Happened):
     """A classic group's join phase ends with members: a new generation, its protocol and leader
-    (GMM completeClassicGroupJoin, ClassicGroup.initNextGeneration)."""
+    (GroupMetadataManager.java completeClassicGroupJoin, ClassicGroup.java initNextGeneration)."""
     SAYS: ClassVar[str] = "{group}: generation {generation}, protocol {protocol}, leader {leader}"
     group: str
     generation: int
@@ -568,7 +569,7 @@ class GenerationCompleted(Happened):
 @dataclass(frozen=True, slots=True)
 class GenerationEmpty(Happened):
     """A classic group's join phase ends with no member: the group is Empty at the new generation
-    (GMM completeClassicGroupJoin)."""
+    (GroupMetadataManager.java completeClassicGroupJoin)."""
     SAYS: ClassVar[str] = "{group} is empty at generation {generation}"
     group: str
     generation: int
@@ -576,7 +577,8 @@ class GenerationEmpty(Happened):
 
 @dataclass(frozen=True, slots=True)
 class SyncExpired(Happened):
-    """Members that sent no SyncGroup within the rebalance timeout are removed (GMM expirePendingSync)."""
+    """Members that sent no SyncGroup within the rebalance timeout are removed
+    (GroupMetadataManager.java expirePendingSync)."""
     group: str
     members: tuple[str, ...]
 
@@ -587,7 +589,8 @@ class SyncExpired(Happened):
 
 @dataclass(frozen=True, slots=True)
 class AssignmentMissing(Happened):
-    """The leader's SyncGroup left members out; they get an empty assignment (GMM classicGroupSync)."""
+    """The leader's SyncGroup left members out; they get an empty assignment
+    (GroupMetadataManager.java classicGroupSync)."""
     group: str
     members: tuple[str, ...]
 
@@ -598,7 +601,7 @@ class AssignmentMissing(Happened):
 
 @dataclass(frozen=True, slots=True)
 class MembersLeft(Happened):
-    """LeaveGroup removed members of a classic group (GMM classicGroupLeaveToClassicGroup)."""
+    """LeaveGroup removed members of a classic group (GroupMetadataManager.java classicGroupLeaveToClassicGroup)."""
     group: str
     members: tuple[str, ...]  # member ids (a static member's instance id when it left by it)
 
@@ -609,7 +612,7 @@ class MembersLeft(Happened):
 
 @dataclass(frozen=True, slots=True)
 class GroupEpochBumped(Happened):
-    """A consumer group's epoch goes up: a subscription or the subscribed topics changed (GMM
+    """A consumer group's epoch goes up: a subscription or the subscribed topics changed (GroupMetadataManager.java
     consumerGroupHeartbeat, ConsumerGroupMetadataValue)."""
     SAYS: ClassVar[str] = "{group}: group epoch {epoch}"
     group: str
@@ -645,7 +648,7 @@ class MemberReconciled(Happened):
 @dataclass(frozen=True, slots=True)
 class MemberFenced(Happened):
     """A consumer member is fenced by a timer: its session, or its rebalance timeout while it still
-    owned partitions to revoke (GMM consumerGroupFenceMember)."""
+    owned partitions to revoke (GroupMetadataManager.java consumerGroupFenceMember)."""
     group: str
     member: str
     cause: str                # "session-timeout" or "revocation-timeout"
@@ -662,7 +665,7 @@ class MemberFenced(Happened):
 @dataclass(frozen=True, slots=True)
 class ConsumerMemberLeft(Happened):
     """ConsumerGroupHeartbeat with epoch -1 (left) or -2 (a static member left for now and keeps its
-    partitions until its session times out) (GMM consumerGroupLeave)."""
+    partitions until its session times out) (GroupMetadataManager.java consumerGroupLeave)."""
     group: str
     member: str
     instance_id: str | None = None
@@ -681,7 +684,7 @@ class ConsumerMemberLeft(Happened):
 @dataclass(frozen=True, slots=True)
 class OffsetsStaged(Happened):
     """TxnOffsetCommit wrote transactional offsets, pending until the producer's COMMIT/ABORT marker
-    (OMM commitTransactionalOffset, pendingTransactionalOffsets). The flow's step 4."""
+    (OffsetMetadataManager.java commitTransactionalOffset, pendingTransactionalOffsets). The flow's step 4."""
     SAYS: ClassVar[str] = ("{group}: offsets staged in producer {producer_id}'s transaction (pending until its "
                            "COMMIT/ABORT marker)")
     group: str
@@ -692,7 +695,7 @@ class OffsetsStaged(Happened):
 @dataclass(frozen=True, slots=True)
 class OffsetsResolved(Happened):
     """A marker resolved a producer's pending offsets: committed (materialized) or aborted
-    (OMM replayEndTransactionMarker). The flow's step 7."""
+    (OffsetMetadataManager.java replayEndTransactionMarker). The flow's step 7."""
     group: str
     producer_id: int
     commit: bool
@@ -706,7 +709,7 @@ class OffsetsResolved(Happened):
 @dataclass(frozen=True, slots=True)
 class StaleTransactionalOffset(Happened):
     """A committed transactional offset older (by record offset) than the offset already committed
-    is not materialized (OMM replayEndTransactionMarker)."""
+    is not materialized (OffsetMetadataManager.java replayEndTransactionMarker)."""
     group: str
     topic: str
     partition: int
@@ -724,7 +727,7 @@ class StaleTransactionalOffset(Happened):
 
 @dataclass(frozen=True, slots=True)
 class DeletedTopicOffsetsRemoved(Happened):
-    """A topic was deleted: every group's offsets for its partitions get tombstones (OMM
+    """A topic was deleted: every group's offsets for its partitions get tombstones (OffsetMetadataManager.java
     onPartitionsDeleted, KAFKA-16168)."""
     SAYS: ClassVar[str] = "topic {topic} deleted: {removed} committed offset(s) removed (tombstones)"
     topic: str
@@ -734,7 +737,8 @@ class DeletedTopicOffsetsRemoved(Happened):
 
 @dataclass(frozen=True, slots=True)
 class GroupDeleted(Happened):
-    """DeleteGroups removed a group and its offsets (GroupCoordinatorShard.deleteGroups, OMM deleteAllOffsets)."""
+    """DeleteGroups removed a group and its offsets (GroupCoordinatorShard.java deleteGroups,
+    OffsetMetadataManager.java deleteAllOffsets)."""
     SAYS: ClassVar[str] = "group {group} deleted: {tombstones} offset tombstone(s)"
     group: str
     tombstones: int
@@ -743,7 +747,7 @@ class GroupDeleted(Happened):
 
 @dataclass(frozen=True, slots=True)
 class OffsetsDeleted(Happened):
-    """OffsetDelete tombstoned a group's offsets (OMM deleteOffsets)."""
+    """OffsetDelete tombstoned a group's offsets (OffsetMetadataManager.java deleteOffsets)."""
     SAYS: ClassVar[str] = "{group}: OffsetDelete removed {removed} committed offset(s) (tombstones)"
     group: str
     removed: int
@@ -1871,7 +1875,8 @@ class RegistrationFailed(Happened):
 @dataclass(frozen=True, slots=True)
 class WorkloadLayout(Happened):
     """Where ShareEosWorkload placed its partitions: the input and its __share_group_state-N led by one
-    broker, co-located on purpose (kipviz.workloads.share_eos)."""
+    broker, co-located on purpose (kipviz.workloads.share_eos). The kit's own, not Kafka's
+    (docs/architecture.md, "The event vocabulary")."""
     input: str
     partitions: int
     share_leader: int
@@ -1904,7 +1909,8 @@ class ScenarioLayout(Happened):
 
 @dataclass(frozen=True, slots=True)
 class ClientCrashed(Happened):
-    """A scenario stops a client process: its clients send nothing more (no heartbeats, no commit)."""
+    """A scenario stops a client process: its clients send nothing more (no heartbeats, no commit).
+    The kit's own fault, not Kafka's (docs/architecture.md, "The event vocabulary")."""
     client: str
     how: str
     SAYS: ClassVar[str] = "{client} crashed ({how})"
@@ -1912,10 +1918,11 @@ class ClientCrashed(Happened):
 
 @dataclass(frozen=True, slots=True)
 class LogCleaned(Event):
-    """One pass of the log cleaner over a partition (kipviz.broker.cleaner): the batches held below
-    offset rewritten_end (whole segments) were rewritten as batches_after batches; the offset map
-    covered the dirty offsets [first_dirty_offset, end_offset); kept: the offsets below
-    rewritten_end holding a record (or marker) after the pass, as (first, last) runs."""
+    """One pass of the log cleaner over a partition (kipviz.broker.cleaner, after Cleaner.java
+    doClean): the batches held below offset rewritten_end (whole segments) were rewritten as
+    batches_after batches; the offset map covered the dirty offsets [first_dirty_offset,
+    end_offset); kept: the offsets below rewritten_end holding a record (or marker) after the
+    pass, as (first, last) runs."""
     topic: str
     partition: int
     first_dirty_offset: int
