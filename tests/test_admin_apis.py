@@ -9,8 +9,8 @@ import pytest
 
 from kipviz.broker import Acl, Cluster
 from kipviz.broker.handlers import HANDLERS
-from kipviz.clients.consumer import encode_subscription
 from kipviz.clients.producer import Producer
+from kipviz.records.consumer_protocol import encode_subscription
 from kipviz.schema import registry
 from kipviz.schema.error_codes import CODE
 from kipviz.schema.releases import RELEASES

@@ -8,7 +8,7 @@ import pytest
 
 from kipviz import codec
 from kipviz.broker import Acl, Cluster, served_versions
-from kipviz.broker.groups import shape
+from kipviz.broker.groups.model import shape
 from kipviz.schema.error_codes import CODE
 
 

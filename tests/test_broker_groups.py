@@ -13,7 +13,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from kipviz import codec
 from kipviz.broker import Acl, Cluster
-from kipviz.broker.groups import shape
+from kipviz.broker.groups.model import shape
 from kipviz.broker.tables import classic_group, consumer_group, consumer_member
 from kipviz.records import decode_internal, group_coordinator_partition
 from kipviz.schema.error_codes import CODE

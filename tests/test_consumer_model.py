@@ -16,7 +16,7 @@ from kipviz.clients import (
     ConsumerError,
     Producer,
 )
-from kipviz.clients.consumer import (
+from kipviz.records.consumer_protocol import (
     decode_assignment,
     decode_subscription,
     encode_assignment,

@@ -4,7 +4,7 @@ import pytest
 from kipviz import codec, scenarios
 from kipviz.broker import Cluster
 from kipviz.broker.config import ClusterConfig, served_versions
-from kipviz.broker.groups import shape
+from kipviz.broker.groups.model import shape
 from kipviz.schema import releases
 from kipviz.schema.error_codes import CODE
 

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from kipviz.broker import Cluster
 from kipviz.broker.share_metrics import metrics, time_series
 from kipviz.broker.share_txn import OPERATION_NOT_ATTEMPTED, pending
-from kipviz.clients.producer import (
+from kipviz.clients.producer import Producer
+from kipviz.clients.producer_errors import (
     AbortableError,
     CommitFailedError,
-    Producer,
     ProducerFencedError,
     UnsupportedVersionError,
 )

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kipviz import codec, scenarios
 from kipviz.broker import Cluster
 from kipviz.broker.config import Acl
-from kipviz.broker.groups import shape
+from kipviz.broker.groups.model import shape
 from kipviz.broker.replicas import partition_metadata
 from kipviz.broker.tables import replica as R
 from kipviz.draw.animate import Animation

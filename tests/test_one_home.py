@@ -32,21 +32,43 @@ def _docstrings(tree) -> set[int]:
     return out
 
 
+_KEY_CALLS = ("coordinator_partition", "coordinator_broker", "_find_coordinator", "find_coordinator")
+
+
+def _is_number(node) -> bool:
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return any(_is_number(e) for e in node.elts)
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _names_key_type(node) -> bool:
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return name.lower().replace("_", "") == "keytype"
+
+
 def _key_type_numbers(modules) -> list[str]:
-    """coordinator_partition(0, ...) / coordinator_broker(1, ...) / key_type == 2: a FindCoordinator
-    key type written as its number."""
+    """A FindCoordinator key type written as its number: coordinator_partition(0, ...) and the
+    other key calls, key_type=1, key_type == 2 / in (0, 1), {"KeyType": 1}, body.get("KeyType", 0)."""
     where = []
     for path, tree in modules:
         if path == "kipviz/schema/coordinators.py":
             continue
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in ("coordinator_partition", "coordinator_broker") and node.args
-                    and isinstance(node.args[0], ast.Constant) and type(node.args[0].value) is int):
-                where.append(f"{path}:{node.lineno} {node.func.attr}({node.args[0].value}, ...)")
-            elif (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "key_type"
-                  and any(isinstance(c, ast.Constant) and type(c.value) is int for c in node.comparators)):
-                where.append(f"{path}:{node.lineno} key_type == number")
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+                if name in _KEY_CALLS and node.args and _is_number(node.args[0]):
+                    where.append(f"{path}:{node.lineno} {name}({node.args[0].value}, ...)")
+                where += [f"{path}:{node.lineno} key_type={k.value.value}" for k in node.keywords
+                          if k.arg and _names_key_type(ast.Name(k.arg)) and _is_number(k.value)]
+                if (name == "get" and len(node.args) == 2 and isinstance(node.args[0], ast.Constant)
+                        and node.args[0].value == "KeyType" and _is_number(node.args[1])):
+                    where.append(f'{path}:{node.lineno} .get("KeyType", number)')
+            elif (isinstance(node, ast.Compare) and _names_key_type(node.left)
+                  and any(map(_is_number, node.comparators))):
+                where.append(f"{path}:{node.lineno} key_type compared with a number")
+            elif isinstance(node, ast.Dict):
+                where += [f'{path}:{node.lineno} "KeyType": number' for k, v in zip(node.keys, node.values, strict=True)
+                          if isinstance(k, ast.Constant) and k.value == "KeyType" and _is_number(v)]
     return where
 
 
@@ -167,7 +189,9 @@ def test_each_check_finds_its_shape():
     src = ('"""Docstrings may say __consumer_offsets, 57 and 61."""\nimport struct\n'
            'X = "__consumer_offsets"\nN = raw[57:61]\nM = pos + 57\nOPERATION_NOT_ATTEMPTED = 55\nNOT_COORDINATOR_CODE = 16\n'
            'A = {"JoinGroup", "SyncGroup", "Heartbeat"}\nk = struct.unpack_from(">h", key, 2)\n'
-           'b = c.coordinator_broker(0, g)\nok = key_type == 2\n')
+           'b = c.coordinator_broker(0, g)\nok = key_type == 2\nq = {"KeyType": 1, "Key": g}\n'
+           'n = body.get("KeyType", 0)\nm = self._find_coordinator(1, t)\nif key_type in (0, 1): pass\n'
+           'f(key_type=2)\n')
     fake = [("kipviz/draw/fake.py", ast.parse(src))]
     assert _topic_literals(fake) == ["kipviz/draw/fake.py:3 '__consumer_offsets'"]
     assert sorted(_error_numbers(fake)) == ["kipviz/draw/fake.py:6 55", "kipviz/draw/fake.py:6 OPERATION_NOT_ATTEMPTED = 55",
@@ -175,7 +199,10 @@ def test_each_check_finds_its_shape():
     assert _byte_reads(fake) == ["kipviz/draw/fake.py:2 imports struct", "kipviz/draw/fake.py:9 .unpack_from"]
     assert sorted(_header_offsets(fake)) == ["kipviz/draw/fake.py:4 57", "kipviz/draw/fake.py:4 61",
                                              "kipviz/draw/fake.py:4 [57:61]", "kipviz/draw/fake.py:5 57"]
-    assert _key_type_numbers(fake) == ["kipviz/draw/fake.py:10 coordinator_broker(0, ...)",
-                                       "kipviz/draw/fake.py:11 key_type == number"]
+    assert sorted(_key_type_numbers(fake)) == sorted([
+        "kipviz/draw/fake.py:10 coordinator_broker(0, ...)", "kipviz/draw/fake.py:11 key_type compared with a number",
+        'kipviz/draw/fake.py:12 "KeyType": number', 'kipviz/draw/fake.py:13 .get("KeyType", number)',
+        "kipviz/draw/fake.py:14 _find_coordinator(1, ...)", "kipviz/draw/fake.py:15 key_type compared with a number",
+        "kipviz/draw/fake.py:16 key_type=2"])
     (table,) = _api_tables(fake)
     assert table.startswith("kipviz/draw/fake.py:8 ") and all(a in table for a in ("JoinGroup", "SyncGroup", "Heartbeat"))

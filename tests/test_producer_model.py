@@ -24,7 +24,8 @@ from kipviz.clients import (
     RetriesExhaustedError,
     classify_txn_offset_commit_error,
 )
-from kipviz.clients.producer import client_max_version, default_partition, murmur2
+from kipviz.clients.base import client_max_version
+from kipviz.clients.producer import default_partition, murmur2
 from kipviz.codec.fit import complete_body
 from kipviz.schema import events as ev
 from kipviz.schema.error_codes import CODE

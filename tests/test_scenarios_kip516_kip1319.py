@@ -12,7 +12,7 @@ import pytest
 
 from kipviz import codec, scenarios
 from kipviz.broker import Cluster
-from kipviz.broker.groups import shape
+from kipviz.broker.groups.model import shape
 from kipviz.records import decode_internal
 from kipviz.schema import events as ev
 from kipviz.schema.error_codes import CODE, name_of

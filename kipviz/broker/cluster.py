@@ -25,10 +25,11 @@ from ..uuids import random_uuid, to_kafka_str
 from .authorizer import Authorizer
 from .clock import VirtualClock
 from .config import SHARE_MARKER_ROUTINGS, ClusterConfig, served_versions
+from .deferred import DEFERRED
 from .delayed import Delayed
 from .features import Features
 from .groups import GroupCoordinator
-from .handlers import CLOSE, DEFERRED, HANDLERS, Request, api_versions, load_all
+from .handlers import CLOSE, HANDLERS, Request, api_versions, load_all
 from .machine import Machine
 from .replicas import ReplicaManager
 from .respond import error_response

@@ -11,17 +11,17 @@ FatalError (ProducerFencedError, UnsupportedVersionError), RetriesExhaustedError
 IllegalStateError; each carries the Kafka error name (`.error`) and code (`.code`). The consumer
 raises ConsumerError, ConsumerCommitFailedError (the group refused a commit) and
 RebalanceInProgressError (classic protocol)."""
-from .consumer import CommitFailedError as ConsumerCommitFailedError
-from .consumer import Consumer, ConsumerError, ConsumerRecord, RebalanceInProgressError
-from .producer import (
+from .consumer import Consumer, ConsumerRecord
+from .consumer_errors import CommitFailedError as ConsumerCommitFailedError
+from .consumer_errors import ConsumerError, RebalanceInProgressError
+from .producer import Producer, RecordMetadata
+from .producer_errors import (
     AbortableError,
     CommitFailedError,
     FatalError,
     IllegalStateError,
-    Producer,
     ProducerError,
     ProducerFencedError,
-    RecordMetadata,
     RetriesExhaustedError,
     UnsupportedVersionError,
     classify_txn_offset_commit_error,

@@ -33,7 +33,7 @@ from __future__ import annotations
 import itertools
 import weakref
 
-from ..records.consumer_protocol import (  # noqa: F401 - re-exported, as before
+from ..records.consumer_protocol import (
     decode_assignment,
     decode_subscription,
     encode_assignment,
@@ -41,18 +41,17 @@ from ..records.consumer_protocol import (  # noqa: F401 - re-exported, as before
     range_assign,
 )
 from ..schema import events as ev
+from ..schema.coordinators import GROUP_KEY
 from ..schema.error_codes import NAME
-from .base import ClientBase, Retry, client_max_version, client_min_version  # noqa: F401 - re-exported, as before
-from .consumer_errors import (  # noqa: F401 - re-exported, as before
-    COORDINATOR_ERRORS,
-    METADATA_ERRORS,
+from .base import ClientBase, Retry
+from .consumer_errors import (
     CommitFailedError,
     ConsumerError,
     RebalanceInProgressError,
 )
 from .fetcher import ISOLATION, ConsumerRecord, Fetcher
-from .membership_classic import CLASSIC_PROTOCOL, ClassicMembership  # noqa: F401 - re-exported
-from .membership_consumer import FENCED_848, ConsumerGroupMembership  # noqa: F401 - re-exported
+from .membership_classic import ClassicMembership
+from .membership_consumer import ConsumerGroupMembership
 from .offsets import RESET, Offsets
 
 _COUNTERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()     # cluster -> counter of default ids
@@ -138,7 +137,7 @@ class Consumer(ClientBase):
     def group_coordinator(self) -> int:
         """The group's coordinator (FindCoordinator once, again after a coordinator error)."""
         if self._coordinator is None:
-            self._coordinator = self._find_coordinator(0, self.group_id)
+            self._coordinator = self._find_coordinator(GROUP_KEY, self.group_id)
         return self._coordinator
 
     def coordinator_call(self, api: str, version: int, body: dict) -> dict:

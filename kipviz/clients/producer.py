@@ -37,36 +37,24 @@ from __future__ import annotations
 import itertools
 from typing import NamedTuple
 
-from ..codec.fit import complete_body  # noqa: F401 - re-exported
 from ..records import write_batch
 from ..schema import events as ev
+from ..schema.coordinators import GROUP_KEY, TRANSACTION_KEY
 from ..schema.error_codes import RETRIABLE
-from .base import (  # noqa: F401 - re-exported
-    CLIENT_MAX,
-    NETWORK_EXCEPTION,
+from .base import (
     ClientBase,
     E,
     Retry,
-    client_max_version,
-    client_min_version,
-    error_name_code,
-    error_text,
 )
-from .producer_errors import (  # noqa: F401 - re-exported
-    ABORTABLE_OFFSET_ERRORS,
-    COMMIT_FAILED,
-    COORDINATOR_MOVED,
+from .producer_errors import (
     FENCED,
-    OPERATION_NOT_ATTEMPTED_CODE,
     AbortableError,
-    CommitFailedError,
     FatalError,
     IllegalStateError,
     ProducerError,
     ProducerFencedError,
     RetriesExhaustedError,
     UnsupportedVersionError,
-    classify_txn_offset_commit_error,
 )
 from .transaction_manager import TransactionManager
 from .txn_share_acks import TxnShareAcks
@@ -215,13 +203,13 @@ class Producer(ClientBase):
     def txn_coordinator(self) -> int:
         """The transaction coordinator of the transactional id (FindCoordinator once)."""
         if self._coordinator is None:
-            self._coordinator = self._find_coordinator(1, self.transactional_id)
+            self._coordinator = self._find_coordinator(TRANSACTION_KEY, self.transactional_id)
         return self._coordinator
 
     def group_coordinator(self, group: str) -> int:
         """The coordinator of `group` (for TxnOffsetCommit)."""
         if group not in self._group_coordinators:
-            self._group_coordinators[group] = self._find_coordinator(0, group)
+            self._group_coordinators[group] = self._find_coordinator(GROUP_KEY, group)
         return self._group_coordinators[group]
 
 

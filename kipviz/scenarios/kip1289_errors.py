@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from ..broker.share_txn import OPERATION_NOT_ATTEMPTED, pending
 from ..clients import Consumer, Producer
-from ..clients.producer import (
+from ..clients.producer_errors import (
     AbortableError,
     CommitFailedError,
     ProducerError,

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from ..broker.share_txn import pending
 from ..clients import Consumer, Producer
-from ..clients.producer import ProducerError, ProducerFencedError
+from ..clients.producer_errors import ProducerError, ProducerFencedError
 from ..clients.share_consumer import ShareConsumer
 from ..eos import AT_LEAST_ONCE, VIOLATION, check_share_eos, source_header
 from ..schema import events as ev

@@ -22,7 +22,7 @@ import uuid
 
 from .. import codec
 from ..broker import served_versions
-from ..broker.groups import shape
+from ..broker.groups.model import shape
 from ..records import decode_internal, read_batches, write_batch
 from ..schema.error_codes import name_of
 from ..schema.topics import CONSUMER_OFFSETS

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 
 from ..broker import Cluster
 from ..clients import Consumer
-from ..clients.consumer import ConsumerError
-from ..clients.producer import AbortableError, FatalError, Producer, ProducerError, default_partition
+from ..clients.consumer_errors import ConsumerError
+from ..clients.producer import Producer, default_partition
+from ..clients.producer_errors import AbortableError, FatalError, ProducerError
 from ..eos.checker import SOURCE_HEADER
 from ..errors import KipvizError
 from .pace import Pace

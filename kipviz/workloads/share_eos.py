@@ -58,13 +58,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..broker import Cluster
-from ..clients.producer import (
-    FatalError,
-    IllegalStateError,
-    Producer,
-    ProducerError,
-    UnsupportedVersionError,
-)
+from ..clients.producer import Producer
+from ..clients.producer_errors import FatalError, IllegalStateError, ProducerError, UnsupportedVersionError
 from ..clients.share_consumer import ShareConsumer
 from ..eos import ShareEosChecker, check_share_eos, source_header
 from ..gcpause import rare_collections

@@ -32,27 +32,7 @@ from __future__ import annotations
 from .classic import ClassicProtocol
 from .consumer import ConsumerProtocol
 from .metadata import GroupMetadataManager
-from .model import (  # noqa: F401 - the names importers use
-    ASSIGNORS,
-    CLASSIC_NEW_MEMBER_JOIN_TIMEOUT_MS,
-    CONSUMER_PROTOCOL_TYPE,
-    GROUP_METADATA_VALUE_VERSION,
-    INVALID_OFFSET,
-    INVALID_REGULAR_EXPRESSION,
-    LEAVE_GROUP_MEMBER_EPOCH,
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    NONE,
-    PARKED,
-    UNKNOWN_MEMBER_ID,
-    ClassicGroup,
-    ClassicMember,
-    Committed,
-    ConsumerGroup,
-    ConsumerMember,
-    GroupError,
-    java_length,
-    shape,
-)
+from .model import ClassicGroup, Committed, ConsumerGroup
 from .offsets import OffsetMetadataManager
 
 

@@ -6,12 +6,9 @@ import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..deferred import DEFERRED as DEFERRED
-
 HANDLERS: dict[str, Callable] = {}
-# a handler returns DEFERRED when Kafka holds the request (JoinGroup until the group rebalances,
-# SyncGroup until the leader assigns); it answers later with Cluster.complete(request, body)
-# (defined in broker/deferred.py so the group coordinator need not import the handlers)
+# a handler returns broker/deferred.py's DEFERRED when Kafka holds the request (JoinGroup until the
+# group rebalances, SyncGroup until the leader assigns); it answers later with Cluster.complete
 # a handler returns CLOSE where Kafka answers nothing and closes the connection (an acks=0 Produce
 # with an error: KafkaApis.handleProduceRequest -> requestHelper.closeConnection)
 CLOSE = object()

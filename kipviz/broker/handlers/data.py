@@ -44,9 +44,10 @@ from ...schema import events as ev
 from ...schema.error_codes import CODE
 from ...uuids import ZERO_UUID
 from .. import log_validator
+from ..deferred import DEFERRED
 from ..error_rows import kafka_only, rows
 from ..topics import changes
-from . import CLOSE, DEFERRED, Request, handles
+from . import CLOSE, Request, handles
 from .metadata import (
     CLUSTER_RESOURCE,
     epoch_error,

@@ -27,7 +27,7 @@ from ...schema.error_codes import CODE
 from ...schema.loader import load_dir
 from ...uuids import ZERO_UUID
 from ..error_rows import kafka_only, rows
-from ..groups import GroupError
+from ..groups.model import GroupError
 from ..tables import share_record as sr
 from . import Request, handles
 from .metadata import MESSAGES, log_of, shape

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ...schema.coordinators import GROUP_KEY
 from ...schema.error_codes import CODE
 from ..error_rows import kafka_only, rows
-from ..groups import ASSIGNORS, PARKED, GroupError, shape
+from ..groups.model import ASSIGNORS, PARKED, GroupError, shape
 from . import Request, handles
 
 GROUP_OPS = (3, 8, 6, 10, 11)   # READ, DESCRIBE, DELETE, DESCRIBE_CONFIGS, ALTER_CONFIGS (AclOperation codes)
@@ -29,11 +29,6 @@ _CLASSIC_SRC = "KafkaApis, GroupCoordinatorService and the classic group protoco
 def finish(api: str, version: int, body: dict) -> dict:
     """A coordinator body cut to the response's fields at `version`."""
     return shape(api + "Response", version, body)
-
-
-def _parked(cluster) -> object:
-    from .. import groups
-    return groups.PARKED
 
 
 def _wrong_coordinator(cluster, req: Request, group_id: str) -> bool:
@@ -71,7 +66,7 @@ def join_group(cluster, req: Request) -> dict:
     if _wrong_coordinator(cluster, req, b["GroupId"]):
         return finish("JoinGroup", req.version, {**fail, "ErrorCode": CODE["NOT_COORDINATOR"]})
     body = cluster.groups.join_group(req, b)
-    if body is _parked(cluster):
+    if body is PARKED:
         return body
     return finish("JoinGroup", req.version, {**fail, **body})
 
@@ -95,7 +90,7 @@ def sync_group(cluster, req: Request) -> dict:
     if _wrong_coordinator(cluster, req, b["GroupId"]):
         return finish("SyncGroup", req.version, {"ErrorCode": CODE["NOT_COORDINATOR"]})
     body = cluster.groups.sync_group(req, b)
-    if body is _parked(cluster):
+    if body is PARKED:
         return body
     return finish("SyncGroup", req.version, body)
 

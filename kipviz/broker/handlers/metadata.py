@@ -580,7 +580,7 @@ def coordinator(cluster, req: Request, key_type: int, key: str) -> tuple[int, di
         return CODE["INVALID_REQUEST"], NO_NODE
     if key_type == SHARE_KEY and not cluster.authorized(who, "CLUSTER", CLUSTER_RESOURCE, "CLUSTER_ACTION"):
         return CODE["CLUSTER_AUTHORIZATION_FAILED"], NO_NODE
-    if key_type in (0, 1):
+    if key_type in (GROUP_KEY, TRANSACTION_KEY):
         topic, p = cluster.coordinator_partition(key_type, key)
     elif key_type == SHARE_KEY:
         if cluster.features.level("share.version") < 1:
@@ -612,7 +612,7 @@ ERRORS["FindCoordinator"] = (
 @handles("FindCoordinator")
 def find_coordinator(cluster, req: Request) -> dict:
     v, body = req.version, req.body
-    key_type = body.get("KeyType", 0)
+    key_type = body.get("KeyType", GROUP_KEY)
     if v >= 4:
         coordinators = []
         for key in body.get("CoordinatorKeys") or []:

@@ -19,10 +19,11 @@ from __future__ import annotations
 from ... import records as rec
 from ...schema.error_codes import CODE
 from ...uuids import ZERO_UUID
+from ..deferred import DEFERRED
 from ..error_rows import kafka_only, rows
 from ..share_partition import AckError
 from ..shares import ShareGroupError
-from . import DEFERRED, Request, handles
+from . import Request, handles
 
 # The errors each share RPC can return, by version, declared above its handler (kipviz.broker.api_errors
 # reads ERRORS; tests/test_api_errors.py judges them against the code and Kafka's lists). Kafka's
