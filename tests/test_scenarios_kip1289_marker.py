@@ -316,3 +316,16 @@ def test_workload_with_participants_keeps_only_case_1(kind, page_case):
         got[routing] = set(rep.windows())
     assert got["page"] == {page_case}
     assert got["participants"] == ({1} if page_case == 1 else set())
+
+
+def test_the_kit_label_check_can_fail():
+    # the checks "labelled the kit's suggestion" read the run's routing and the sentence: a run on
+    # the page's routing, or an event told without the label, fails them
+    from kipviz.scenarios.kip1289_marker import _told_as_kit
+    trace = scenarios.run("kip1289.marker_forwarded")
+    fwd = next(e for e in trace.cluster.events if isinstance(e, ev.MarkerForwarded))
+    assert _told_as_kit(trace, fwd, "forward-to-leader")
+    assert not _told_as_kit(trace, fwd, "participants")
+    assert not _told_as_kit(trace, dataclasses.replace(fwd, routing="page"), "forward-to-leader")
+    page = scenarios.run("kip1289.marker_not_colocated")
+    assert not _told_as_kit(page, fwd, "forward-to-leader")

@@ -31,6 +31,7 @@ purpose (an operator's leader move, before anything is staged) so the outcome do
 where the hash of the seed's topic id lands."""
 from __future__ import annotations
 
+from ..broker.config import SHARE_MARKER_ROUTINGS
 from ..eos import VIOLATION, check_share_eos
 from ..schema import events as ev
 from . import Finding, Trace, scenario
@@ -108,7 +109,7 @@ def marker_forwarded(trace: Trace) -> None:
     c = trace.cluster
     fwd = [e for e in c.events if isinstance(e, ev.MarkerForwarded)]
     trace.expect("the forwarding is labelled the kit's suggestion, not KIP-1289",
-                 bool(fwd) and all(e.suggestion == "kit" for e in fwd),
+                 bool(fwd) and all(_told_as_kit(trace, e, "forward-to-leader") for e in fwd),
                  fwd[-1].text if fwd else "no forwarding note")
 
 
@@ -205,6 +206,13 @@ PARTICIPANTS = ("share_marker_routing='participants': the share-partition "
                 "partition's current leader")
 
 
+def _told_as_kit(trace: Trace, e, routing: str) -> bool:
+    """`e` is told as the kit's suggestion: the run used `routing`, an option the kit proposes (not
+    the page, broker/config.py SHARE_MARKER_ROUTINGS), and the event's sentence says so."""
+    return (trace.cluster.config.share_marker_routing == routing == getattr(e, "routing", routing)
+            and SHARE_MARKER_ROUTINGS[routing]["source"] == "kit" and "kit's suggestion" in e.text)
+
+
 def _participant_notes(trace: Trace, since: int = 0) -> tuple[list, list]:
     """(the registrations, the coordinator's markers) of share participants, from `since`."""
     evs = trace.cluster.events[since:]
@@ -234,11 +242,12 @@ def marker_participants(trace: Trace) -> None:
     leader = trace.result["share_leader"]
     trace.expect("the share-partition leader registered sg/in-0 as a participant, labelled the kit's suggestion",
                  len(added) == 1 and added[0].share_participants[0][0] == "sg"
-                 and added[0].broker == leader and added[0].error_code == 0 and added[0].suggestion == "kit",
+                 and added[0].broker == leader and added[0].error_code == 0
+                 and _told_as_kit(trace, added[0], "participants"),
                  added[-1].text if added else "no registration")
     trace.expect(f"EndTxn's marker for the share partition went to broker {leader}, in-0's leader, not to "
                  f"__share_group_state-N's leader (broker {trace.result['state_leader']})",
-                 [e.broker for e in sent] == [leader] and all(e.suggestion == "kit" for e in sent),
+                 [e.broker for e in sent] == [leader] and all(_told_as_kit(trace, e, "participants") for e in sent),
                  repr([e.text for e in sent]))
     trace.expect("no forwarding and no unreached staging",
                  not [e for e in c.events if isinstance(e, (ev.MarkerForwarded, ev.MarkerUnreached))], "")
