@@ -39,7 +39,7 @@ N_EVENTS = 200
 
 
 def stand_in_table() -> Table:
-    """The transaction machine's shape (FACTS (d)), for when the model's table is not there."""
+    """The transaction machine's shape (TransactionState.java), for when the model's table is not there."""
     ids = {"Empty": 0, "Ongoing": 1, "PrepareCommit": 2, "PrepareAbort": 3, "CompleteCommit": 4,
            "CompleteAbort": 5, "Dead": 6, "PrepareEpochFence": 7}
     prev = {"Empty": ("Empty", "CompleteCommit", "CompleteAbort"),

@@ -38,7 +38,7 @@ class TxnShareAcks:
         One TxnShareAcknowledge per share-partition leader (found through Metadata). If the
         broker does not advertise TxnShareAcknowledge (share.version 1, old broker) this raises
         UnsupportedVersionError at once, with no bytes sent and the transaction still open, so the
-        caller can abort it (seed 004 corner case 9). Model simplification: the call waits for the
+        caller can abort it (KIP-1289 corner case 9). Model simplification: the call waits for the
         answers (Kafka's Sender would report errors at commit/abort); STALE_MEMBER_EPOCH /
         UNKNOWN_MEMBER_ID raise CommitFailedError and INVALID_RECORD_STATE AbortableError
         (abortable), PRODUCER_FENCED / INVALID_PRODUCER_EPOCH ProducerFencedError (fatal)."""

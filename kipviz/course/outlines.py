@@ -18,7 +18,7 @@ from pathlib import Path
 
 __all__ = ["SEED_KIPS", "KIPS", "kip_link", "Outline", "outline", "course", "problems", "contents", "Contents"]
 
-# The KIPs of the seed documents (shared/seeds): the notebooks link each one they mention.
+# The KIPs the kit is about (docs/facts.md): the notebooks link each one they mention.
 SEED_KIPS: dict[int, tuple[str, str]] = {
     516: ("Topic Identifiers",
           "https://cwiki.apache.org/confluence/display/KAFKA/KIP-516%3A+Topic+Identifiers"),

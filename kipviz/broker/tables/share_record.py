@@ -11,7 +11,7 @@ deliveryCount >= group.share.delivery.count.limit becomes a move to ARCHIVED.
 
 Rows with status "proposed" are KIP-1289 (the KIP-1289 page, unmerged): acknowledgements staged inside a
 producer transaction sit in TX_PENDING until WriteTxnMarkers commits (ACCEPT -> ACKNOWLEDGED,
-REJECT -> ARCHIVED) or aborts (back to ACQUIRED for the same member). Seed 004 corner case 6: a lock
+REJECT -> ARCHIVED) or aborts (back to ACQUIRED for the same member). KIP-1289 corner case 6: a lock
 that expires while TX_PENDING reverts the record to ACQUIRED ("re-acquirable"; a late marker for the
 stale staging is filtered by epoch). The model enables them only when share.version >= 2
 (`enabled` below)."""
