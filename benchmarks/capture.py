@@ -1,0 +1,175 @@
+"""kipviz capture benchmark: full decode of a real capture next to `tshark -V`, in the same run.
+
+    python benchmarks/capture.py            (a 50 MB and a 500 MB capture)
+    python benchmarks/capture.py --quick    (a 50 MB capture only)
+    python benchmarks/capture.py --file traffic.pcap --port 9092    (a capture of your own)
+
+The capture is real traffic: `kipviz serve --record` with a librdkafka (confluent-kafka)
+producer and a group consumer reading everything back, so Produce and Fetch carry the record
+batches. kipviz's side is what `kipviz explain` reads (kipviz.capture.read_pcap: TCP reassembly,
+every request and response decoded) plus every record batch in every Produce and Fetch
+(kipviz.records.read_batches, CRCs checked); then, when kipviz.explain is there, explain() on
+the same file. tshark's side is `tshark -r FILE -V -d tcp.port==PORT,kafka`, output discarded.
+Each side runs in its own process; its peak RSS is the process's (GNU time's %M).
+Targets: kipviz at least tshark's speed; kipviz's memory at most 2x the capture size."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MB = 1 << 20
+TIME = "/usr/bin/time"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_capture(folder: Path, size_mb: int) -> tuple[Path, int]:
+    """Record a librdkafka producer and group consumer through `kipviz serve --record` until the
+    capture holds about size_mb; returns (traffic.pcap, the broker's port)."""
+    from confluent_kafka import Consumer, Producer
+    port = _free_port()
+    rec = folder / f"rec{size_mb}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    srv = subprocess.Popen([sys.executable, "-m", "kipviz.cli", "serve", "--port", str(port), "--seed", "1",
+                            "--retention-bytes", "-1", "--record", str(rec)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        srv.stdout.readline()
+        boot = f"127.0.0.1:{port}"
+        # produce and read back half each: the capture holds the records twice (Produce, Fetch)
+        target = size_mb * MB // 2
+        p = Producer({"bootstrap.servers": boot, "linger.ms": 5, "batch.size": 256 * 1024, "acks": "all"})
+        value, sent = os.urandom(900), 0
+        while sent < target:
+            for i in range(2000):
+                p.produce("bench", key=b"k%d" % i, value=value)
+            sent += 2000 * 900
+            p.poll(0)
+        p.flush(60)
+        del p                     # its threads end before the server does
+        c = Consumer({"bootstrap.servers": boot, "group.id": "bench", "auto.offset.reset": "earliest"})
+        c.subscribe(["bench"])
+        got, idle = 0, time.monotonic()
+        while got * 900 < sent and time.monotonic() - idle < 10:
+            msgs = c.consume(10000, 1.0)
+            got += sum(1 for m in msgs if not m.error())
+            if msgs:
+                idle = time.monotonic()
+        c.close()
+    finally:
+        srv.send_signal(signal.SIGINT)
+        try:
+            srv.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            srv.wait(10)
+    return rec / "traffic.pcap", port
+
+
+def decode_all(path: str, port: int, explain: bool) -> dict:
+    """kipviz's full decode of `path` (run in a child process): exchanges, record batches, records."""
+    from kipviz.capture import read_pcap
+    from kipviz.records import read_batches
+    t0 = time.perf_counter()
+    exs = read_pcap(path, ports=(port,))
+    batches = records = 0
+    for ex in exs:
+        for side in ("request", "response"):
+            body = (ex.get(side) or {}).get("body") or {}
+            for topic in body.get("TopicData") or body.get("Responses") or []:
+                for part in topic.get("PartitionData") or topic.get("Partitions") or []:
+                    data = part.get("Records")
+                    if data:
+                        got = read_batches(data)
+                        batches += len(got)
+                        records += sum(len(b["records"]) for b in got)
+    out = {"seconds": time.perf_counter() - t0, "exchanges": len(exs), "batches": batches, "records": records}
+    if explain:
+        try:
+            from kipviz.explain import explain as run_explain
+        except ImportError:
+            return out
+        t1 = time.perf_counter()
+        run_explain(path, ports=(port,))
+        out["explain_seconds"] = time.perf_counter() - t1
+    return out
+
+
+def _timed(cmd: list[str]) -> tuple[float, int, str]:
+    """(wall seconds, peak RSS bytes, stdout) of one command run under GNU time."""
+    t0 = time.perf_counter()
+    r = subprocess.run([TIME, "-f", "%M", *cmd], capture_output=True, text=True, timeout=3600)
+    took = time.perf_counter() - t0
+    if r.returncode:
+        raise SystemExit(f"{cmd[0]} failed: {r.stderr.strip().splitlines()[-1:]}")
+    return took, int(r.stderr.strip().splitlines()[-1]) * 1024, r.stdout
+
+
+def measure(path: Path, port: int, explain: bool) -> dict:
+    size = path.stat().st_size
+    code = ("import json, sys; sys.path.insert(0, %r); import capture; "
+            "print(json.dumps(capture.decode_all(%r, %d, %r)))" % (str(Path(__file__).parent), str(path), port, explain))
+    _, k_rss, out = _timed([sys.executable, "-c", code])
+    k = json.loads(out.strip().splitlines()[-1])
+    t_wall, t_rss, _ = _timed(["sh", "-c", f"tshark -r {path} -V -d tcp.port=={port},kafka > /dev/null 2>&1"])
+    return {"size": size, "kipviz": k, "kipviz_rss": k_rss, "tshark_s": t_wall, "tshark_rss": t_rss}
+
+
+def report(name: str, m: dict) -> list[tuple[str, bool, str]]:
+    size_mb, k = m["size"] / MB, m["kipviz"]
+    print(f"{name}: {size_mb:.0f} MB, {k['exchanges']:,} exchanges, {k['batches']:,} batches, {k['records']:,} records")
+    print(f"  kipviz decode   {k['seconds']:7.2f} s  {size_mb / k['seconds']:7.1f} MB/s  "
+          f"{k['exchanges'] / k['seconds']:9,.0f} exchanges/s  peak RSS {m['kipviz_rss'] / MB:6.0f} MiB")
+    if "explain_seconds" in k:
+        print(f"  kipviz explain  {k['explain_seconds']:7.2f} s  {size_mb / k['explain_seconds']:7.1f} MB/s  (findings, "
+              "story and who, after the decode; same process)")
+    print(f"  tshark -V       {m['tshark_s']:7.2f} s  {size_mb / m['tshark_s']:7.1f} MB/s  "
+          f"{k['exchanges'] / m['tshark_s']:9,.0f} exchanges/s  peak RSS {m['tshark_rss'] / MB:6.0f} MiB")
+    speed, memory = m["tshark_s"] / k["seconds"], m["kipviz_rss"] / m["size"]
+    return [(f"decode >= tshark -V speed  {name}", speed >= 1.0, f"{speed:.2f}x"),
+            (f"memory <= 2x capture size  {name}", memory <= 2.0, f"{memory:.2f}x")]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="the 50 MB capture only")
+    ap.add_argument("--file", help="benchmark this capture instead of recording one")
+    ap.add_argument("--port", type=int, default=9092, help="the Kafka port of --file (default 9092)")
+    args = ap.parse_args()
+    if shutil.which("tshark") is None or not os.path.exists(TIME):
+        print("capture benchmark: needs tshark and GNU time (make test installs tshark)")
+        return 0
+    print(f"kipviz capture benchmark · Python {platform.python_version()} · {platform.machine()} · "
+          f"{os.cpu_count()} CPUs · load {os.getloadavg()[0]:.2f}")
+    targets = []
+    if args.file:
+        targets += report(Path(args.file).name, measure(Path(args.file), args.port, True))
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            for size in (50,) if args.quick else (50, 500):
+                path, port = make_capture(Path(tmp), size)
+                targets += report(f"{size} MB capture", measure(path, port, True))
+                path.unlink()
+    print("\ntargets")
+    for what, ok, value in targets:
+        print(f"  {'PASS' if ok else 'MISS'}  {what}: {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
