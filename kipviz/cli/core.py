@@ -327,6 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
     sc.set_defaults(func=cmd_scenario)
     from .review import add_review
     add_review(sub)
+    from .explain import add_explain
+    add_explain(sub)
     from .export import add_export
     add_export(sub)
     from .spark import add_spark
