@@ -304,6 +304,25 @@ class Explorer(W.VBox):
         return True
 
     @_safe
+    def show_frame(self, data: bytes, name, version: int, *, kind: str = "request") -> bool:
+        """Show one framed request or response (a capture's frame) as message `name` at `version`:
+        read as that message only (a response carries no api key, so guessing could misread it)."""
+        self.select(name, version, kind=kind)
+        spec = self.spec
+        try:
+            if spec.type == "request":
+                d, spans = decode_request(data), annotate_request(data)
+            else:
+                d, spans = decode_response(data, spec, version), annotate_response(data, spec, version)
+        except DecodeError as e:
+            self._fail(f"could not decode {len(data)} bytes as {spec.name} v{version}: {e.reason} — at byte {e.offset}")
+            return False
+        if spec.type == "request":
+            self._header = {"correlation_id": d["correlation_id"], "client_id": d["header"].get("ClientId", "kipviz")}
+        self._show(spec, version, d["body"], data=data, spans=expand_records(spans), mode="frame")
+        return True
+
+    @_safe
     def set_json(self, text: str) -> bool:
         """Re-encode from JSON text (the body of the selected message)."""
         if not isinstance(text, str):
