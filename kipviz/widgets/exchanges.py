@@ -25,6 +25,7 @@ class ExchangeList(W.VBox):
 
     def __init__(self, exchanges, *, rows: int = 12):
         self.exchanges = list(exchanges)
+        self._missing = ""
         shown = [(i, ex) for i, ex in enumerate(self.exchanges) if ex.get("api") and ex.get("request_frame")]
         self.pick = W.Select(options=[(_label(i, ex), i) for i, ex in shown[:MAX_ROWS]], rows=rows,
                              layout=W.Layout(width="100%"))
@@ -32,17 +33,18 @@ class ExchangeList(W.VBox):
         more = len(shown) - MAX_ROWS
         self.note = W.HTML(f"<small>the first {MAX_ROWS} of {len(shown)} exchanges</small>" if more > 0 else "")
         self.explorer = Explorer()
+        self.missing = W.HTML("")             # a side the capture does not hold: one line
         self.pick.observe(lambda _: self.show(self.pick.value, self.side.value), "value")
         self.side.observe(lambda _: self.show(self.pick.value, self.side.value), "value")
-        super().__init__([self.pick, self.note, self.side, self.explorer])
+        super().__init__([self.pick, self.note, self.side, self.missing, self.explorer])
         self.add_class("kipviz-exchanges")
         if shown:
             self.show(shown[0][0])
 
     @property
     def error(self) -> str:
-        """The Explorer's one readable line ("" when the exchange shows)."""
-        return self.explorer.error
+        """One readable line ("" when the exchange shows): the missing side, or the Explorer's."""
+        return self._missing or self.explorer.error
 
     def show(self, index: int | None, side: str = "request") -> bool:
         """Show exchange `index`'s request or response in the Explorer; False (and a line in
@@ -51,8 +53,9 @@ class ExchangeList(W.VBox):
             return False
         ex = self.exchanges[index]
         frame = ex.get(f"{side}_frame")
+        self._missing = "" if frame else f"exchange #{index} has no {side} in the capture"
+        self.missing.value = f"<span style='color:#b00'>{self._missing}</span>" if self._missing else ""
         if not frame:
-            self.explorer._fail(f"exchange #{index} has no {side} in the capture")
             return False
         name = ex["api"] + ("Request" if side == "request" else "Response")
         return self.explorer.show_frame(frame, name, ex["version"], kind=side)
