@@ -1,6 +1,8 @@
-"""`kipviz explain CAPTURE [--ports 9092,9093] [--html report.html] [--svg story.svg]`: what a
-capture of real clients and brokers shows (docs/explain.md). Prints who is talking, the findings
-and the latency per API; --html writes the whole report, --svg the story's sequence diagram. Exit
+"""`kipviz explain CAPTURE [--ports 9092,9093] [--html report.html] [--svg story.svg] [--gif txn.gif]`:
+what a capture of real clients and brokers shows (docs/explain.md). Prints who is talking, the
+findings, the latency per API, the coordinators' states and the differential replay; --html writes
+the whole report, --svg the story's sequence diagram, --gif the animation of the coordinators'
+states (the transactions', else the classic groups', else the share partitions'). Exit
 0, or 2 with one line on stderr for a file that is not a capture, holds no Kafka traffic on the
 ports, holds TLS only, or an output that cannot be written."""
 from __future__ import annotations
@@ -25,7 +27,7 @@ def cmd_explain(args) -> int:
     from ..explain import explain
     from .outputs import check_out
     ports = _ports(args.ports)
-    for out in (args.html, args.svg):
+    for out in (args.html, args.svg, args.gif):
         if out:
             check_out(out)
     report = explain(args.capture, ports=ports)
@@ -35,6 +37,9 @@ def cmd_explain(args) -> int:
             with open(out, "w", encoding="utf-8") as f:
                 f.write(text())
             print(f"wrote {out}", file=sys.stderr)
+    if args.gif:
+        machine, path = report.states.to_gif(args.gif)
+        print(f"wrote {path} (the {machine} animation)", file=sys.stderr)
     return 0
 
 
@@ -48,4 +53,6 @@ def add_explain(sub) -> None:
     ex.add_argument("--ports", default="9092", help="the brokers' TCP ports, comma-separated (default 9092)")
     ex.add_argument("--html", metavar="FILE", help="write the whole report as a standalone HTML page")
     ex.add_argument("--svg", metavar="FILE", help="write the story's sequence diagram (SVG)")
+    ex.add_argument("--gif", metavar="FILE", help="write the animation of the coordinators' states (GIF): the "
+                                                  "transactions', else the classic groups', else the share partitions'")
     ex.set_defaults(func=cmd_explain)

@@ -24,7 +24,7 @@ Everything is reconstructed from the events only -- no access to the SharePartit
   the table's rows AVAILABLE -> ACQUIRED (in share_record.py only "acquire"; KIP-1289's
   TX_PENDING -> ACQUIRED rows give the record back to the same lock and do not count);
 * lock owner: the MemberId (and client id) of the request being handled when the record was
-  acquired; kept through TX_PENDING and back, cleared by a move to AVAILABLE, ACKNOWLEDGED or
+  acquired (a held ShareFetch answered later: the one whose answer follows at that instant); kept through TX_PENDING and back, cleared by a move to AVAILABLE, ACKNOWLEDGED or
   ARCHIVED (release, acknowledgement, lock expiry, member leaving);
 * the share-partition start offset (SPSO): the first offset that is not ACKNOWLEDGED/ARCHIVED
   (offsets below it have left the in-flight cache: drawn faded);
@@ -180,6 +180,7 @@ class RecordStrip:
         cells = {ln: {o: _Cell() for o in range(bounds[ln][0], bounds[ln][1] + 1)} for ln in order}
         spso = {ln: bounds[ln][0] for ln in order}
 
+        answered_by = _answered_by(events)
         # pass 2: replay, one group of changes per frame
         groups: list[tuple[E.RequestReceived | None, list[E.StateChanged]]] = []
         handling: E.RequestReceived | None = None
@@ -200,7 +201,7 @@ class RecordStrip:
                 g, t, p, o = parse_key(ev.key)
                 if not self._wanted(g, t, p):
                     continue
-                req = handling if handling is not None and handling.t == ev.t else None
+                req = handling if handling is not None and handling.t == ev.t else answered_by.get(ev.seq)
                 gkey = (req.seq if req is not None else None, ev.t)
                 if self.by == "request" and groups and gkey == last_key:
                     groups[-1][1].append(ev)
@@ -423,6 +424,26 @@ class RecordStrip:
         images[0].save(path, format="GIF", save_all=True, append_images=images[1:],
                        duration=int(round(1000 / fps)), loop=0, optimize=False)
         return path
+
+
+def _answered_by(events: list) -> dict[int, E.RequestReceived]:
+    """StateChanged seq -> the held request whose answer follows it at the same instant: a held
+    ShareFetch acquires its records when it is answered, after its RequestReceived is long past."""
+    asked: dict[tuple, E.RequestReceived] = {}
+    out: dict[int, E.RequestReceived] = {}
+    pending: list[E.StateChanged] = []
+    for ev in events:
+        if isinstance(ev, E.RequestReceived):
+            asked[(ev.broker, ev.client, ev.correlation_id)] = ev
+            pending = []
+        elif isinstance(ev, E.StateChanged) and ev.machine == MACHINE and ev.cause in ACQUIRE_CAUSES:
+            pending = [p for p in pending if p.t == ev.t] + [ev]
+        elif isinstance(ev, E.ResponseSent):
+            req = asked.pop((ev.broker, ev.client, ev.correlation_id), None)
+            if req is not None and req.t != ev.t:
+                out.update((p.seq, req) for p in pending if p.t == ev.t)
+            pending = []
+    return out
 
 
 C_PROPOSED_TEXT = "#553c9a"

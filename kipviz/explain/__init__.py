@@ -6,15 +6,18 @@
     r.story        # one folded sequence diagram of the whole capture
     r.findings     # errors with their meaning, fencing, late commits, open transactions, ...
     r.latency      # p50/p99 per API, with a chart
+    r.states       # the coordinators' states rebuilt from the wire, animated as the scenarios are
+    r.replay       # the requests replayed into a fresh model: where the broker and the model disagree
     bundled("zombie_producer")   # the path of a bundled capture of a client mistake (MISTAKES)"""
 from __future__ import annotations
 
 from pathlib import Path
 
 from .findings import DETECTORS, Finding, Findings
+from .replay import Replay
 from .report import Report, explain
 
-__all__ = ["explain", "Report", "Finding", "Findings", "DETECTORS", "MISTAKES", "bundled"]
+__all__ = ["explain", "Report", "Replay", "Finding", "Findings", "DETECTORS", "MISTAKES", "bundled"]
 
 # captures of real librdkafka clients making a classic mistake, through `kipviz serve --record`
 # (recorded by tools/make_mistake_captures.py, which says what each client does)

@@ -1,13 +1,17 @@
-"""explain(capture) -> Report: who is talking, the story (one sequence diagram), the findings and
-the latency per API, each part with `_repr_html_` for a notebook and `str()` for a terminal."""
+"""explain(capture) -> Report: who is talking, the story (one sequence diagram), the findings, the
+latency per API and the differential replay, each part with `_repr_html_` for a notebook and `str()`
+for a terminal."""
 from __future__ import annotations
 
 import html
+from functools import cached_property
 from pathlib import Path
 
 from ..capture import DEFAULT_PORTS, CaptureError, read_pcap
+from .coordinators import States
 from .findings import Findings, find
 from .latency import Latency
+from .replay import Replay
 from .story import Story
 from .who import Who, who
 
@@ -16,7 +20,8 @@ STYLE = ("body{font-family:sans-serif;margin:1.5em;max-width:1200px} table{borde
 
 
 class Report:
-    """What a capture shows. Parts: who, story, findings, latency; exchanges: the decoded capture."""
+    """What a capture shows. Parts: who, story, findings, latency, states and replay (these two made
+    when first read); exchanges: the decoded capture."""
 
     def __init__(self, source: str, exchanges):
         self.source, self.exchanges = source, exchanges
@@ -25,6 +30,18 @@ class Report:
         self.latency = Latency(exchanges)
         self.story = Story(exchanges, {c.client: c.name for c in self.who.connections},
                            title=f"{Path(source).name}: {len(exchanges)} exchanges")
+
+    @cached_property
+    def states(self) -> States:
+        """The coordinators' states rebuilt from the wire, with the scenarios' animations (kipviz.explain.states)."""
+        return States(self.exchanges, {c.client: c.name for c in self.who.connections})
+
+    @cached_property
+    def replay(self) -> Replay:
+        """The clients' requests replayed into a fresh model playing the release the (first) broker
+        advertised, each answer compared with the observed one (kipviz.explain.replay)."""
+        release = next((b.release for b in self.who.brokers if b.release), None)
+        return Replay(self.exchanges, release)
 
     def summary(self) -> str:
         """One line: the capture, its exchanges, connections and findings."""
@@ -35,11 +52,13 @@ class Report:
         parts = [self.summary(), "", "who is talking", str(self.who), "", "findings", str(self.findings)]
         if self.latency.rows:
             parts += ["", "latency per API", str(self.latency)]
+        parts += ["", "the coordinators' states", str(self.states), "", "differential replay", str(self.replay)]
         return "\n".join(parts)
 
     def _repr_html_(self) -> str:
         return (f"<div class='kv-explain'><p>{html.escape(self.summary())}</p>{self.who._repr_html_()}"
-                f"{self.findings._repr_html_()}{self.story._repr_html_()}{self.latency._repr_html_()}</div>")
+                f"{self.findings._repr_html_()}{self.story._repr_html_()}{self.states._repr_html_()}"
+                f"{self.latency._repr_html_()}{self.replay._repr_html_()}</div>")
 
     def to_html(self) -> str:
         """A standalone page of the whole report."""

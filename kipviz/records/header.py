@@ -9,6 +9,8 @@ log and Produce/Fetch handlers, the sample-data rows).
     is_transactional(raw)      -> a magic-2 batch with the transactional bit (False for anything shorter)
     restamp(raw, base, epoch[, max_timestamp, log_append_time]) -> the same batch with its base offset
                                   and partition leader epoch (and max timestamp and type) assigned in place
+    with_producer(raw, pid, pos)  -> the batch at `pos` with another producer id, its CRC computed again
+    split_batches(raw)         -> the batches of a Records field, each as bytes (a partial last one too)
     records_count(raw, pos)    -> the RecordsCount field
     header_field(raw, "attributes", pos) -> any one field, by its HEADER_KEYS name
     numpy_dtype(names)         -> the header as a packed numpy dtype (the columnar skim)
@@ -128,6 +130,28 @@ def restamp(raw: bytes, base_offset: int, leader_epoch: int, max_timestamp: int 
             _ATTRS.pack_into(out, _AT["attributes"], new)
             _MAX_TS.pack_into(out, _AT["max_timestamp"], max_timestamp)
             _CRC.pack_into(out, _AT["crc"], crc32c(memoryview(out)[_AT["attributes"]:]))
+    return bytes(out)
+
+
+def split_batches(raw) -> list[bytes]:
+    """The batches one after another in `raw` (a Records field), by their Length fields; a partial
+    batch at the end (a Fetch answer cut at its byte limit) is the last item, shorter than it says."""
+    out, pos = [], 0
+    while len(raw) - pos >= LOG_OVERHEAD:
+        n = max(batch_size(raw, pos), LOG_OVERHEAD)
+        out.append(bytes(raw[pos:pos + n]))
+        pos += n
+    if pos < len(raw):
+        out.append(bytes(raw[pos:]))
+    return out
+
+
+def with_producer(raw, producer_id: int, pos: int = 0) -> bytes:
+    """The batch at `pos` (batch_size bytes) with its ProducerId replaced and its CRC computed again
+    (the CRC covers Attributes to the end: DefaultRecordBatch.java, computeChecksum)."""
+    out = bytearray(raw[pos:pos + batch_size(raw, pos)])
+    struct.pack_into(">q", out, _AT["producer_id"], producer_id)
+    _CRC.pack_into(out, _AT["crc"], crc32c(memoryview(out)[_AT["attributes"]:]))
     return bytes(out)
 
 

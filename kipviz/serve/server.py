@@ -167,6 +167,8 @@ class Server:
         users = None if users is None else users_from(users)
         access = {"acls": acls, "super_users": super_users,
                   "allow_everyone_if_no_acl_found": allow_everyone_if_no_acl_found}
+        # a cluster Server makes keeps wall-clock time (its timestamps are a broker's); one given keeps its own
+        self._wall_clock = cluster is None
         cluster = _cluster_for(cluster, brokers, seed, users, access, cluster_settings)
         _check_bounds(speed=speed, queued_max_request_bytes=queued_max_request_bytes,
                       socket_request_max_bytes=socket_request_max_bytes,
@@ -198,6 +200,7 @@ class Server:
             self.recorder = Recorder(record, cluster)
             cluster.config.events_spill = self.recorder.spill
         self.host, self.port, self.speed = host, port, speed
+        self._clock0: tuple[float, int] | None = None     # (monotonic, model ms) when the ticks started
         self.listeners = listeners_for(host, port, cluster.config.brokers, users, sasl_port)
         self.verbose = verbose
         self.log = log or (lambda line: print(line, flush=True))
@@ -404,12 +407,30 @@ class Server:
         await asyncio.sleep(0)              # connection_lost callbacks run
         self._stop_event.set()
 
+    def _virtual_now(self) -> int:
+        """The model time the wall clock says it is now (times speed); before the ticks start, the model's."""
+        if self._clock0 is None:
+            return self.cluster.now
+        wall0, virt0 = self._clock0
+        return virt0 + int((time.monotonic() - wall0) * 1000 * self.speed)
+
+    def catch_up(self) -> None:
+        """Move the model's clock to now (caller holds the lock): a request is handled at the time it
+        arrives, as a broker reads its clock when it handles one, not at the last tick."""
+        target = self._virtual_now()
+        if target > self.cluster.now:
+            self.cluster.advance(target - self.cluster.now)
+
     async def _tick(self) -> None:
         """Virtual time follows the wall clock (times speed); due timers fire, held requests time out;
         idle connections and slow frames are closed."""
         c = self.cluster
         loop = asyncio.get_running_loop()
-        wall0, virt0 = time.monotonic(), c.now
+        with self.lock:
+            lag = int(time.time() * 1000) - c.now      # the start-up (warm-up, binding) since the cluster was made
+            if self._wall_clock and lag > 0:
+                c.advance(lag)
+            self._clock0 = wall0, virt0 = time.monotonic(), c.now
         bounds = [b for b in (self.connections_max_idle_ms, self.frame_timeout_ms) if b is not None]
         check_every = min([1.0] + [b / 4000 for b in bounds])
         next_check = next_say = loop.time()
@@ -420,7 +441,7 @@ class Server:
                 due = c.clock.next_due()
                 wait = MAX_TICK_S if due is None else (due - c.now) / 1000 / self.speed
             await asyncio.sleep(min(max(wait, MIN_TICK_S), MAX_TICK_S, check_every))
-            target = virt0 + int((time.monotonic() - wall0) * 1000 * self.speed)
+            target = self._virtual_now()
             with self.lock:
                 if target > c.now:
                     c.advance(target - c.now)
@@ -650,6 +671,7 @@ class _Connection(asyncio.Protocol):
             srv.requests += 1
             if srv.recorder is not None:
                 srv.recorder.sent((self.client, self.broker), True, frame)
+            srv.catch_up()
             t1 = time.perf_counter()
             kind, out = self.session.handle(frame)
             model_s = time.perf_counter() - t1
