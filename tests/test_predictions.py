@@ -164,7 +164,7 @@ KNOWN = {"00-1": 9, "01-1": 202, "01-2": 39, "01-3": 16, "02-1": 40, "02-2": "IL
          "06-6": "ACQUIRED", "06-7": False, "06-8": "STALE_MEMBER_EPOCH", "06-9": False,
          "06-10": "INVALID_RECORD_STATE", "06-11": False, "06-12": True, "06-13": True, "06-14": "PRODUCER_FENCED",
          "08-1": "StreamsGroupTopologyDescriptionUpdate", "08-2": 8, "08-3": "3-6", "08-4": "tag-reused",
-         "09-1": "latest"}
+         "09-1": "latest", "10-1": "writer-old", "10-2": "UNKNOWN_MEMBER_ID"}
 
 
 @pytest.mark.parametrize("ex_id", sorted(KNOWN))

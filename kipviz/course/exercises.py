@@ -489,3 +489,38 @@ def _share_reset_default():
      solution="txns.filter(\"outcome = 'abort'\").count().", inputs=("txns",), kind="read")
 def _live_aborts(txns):
     return txns.filter("outcome = 'abort'").count()
+
+
+# ---- 10 your own traffic (kipviz.explain on captures) --------------------------------------------------
+def _refused(name: str, apis: set[str]) -> tuple[str | None, str]:
+    """(client id, error name) of the first `apis` answer with an error in a bundled capture."""
+    from ..capture import read_pcap
+    from ..explain import bundled
+    from ..schema.error_codes import error_codes, name_of
+    for ex in read_pcap(bundled(name)):
+        codes = [c for c in error_codes((ex.get("response") or {}).get("body") or {}) if c]
+        if ex.get("api") in apis and codes:
+            return ex["request"]["header"].get("ClientId"), name_of(codes[0])
+    raise LookupError(f"{name}: no refused {', '.join(sorted(apis))} in the capture")
+
+
+@_ex("10-1", hint="Find the lane whose Produce is answered with an error (marked red), after the other "
+                  "client's InitProducerId for the same transactional id; its lane name starts with its client id.",
+     solution="The Produce answered with an error comes from the older instance: the coordinator bumped the "
+              "epoch for the newer one's InitProducerId, so the older one's epoch is stale.",
+     explain="The newer instance's InitProducerId fenced the older one: its open transaction was aborted and "
+             "every write it sends with the old epoch is refused (TransactionCoordinator.scala, handleInitProducerId).",
+     kind="read")
+def _zombie_client():
+    return _refused("zombie_producer", {"Produce"})[0]
+
+
+@_ex("10-2", hint="Generation 2 was formed without billing-a. Before it compares generations, the coordinator "
+                  "checks whether the committing member belongs to the group at all (ClassicGroup.validateOffsetCommit).",
+     solution="kipviz.explain.explain(bundled('late_commit')).findings: the late-commit finding names the error "
+              "of billing-a's OffsetCommit answer.",
+     explain="billing-a was removed from the group when it did not rejoin within the rebalance timeout, so the "
+             "coordinator does not know its member id any more; its commit is refused, and billing-b reads "
+             "the records billing-a processed again.")
+def _late_commit_error():
+    return _refused("late_commit", {"OffsetCommit", "TxnOffsetCommit"})[1]

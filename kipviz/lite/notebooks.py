@@ -22,7 +22,8 @@ __all__ = ["EXCLUDED", "NEEDS", "site_notebooks", "needs", "cell_key", "saved_ou
 KIT = Path(__file__).resolve().parents[2]
 # notebooks that are about Spark or a live server from start to end: nothing in them runs in a browser
 EXCLUDED = {"07_spark_log_analysis": "Spark's log analyses, every cell",
-            "09_live_cluster": "real Kafka clients against kipviz serve on sockets"}
+            "09_live_cluster": "real Kafka clients against kipviz serve on sockets",
+            "10_your_own_traffic": "its sections build on a recording of real clients through kipviz serve on sockets"}
 NEEDS = ("spark", "socket")
 
 
