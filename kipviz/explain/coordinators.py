@@ -11,6 +11,7 @@ from ..draw.record_strip import record_strip
 from ..errors import KipvizError
 from ..schema import events as E
 from .states import Rebuild
+from .who import who
 
 ANIMATED = ("transaction", "classic-group", "share-record")     # the tables Rebuild fires, in report order
 MAX_LINES = 60
@@ -25,7 +26,8 @@ class States:
         self.events = r.events
         self.transactions, self.generations = r.transactions, r.generations
         self.consumer_members, self.unexplained = r.consumer_members, r.unexplained
-        self.lanes = dict(lanes or {})
+        # connection -> lane name (client id and port), as the story names them
+        self.lanes = dict(lanes) if lanes is not None else {c.client: c.name for c in who(exchanges)[0]}
         self.t0 = self.events[0].t if self.events else 0
 
     def changes(self, machine: str | None = None) -> list[E.StateChanged]:

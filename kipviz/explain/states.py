@@ -121,11 +121,12 @@ class Rebuild:
         for i, ex in enumerate(self.exchanges):
             if ex.get("request") is None or ex.get("time") is None or ex.get("connection") is None:
                 continue
-            steps.append((_ms(ex["time"]), 0, i))
+            # in the capture's own order (microseconds): an answer and the request it prompted often share a millisecond
+            steps.append((ex["time"], 0, i))
             if ex.get("response") is not None and ex.get("response_time") is not None:
-                steps.append((max(_ms(ex["time"]), _ms(ex["response_time"])), 1, i))
-        for t, side, i in sorted(steps):
-            self.now = t
+                steps.append((max(ex["time"], ex["response_time"]), 1, i))
+        for at, side, i in sorted(steps):
+            self.now = t = _ms(at)
             ex = self.exchanges[i]
             req = ex["request"]
             b = self.brokers.setdefault(ex["server"], len(self.brokers))
