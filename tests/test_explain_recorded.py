@@ -170,7 +170,14 @@ def recorded_share(tmp_path_factory):
     IncrementalAlterConfigs, on the wire), acknowledging ten records it was given."""
     import time
 
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewTopic,
+        ResourceType,
+    )
     out = tmp_path_factory.mktemp("share") / "rec"
     with Server(record=out, release="4.4") as srv:
         admin = AdminClient({"bootstrap.servers": srv.bootstrap})
