@@ -92,3 +92,8 @@ def test_gif_writes_the_animation_and_a_capture_without_states_is_one_line(tmp_p
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "t.gif").read_bytes()[:6] == b"GIF89a" and "the transaction animation" in out.stderr
+
+
+def test_a_range_of_2_63_offsets_is_listed_not_followed():
+    s = States([_metadata(0.0), _share_fetch(1.0, acquired=[(0, 2**63 - 1, 1)])])
+    assert s.changes("share-record") == [] and "not followed" in s.unexplained[0]

@@ -51,6 +51,8 @@ LIST_KEYS = ("Name", "Topic", "TopicId", "PartitionIndex", "Partition", "NodeId"
 SKIP_APIS = {"SaslHandshake", "SaslAuthenticate"}     # the model is replayed as PLAINTEXT
 _BATCH_KEYS = [f[1] for f in HEADER_FIELDS]
 MAX_SHOWN = 40
+# set-up a capture may ask for, bounded: a damaged or hostile capture must not make a huge model
+MAX_BROKERS, MAX_PARTITIONS = 64, 10_000
 
 
 def _kind(name: str, value) -> str | None:
@@ -252,7 +254,7 @@ class Replayer:
             if ex["api"] == "Metadata" and ex.get("response"):
                 brokers = ex["response"]["body"].get("Brokers") or ()
                 if brokers:
-                    return sorted((b["NodeId"], b["Host"], b["Port"]) for b in brokers)
+                    return sorted((b["NodeId"], b["Host"], b["Port"]) for b in brokers)[:MAX_BROKERS]
         return []
 
     def run(self) -> None:
@@ -324,7 +326,7 @@ class Replayer:
         if ex["api"] != "Metadata" or not ex.get("response"):
             return
         for name, n, _ in _topics_listed(ex["response"]["body"]):
-            if name not in self.created and self.cluster.topics.get(name) is None:
+            if name not in self.created and self.cluster.topics.get(name) is None and n <= MAX_PARTITIONS:
                 self.cluster.create_topic(name, n)
                 self.created.add(name)
 

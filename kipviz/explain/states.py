@@ -43,6 +43,7 @@ from ..schema import events as E
 from ..schema.error_codes import CODE
 from ..schema.topics import CONSUMER_OFFSETS
 
+MAX_RANGE = 100_000     # offsets one AcquiredRecords / acknowledgement batch may span here (a damaged capture's can span 2**63)
 DELIVERY_LIMIT = 5      # group.share.delivery.count.limit's default (GroupConfig / ShareGroupConfig.java)
 CONCURRENT = CODE["CONCURRENT_TRANSACTIONS"]
 MEMBER_ID_REQUIRED = CODE["MEMBER_ID_REQUIRED"]
@@ -285,6 +286,14 @@ class Rebuild:
     def _share_key(self, gid, topic_id, partition, offset) -> str:
         return f"{gid}/{self.topic_names.get(topic_id, str(topic_id))}-{partition}@{offset}"
 
+    def _plausible(self, r: dict, i: int) -> bool:
+        n = r["LastOffset"] - r["FirstOffset"] + 1
+        if 0 <= n <= MAX_RANGE:
+            return True
+        self.unexplained.append(f"#{i}: offsets {r['FirstOffset']}..{r['LastOffset']} are not followed "
+                                f"(more than {MAX_RANGE:,} in one range)")
+        return False
+
     def _share_acks(self, i, req, resp, v) -> None:
         gid = req.get("GroupId")
         if not gid or resp is None or resp.get("ErrorCode"):
@@ -297,6 +306,8 @@ class Rebuild:
                 if got.get("ErrorCode") or got.get("AcknowledgeErrorCode"):
                     continue
                 for b in p.get("AcknowledgementBatches") or ():
+                    if not self._plausible(b, i):
+                        continue
                     types = list(b.get("AcknowledgeTypes") or ())
                     for n, off in enumerate(range(b["FirstOffset"], b["LastOffset"] + 1)):
                         ack = types[0] if len(types) == 1 else (types[n] if n < len(types) else None)
@@ -314,6 +325,8 @@ class Rebuild:
         for t in resp.get("Responses") or ():
             for p in t.get("Partitions") or ():
                 for a in p.get("AcquiredRecords") or ():
+                    if not self._plausible(a, i):
+                        continue
                     for off in range(a["FirstOffset"], a["LastOffset"] + 1):
                         key = self._share_key(gid, t.get("TopicId"), p.get("PartitionIndex"), off)
                         if self.state(SR.TABLE, key) == "ACQUIRED":
