@@ -144,6 +144,7 @@ def read_pcap(path, *, ports=DEFAULT_PORTS) -> Exchanges:
     for seg in tcp_segments(data, file_errors, tracker.wanted, others):
         packets = max(packets, seg.packet)
         tracker.add(seg)
+    del data                 # the segments hold copies of their payloads: the file's bytes can go
     notes = []
     if not tracker.all and others:
         top = ", ".join(f"{p} ({n} packets)" for p, n in others.most_common(5))
@@ -153,6 +154,7 @@ def read_pcap(path, *, ports=DEFAULT_PORTS) -> Exchanges:
     conns = []
     for conn in tracker.all:
         exs, c2s_stream, s2c_stream = exchanges_of(conn)
+        conn.c2s.segments = conn.s2c.segments = []      # cut into frames: a connection's segments can go
         out.extend(exs)
         conns.append(_connection_row(conn, exs, c2s_stream, s2c_stream))
     out.sort(key=_sort_key)
