@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kipviz.explain import explain
-from kipviz.serve import Server
+from tests.recorded_session import record_session
 
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is a runtime dependency (pyproject)")
 kafka = pytest.importorskip("kafka", reason="kafka-python is a dev dependency (pyproject)")
@@ -18,26 +18,8 @@ MISTAKES = {"fenced", "late-commit", "open-transaction", "sequence", "encrypted"
 @pytest.mark.parametrize("release", ["4.2", "4.4"])
 def test_a_recorded_session_is_explained(tmp_path, release):
     out = tmp_path / "rec"
-    with Server(record=out, release=release) as srv:
-        port = int(srv.bootstrap.split(":")[-1])
-        from confluent_kafka.admin import AdminClient, NewTopic
-        admin = AdminClient({"bootstrap.servers": srv.bootstrap})
-        for f in admin.create_topics([NewTopic("orders", 2, 1)]).values():
-            f.result(20)
-        p = ck.Producer({"bootstrap.servers": srv.bootstrap, "transactional.id": "explain-tx"})
-        p.init_transactions(20)
-        p.begin_transaction()
-        for i in range(20):
-            p.produce("orders", key=b"k%d" % i, value=b"v%d" % i)
-        p.commit_transaction(20)
-        del p
-        c = kafka.KafkaConsumer("orders", bootstrap_servers=srv.bootstrap, group_id="explain-g",
-                                auto_offset_reset="earliest", isolation_level="read_committed",
-                                consumer_timeout_ms=8000, client_id="reader")
-        got = [m.value for m in c]
-        c.commit()
-        c.close()
-    assert len(got) == 20
+    got, port = record_session(out, release=release, transactional_id="explain-tx", group="explain-g")
+    assert got == 20
     r = explain(out / "traffic.pcap", ports=(port,))
     software = {(c.software or "") for c in r.who.connections}
     assert "confluent-kafka-python" in software and any(s.startswith("kafka-python") for s in software), software

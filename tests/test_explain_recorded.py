@@ -19,6 +19,7 @@ from kipviz.explain import bundled, explain
 from kipviz.explain.replay import IdMap, Replay, compare, rewrite
 from kipviz.records import read_batches, write_batch
 from kipviz.serve import Server
+from tests.recorded_session import record_session
 
 ck = pytest.importorskip("confluent_kafka", reason="confluent-kafka is a runtime dependency (pyproject)")
 kafka = pytest.importorskip("kafka", reason="kafka-python is a dev dependency (pyproject)")
@@ -28,25 +29,8 @@ kafka = pytest.importorskip("kafka", reason="kafka-python is a dev dependency (p
 def recorded(tmp_path_factory):
     """A transactional librdkafka producer and a kafka-python group consumer through kipviz serve."""
     out = tmp_path_factory.mktemp("replay") / "rec"
-    with Server(record=out, release="4.4") as srv:
-        from confluent_kafka.admin import AdminClient, NewTopic
-        admin = AdminClient({"bootstrap.servers": srv.bootstrap})     # kept: its futures need the handle
-        for f in admin.create_topics([NewTopic("orders", 2, 1)]).values():
-            f.result(20)
-        p = ck.Producer({"bootstrap.servers": srv.bootstrap, "transactional.id": "replay-tx"})
-        p.init_transactions(20)
-        p.begin_transaction()
-        for i in range(20):
-            p.produce("orders", key=b"k%d" % i, value=b"v%d" % i)
-        p.commit_transaction(20)
-        del p
-        c = kafka.KafkaConsumer("orders", bootstrap_servers=srv.bootstrap, group_id="replay-g",
-                                auto_offset_reset="earliest", isolation_level="read_committed",
-                                consumer_timeout_ms=4000, client_id="reader")
-        got = [m.value for m in c]
-        c.commit()
-        c.close()
-    assert len(got) == 20
+    got, _ = record_session(out, release="4.4", transactional_id="replay-tx", group="replay-g")
+    assert got == 20
     return read_pcap(out / "traffic.pcap", ports=None)
 
 
