@@ -28,4 +28,5 @@ def test_a_recorded_session_is_explained(tmp_path, release):
     apis = {e.api for e in r.story.events}
     assert {"InitProducerId", "AddPartitionsToTxn", "EndTxn", "JoinGroup", "OffsetCommit", "Fetch"} <= apis
     assert {row["api"] for row in r.latency.rows} >= {"Produce", "Fetch"}
+    assert r.replay.release == release and r.replay.count("differ") == 0, str(r.replay)   # replayed as that release
     assert "<svg" in r._repr_html_() and str(r)
