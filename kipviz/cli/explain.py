@@ -2,7 +2,12 @@
 capture of real clients and brokers shows (docs/explain.md). Prints who is talking, the findings
 and the latency per API; --html writes the whole report, --svg the story's sequence diagram. Exit
 0, or 2 with one line on stderr for a file that is not a capture, holds no Kafka traffic on the
-ports, holds TLS only, or an output that cannot be written."""
+ports, holds TLS only, or an output that cannot be written.
+
+`kipviz explain CAPTURE --spark OUT_DIR` reads a capture too big for one process with Spark and
+writes OUT_DIR, the request log `kipviz analyze` reads (kipviz.spark.capture); it prints one line
+saying what it wrote. Exit 2 with one line for a file that is not a capture, an OUT_DIR that is
+not new or empty, or no Kafka exchange on the ports."""
 from __future__ import annotations
 
 import sys
@@ -25,6 +30,8 @@ def cmd_explain(args) -> int:
     from ..explain import explain
     from .outputs import check_out
     ports = _ports(args.ports)
+    if args.spark:
+        return _explain_spark(args, ports)
     for out in (args.html, args.svg):
         if out:
             check_out(out)
@@ -38,6 +45,24 @@ def cmd_explain(args) -> int:
     return 0
 
 
+def _explain_spark(args, ports) -> int:
+    """`kipviz explain CAPTURE --spark OUT_DIR`: the capture read by Spark into a run directory
+    (kipviz.spark.capture); bad input is refused before Spark starts."""
+    if args.html or args.svg:
+        raise KipvizError("--spark writes a run directory for `kipviz analyze`; it takes no --html or --svg")
+    from ..spark import session
+    from ..spark.capture import capture_to_requests, check_inputs
+    check_inputs(args.capture, args.spark)
+    m = capture_to_requests(session(batch=True), args.capture, args.spark, ports=ports)
+    n, rows = m["datasets"]["requests.parquet"]["rows"], m["datasets"]["exchanges.parquet"]["rows"]
+    if not n:
+        raise KipvizError(f"no Kafka exchange on port(s) {', '.join(map(str, ports))} in {args.capture} "
+                          f"(wrote {args.spark} anyway)")
+    print(f"wrote {args.spark}: {n} exchanges of {args.capture} ({rows - n} problem rows in exchanges.parquet); "
+          f"analyze it with: kipviz analyze {args.spark}")
+    return 0
+
+
 def add_explain(sub) -> None:
     """Add the `explain` command to the parser's sub-commands."""
     ex = sub.add_parser("explain", help="explain a pcap/pcapng capture of Kafka traffic: who is talking, the "
@@ -48,4 +73,6 @@ def add_explain(sub) -> None:
     ex.add_argument("--ports", default="9092", help="the brokers' TCP ports, comma-separated (default 9092)")
     ex.add_argument("--html", metavar="FILE", help="write the whole report as a standalone HTML page")
     ex.add_argument("--svg", metavar="FILE", help="write the story's sequence diagram (SVG)")
+    ex.add_argument("--spark", metavar="OUT_DIR", help="read the capture with Spark (for captures too big for one "
+                                                     "process) and write OUT_DIR, a run directory for `kipviz analyze`")
     ex.set_defaults(func=cmd_explain)
