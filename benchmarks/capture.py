@@ -57,7 +57,12 @@ def make_capture(folder: Path, size_mb: int) -> tuple[Path, int]:
         value, sent = os.urandom(900), 0
         while sent < target:
             for i in range(2000):
-                p.produce("bench", key=b"k%d" % i, value=value)
+                while True:
+                    try:
+                        p.produce("bench", key=b"k%d" % i, value=value)
+                        break
+                    except BufferError:       # librdkafka's queue is full: let it send
+                        p.poll(0.05)
             sent += 2000 * 900
             p.poll(0)
         p.flush(60)

@@ -4,7 +4,12 @@ findings, the latency per API, the coordinators' states and the differential rep
 the whole report, --svg the story's sequence diagram, --gif the animation of the coordinators'
 states (the transactions', else the classic groups', else the share partitions'). Exit
 0, or 2 with one line on stderr for a file that is not a capture, holds no Kafka traffic on the
-ports, holds TLS only, or an output that cannot be written."""
+ports, holds TLS only, or an output that cannot be written.
+
+`kipviz explain CAPTURE --spark OUT_DIR` reads a capture too big for one process with Spark and
+writes OUT_DIR, the request log `kipviz analyze` reads (kipviz.spark.capture); it prints one line
+saying what it wrote. Exit 2 with one line for a file that is not a capture, an OUT_DIR that is
+not new or empty, or no Kafka exchange on the ports."""
 from __future__ import annotations
 
 import sys
@@ -27,6 +32,8 @@ def cmd_explain(args) -> int:
     from ..explain import explain
     from .outputs import check_out
     ports = _ports(args.ports)
+    if args.spark:
+        return _explain_spark(args, ports)
     for out in (args.html, args.svg, args.gif):
         if out:
             check_out(out)
@@ -43,6 +50,24 @@ def cmd_explain(args) -> int:
     return 0
 
 
+def _explain_spark(args, ports) -> int:
+    """`kipviz explain CAPTURE --spark OUT_DIR`: the capture read by Spark into a run directory
+    (kipviz.spark.capture); bad input is refused before Spark starts."""
+    if args.html or args.svg or args.gif:
+        raise KipvizError("--spark writes a run directory for `kipviz analyze`; it takes no --html, --svg or --gif")
+    from ..spark import session
+    from ..spark.capture import capture_to_requests, check_inputs
+    check_inputs(args.capture, args.spark)
+    m = capture_to_requests(session(batch=True), args.capture, args.spark, ports=ports)
+    n, rows = m["datasets"]["requests.parquet"]["rows"], m["datasets"]["exchanges.parquet"]["rows"]
+    if not n:
+        raise KipvizError(f"no Kafka exchange on port(s) {', '.join(map(str, ports))} in {args.capture} "
+                          f"(wrote {args.spark} anyway)")
+    print(f"wrote {args.spark}: {n} exchanges of {args.capture} ({rows - n} problem rows in exchanges.parquet); "
+          f"analyze it with: kipviz analyze {args.spark}")
+    return 0
+
+
 def add_explain(sub) -> None:
     """Add the `explain` command to the parser's sub-commands."""
     ex = sub.add_parser("explain", help="explain a pcap/pcapng capture of Kafka traffic: who is talking, the "
@@ -55,4 +80,6 @@ def add_explain(sub) -> None:
     ex.add_argument("--svg", metavar="FILE", help="write the story's sequence diagram (SVG)")
     ex.add_argument("--gif", metavar="FILE", help="write the animation of the coordinators' states (GIF): the "
                                                   "transactions', else the classic groups', else the share partitions'")
+    ex.add_argument("--spark", metavar="OUT_DIR", help="read the capture with Spark (for captures too big for one "
+                                                     "process) and write OUT_DIR, a run directory for `kipviz analyze`")
     ex.set_defaults(func=cmd_explain)
