@@ -97,3 +97,17 @@ def test_gif_writes_the_animation_and_a_capture_without_states_is_one_line(tmp_p
 def test_a_range_of_2_63_offsets_is_listed_not_followed():
     s = States([_metadata(0.0), _share_fetch(1.0, acquired=[(0, 2**63 - 1, 1)])])
     assert s.changes("share-record") == [] and "not followed" in s.unexplained[0]
+
+
+def test_gif_of_a_capture_without_states_is_one_line_and_exit_2(tmp_path):
+    from kipviz import codec
+    from kipviz.capture import write_pcap
+    frame = codec.encode_request("ApiVersions", 3, {"ClientSoftwareName": "x", "ClientSoftwareVersion": "1"},
+                                 correlation_id=1)
+    answer = codec.encode_response("ApiVersions", 3, {"ErrorCode": 0, "ApiKeys": [], "ThrottleTimeMs": 0},
+                                   correlation_id=1)
+    cap = write_pcap(tmp_path / "t.pcap", [("request", frame, 0.0, 0), ("response", answer, 0.001, 0)])
+    out = subprocess.run([sys.executable, "-m", "kipviz.cli", "explain", str(cap), "--gif", str(tmp_path / "t.gif")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2 and out.stdout == "" and len(out.stderr.strip().splitlines()) == 1, out
+    assert "no coordinator state change" in out.stderr and not (tmp_path / "t.gif").exists()

@@ -38,6 +38,8 @@ def cmd_explain(args) -> int:
         if out:
             check_out(out)
     report = explain(args.capture, ports=ports)
+    if args.gif and report.states.animated() is None:
+        report.states.to_gif(args.gif)          # its one-line KipvizError, before any output
     print(report)
     for out, text in ((args.html, report.to_html), (args.svg, lambda: report.story.svg)):
         if out:

@@ -49,10 +49,14 @@ class States:
         return record_strip(self.events, group=group, t0=self.t0, client_ids=self.lanes,
                             title="share partitions (from the capture)")
 
+    def animated(self) -> str | None:
+        """The table to_gif draws: the first with changes (transaction, classic-group, share-record)."""
+        return next((m for m in ANIMATED if self.changes(m)), None)
+
     def to_gif(self, path) -> tuple[str, Path]:
-        """An animated GIF of the first table with changes (transaction, then classic-group, then
-        share-record): (its name, the path). KipvizError when the capture changed no coordinator state."""
-        machine = next((m for m in ANIMATED if self.changes(m)), None)
+        """An animated GIF of the `animated()` table: (its name, the path). KipvizError when the
+        capture changed no coordinator state."""
+        machine = self.animated()
         if machine is None:
             raise KipvizError("the capture shows no coordinator state change to animate (no transactional "
                               "producer, classic group or share group in it)")
