@@ -211,12 +211,30 @@ class _Row:
     mark: str | None = None      # step label (the `marks` option)
 
 
+TIP_CHARS = 600
+
+
+def _tip_value(o) -> str:
+    # a record batch of megabytes: only its first TIP_CHARS bytes can reach the tip (their repr alone
+    # fills it), written in the quotes repr() picks for the whole value (b"..." when it holds ' and no ")
+    if not isinstance(o, (bytes, bytearray, memoryview)) or len(o) <= TIP_CHARS:
+        return str(bytes(o) if isinstance(o, memoryview) else o)
+    o = bytes(o)
+    text = repr(o[:TIP_CHARS])
+    double = b"'" in o and b'"' not in o
+    if double and text.startswith("b'"):          # the prefix holds no quote at all
+        return 'b"' + text[2:-1] + '"'
+    if not double and text.startswith('b"'):      # the prefix holds ' and no ": escape it as repr would
+        return "b'" + text[2:-1].replace("'", "\\'") + "'"
+    return text
+
+
 def _tip(ev) -> str:
     try:
-        text = json.dumps(ev.body, default=str, ensure_ascii=False)
+        text = json.dumps(ev.body, default=_tip_value, ensure_ascii=False)
     except Exception:  # noqa: BLE001
         text = str(ev.body)
-    return text if len(text) <= 600 else text[:597] + "…"
+    return text if len(text) <= TIP_CHARS else text[:TIP_CHARS - 3] + "…"
 
 
 _ADD_PARTITIONS = (E.PartitionAddedToTxn, E.ShareStatePartitionsAdded, E.ShareParticipantsAdded)
