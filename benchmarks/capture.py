@@ -3,6 +3,7 @@
     python benchmarks/capture.py            (a 50 MB and a 500 MB capture)
     python benchmarks/capture.py --quick    (a 50 MB capture only)
     python benchmarks/capture.py --file traffic.pcap --port 9092    (a capture of your own)
+    python benchmarks/capture.py --spark [--size 300] [--file F]    (the Spark path against one process)
 
 The capture is real traffic: `kipviz serve --record` with a librdkafka (confluent-kafka)
 producer and a group consumer reading everything back, so Produce and Fetch carry the record
@@ -11,7 +12,13 @@ every request and response decoded) plus every record batch in every Produce and
 (kipviz.records.read_batches, CRCs checked); then, when kipviz.explain is there, explain() on
 the same file. tshark's side is `tshark -r FILE -V -d tcp.port==PORT,kafka`, output discarded.
 Each side runs in its own process; its peak RSS is the process's (GNU time's %M).
-Targets: kipviz at least tshark's speed; kipviz's memory at most 2x the capture size."""
+Targets: kipviz at least tshark's speed; kipviz's memory at most 2x the capture size.
+
+--spark measures `kipviz explain --spark` (kipviz.spark.capture.capture_to_requests on local[2])
+against one process doing the same work on the same file in the same run: read_pcap, then the
+same run directory written by the same writer (kipviz.spark.capture.write_run). Each side runs in
+its own process; the Spark side's time excludes the JVM's start, which is shown on its own.
+Target: the Spark path at least 1.5x one process on 2 cores."""
 from __future__ import annotations
 
 import argparse
@@ -135,6 +142,59 @@ def measure(path: Path, port: int, explain: bool) -> dict:
     return {"size": size, "kipviz": k, "kipviz_rss": k_rss, "tshark_s": t_wall, "tshark_rss": t_rss}
 
 
+def one_process_run(path: str, port: int, out: str) -> dict:
+    """read_pcap and the run directory written from its exchanges (run in a child process)."""
+    import pyarrow as pa
+
+    from kipviz.capture import read_pcap
+    from kipviz.spark.capture import _ROWS, exchange_rows, write_run
+    t0 = time.perf_counter()
+    exs = read_pcap(path, ports=(port,))
+    t1 = time.perf_counter()
+    rows = pa.table(exchange_rows(exs)).cast(_ROWS)
+    del exs
+    write_run(out, rows, {"status": "capture"})
+    return {"read_pcap_s": t1 - t0, "seconds": time.perf_counter() - t0, "rows": rows.num_rows}
+
+
+def spark_run(path: str, port: int, out: str) -> dict:
+    """capture_to_requests on local[2] (run in a child process); the session's start apart."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from kipviz.spark import session
+    from kipviz.spark.capture import capture_to_requests
+    t0 = time.perf_counter()
+    spark = session("local[2]")                 # as `kipviz explain --spark` starts it
+    spark.range(1).count()                      # the JVM is up
+    t1 = time.perf_counter()
+    m = capture_to_requests(spark, path, out, ports=(port,))
+    return {"session_s": t1 - t0, "seconds": time.perf_counter() - t1, "rows": m["datasets"]["exchanges.parquet"]["rows"]}
+
+
+def measure_spark(path: Path, port: int) -> dict:
+    here = str(Path(__file__).parent)
+    out = {"size": path.stat().st_size}
+    for side, fn in (("one", "one_process_run"), ("spark", "spark_run")):
+        with tempfile.TemporaryDirectory() as tmp:
+            code = ("import json, sys; sys.path.insert(0, %r); import capture; "
+                    "print(json.dumps(capture.%s(%r, %d, %r)))" % (here, fn, str(path), port, tmp + "/run"))
+            _, rss, text = _timed([sys.executable, "-c", code])
+            out[side] = {**json.loads(text.strip().splitlines()[-1]), "rss": rss}
+    return out
+
+
+def report_spark(name: str, m: dict) -> list[tuple[str, bool, str]]:
+    size_mb, one, sp = m["size"] / MB, m["one"], m["spark"]
+    print(f"{name}: {size_mb:.0f} MB, {sp['rows']:,} exchange rows (one process: {one['rows']:,})")
+    print(f"  one process    {one['seconds']:7.2f} s  {size_mb / one['seconds']:7.1f} MB/s  (read_pcap "
+          f"{one['read_pcap_s']:.2f} s, then the run directory)  peak RSS {one['rss'] / MB:6.0f} MiB")
+    print(f"  Spark local[2] {sp['seconds']:7.2f} s  {size_mb / sp['seconds']:7.1f} MB/s  (+ {sp['session_s']:.2f} s "
+          f"to start the session)  driver peak RSS {sp['rss'] / MB:6.0f} MiB")
+    ratio = one["seconds"] / sp["seconds"]
+    cold = one["seconds"] / (sp["seconds"] + sp["session_s"])
+    return [(f"Spark path >= 1.5x one process  {name}", ratio >= 1.5, f"{ratio:.2f}x ({cold:.2f}x with the JVM's start)"),
+            (f"same rows  {name}", sp["rows"] >= one["rows"] > 0, f"{sp['rows']} / {one['rows']}")]
+
+
 def report(name: str, m: dict) -> list[tuple[str, bool, str]]:
     size_mb, k = m["size"] / MB, m["kipviz"]
     print(f"{name}: {size_mb:.0f} MB, {k['exchanges']:,} exchanges, {k['batches']:,} batches, {k['records']:,} records")
@@ -155,7 +215,12 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="the 50 MB capture only")
     ap.add_argument("--file", help="benchmark this capture instead of recording one")
     ap.add_argument("--port", type=int, default=9092, help="the Kafka port of --file (default 9092)")
+    ap.add_argument("--spark", action="store_true", help="the Spark path against one process (not tshark)")
+    ap.add_argument("--size", type=int, action="append", help="capture size(s) in MB to record (default 50 and "
+                                                              "500; --quick: 50)")
     args = ap.parse_args()
+    if args.spark:
+        return main_spark(args)
     if shutil.which("tshark") is None or not os.path.exists(TIME):
         print("capture benchmark: needs tshark and GNU time (make test installs tshark)")
         return 0
@@ -171,6 +236,25 @@ def main() -> int:
                 targets += report(f"{size} MB capture", measure(path, port, True))
                 path.unlink()
     print("\ntargets")
+    for what, ok, value in targets:
+        print(f"  {'PASS' if ok else 'MISS'}  {what}: {value}")
+    return 0
+
+
+def main_spark(args) -> int:
+    """--spark: the Spark path and one process on the same capture(s)."""
+    print(f"kipviz capture benchmark, Spark path · Python {platform.python_version()} · {platform.machine()} · "
+          f"{os.cpu_count()} CPUs · load {os.getloadavg()[0]:.2f}")
+    targets = []
+    if args.file:
+        targets += report_spark(Path(args.file).name, measure_spark(Path(args.file), args.port))
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            for size in args.size or ((50,) if args.quick else (50, 500)):
+                path, port = make_capture(Path(tmp), size)
+                targets += report_spark(f"{size} MB capture", measure_spark(path, port))
+                path.unlink()
+    print(f"\ntargets (load {os.getloadavg()[0]:.2f} at the end)")
     for what, ok, value in targets:
         print(f"  {'PASS' if ok else 'MISS'}  {what}: {value}")
     return 0

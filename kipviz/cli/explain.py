@@ -59,8 +59,8 @@ def _explain_spark(args, ports) -> int:
         raise KipvizError("--spark writes a run directory for `kipviz analyze`; it takes no --html, --svg or --gif")
     from ..spark import session
     from ..spark.capture import capture_to_requests, check_inputs
-    check_inputs(args.capture, args.spark)
-    m = capture_to_requests(session(batch=True), args.capture, args.spark, ports=ports)
+    check_inputs(args.capture, args.spark)          # bad input: one line before any JVM starts
+    m = capture_to_requests(session(), args.capture, args.spark, ports=ports)
     n, rows = m["datasets"]["requests.parquet"]["rows"], m["datasets"]["exchanges.parquet"]["rows"]
     if not n:
         raise KipvizError(f"no Kafka exchange on port(s) {', '.join(map(str, ports))} in {args.capture} "

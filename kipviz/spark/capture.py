@@ -6,14 +6,17 @@
 1. The driver walks the file's record headers only (split_capture): where each packet record
    lies, numbered as Wireshark numbers them, cut into pieces of about equal bytes at record
    boundaries. No packet is parsed and no Kafka is decoded here.
-2. Spark's Python data source "kipviz-pcap" reads one piece per task: the file's header blocks
-   and the piece's records make a small capture of their own, which kipviz.capture's
-   tcp_segments parses; each TCP segment on the ports becomes a row keyed by its connection
-   (both endpoints, either direction). What does not parse becomes an `error` row.
+2. Spark reads one piece per task (mapInArrow over the piece numbers; Spark's Python data source
+   API costs its planning workers seconds per read here): the file's header blocks and the
+   piece's records make a small capture of their own, which kipviz.capture's tcp_segments parses; each TCP segment on the ports becomes a row keyed by its connection
+   (both endpoints, either direction) that names where its payload lies in the file. What does
+   not parse becomes an `error` row.
 3. The rows are repartitioned by connection key, so each connection is whole in one task; the
-   task puts its rows in packet order, reassembles each connection with kipviz.capture's Tracker
-   and cuts and pairs its exchanges with exchanges_of, exactly as read_pcap does.
-4. The exchanges are written as a run directory: requests.parquet (the request log of
+   task puts its rows in packet order, reads the payloads from the file, reassembles each
+   connection with kipviz.capture's Tracker and cuts and pairs its exchanges with exchanges_of,
+   exactly as read_pcap does. It writes its exchanges' rows as an Arrow file in OUT_DIR/.staging
+   (so OUT_DIR too must be a path every executor reaches) and hands Spark the file's name.
+4. The driver writes the run directory from those files: requests.parquet (the request log of
    kipviz/sampledata, schemas.REQUESTS), exchanges.parquet (one row per exchange or problem:
    kind, endpoints, times, latency, errors), empty events and internal-topic files (a capture
    holds no log contents) and manifest.json, which kipviz.spark.readers.read_samples reads."""
@@ -25,13 +28,13 @@ import os
 import re
 import shutil
 import struct
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from dpkt import pcapng
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from ..capture import CaptureError, Tracker, exchanges_of, tcp_segments
 from ..capture._packets import PCAP_MAGICS, PCAPNG_MAGIC, Segment, read_packets
@@ -44,20 +47,26 @@ from ..schema.error_codes import error_codes, name_of
 from ..schema.topics import INTERNAL_TOPICS
 from . import schemas
 
-__all__ = ["capture_to_requests", "split_capture", "Piece", "CaptureSource", "NAME", "SEGMENTS_DDL",
-           "EXCHANGES", "exchange_rows", "write_run", "check_inputs"]
+__all__ = ["capture_to_requests", "split_capture", "Piece", "read_pieces", "SEGMENTS_DDL",
+           "EXCHANGES", "exchange_rows", "write_run", "check_inputs", "write_part", "PARTS_DDL", "by_task"]
 
-NAME = "kipviz-pcap"
-PIECE_BYTES = 8 << 20           # a task's share of the file when `partitions` is not given
+# a task's share of the file when `partitions` is not given: at least two pieces per core, and at
+# most this many bytes each (a PySpark task costs ~0.1 s of its own on 2 cores: 8 MB pieces, whose
+# parse takes 0.16 s, spent more than half the first stage on that)
+PIECE_BYTES = 64 << 20
 BATCH_ROWS = 4096
 # one row per TCP segment on the ports (kipviz.capture._packets.Segment), or per problem (error)
+# The payload travels as its place in the file (`at`, `size`): the shuffle moves a few dozen bytes
+# per segment, and the task that reassembles the connection reads the bytes itself. `payload`
+# holds them only where no place was found (never, for a payload tcp_segments cut from the piece).
 SEGMENTS_DDL = ("conn string, packet bigint, ts double, src string, sport int, dst string, dport int, "
-                "seq bigint, ack bigint, flags int, payload binary, missing bigint, error string")
+                "seq bigint, ack bigint, flags int, at bigint, size int, payload binary, missing bigint, "
+                "error string")
 _SEG_FIELDS = ("packet", "ts", "src", "sport", "dst", "dport", "seq", "ack", "flags", "payload", "missing")
 _SEGMENTS = pa.schema([("conn", pa.string()), ("packet", pa.int64()), ("ts", pa.float64()), ("src", pa.string()),
                        ("sport", pa.int32()), ("dst", pa.string()), ("dport", pa.int32()), ("seq", pa.int64()),
-                       ("ack", pa.int64()), ("flags", pa.int32()), ("payload", pa.binary()),
-                       ("missing", pa.int64()), ("error", pa.string())])
+                       ("ack", pa.int64()), ("flags", pa.int32()), ("at", pa.int64()), ("size", pa.int32()),
+                       ("payload", pa.binary()), ("missing", pa.int64()), ("error", pa.string())])
 # exchanges.parquet: what the request log has no column for; `seq` joins the two
 EXCHANGES = pa.schema([("seq", pa.int64()), ("kind", pa.string()), ("client", pa.string()), ("server", pa.string()),
                        ("connection", pa.int64()), ("api", pa.string()), ("correlation_id", pa.int32()),
@@ -70,8 +79,8 @@ _ROWS = pa.schema([f for f in schemas.REQUESTS if f.name != "broker"]
 
 
 # ---- 1. the driver: where the records are --------------------------------------------------------
-@dataclass
-class Piece(InputPartition):
+@dataclass(frozen=True)
+class Piece:
     """One task's share of the file: bytes [start, end) (whole records), the number of their first
     packet, and the (offset, length) spans of the header blocks that come before them (the pcap
     file header; a pcapng section's header and interface blocks)."""
@@ -148,7 +157,7 @@ def _pcapng_records(mm, size: int, target: int) -> list[Piece]:
     return out
 
 
-# ---- 2. Spark's data source: TCP segments keyed by connection ------------------------------------
+# ---- 2. Spark, one task per piece: TCP segments keyed by connection ---------------------------
 def _conn_key(s: Segment) -> str:
     a, b = (s.src, s.sport), (s.dst, s.dport)
     lo, hi = (a, b) if a <= b else (b, a)
@@ -190,12 +199,20 @@ def piece_segments(path: str, piece: Piece, ports) -> list[pa.RecordBatch]:
     del parts
     where, errors, out = _Where(piece), [], []
     cols: dict[str, list] = {f: [] for f in _SEGMENTS.names}
-    shift = piece.first_packet - 1
+    shift, cursor = piece.first_packet - 1, where.head_len
     for s in tcp_segments(data, errors, Tracker(ports).wanted):
         s.packet += shift
         cols["conn"].append(_conn_key(s))
+        # packets come in file order, so each payload lies after the one before: any place
+        # holding the same bytes will do
+        at = data.find(s.payload, cursor) if s.payload else -1
+        if at >= 0:
+            cursor = at + len(s.payload)
+            s.payload = None
         for f in _SEG_FIELDS:
             cols[f].append(getattr(s, f))
+        cols["at"].append(piece.start + at - where.head_len if at >= 0 else None)
+        cols["size"].append(cursor - at if at >= 0 else None)
         cols["error"].append(None)
         if len(cols["conn"]) >= BATCH_ROWS:
             out.append(_segment_batch(cols))
@@ -214,37 +231,11 @@ def _segment_batch(cols: dict) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([pa.array(cols[f.name], f.type) for f in _SEGMENTS], schema=_SEGMENTS)
 
 
-class _PieceReader(DataSourceReader):
-    def __init__(self, options):
-        self.path = options["path"]
-        self.ports = json.loads(options.get("ports", "null"))
-        self.pieces = [Piece(*p) for p in json.loads(options["pieces"])]
-
-    def partitions(self):
-        """One input partition per piece of the file."""
-        return self.pieces
-
-    def read(self, partition):
-        """The piece's segments and problems, as Arrow batches."""
-        yield from piece_segments(self.path, partition, self.ports)
-
-
-class CaptureSource(DataSource):
-    """spark.read.format("kipviz-pcap").option("path", P).option("pieces", json).option("ports", json):
-    the TCP segments of a capture's pieces (split_capture), SEGMENTS_DDL."""
-
-    @classmethod
-    def name(cls):
-        """The format name."""
-        return NAME
-
-    def schema(self):
-        """SEGMENTS_DDL."""
-        return SEGMENTS_DDL
-
-    def reader(self, schema):
-        """Reads the pieces named in the options."""
-        return _PieceReader(self.options)
+def read_pieces(batches, path: str, pieces: list[Piece], ports):
+    """mapInArrow over piece numbers (spark.range): each piece's segment rows."""
+    for b in batches:
+        for i in b["id"].to_pylist():
+            yield from piece_segments(path, pieces[i], ports)
 
 
 # ---- 3. each connection whole: reassembly and exchanges -----------------------------------------
@@ -295,8 +286,16 @@ def _problem_rows(messages: list[str]) -> dict[str, list]:
     return cols
 
 
-def connection_exchanges(batches, ports):
-    """mapInArrow: one task's segment rows (whole connections) -> the exchanges' rows (_ROWS)."""
+def _payloads(path: str, segs: pa.Table) -> list[bytes]:
+    """Each segment's payload: its bytes, read from the file where the row says they are."""
+    inline = segs["payload"].to_pylist()
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        return [mm[at:at + n] if at is not None else (p or b"")
+                for at, n, p in zip(segs["at"].to_pylist(), segs["size"].to_pylist(), inline, strict=True)]
+
+
+def connection_exchanges(batches, path: str, ports):
+    """One task's segment rows (whole connections) -> batches of the exchanges' rows (_ROWS)."""
     rows = [b for b in batches if b.num_rows]
     if not rows:
         return
@@ -308,8 +307,10 @@ def connection_exchanges(batches, ports):
     segs = table.filter(pc.is_null(table["error"])).sort_by("packet")
     del table, bad
     tracker = Tracker(ports)
-    for fields in zip(*(segs[f].to_pylist() for f in _SEG_FIELDS), strict=True):
+    columns = [_payloads(path, segs) if f == "payload" else segs[f].to_pylist() for f in _SEG_FIELDS]
+    for fields in zip(*columns, strict=True):
         tracker.add(Segment(*fields))
+    del columns
     del segs
     for conn in tracker.all:
         first = _first_packet(conn)
@@ -318,6 +319,24 @@ def connection_exchanges(batches, ports):
         places: dict[int, int] = {}
         for i in range(0, len(exs), BATCH_ROWS):
             yield _rows_batch(exchange_rows(exs[i:i + BATCH_ROWS], first, places))
+
+
+PARTS_DDL = "part string, rows bigint"
+
+
+def write_part(batches, path: str, ports, staging: str):
+    """mapInArrow: a task's exchanges written by the task itself as one Arrow file in `staging`
+    (the rows hold whole frames; handing them to the JVM and back would copy every byte twice
+    more); Spark gets one row naming the file."""
+    import uuid
+    name = os.path.join(staging, f"part-{uuid.uuid4().hex}.arrow")
+    n = 0
+    with pa.OSFile(name, "wb") as sink, pa.ipc.new_file(sink, _ROWS) as w:
+        for b in connection_exchanges(batches, path, ports):
+            w.write_batch(b)
+            n += b.num_rows
+    yield pa.RecordBatch.from_pylist([{"part": name, "rows": n}], schema=pa.schema([("part", pa.string()),
+                                                                                    ("rows", pa.int64())]))
 
 
 # ---- 4. the run directory ------------------------------------------------------------------------
@@ -364,43 +383,83 @@ def write_run(out, rows, meta: dict) -> dict:
     return manifest
 
 
-def check_inputs(pcap_path, out_dir) -> tuple[str, list[Piece]]:
-    """The capture's absolute path and its pieces (split_capture), refusing before any Spark work
-    a file that is not a capture (CaptureError) and an `out_dir` that is not new or empty."""
+@contextmanager
+def _conf(spark, key: str, value: str):
+    was = spark.conf.get(key, None)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        spark.conf.unset(key) if was is None else spark.conf.set(key, was)
+
+
+def check_inputs(pcap_path, out_dir) -> str:
+    """The capture's absolute path, refusing before any Spark work a file that is not a capture
+    (CaptureError, in read_pcap's words) and an `out_dir` that is not new or empty."""
     path = os.path.abspath(os.fspath(pcap_path))
     if not os.path.isfile(path):
         raise CaptureError(f"cannot read {pcap_path}: no such file")
     out = Path(out_dir)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise KipvizError(f"{out}: already exists and is not an empty directory; give a new one")
-    return path, split_capture(path)
+    with open(path, "rb") as fh:
+        head = fh.read(24)
+    if head[:4] != PCAPNG_MAGIC:
+        list(read_packets(head, []))             # not a capture, or a damaged pcap header
+    return path
+
+
+def by_task(spark, segs, tasks: int):
+    """The segment rows repartitioned so that each connection is whole in one of `tasks` tasks,
+    the connections spread by their payload bytes (largest first, each to the task with the
+    fewest bytes so far), where hashing could put the two big connections of a capture in one
+    task. Spark places a row by pmod(hash(key), tasks) (its HashPartitioning): each task gets a
+    key that hashes to its own number. Problem rows (no connection) go to the first task."""
+    from pyspark.sql import functions as F
+    sizes = sorted(((r["conn"], r["bytes"] or 0) for r in segs.filter(F.col("conn").isNotNull())
+                    .groupBy("conn").agg(F.sum("size").alias("bytes")).collect()), key=lambda x: (-x[1], x[0]))
+    tasks = max(1, min(tasks, len(sizes)))
+    keys = {}
+    for r in spark.range(64 * tasks).select("id", F.expr(f"pmod(hash(id), {tasks})").alias("p")).collect():
+        keys.setdefault(r["p"], r["id"])
+    load, key_of = [0] * tasks, {}
+    for conn, n in sizes:
+        t = load.index(min(load))
+        load[t] += n + 1
+        key_of[conn] = keys[t]
+    table = spark.createDataFrame(list(key_of.items()) or [("", keys[0])], "conn string, task bigint")
+    return (segs.join(F.broadcast(table), "conn", "left").fillna({"task": keys[0]})
+            .repartition(tasks, "task").drop("task"))
 
 
 def capture_to_requests(spark, pcap_path, out_dir, *, ports=(9092,), partitions=None) -> dict:
     """Read the capture with Spark (see the module docstring) and write `out_dir` (new or empty) as
     a run directory for kipviz analyze; returns its manifest. `partitions`: how many pieces the
-    file is cut into (default one per 8 MB) and how many tasks decode connections (default:
-    Spark's default parallelism times 4, at least the pieces, at most 64). `pcap_path` must be a
+    file is cut into (default: two per core, at most PIECE_BYTES each) and how many tasks decode
+    connections (default: two per core; see by_task). `pcap_path` must be a
     path every executor can read. Not a capture: CaptureError; damaged packets, streams and
     frames: rows of exchanges.parquet with their errors."""
-    path, pieces = check_inputs(pcap_path, out_dir)
-    if partitions:
-        pieces = split_capture(path, partitions)
+    path = check_inputs(pcap_path, out_dir)
+    cores = spark.sparkContext.defaultParallelism
+    pieces = split_capture(path, partitions or max(2 * cores, -(-os.path.getsize(path) // PIECE_BYTES)))
     ports = None if ports is None else sorted(int(p) for p in ports)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    spark.dataSource.register(CaptureSource)
-    segs = (spark.read.format(NAME).option("path", path).option("ports", json.dumps(ports))
-            .option("pieces", json.dumps([[p.start, p.end, p.first_packet, p.head] for p in pieces])).load())
-    tasks = partitions or min(max(4 * spark.sparkContext.defaultParallelism, len(pieces)), 64)
-    rows = segs.repartition(tasks, "conn").mapInArrow(lambda it: connection_exchanges(it, ports),
-                                                      schemas.spark_schema(_ROWS))
-    staging = out / ".staging"
+    segs = spark.range(0, len(pieces), 1, len(pieces)).mapInArrow(
+        lambda it: read_pieces(it, path, pieces, ports), SEGMENTS_DDL).persist()
+    staging = str((out / ".staging").absolute())
+    os.mkdir(staging)
     try:
-        rows.write.option("compression", "none").parquet(str(staging.absolute()))
+        # the segment rows are kept for two passes (their bytes per connection, then the shuffle);
+        # compressing that cache took longer than the pass it saves (322 MB capture: 1.6 s)
+        with _conf(spark, "spark.sql.inMemoryColumnarStorage.compressed", "false"):
+            tasks = by_task(spark, segs, partitions or 2 * cores)
+        parts = tasks.mapInArrow(
+            lambda it: write_part(it, path, ports, staging), PARTS_DDL).collect()
         import pyarrow.dataset as ds
         meta = {"scenario": f"capture {Path(path).name}", "status": "capture", "capture": path,
                 "ports": ports, "pieces": len(pieces)}
-        return write_run(out, ds.dataset(str(staging), format="parquet"), meta)
+        return write_run(out, ds.dataset([r["part"] for r in parts], format="ipc"), meta)
     finally:
+        segs.unpersist()
         shutil.rmtree(staging, ignore_errors=True)
