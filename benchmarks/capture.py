@@ -147,11 +147,11 @@ def one_process_run(path: str, port: int, out: str) -> dict:
     import pyarrow as pa
 
     from kipviz.capture import read_pcap
-    from kipviz.spark.capture import _ROWS, exchange_rows, write_run
+    from kipviz.spark.capture import ROWS, exchange_rows, write_run
     t0 = time.perf_counter()
     exs = read_pcap(path, ports=(port,))
     t1 = time.perf_counter()
-    rows = pa.table(exchange_rows(exs)).cast(_ROWS)
+    rows = pa.table(exchange_rows(exs)).cast(ROWS)
     del exs
     write_run(out, rows, {"status": "capture"})
     return {"read_pcap_s": t1 - t0, "seconds": time.perf_counter() - t0, "rows": rows.num_rows}

@@ -13,7 +13,7 @@ import pytest
 
 from kipviz.capture import CaptureError, read_pcap
 from kipviz.schema.error_codes import CODE
-from kipviz.spark.capture import capture_to_requests, exchange_rows, split_capture, write_run
+from kipviz.spark.capture import ROWS, capture_to_requests, exchange_rows, split_capture, write_run
 from tests.spark_session import spark  # noqa: F401 - the one session
 from tests.test_explain import Talk, _batch, _produce, _produced
 
@@ -51,13 +51,8 @@ def capture(tmp_path_factory):
 def _one_process(path, out):
     """The run directory written from read_pcap's exchanges, with the same rows and writer."""
     exs = read_pcap(path, ports=PORTS)
-    write_run(out, pa.table(exchange_rows(exs)).cast(_rows_schema()), {"status": "capture"})
+    write_run(out, pa.table(exchange_rows(exs)).cast(ROWS), {"status": "capture"})
     return exs
-
-
-def _rows_schema():
-    from kipviz.spark import capture as sc
-    return sc._ROWS   # noqa: SLF001 - the test writes what the tasks hand back
 
 
 def _table(d, name):

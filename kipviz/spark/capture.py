@@ -6,11 +6,12 @@
 1. The driver walks the file's record headers only (split_capture): where each packet record
    lies, numbered as Wireshark numbers them, cut into pieces of about equal bytes at record
    boundaries. No packet is parsed and no Kafka is decoded here.
-2. Spark reads one piece per task (mapInArrow over the piece numbers; Spark's Python data source
-   API costs its planning workers seconds per read here): the file's header blocks and the
-   piece's records make a small capture of their own, which kipviz.capture's tcp_segments parses; each TCP segment on the ports becomes a row keyed by its connection
-   (both endpoints, either direction) that names where its payload lies in the file. What does
-   not parse becomes an `error` row.
+2. Spark reads one piece per task (mapInArrow over the piece numbers: Spark's Python data source
+   API started planning workers that cost seconds per read on 2 cores). The file's header blocks
+   and the piece's records make a small capture of their own, which kipviz.capture's
+   tcp_segments parses; each TCP segment on the ports becomes a row keyed by its connection (both
+   endpoints, either direction) that names where its payload lies in the file. What does not
+   parse becomes an `error` row.
 3. The rows are repartitioned by connection key, so each connection is whole in one task; the
    task puts its rows in packet order, reads the payloads from the file, reassembles each
    connection with kipviz.capture's Tracker and cuts and pairs its exchanges with exchanges_of,
@@ -48,14 +49,14 @@ from ..schema.topics import INTERNAL_TOPICS
 from . import schemas
 
 __all__ = ["capture_to_requests", "split_capture", "Piece", "read_pieces", "SEGMENTS_DDL",
-           "EXCHANGES", "exchange_rows", "write_run", "check_inputs", "write_part", "PARTS_DDL", "by_task"]
+           "EXCHANGES", "exchange_rows", "write_run", "check_inputs", "write_part", "PARTS_DDL", "by_task", "ROWS"]
 
 # a task's share of the file when `partitions` is not given: at least two pieces per core, and at
 # most this many bytes each (a PySpark task costs ~0.1 s of its own on 2 cores: 8 MB pieces, whose
 # parse takes 0.16 s, spent more than half the first stage on that)
 PIECE_BYTES = 64 << 20
 BATCH_ROWS = 4096
-# one row per TCP segment on the ports (kipviz.capture._packets.Segment), or per problem (error)
+# one row per TCP segment on the ports (kipviz.capture._packets.Segment), or per problem (error).
 # The payload travels as its place in the file (`at`, `size`): the shuffle moves a few dozen bytes
 # per segment, and the task that reassembles the connection reads the bytes itself. `payload`
 # holds them only where no place was found (never, for a payload tcp_segments cut from the piece).
@@ -73,8 +74,8 @@ EXCHANGES = pa.schema([("seq", pa.int64()), ("kind", pa.string()), ("client", pa
                        ("time", pa.float64()), ("response_time", pa.float64()), ("latency_ms", pa.float64()),
                        ("request_packet", pa.int64()), ("response_packet", pa.int64()),
                        ("errors", pa.list_(pa.string()))])
-# what a task hands back: both files' columns (the broker number is given when they are written)
-_ROWS = pa.schema([f for f in schemas.REQUESTS if f.name != "broker"]
+# what a task writes: both files' columns (the broker number is given when they are written)
+ROWS = pa.schema([f for f in schemas.REQUESTS if f.name != "broker"]
                   + [f for f in EXCHANGES if f.name not in schemas.REQUESTS.names])
 
 
@@ -245,14 +246,14 @@ def _first_packet(conn) -> int:
 
 
 def exchange_rows(exchanges, connection=None, places: dict | None = None) -> dict[str, list]:
-    """Columns of _ROWS for read_pcap-style exchanges: the request log's (error codes are the
+    """Columns of ROWS for read_pcap-style exchanges: the request log's (error codes are the
     non-zero *ErrorCode values of the response, as the broker model's ResponseSent events carry
     them) and exchanges.parquet's. seq orders them as the capture does: the first packet of the
     request (else of the response) times 65536, plus the frame's place among those that start in
     that packet. `connection` (the first packet of each exchange's connection) defaults to each
     exchange's own connection number; `places` carries the frame counts per packet from one call
     to the next."""
-    cols: dict[str, list] = {f: [] for f in _ROWS.names}
+    cols: dict[str, list] = {f: [] for f in ROWS.names}
     places = {} if places is None else places
     for ex in exchanges:
         first = (ex["request_packets"] or ex["response_packets"] or (connection or 0,))[0]
@@ -275,11 +276,11 @@ def exchange_rows(exchanges, connection=None, places: dict | None = None) -> dic
 
 
 def _rows_batch(cols: dict) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays([pa.array(cols[f.name], f.type) for f in _ROWS], schema=_ROWS)
+    return pa.RecordBatch.from_arrays([pa.array(cols[f.name], f.type) for f in ROWS], schema=ROWS)
 
 
 def _problem_rows(messages: list[str]) -> dict[str, list]:
-    cols = {f: [None] * len(messages) for f in _ROWS.names}
+    cols = {f: [None] * len(messages) for f in ROWS.names}
     cols.update(kind=["capture-error"] * len(messages), errors=[[m] for m in messages],
                 error_codes=[[]] * len(messages), error_names=[[]] * len(messages),
                 request=[b""] * len(messages), response=[b""] * len(messages))
@@ -295,7 +296,7 @@ def _payloads(path: str, segs: pa.Table) -> list[bytes]:
 
 
 def connection_exchanges(batches, path: str, ports):
-    """One task's segment rows (whole connections) -> batches of the exchanges' rows (_ROWS)."""
+    """One task's segment rows (whole connections) -> batches of the exchanges' rows (ROWS)."""
     rows = [b for b in batches if b.num_rows]
     if not rows:
         return
@@ -331,7 +332,7 @@ def write_part(batches, path: str, ports, staging: str):
     import uuid
     name = os.path.join(staging, f"part-{uuid.uuid4().hex}.arrow")
     n = 0
-    with pa.OSFile(name, "wb") as sink, pa.ipc.new_file(sink, _ROWS) as w:
+    with pa.OSFile(name, "wb") as sink, pa.ipc.new_file(sink, ROWS) as w:
         for b in connection_exchanges(batches, path, ports):
             w.write_batch(b)
             n += b.num_rows
@@ -341,7 +342,7 @@ def write_part(batches, path: str, ports, staging: str):
 
 # ---- 4. the run directory ------------------------------------------------------------------------
 def write_run(out, rows, meta: dict) -> dict:
-    """requests.parquet and exchanges.parquet from `rows` (a pyarrow Table or dataset of _ROWS'
+    """requests.parquet and exchanges.parquet from `rows` (a pyarrow Table or dataset of ROWS'
     columns; the broker number of each server address is its place in order of first exchange),
     the empty events and internal-topic files, and manifest.json. Returns the manifest."""
     import pyarrow.parquet as pq
@@ -354,7 +355,7 @@ def write_run(out, rows, meta: dict) -> dict:
     n = 0
     with pq.ParquetWriter(out / "exchanges.parquet", EXCHANGES, compression="zstd") as ex:
         for b in rows.to_batches():
-            b = pa.Table.from_batches([b]).select(_ROWS.names).cast(_ROWS).combine_chunks().to_batches()[0] \
+            b = pa.Table.from_batches([b]).select(ROWS.names).cast(ROWS).combine_chunks().to_batches()[0] \
                 if b.num_rows else None
             if b is None:
                 continue
