@@ -96,7 +96,8 @@ def test_the_live_diagram_never_draws_text_under_8_px_in_its_tab(clients, broker
     import re
     import xml.etree.ElementTree as ET
 
-    from kipviz.serve.live import LIVE_WIDTH, lanes_that_fit, live_diagram
+    from kipviz.draw.sequence import lanes_that_fit
+    from kipviz.serve.live import LIVE_WIDTH, live_diagram
     ns = "{http://www.w3.org/2000/svg}"
     wire = _exchanges(clients, brokers)
     root = ET.fromstring(live_diagram(wire, t0=wire[0].t))

@@ -896,6 +896,11 @@ def _lanes_and_rows(events, hidden, marks, status_labels, internal_arrows, on_br
     return rows, clients, servers
 
 
+def lanes_that_fit(width: float = WIDTH) -> int:
+    """How many lanes a sequence diagram `width` px wide holds at its narrowest lane (MIN_COL)."""
+    return max(2, int((width - GUTTER - 10) // MIN_COL))
+
+
 def sequence_diagram(events, *, title: str | None = None, max_events: int | None = None,
                      width: int = WIDTH, marks: dict | None = None, align: dict | None = None,
                      layout: dict | None = None, status_labels: bool = False,

@@ -65,6 +65,11 @@ class States:
 
     def lines(self) -> list[str]:
         """The part as text lines."""
+        out = self._transaction_lines() + self._group_lines() + self._member_lines() + self._share_lines()
+        out += [f"not explained: {u}" for u in self.unexplained[:10]]
+        return out[:MAX_LINES] or ["no coordinator state in the capture"]
+
+    def _transaction_lines(self) -> list[str]:
         out = []
         for tid, tx in self.transactions.items():
             ids = ", ".join(f"{p}/{e}" for p, e in tx.producers) or "not seen"
@@ -72,6 +77,10 @@ class States:
                        f"{' -> '.join(self.path('transaction', tid))}")
             if tx.outcomes:
                 out.append(f"    transactions: {', '.join(tx.outcomes)}")
+        return out
+
+    def _group_lines(self) -> list[str]:
+        out = []
         for gid, gens in self.generations.items():
             out.append(f"group {gid!r}: {' -> '.join(self.path('classic-group', gid))}")
             for prev, g in zip([None] + gens[:-1], gens, strict=True):
@@ -81,18 +90,22 @@ class States:
                                     for m in g.members)
                 out.append(f"    generation {g.generation} ({g.protocol or '?'}): {members}"
                            + (f"; no longer a member: {', '.join(gone)}" if gone else ""))
+        return out
+
+    def _member_lines(self) -> list[str]:
+        out = []
         for gid, members in self.consumer_members.items():
             out.append(f"consumer group {gid!r} (KIP-848, members' epochs from ConsumerGroupHeartbeat):")
             for mid, hist in members.items():
                 epochs = " -> ".join(str(e) for e in dict.fromkeys(e for _, e, _ in hist))
                 last = next((p for _, _, p in reversed(hist) if p is not None), None)
                 out.append(f"    {mid}: epochs {epochs}; assignment {_parts(last) if last is not None else 'not seen'}")
-        shares = {e.key.rsplit("@", 1)[0] for e in self.changes("share-record")}
-        for sp in sorted(shares):
-            n = len({e.key for e in self.changes("share-record") if e.key.startswith(sp + "@")})
-            out.append(f"share partition {sp}: {n} offsets delivered")
-        out += [f"not explained: {u}" for u in self.unexplained[:10]]
-        return out[:MAX_LINES] or ["no coordinator state in the capture"]
+        return out
+
+    def _share_lines(self) -> list[str]:
+        keys = {e.key for e in self.changes("share-record")}
+        return [f"share partition {sp}: {sum(1 for k in keys if k.startswith(sp + '@'))} offsets delivered"
+                for sp in sorted({k.rsplit("@", 1)[0] for k in keys})]
 
     def __str__(self) -> str:
         return "\n".join(self.lines())

@@ -175,6 +175,7 @@ def _pair_key(items: list) -> str | None:
     return next((k for k in LIST_KEYS if all(k in x for x in items) and _kind(k, items[0][k]) is None), None)
 
 
+# size: one walk over dicts, lists and leaves, the id, record and clock fields told apart at their key; split, each part would recurse into the others
 def compare(obs, mod, ids: IdMap, path: str = "", out: list | None = None,
             tol: int = CLOCK_TOLERANCE_MS) -> list[tuple[str, object, object]]:
     """The (path, observed, model) of every field that differs, ids compared through `ids`, readings

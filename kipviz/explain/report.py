@@ -28,7 +28,7 @@ class Report:
         self.who = Who(*who(exchanges))
         self.findings: Findings = find(exchanges)
         self.latency = Latency(exchanges)
-        self.story = Story(exchanges, {c.client: c.name for c in self.who.connections},
+        self.story = Story(exchanges,
                            title=f"{Path(source).name}: {len(exchanges)} exchanges")
 
     @cached_property

@@ -294,6 +294,7 @@ class Rebuild:
                                 f"(more than {MAX_RANGE:,} in one range)")
         return False
 
+    # size: request topics -> partitions -> batches -> offsets, each level checked against its answer; flat, it reads in order
     def _share_acks(self, i, req, resp, v) -> None:
         gid = req.get("GroupId")
         if not gid or resp is None or resp.get("ErrorCode"):

@@ -22,7 +22,7 @@ import ipywidgets as W
 
 from ..draw.clients import client_names
 from ..draw.record_strip import parse_key
-from ..draw.sequence import GUTTER, MIN_COL, sequence_diagram
+from ..draw.sequence import lanes_that_fit, sequence_diagram
 from ..schema import events as ev
 
 # share-record state changes are drawn by the record strip, not the state-machine player
@@ -53,11 +53,6 @@ def _row(e, t0: int = 0, names: dict | None = None) -> str:
 
 
 LIVE_WIDTH = 740       # the sequence tab's width in JupyterLab at 1280 px with the file browser open
-
-
-def lanes_that_fit(width: float = LIVE_WIDTH) -> int:
-    """How many lanes a sequence diagram `width` px wide holds at its narrowest lane (MIN_COL)."""
-    return max(2, int((width - GUTTER - 10) // MIN_COL))
 
 
 def newest_that_fit(wire: list, max_lanes: int) -> tuple[list, int]:

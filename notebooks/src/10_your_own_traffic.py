@@ -147,12 +147,12 @@ player(z.states.animation("transaction"))
 #
 # In `late_commit`, two consumers share group `billing`. One of them processes its records for
 # longer than `max.poll.interval.ms`. Here is what the group coordinator did, rebuilt from the
-# wire: its generations, their members and assignments.
+# wire: the group's path through the classic-group table, its generations, their members and
+# assignments.
 
 # %%
 lc = explain(bundled("late_commit"))
 print(lc.states)
-player(lc.states.animation("classic-group"))
 
 # %% [markdown]
 # ### Exercise 2
