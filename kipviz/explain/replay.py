@@ -25,10 +25,11 @@ from ..codec import framing
 from ..errors import DecodeError, EncodeError
 from ..records.header import (
     CONTROL_MASK,
-    HEADER_FIELDS,
+    HEADER_KEYS,
     HEADER_SIZE,
     TIMESTAMP_TYPE_MASK,
     batch_size,
+    header_field,
     read_header,
     split_batches,
     with_producer,
@@ -49,7 +50,6 @@ UNSET = {"topic id": {ZERO_UUID, None}, "producer id": {-1}, "member id": {"", N
 LIST_KEYS = ("Name", "Topic", "TopicId", "PartitionIndex", "Partition", "NodeId", "ApiKey", "GroupId",
              "TransactionalId", "MemberId", "Index")
 SKIP_APIS = {"SaslHandshake", "SaslAuthenticate"}     # the model is replayed as PLAINTEXT
-_BATCH_KEYS = [f[1] for f in HEADER_FIELDS]
 MAX_SHOWN = 40
 # set-up a capture may ask for, bounded: a damaged or hostile capture must not make a huge model
 MAX_BROKERS, MAX_PARTITIONS = 64, 10_000
@@ -99,7 +99,7 @@ def _rewrite_records(raw: bytes, ids: IdMap) -> bytes:
     parts = []
     for b in split_batches(raw):
         if len(b) >= HEADER_SIZE and len(b) == batch_size(b):
-            pid = read_header(b, 0)[_BATCH_KEYS.index("producer_id")]
+            pid = header_field(b, "producer_id")
             new = ids.model_value("producer id", pid)
             if new != pid:
                 b = with_producer(b, new)
@@ -153,8 +153,8 @@ def _compare_records(path, obs: bytes, mod: bytes, ids: IdMap, out: list, tol: i
                 out.append((f"{path}[{i}] (a partial batch)", o, m))
             continue
         oh, mh = read_header(o, 0), read_header(m, 0)
-        broker_time = oh[_BATCH_KEYS.index("attributes")] & (CONTROL_MASK | TIMESTAMP_TYPE_MASK)
-        for key, ov, mv in zip(_BATCH_KEYS, oh, mh, strict=True):
+        broker_time = header_field(o, "attributes") & (CONTROL_MASK | TIMESTAMP_TYPE_MASK)
+        for key, ov, mv in zip(HEADER_KEYS, oh, mh, strict=True):
             if key == "crc":
                 continue
             if key == "producer_id":
@@ -197,7 +197,8 @@ def compare(obs, mod, ids: IdMap, path: str = "", out: list | None = None,
             else:
                 compare(o, m, ids, p, out, tol)
     elif isinstance(obs, list) and isinstance(mod, list):
-        key = _pair_key(obs) if _pair_key(obs) == _pair_key(mod) else None
+        key = _pair_key(obs)
+        key = key if key == _pair_key(mod) else None
         if key is not None:
             mods = {x[key]: x for x in mod}
             for x in obs:

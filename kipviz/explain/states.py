@@ -38,7 +38,7 @@ from ..broker.tables import classic_group as CG
 from ..broker.tables import share_record as SR
 from ..broker.tables import transaction as TX
 from ..records.consumer_protocol import decode_assignment, decode_subscription
-from ..records.header import CONTROL_MASK, HEADER_SIZE, batch_size, read_header, split_batches
+from ..records.header import HEADER_SIZE, batch_size, batch_summary, split_batches
 from ..schema import events as E
 from ..schema.error_codes import CODE
 from ..schema.topics import CONSUMER_OFFSETS
@@ -47,7 +47,6 @@ MAX_RANGE = 100_000     # offsets one AcquiredRecords / acknowledgement batch ma
 DELIVERY_LIMIT = 5      # group.share.delivery.count.limit's default (GroupConfig / ShareGroupConfig.java)
 CONCURRENT = CODE["CONCURRENT_TRANSACTIONS"]
 MEMBER_ID_REQUIRED = CODE["MEMBER_ID_REQUIRED"]
-_ATTRS, _PID = 5, 9     # read_header's indexes of Attributes and ProducerId (HEADER_FIELDS order)
 
 
 def _ms(t) -> int:
@@ -210,9 +209,9 @@ class Rebuild:
                 for b in split_batches(raw) if raw else ():
                     if len(b) < HEADER_SIZE or len(b) != batch_size(b):
                         continue
-                    h = read_header(b, 0)
-                    if h[_ATTRS] & CONTROL_MASK and h[_PID] in self.by_producer:
-                        self._complete(self.by_producer[h[_PID]], i)
+                    _, _, pid, _, _, control, _ = batch_summary(b)
+                    if control and pid in self.by_producer:
+                        self._complete(self.by_producer[pid], i)
 
     # ---- classic groups -----------------------------------------------------------------------------
     def _gen(self, gid: str) -> Generation | None:
