@@ -318,6 +318,17 @@ class LogDir:
         weakref.finalize(self, _close, self.files, self.path, True)
 
 
+def cluster_log_dir(cluster, path) -> LogDir:
+    """A LogDir in `path` for `cluster`'s logs, each topic's segments as large as its segment.bytes
+    in force (kipviz.broker.log_config.segment_bytes; the broker's log.segment.bytes for a topic gone)."""
+    from .log_config import segment_bytes
+
+    def size(name: str) -> int:
+        t = cluster.topics.get(name)
+        return segment_bytes(cluster, t) if t is not None else cluster.config.log_segment_bytes
+    return LogDir(path, size)
+
+
 def _close(files: _Files, path: Path, remove: bool) -> None:
     files.close()
     if remove:

@@ -53,7 +53,8 @@ class Exchanges(list):
         self.notes: list[str] = list(notes or [])
 
 
-def _load(source) -> bytes:
+def _load(source):
+    """The capture's bytes, or for a path its file opened (the caller closes it)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         return bytes(source)
     if hasattr(source, "read"):
@@ -62,7 +63,7 @@ def _load(source) -> bytes:
             raise CaptureError("read_pcap needs a file opened in binary mode")
         return bytes(data)
     try:
-        return Path(os.fspath(source)).read_bytes()
+        return open(Path(os.fspath(source)), "rb")      # read as it goes (a pcap a packet at a time)
     except TypeError:
         raise CaptureError(f"read_pcap needs a path, a binary file or bytes, got {type(source).__name__}") from None
     except OSError as e:
@@ -129,21 +130,28 @@ def read_pcap(path, *, ports=DEFAULT_PORTS) -> Exchanges:
 
     Each exchange is a dict: time (request timestamp, seconds), client and server ("ip:port"),
     connection (index), correlation_id, api (e.g. "Metadata"), api_key, version, request (the
-    decode_request dict or None), response (the decode_response dict or None), response_time,
+    decode_request dict or None), response (the decode_response dict or None; in both, each
+    `Records` value is a memoryview of its frame, and copy.deepcopy or pickle gives bytes), response_time,
     latency_ms, request_frame and response_frame (raw bytes, size prefix included; also under
     raw_request / raw_response),
     request_packets / response_packets (first and last packet number), kind ("exchange",
     "orphan-response", "stream-error" or "capture-error"), errors (readable strings) and notes
     (observations that are not errors, e.g. acks=0 produce requests have no response)."""
-    data = _load(path)
     ports = _ports(ports)
+    data = _load(path)
     file_errors: list[str] = []
     tracker = Tracker(ports)
     packets = 0
     others: Counter = Counter()
-    for seg in tcp_segments(data, file_errors, tracker.wanted, others):
-        packets = max(packets, seg.packet)
-        tracker.add(seg)
+    try:
+        for seg in tcp_segments(data, file_errors, tracker.wanted, others):
+            packets = max(packets, seg.packet)
+            tracker.add(seg)
+    except OSError as e:
+        raise CaptureError(f"cannot read {path}: {e.strerror or e}") from None
+    finally:
+        if hasattr(data, "close"):
+            data.close()
     del data                 # the segments hold copies of their payloads: the file's bytes can go
     notes = []
     if not tracker.all and others:

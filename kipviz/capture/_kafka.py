@@ -12,6 +12,7 @@ offset), and the bytes of candidate frames decoded in one hunt stay below a few 
 hunted through so far (plus 1 MiB); a candidate that would pass that is not believed."""
 from __future__ import annotations
 
+import copy
 import struct
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -222,12 +223,12 @@ def split_stream(stream: Stream, side: str, pending: dict, ended: str) -> tuple[
     expect_next: int | None = None  # where the frame after a cut-short one begins
     events = sorted(stream.events)
     for ci, chunk in enumerate(stream.chunks):
-        data = bytes(chunk.data)    # once per chunk: frames and resync candidates are read in place
+        data = chunk.data           # bytes: frames and resync candidates are read in place
         n = len(data)
         pos = 0
         if ci == 0 and _looks_like_tls(data):
             carry.append(f"{side} stream looks like TLS (starts {bytes(data[:3]).hex(' ')}); "
-                         f"kipviz reads plaintext Kafka only: {sum(len(c.data) for c in stream.chunks)} bytes skipped")
+                         f"kipviz reads plaintext Kafka only: {sum(c.size for c in stream.chunks)} bytes skipped")
             break
         if ci == 0 and not chunk.aligned and stream.syn:
             carry.append(f"{side} stream: the first {chunk.start} bytes after the handshake are missing "
@@ -289,6 +290,8 @@ def split_stream(stream: Stream, side: str, pending: dict, ended: str) -> tuple[
                 f.errors.append(f"{side} stream: {events.pop(0)[1]}")
             frames.append(f)
             pos = end
+    for chunk in stream.chunks:
+        chunk.release()             # the frames hold their bytes now
     for _, msg in events:
         carry.append(f"{side} stream: {msg}")
     if stream.tail_missing and (not frames or frames[-1].complete):
@@ -297,7 +300,7 @@ def split_stream(stream: Stream, side: str, pending: dict, ended: str) -> tuple[
 
 
 def _cut(chunk, pos: int, need: int | None, side: str, stream: Stream, ci: int, ended: str, carry) -> Frame:
-    have = len(chunk.data) - pos
+    have = chunk.size - pos
     ts, p0, p1 = chunk.when(chunk.start + pos, chunk.end)
     if ci + 1 < len(stream.chunks):
         nxt = stream.chunks[ci + 1]
@@ -340,9 +343,11 @@ def _produce_acks(ex) -> int | None:
 
 
 def exchanges_of(conn: Connection) -> tuple[list[dict], Stream, Stream]:
-    c2s, s2c = conn.c2s.reassemble(), conn.s2c.reassemble()
+    # one direction at a time: its segments, its joined bytes and its frames are not all held at once
     out: list[dict] = []
+    c2s = conn.c2s.reassemble()
     pending = _requests(conn, c2s, out)
+    s2c = conn.s2c.reassemble()
     _responses(conn, s2c, out, pending)
     ended = _ended(conn.c2s, conn.s2c)
     for exs in pending.values():
@@ -374,6 +379,7 @@ def _requests(conn: Connection, c2s: Stream, out: list[dict]) -> dict[int, list[
         if f.complete:
             try:
                 ex["request"] = decode_request(f.data)
+                _view_records(ex["request"], f.data)
             except DecodeError as e:
                 ex["errors"].append(f"request does not decode: {e}")
         out.append(ex)
@@ -421,6 +427,48 @@ def _orphan(conn: Connection, out: list, kind: str) -> dict:
     return ex
 
 
+class ViewOfFrame(dict):
+    """A decoded struct whose `Records` is a memoryview of its frame's bytes (_view_records): a
+    copy (copy.deepcopy) or a pickle of it holds bytes, as the decoder's own dicts do."""
+    __slots__ = ()
+
+    def _plain(self) -> dict:
+        return {k: bytes(v) if isinstance(v, memoryview) else v for k, v in self.items()}
+
+    def __deepcopy__(self, memo):
+        return copy.deepcopy(self._plain(), memo)
+
+    def __reduce_ex__(self, protocol):
+        return dict, (self._plain(),)
+
+
+def _view_records(decoded: dict, frame: bytes) -> None:
+    """Each `Records` value of a decoded frame becomes a memoryview of the frame's own bytes: the
+    decoder copies them, and they are most of a capture (Produce and Fetch), so held twice the
+    exchanges would take twice the capture's size. Found in wire order from a cursor; where the same
+    bytes come earlier than expected, those are taken (the same content)."""
+    view, at = memoryview(frame), 0
+
+    def walk(node):
+        nonlocal at
+        if isinstance(node, list):
+            return [walk(v) if isinstance(v, (dict, list)) else v for v in node]
+        out, viewed = {}, False
+        for k, v in node.items():
+            if k == "Records" and isinstance(v, bytes) and v:
+                i = frame.find(v, at)
+                i = frame.find(v) if i < 0 else i
+                if i >= 0:
+                    v, at, viewed = view[i:i + len(v)], i + len(v), True
+            elif isinstance(v, (dict, list)):
+                v = walk(v)
+            out[k] = v
+        return ViewOfFrame(out) if viewed else out
+
+    if isinstance(decoded.get("body"), dict):
+        decoded["body"] = walk(decoded["body"])
+
+
 def _decode_response(ex: dict, data: bytes) -> None:
     key, version = ex["api_key"], ex["version"]
     spec = _spec_for(key) if key is not None else None
@@ -435,6 +483,7 @@ def _decode_response(ex: dict, data: bytes) -> None:
         return
     try:
         ex["response"] = decode_response(data, rspec, version)
+        _view_records(ex["response"], data)
     except DecodeError as e:
         if rspec.api == "ApiVersions" and version != 0:
             # a broker that does not know the request version answers in the v0 layout (KIP-511)

@@ -75,42 +75,56 @@ def addr_text(ip: str, port: int) -> str:
 # capture files -> (packet number, timestamp, link type, bytes)
 
 
-class _Watched(io.BytesIO):
+class _Watched:
     """A file that logs its reads, so a record cut short by the end of the file can be told."""
 
-    def __init__(self, data: bytes):
-        super().__init__(data)
+    def __init__(self, f):
+        self.f = f
         self.reads: list[tuple[int, int, int]] = []       # (position, wanted, got)
 
+    def tell(self) -> int:
+        return self.f.tell()
+
     def read(self, n=-1):
-        pos = self.tell()
-        data = super().read(n)
+        pos = self.f.tell()
+        data = self.f.read(n)
         if n is not None and n >= 0:
             self.reads.append((pos, n, len(data)))
         return data
 
 
-def read_packets(data: bytes, errors: list[str]) -> Iterator[tuple[int, float, int, bytes]]:
-    """Every packet in a pcap or pcapng file. A damaged tail is reported in `errors`; a file that
-    is not a capture at all raises CaptureError."""
-    head = data[:4]
+def _size(f) -> int:
+    here = f.tell()
+    end = f.seek(0, io.SEEK_END)
+    f.seek(here)
+    return end
+
+
+def read_packets(data, errors: list[str]) -> Iterator[tuple[int, float, int, bytes]]:
+    """Every packet in a pcap or pcapng file: `data` is its bytes, or the file opened in binary mode
+    (seekable), of which a pcap is read a packet at a time, never whole. A damaged tail is reported
+    in `errors`; a file that is not a capture at all raises CaptureError."""
+    f = io.BytesIO(data) if isinstance(data, (bytes, bytearray, memoryview)) else data
+    start = f.read(8)
+    f.seek(0)
+    head = start[:4]
     if head in PCAP_MAGICS:
-        yield from _pcap_packets(data, errors)
+        yield from _pcap_packets(f, errors)
     elif head == PCAPNG_MAGIC:
-        yield from _pcapng_packets(data, errors)
+        yield from _pcapng_packets(data if f is not data else f.read(), errors)
     else:
-        if not data:
+        if not start:
             raise CaptureError("empty file: not a pcap or pcapng capture")
-        raise CaptureError(f"not a pcap or pcapng capture (the file starts with {data[:8].hex(' ')}; "
+        raise CaptureError(f"not a pcap or pcapng capture (the file starts with {start.hex(' ')}; "
                            "pcap starts with d4 c3 b2 a1 or a1 b2 c3 d4, pcapng with 0a 0d 0d 0a)")
 
 
-def _pcap_packets(data: bytes, errors: list[str]):
-    f = _Watched(data)
+def _pcap_packets(file, errors: list[str]):
+    f, size = _Watched(file), _size(file)
     try:
         reader = dpkt.pcap.Reader(f)
     except (ValueError, dpkt.Error, struct.error) as e:
-        raise CaptureError(f"damaged pcap file header ({len(data)} bytes): {e}") from None
+        raise CaptureError(f"damaged pcap file header ({size} bytes): {e}") from None
     linktype = reader.datalink() & 0xFFFF          # upper bits may carry FCS information
     n = 0
     it = iter(reader)
@@ -123,7 +137,7 @@ def _pcap_packets(data: bytes, errors: list[str]):
             break
         except (dpkt.Error, struct.error, ValueError) as e:
             errors.append(f"capture file is truncated after packet {n}: an incomplete record header "
-                          f"at byte {pos} ({len(data) - pos} bytes left, {type(e).__name__})")
+                          f"at byte {pos} ({size - pos} bytes left, {type(e).__name__})")
             break
         n += 1
         if len(f.reads) >= 2 and f.reads[-1][2] < f.reads[-1][1]:      # header read, then the body
@@ -242,8 +256,9 @@ def _ip_from_link(linktype: int, buf: bytes):
     return None
 
 
-def tcp_segments(data: bytes, errors: list[str], wanted, other_ports=None) -> Iterator[Segment]:
-    """TCP segments whose ports pass `wanted(sport, dport)`. Other traffic is skipped quietly
+def tcp_segments(data, errors: list[str], wanted, other_ports=None) -> Iterator[Segment]:
+    """TCP segments (of a capture's bytes or binary file: read_packets) whose ports pass
+    `wanted(sport, dport)`. Other traffic is skipped quietly
     (the server-side ports of unwanted TCP traffic are counted in `other_ports`, a Counter)."""
     reported_links: set[int] = set()
     bad: list[str] = []

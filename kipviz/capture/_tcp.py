@@ -17,23 +17,35 @@ _HALF = 1 << 31
 @dataclass
 class Chunk:
     """Contiguous stream bytes. `start` is the stream offset of data[0]: offset 0 is the first
-    byte after the SYN when the handshake was captured, else the lowest byte captured."""
+    byte after the SYN when the handshake was captured, else the lowest byte captured.
+
+    The payloads added are joined once (seal), so the bytes exist once while the segments go;
+    release() drops them when the chunk's frames are cut (size stays)."""
     start: int
-    data: bytearray
+    data: bytes
     aligned: bool                 # starts at the very first byte of the stream
     gap_before: int               # bytes missing just before this chunk
     gap_cause: str = ""           # why they are missing, when known
     starts: list[int] = field(default_factory=list)     # piece start offsets (absolute)
     pieces: list[tuple[int, int, float, int]] = field(default_factory=list)   # (start, end, ts, packet)
+    size: int = 0
+    parts: list[bytes] = field(default_factory=list)    # payloads until seal()
 
     @property
     def end(self) -> int:
-        return self.start + len(self.data)
+        return self.start + self.size
 
     def add(self, start: int, payload: bytes, ts: float, packet: int) -> None:
         self.starts.append(start)
         self.pieces.append((start, start + len(payload), ts, packet))
-        self.data += payload
+        self.parts.append(payload)
+        self.size += len(payload)
+
+    def seal(self) -> None:
+        self.data, self.parts = b"".join(self.parts), []
+
+    def release(self) -> None:
+        self.data = b""
 
     def when(self, a: int, b: int) -> tuple[float, int, int]:
         """(time the bytes [a, b) were all seen, first packet, last packet) for absolute offsets."""
@@ -77,6 +89,7 @@ class Direction:
         stats = {"segments": 0, "bytes": 0, "retransmissions": 0, "out_of_order": 0, "overlaps": 0,
                  "gaps": 0, "missing_bytes": 0}
         items, isn_abs = self._numbered(stats)
+        self.segments = []          # their payloads live on in `items` until the chunks are joined
         syn = isn_abs is not None
         if not items:
             return Stream([], syn, [], stats, 0)
@@ -92,11 +105,14 @@ class Direction:
                     stats["gaps"] += 1
                     stats["missing_bytes"] += gap
                 cause = "packets cut at the capture's snapshot length" if cursor - base in snapped else ""
-                cur = Chunk(ps - base, bytearray(), aligned=syn and ps == base, gap_before=gap, gap_cause=cause)
+                cur = Chunk(ps - base, b"", aligned=syn and ps == base, gap_before=gap, gap_cause=cause)
                 chunks.append(cur)
             cur.add(ps - base, pdata, ts, packet)
             stats["bytes"] += pe - ps
             cursor = pe
+        del items, placed
+        for c in chunks:
+            c.seal()
         tail = max(promised - cursor, 0)
         stats["missing_bytes"] += tail
         return Stream(chunks, syn, [(o - base, m) for o, m in events], stats, tail)

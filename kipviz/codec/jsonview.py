@@ -11,7 +11,7 @@ def json_default(o):
     """JSON for what json cannot write: a Uuid in Kafka's base64 form, bytes as hex."""
     if isinstance(o, uuid.UUID):
         return uuids.to_kafka_str(o)
-    if isinstance(o, (bytes, bytearray)):
+    if isinstance(o, (bytes, bytearray, memoryview)):
         return o.hex()
     raise TypeError(type(o).__name__)
 

@@ -268,22 +268,35 @@ def state_diagram(table: Table, *, current: str | Iterable[str] | None = None, t
 # rows of one source and target on one arrow it is 790 px compact, cutting only names over 16
 # characters: "add-partitions" whole, so a label listing several events reads one event a line
 LAYOUTS = ("LR", "TB", "TB-compact")
+# each direction is tried as it is, then with ranks or states further apart, until dot draws no line
+# through a label (draw.crossings): top to bottom, the classic-group table's edge Empty -> Dead
+# crosses the label of Dead's self-loop; with ranks 0.15 in further apart it does not
+SPACINGS = {"": {}, "+ranks": {"ranksep": 0.15}, "+states": {"nodesep": 0.45}}
 
 
 def auto_layout(make) -> graphviz.Digraph:
-    """make("LR"), or make("TB") when the former is wider than FIT_PX and the latter narrower (a
-    wide picture is scaled to the notebook's width: the narrower, the larger its text)."""
+    """make(layout) for the first layout (LAYOUTS, each with SPACINGS) that fits FIT_PX with no
+    line through a label; else the first that fits, fewest crossed first; else the narrowest (a
+    wide picture is scaled to the notebook's width: the narrower, the larger its text). The graph's
+    `kipviz_layout` names the layout, to draw its other frames alike (state_graph's rankdir)."""
+    from .crossings import graph_crossings
     from .render import FIT_PX, layout_size
-    best, best_w = None, None
+    narrowest, fitting = None, None          # (width, graph); (crossings, graph)
     for d in LAYOUTS:
-        g = make(d)
-        g.kipviz_layout = d
-        w, _ = layout_size(g)
-        if best is None or w < best_w:
-            best, best_w = g, w
-        if w <= FIT_PX:
-            break
-    return best
+        for spacing in SPACINGS:
+            g = make(d + spacing)
+            g.kipviz_layout = d + spacing
+            w, _ = layout_size(g)
+            if narrowest is None or w < narrowest[0]:
+                narrowest = (w, g)
+            if w > FIT_PX:
+                break                        # more space only widens it
+            crossed = len(graph_crossings(g))
+            if not crossed:
+                return g
+            if fitting is None or crossed < fitting[0]:
+                fitting = (crossed, g)
+    return (fitting or narrowest)[1]
 
 
 def state_graph(table: Table, cur: list[str], taken_i: int | None, show_proposed: bool, occ: set[str],
@@ -296,12 +309,16 @@ def state_graph(table: Table, cur: list[str], taken_i: int | None, show_proposed
         extra_states += [table.rows[i].from_state, table.rows[i].to_state]
     rows, states = _visible(table, show_proposed, extra_rows, extra_states)
 
+    rankdir, _, spacing = rankdir.partition("+")
     compact = rankdir.endswith("-compact")
+    more = SPACINGS.get("+" + spacing, {}) if spacing else {}
+    nodesep, ranksep = (0.05, 0.6) if compact else (0.35, 0.45)
     g = graphviz.Digraph(
         name=f"machine_{_slug(table.name)}",
         graph_attr={"rankdir": rankdir.removesuffix("-compact"), "fontname": FONT, "labelloc": "t", "labeljust": "l",
-                    "label": _title(table, show_proposed) if title else "", "nodesep": "0.05" if compact else "0.35",
-                    "ranksep": "0.6" if compact else "0.45", "pad": "0.3", "bgcolor": "white"},
+                    "label": _title(table, show_proposed) if title else "",
+                    "nodesep": f"{nodesep + more.get('nodesep', 0):g}", "ranksep": f"{ranksep + more.get('ranksep', 0):g}",
+                    "pad": "0.3", "bgcolor": "white"},
         node_attr={"fontname": FONT, "fontsize": "11", "shape": "ellipse", "style": "filled",
                    "fillcolor": C_NODE_FILL, "color": C_NODE_LINE, "margin": "0.04", "penwidth": "1.2"},
         edge_attr={"fontname": FONT, "fontsize": "10", "arrowsize": "0.7", "color": C_RELEASED},

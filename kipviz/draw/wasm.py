@@ -4,7 +4,7 @@ kipviz.lite builds ships it in kipviz_site_data and sets the variable).
 
     available()            in Pyodide, with the script named
     prepare()              start it (WebAssembly compiles asynchronously); the kernel does this at start
-    render(dot, "svg")     the output as bytes, as `dot -Tsvg` gives it ("svg" and "plain" only)
+    render(dot, "svg")     the output as bytes, as `dot -Tsvg` gives it ("svg", "plain" and "json" only)
 
 A picture drawn before the start has finished waits for it where the browser lets Python wait for a
 promise (WebAssembly JS Promise Integration: Chromium 137+); elsewhere it asks to run the cell again."""
@@ -17,7 +17,7 @@ from ..errors import KipvizError
 
 __all__ = ["available", "prepare", "render", "FORMATS"]
 
-FORMATS = ("svg", "plain")
+FORMATS = ("svg", "plain", "json")
 _state: dict = {"viz": None, "promise": None}
 
 
@@ -53,7 +53,7 @@ def _viz():
 def render(source: str, fmt: str) -> bytes:
     """A DOT source drawn by the browser's graphviz, in one of FORMATS; KipvizError for another format."""
     if fmt not in FORMATS:
-        raise KipvizError(f"the browser kit draws {' and '.join(FORMATS)}; {fmt.upper()} needs graphviz's "
+        raise KipvizError(f"the browser kit draws {', '.join(FORMATS)}; {fmt.upper()} needs graphviz's "
                           "`dot` program (the desktop kit)")
     import js
     from pyodide.ffi import to_js

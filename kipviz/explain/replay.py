@@ -18,9 +18,11 @@ own time; due timers fire in between, so held Fetch and JoinGroup answers come w
 from __future__ import annotations
 
 import html
+import tempfile
 from dataclasses import dataclass, field
 
 from ..broker.cluster import Cluster
+from ..broker.segments import cluster_log_dir
 from ..codec import framing
 from ..errors import DecodeError, EncodeError
 from ..records.header import (
@@ -115,7 +117,7 @@ def rewrite(value, ids: IdMap):
             kind = _kind(k, v)
             if kind is not None and not isinstance(v, (list, dict)):
                 out[k] = ids.model_value(kind, v)
-            elif k == "Records" and isinstance(v, (bytes, bytearray)):
+            elif k == "Records" and isinstance(v, (bytes, bytearray, memoryview)):
                 out[k] = _rewrite_records(bytes(v), ids)
             else:
                 out[k] = rewrite(v, ids)
@@ -139,7 +141,7 @@ class Difference:
 
 
 def _short(v, n: int = 60) -> str:
-    text = repr(v)
+    text = repr(bytes(v[:n]) if isinstance(v, memoryview) else v)      # a capture's Records: a view of its frame
     return text if len(text) <= n else text[:n - 3] + "..."
 
 
@@ -189,7 +191,7 @@ def compare(obs, mod, ids: IdMap, path: str = "", out: list | None = None,
             if kind is not None and not isinstance(o, (list, dict)):
                 if not ids.match(kind, o, m):
                     out.append((p, o, m))
-            elif k == "Records" and isinstance(o, (bytes, bytearray)) and isinstance(m, (bytes, bytearray)):
+            elif k == "Records" and isinstance(o, (bytes, bytearray, memoryview)) and isinstance(m, (bytes, bytearray, memoryview)):
                 _compare_records(p, bytes(o), bytes(m), ids, out, tol)
             elif k in BROKER_CLOCK and isinstance(o, int) and isinstance(m, int) and o >= 0 and m >= 0:
                 if abs(o - m) > tol:
@@ -248,6 +250,10 @@ class Replayer:
         t0 = int(exchanges[self.order[0]]["time"] * 1000) if self.order else 0
         self.cluster = Cluster(brokers=max(1, len(nodes)), start_ms=t0, release=release,
                                advertised_listeners={i: (h, p) for i, (_, h, p) in enumerate(nodes)} or None)
+        # the replayed logs on disk, as `kipviz serve` keeps them: a capture's records are not held
+        # again in memory (close() removes them)
+        self.log_dir = cluster_log_dir(self.cluster, tempfile.mkdtemp(prefix="kipviz-replay-"))
+        self.cluster.topics.use_log_dir(self.log_dir)
         self.broker_of = {f"{h}:{p}": i for i, (_, h, p) in enumerate(nodes)}
 
     def _nodes(self) -> list[tuple[int, str, int]]:
@@ -265,6 +271,7 @@ class Replayer:
             ex = self.exchanges[i]
             self._step_to(int(ex["time"] * 1000))
             self._feed(i, ex)
+            self.cluster.take_events()      # the replay reads answers only: the model's trace would hold every record again
         ends = [ex["response_time"] for ex in self.exchanges if ex.get("response_time") is not None]
         if ends:
             self._step_to(int(max(ends) * 1000) + 1)
@@ -357,7 +364,10 @@ class Replay:
     def __init__(self, exchanges, release: str | None = None):
         self.release = release or releases.NEWEST
         r = Replayer(exchanges, self.release)
-        r.run()
+        try:
+            r.run()
+        finally:
+            r.log_dir.close(remove=True)
         self.outcomes = [r.outcomes[i] for i in sorted(r.outcomes)]
         self.mapped = r.ids.learned()
         self.model_errors = list(r.cluster.internal_errors)

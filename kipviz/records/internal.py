@@ -325,7 +325,7 @@ def _jsonable(v):
         return [_jsonable(x) for x in v]
     if isinstance(v, uuid.UUID):
         return uuids.to_kafka_str(v)
-    if isinstance(v, (bytes, bytearray)):
+    if isinstance(v, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(v)).decode("ascii")
     return v
 

@@ -266,15 +266,9 @@ class Server:
         setting, topics = self._log_dir_setting, self.cluster.topics
         if setting is False or topics.log_dir is not None:
             return
-        from ..broker.retention import settings
-        from ..broker.segments import LogDir
+        from ..broker.segments import cluster_log_dir
         path = setting if setting is not None else tempfile.mkdtemp(prefix="kipviz-logs-")
-        cluster = self.cluster
-
-        def segment_bytes(name: str) -> int:
-            t = cluster.topics.get(name)
-            return settings(cluster, t)[2] if t is not None else cluster.config.log_segment_bytes
-        d = LogDir(path, segment_bytes)
+        d = cluster_log_dir(self.cluster, path)
         if setting is None:          # the kit's own directory goes with the cluster (or at exit)
             d.remove_when_gone()
         with self.lock:

@@ -155,6 +155,14 @@ lc = explain(bundled("late_commit"))
 print(lc.states)
 
 # %% [markdown]
+# The same path, played by the scenarios' classic-group animation: each frame is one row of the
+# table, fired by the request named under it (or by a timer). Watch which member's request moves
+# the group at each step, and when the group forms its second generation.
+
+# %%
+player(lc.states.animation("classic-group"))
+
+# %% [markdown]
 # ### Exercise 2
 # After generation 2 has formed without it, `billing-a` finishes its work and commits its offsets
 # with its old member id. Which **error** does the coordinator answer that OffsetCommit with?
