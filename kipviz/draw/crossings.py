@@ -8,7 +8,6 @@ The browser check (tests/browser/fit.py) measures each letter's ink; this measur
 box (cap height above the baseline, descenders below), so it is a little stricter."""
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 
@@ -97,5 +96,5 @@ def crossings(layout: dict) -> list[tuple[str, str]]:
 
 def graph_crossings(graph) -> list[tuple[str, str]]:
     """crossings() of a graphviz graph as dot lays it out."""
-    from .render import _pipe
-    return crossings(json.loads(_pipe(graph, "json")))
+    from .render import layout_json
+    return crossings(layout_json(graph))

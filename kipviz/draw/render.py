@@ -11,6 +11,7 @@ same DOT, laid out in the page; that choice is made here, in _pipe, for every pi
 from __future__ import annotations
 
 import html
+import json
 import re
 import shutil
 from pathlib import Path
@@ -94,6 +95,11 @@ def layout_size(graph) -> tuple[float, float]:
     """(width, height) in px of graph as dot lays it out (its `plain` output: inches)."""
     first = _pipe(graph, "plain").split(b"\n", 1)[0].split()
     return float(first[2]) * 96, float(first[3]) * 96
+
+
+def layout_json(graph) -> dict:
+    """graph as dot lays it out: its `json` output (xdot drawing operations of every object), parsed."""
+    return json.loads(_pipe(graph, "json"))
 
 
 def to_png(graph) -> bytes:
