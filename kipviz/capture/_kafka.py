@@ -450,20 +450,19 @@ def _view_records(decoded: dict, frame: bytes) -> None:
     view, at = memoryview(frame), 0
 
     def walk(node):
+        """node, or in its place a ViewOfFrame when it holds Records; changed in place below it."""
         nonlocal at
-        if isinstance(node, list):
-            return [walk(v) if isinstance(v, (dict, list)) else v for v in node]
-        out, viewed = {}, False
-        for k, v in node.items():
+        items = enumerate(node) if isinstance(node, list) else node.items()
+        viewed = False
+        for k, v in list(items):
             if k == "Records" and isinstance(v, bytes) and v:
                 i = frame.find(v, at)
                 i = frame.find(v) if i < 0 else i
                 if i >= 0:
-                    v, at, viewed = view[i:i + len(v)], i + len(v), True
+                    node[k], at, viewed = view[i:i + len(v)], i + len(v), True
             elif isinstance(v, (dict, list)):
-                v = walk(v)
-            out[k] = v
-        return ViewOfFrame(out) if viewed else out
+                node[k] = walk(v)
+        return ViewOfFrame(node) if viewed else node
 
     if isinstance(decoded.get("body"), dict):
         decoded["body"] = walk(decoded["body"])
