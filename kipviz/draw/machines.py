@@ -279,19 +279,20 @@ def auto_layout(make) -> graphviz.Digraph:
     line through a label; else the first that fits, fewest crossed first; else the narrowest (a
     wide picture is scaled to the notebook's width: the narrower, the larger its text). The graph's
     `kipviz_layout` names the layout, to draw its other frames alike (state_graph's rankdir)."""
-    from .crossings import graph_crossings
-    from .render import FIT_PX, layout_size
+    from .crossings import crossings
+    from .render import FIT_PX, layout_json
     narrowest, fitting = None, None          # (width, graph); (crossings, graph)
     for d in LAYOUTS:
         for spacing in SPACINGS:
             g = make(d + spacing)
             g.kipviz_layout = d + spacing
-            w, _ = layout_size(g)
+            layout = layout_json(g)              # one dot run: the width and the crossings
+            w = float(layout["bb"].split(",")[2]) * 96 / 72      # points -> px, as render.layout_size
             if narrowest is None or w < narrowest[0]:
                 narrowest = (w, g)
             if w > FIT_PX:
                 break                        # more space only widens it
-            crossed = len(graph_crossings(g))
+            crossed = len(crossings(layout))
             if not crossed:
                 return g
             if fitting is None or crossed < fitting[0]:
